@@ -1,0 +1,69 @@
+//! The `coalloc` command line: parses arguments and hands each subcommand to its module.
+//!
+//! Exit codes: 0 success, 2 bad input (a malformed or invalid file, a bad argument),
+//! 1 an internal error.
+
+mod error;
+mod job_cmd;
+mod load;
+mod table;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use error::CliError;
+use std::process::ExitCode;
+
+/// coalloc — a co-allocating meta-scheduler for multicluster and multicloud systems.
+///
+/// A job is made of components. coalloc picks a site for each component, starts them all at
+/// once on independent clusters or clouds, holds them at a start barrier until every required
+/// one runs, and then commits the job — or aborts, re-places and retries it when a site fails.
+#[derive(Parser)]
+#[command(name = "coalloc", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check and convert job files (RSL `.rsl` / `.uno`, batch `.bat`, native `.toml` / `.json`).
+    #[command(subcommand)]
+    Job(job_cmd::JobCommand),
+    /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Job(cmd) => job_cmd::run(cmd),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            e.report();
+            e.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

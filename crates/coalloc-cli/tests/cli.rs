@@ -1,0 +1,127 @@
+//! The `coalloc` binary on the shipped examples: check, convert, completions, help.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn coalloc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coalloc"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn example_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("examples/jobs"))
+        .unwrap()
+        .map(|e| format!("examples/jobs/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_example_is_valid_and_json_names_each_job() {
+    let files = example_files();
+    assert!(files.len() >= 8, "{files:?}");
+    let mut args = vec!["job", "check", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&coalloc(&args))).unwrap();
+    let entries = v.as_array().unwrap();
+    // mixed.bat expands into its four entries.
+    assert_eq!(entries.len(), files.len() - 1 + 4);
+    for e in entries {
+        assert_eq!(e["valid"], true, "{e}");
+    }
+    let poisson = entries
+        .iter()
+        .find(|e| e["file"].as_str().unwrap().ends_with("poisson.toml"))
+        .unwrap();
+    assert_eq!(poisson["job"]["kind"], "unordered");
+    assert_eq!(poisson["job"]["priority"], "high");
+    assert_eq!(poisson["job"]["input_file"]["size"], 4_000_000_000u64);
+    assert_eq!(poisson["job"]["component"].as_array().unwrap().len(), 4);
+    let listed: Vec<_> = entries.iter().filter(|e| e.get("listed_in").is_some()).collect();
+    assert_eq!(listed.len(), 4);
+    assert!(listed[0]["listed_in"].as_str().unwrap().ends_with("mixed.bat:2"));
+}
+
+#[test]
+fn check_prints_a_table_per_job() {
+    let out = stdout(&coalloc(&["job", "check", "examples/jobs/ordered.toml"]));
+    assert_eq!(
+        out,
+        "examples/jobs/ordered.toml: ordered job, 3 components, 9 processors, priority low, \
+         name master-worker\n\
+         \x20 #  label     count  site  start        type      wall  executable    arguments\n\
+         \x20 0  master    1      fs0   required     single    -     /usr/bin/env  sh -c 'echo master'\n\
+         \x20 1  worker-1  4      fs1   interactive  multiple  5m    /bin/true\n\
+         \x20 2  worker-2  4      fs2   optional     multiple  5m    /bin/true\n"
+    );
+}
+
+#[test]
+fn conversions_are_lossless_across_formats() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("convert");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in example_files().iter().filter(|f| !f.ends_with(".bat")) {
+        let reference = stdout(&coalloc(&["job", "check", "--json", file]));
+        let reference: serde_json::Value = serde_json::from_str(&reference).unwrap();
+        for to in ["toml", "json", "rsl"] {
+            let out = coalloc(&["job", "convert", file, "--to", to]);
+            if to == "rsl" && !out.status.success() {
+                // Only jobs RSL cannot say are refused, and the reason says what.
+                assert_eq!(out.status.code(), Some(2));
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(err.contains("cannot convert to RSL without loss"), "{err}");
+                continue;
+            }
+            let ext = match to {
+                "rsl" if reference[0]["job"]["kind"] == "ordered" => "rsl",
+                "rsl" => "uno",
+                other => other,
+            };
+            let name = Path::new(file).file_stem().unwrap().to_string_lossy().into_owned();
+            let converted = dir.join(format!("{name}.{ext}"));
+            std::fs::write(&converted, stdout(&out)).unwrap();
+            let again = stdout(&coalloc(&["job", "check", "--json", converted.to_str().unwrap()]));
+            let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+            assert_eq!(again[0]["job"], reference[0]["job"], "{file} via {to}");
+        }
+    }
+}
+
+#[test]
+fn rich_jobs_refuse_rsl_with_the_reason() {
+    let out = coalloc(&["job", "convert", "examples/jobs/poisson.toml", "--to", "rsl"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for field in ["priority high", "input file"] {
+        assert!(err.contains(field), "{err}");
+    }
+}
+
+#[test]
+fn completions_and_help_explain_themselves() {
+    let bash = stdout(&coalloc(&["completions", "bash"]));
+    assert!(bash.contains("complete -F") && bash.contains("convert"), "{bash}");
+    let help = stdout(&coalloc(&["job", "check", "--help"]));
+    let words = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("names the file, line and column"), "{help}");
+    let out = coalloc(&["job", "convert", "x.toml", "--to", "yaml"]);
+    assert_eq!(out.status.code(), Some(2), "a bad argument is bad input");
+}

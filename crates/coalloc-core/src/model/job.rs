@@ -1,0 +1,345 @@
+//! Jobs and their components (seed 002 §3.2, seed 003 §3.2.1, seed 000 §2.3, seed 001 §2).
+
+use super::{Millis, Time};
+use std::fmt;
+
+/// Job priority: KOALA's two placement queues (seed 000 §2.4, §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    High,
+    #[default]
+    Low,
+}
+
+/// How a job says where its components go (seed 003 §3.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum JobKind {
+    /// Every component names its site.
+    Ordered,
+    /// Every component gives its size; the scheduler picks the sites.
+    Unordered,
+    /// Only a total is given; the scheduler splits it over sites.
+    Flexible,
+    /// One component, on any one site (a single-cluster job).
+    Total,
+}
+
+/// What a component's failure before commit does to the job (seed 002 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum StartType {
+    /// Its failure aborts the whole job (DUROC `strict-barrier`).
+    #[default]
+    Required,
+    /// Its failure is reported; it may be deleted or substituted (DUROC `loose-barrier`).
+    Interactive,
+    /// Its failure is ignored (DUROC `no-barrier`).
+    Optional,
+}
+
+/// How many processes a component starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum JobType {
+    /// One process that gets all `count` processors (like `sbatch`'s batch script).
+    #[default]
+    Single,
+    /// `count` independent processes (GRAM's `multiple`, its default).
+    Multiple,
+    /// `count` processes of one MPI program.
+    Mpi,
+}
+
+/// How the job's input file reaches its components (seed 000 §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum FileDistribution {
+    /// Every component gets the whole file.
+    #[default]
+    Whole,
+    /// The file is split into one chunk per component, in proportion to component sizes.
+    Chunks,
+}
+
+/// A relation operator of RSL, kept on pass-through attributes (seed 003 §2.2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum RelOp {
+    #[default]
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl RelOp {
+    pub const ALL: [RelOp; 6] = [
+        RelOp::Eq,
+        RelOp::Ne,
+        RelOp::Lt,
+        RelOp::Le,
+        RelOp::Gt,
+        RelOp::Ge,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelOp::Eq => "=",
+            RelOp::Ne => "!=",
+            RelOp::Lt => "<",
+            RelOp::Le => "<=",
+            RelOp::Gt => ">",
+            RelOp::Ge => ">=",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RelOp> {
+        RelOp::ALL.into_iter().find(|op| op.as_str() == s)
+    }
+}
+
+impl fmt::Display for RelOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A value of a pass-through attribute: a string, or a (nested) sequence of values.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Value {
+    Str(String),
+    Seq(Vec<Value>),
+}
+
+/// An attribute coalloc does not interpret, kept verbatim and passed to the resource manager
+/// (for example RSL's `(memory>=64)` or `(queue=short)`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Attribute {
+    pub name: String,
+    pub op: RelOp,
+    /// The value sequence: `(arguments= "8" "4")` has two values.
+    pub values: Vec<Value>,
+}
+
+/// The job's single input file (seed 000 §2.3), found through the replica catalog by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InputFile {
+    /// Logical file name.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    pub distribution: FileDistribution,
+}
+
+/// One part of a job: `count` processors on one site (DUROC's subjob).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Component {
+    /// Processors (for a flexible job's template: the job's total).
+    pub count: u32,
+    /// The site, for ordered jobs only.
+    pub site: Option<String>,
+    pub start_type: StartType,
+    pub executable: Option<String>,
+    pub arguments: Vec<String>,
+    /// Environment variables, in the order given; names are unique.
+    pub environment: Vec<(String, String)>,
+    pub directory: Option<String>,
+    /// A name unique within the job.
+    pub label: Option<String>,
+    pub job_type: JobType,
+    /// Overrides the job's max wall time for this component.
+    pub max_wall_time: Option<Millis>,
+    /// Every other attribute, verbatim.
+    pub attributes: Vec<Attribute>,
+}
+
+/// Splitting rule of a flexible job (seed 003 §3.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Flexible {
+    /// Processors in all.
+    pub total: u32,
+    /// No piece smaller than this (1 when not given).
+    pub min_component: Option<u32>,
+}
+
+/// A job: one or more components that must start together.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Job {
+    /// Set by the server or taken from a trace; a spec file may leave it out.
+    pub id: Option<u64>,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub priority: Priority,
+    pub kind: JobKind,
+    /// For a flexible job: exactly one template component whose `count` is the total.
+    pub components: Vec<Component>,
+    /// Present exactly when `kind` is [`JobKind::Flexible`].
+    pub flexible: Option<Flexible>,
+    /// When the job was submitted, if the spec says (traces, simulations).
+    pub submit: Option<Time>,
+    /// The time by which the job must have started (seed 001 §2.2).
+    pub deadline: Option<Time>,
+    pub input_file: Option<InputFile>,
+    /// The user's runtime estimate (what backfilling and predictors see).
+    pub runtime_estimate: Option<Millis>,
+    /// Default wall-time limit of every component.
+    pub max_wall_time: Option<Millis>,
+}
+
+impl Job {
+    /// A job of the given kind and components with every optional field empty.
+    pub fn new(kind: JobKind, components: Vec<Component>) -> Job {
+        Job {
+            id: None,
+            name: None,
+            user: None,
+            priority: Priority::default(),
+            kind,
+            components,
+            flexible: None,
+            submit: None,
+            deadline: None,
+            input_file: None,
+            runtime_estimate: None,
+            max_wall_time: None,
+        }
+    }
+
+    /// Processors the whole job needs.
+    pub fn total_processors(&self) -> u64 {
+        match self.flexible {
+            Some(f) => u64::from(f.total),
+            None => self.components.iter().map(|c| u64::from(c.count)).sum(),
+        }
+    }
+
+    /// The wall-time limit that applies to component `i`.
+    pub fn wall_time_of(&self, i: usize) -> Option<Millis> {
+        self.components
+            .get(i)
+            .and_then(|c| c.max_wall_time.or(self.max_wall_time))
+    }
+}
+
+/// Names of the enums as they appear in every text format.
+macro_rules! named_enum {
+    ($ty:ty, $what:literal, [$(($variant:expr, $name:literal $(, $alias:literal)*)),+ $(,)?]) => {
+        impl $ty {
+            /// The canonical name.
+            pub fn name(self) -> &'static str {
+                $(if self == $variant { return $name; })+
+                unreachable!()
+            }
+
+            /// Every accepted spelling, canonical names first.
+            pub const NAMES: &'static [&'static str] = &[$($name,)+ $($($alias,)*)+];
+
+            /// Parse a name (canonical or alias, case-insensitive).
+            pub fn from_name(s: &str) -> Result<Self, String> {
+                let lower = s.to_ascii_lowercase();
+                $(if lower == $name $(|| lower == $alias)* { return Ok($variant); })+
+                Err(format!(
+                    "unknown {} `{}` (expected one of: {})",
+                    $what,
+                    s,
+                    Self::NAMES.join(", ")
+                ))
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+named_enum!(Priority, "priority", [(Priority::High, "high"), (Priority::Low, "low")]);
+named_enum!(
+    JobKind,
+    "job kind",
+    [
+        (JobKind::Ordered, "ordered"),
+        (JobKind::Unordered, "unordered"),
+        (JobKind::Flexible, "flexible"),
+        (JobKind::Total, "total"),
+    ]
+);
+named_enum!(
+    StartType,
+    "start type",
+    [
+        (StartType::Required, "required", "strict-barrier"),
+        (StartType::Interactive, "interactive", "loose-barrier"),
+        (StartType::Optional, "optional", "no-barrier"),
+    ]
+);
+named_enum!(
+    JobType,
+    "job type",
+    [
+        (JobType::Single, "single"),
+        (JobType::Multiple, "multiple"),
+        (JobType::Mpi, "mpi"),
+    ]
+);
+named_enum!(
+    FileDistribution,
+    "file distribution",
+    [
+        (FileDistribution::Whole, "whole"),
+        (FileDistribution::Chunks, "chunks"),
+    ]
+);
+
+impl StartType {
+    /// DUROC's name for this start type (`subjobStartType` in RSL).
+    pub fn duroc_name(self) -> &'static str {
+        match self {
+            StartType::Required => "strict-barrier",
+            StartType::Interactive => "loose-barrier",
+            StartType::Optional => "no-barrier",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_names_round_trip_and_aliases_parse() {
+        for t in [StartType::Required, StartType::Interactive, StartType::Optional] {
+            assert_eq!(StartType::from_name(t.name()), Ok(t));
+            assert_eq!(StartType::from_name(t.duroc_name()), Ok(t));
+        }
+        assert_eq!(JobKind::from_name("Ordered"), Ok(JobKind::Ordered));
+        assert_eq!(
+            StartType::from_name("strict").unwrap_err(),
+            "unknown start type `strict` (expected one of: required, interactive, optional, \
+             strict-barrier, loose-barrier, no-barrier)"
+        );
+    }
+
+    #[test]
+    fn totals_and_wall_times() {
+        let mut job = Job::new(
+            JobKind::Unordered,
+            vec![
+                Component {
+                    count: 8,
+                    max_wall_time: Some(60_000),
+                    ..Component::default()
+                },
+                Component {
+                    count: 4,
+                    ..Component::default()
+                },
+            ],
+        );
+        job.max_wall_time = Some(120_000);
+        assert_eq!(job.total_processors(), 12);
+        assert_eq!(job.wall_time_of(0), Some(60_000));
+        assert_eq!(job.wall_time_of(1), Some(120_000));
+        assert_eq!(job.wall_time_of(2), None);
+    }
+}
