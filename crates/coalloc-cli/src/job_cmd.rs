@@ -5,11 +5,11 @@ use crate::load::{load_all, load_job, Loaded};
 use crate::table;
 use clap::{Subcommand, ValueEnum};
 use coalloc_core::model::{Job, JobKind};
+use coalloc_core::rsl;
 use coalloc_core::spec::native::{self, JobDoc};
 use coalloc_core::spec::{format_time, units::format_duration};
-use coalloc_core::rsl;
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum JobCommand {
@@ -121,7 +121,10 @@ fn describe(l: &Loaded, job: &Job) -> String {
         ("user", job.user.clone()),
         ("submit", job.submit.map(format_time)),
         ("deadline", job.deadline.map(format_time)),
-        ("runtime estimate", job.runtime_estimate.map(format_duration)),
+        (
+            "runtime estimate",
+            job.runtime_estimate.map(format_duration),
+        ),
         ("max wall time", job.max_wall_time.map(format_duration)),
         (
             "input",
@@ -130,7 +133,10 @@ fn describe(l: &Loaded, job: &Job) -> String {
                 .map(|f| format!("{} ({} bytes, {})", f.name, f.size, f.distribution)),
         ),
     ];
-    facts.extend(opt.into_iter().filter_map(|(k, v)| v.map(|v| format!("{k} {v}"))));
+    facts.extend(
+        opt.into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} {v}"))),
+    );
     let rows: Vec<Vec<String>> = job
         .components
         .iter()
@@ -139,20 +145,44 @@ fn describe(l: &Loaded, job: &Job) -> String {
             vec![
                 i.to_string(),
                 c.label.clone().unwrap_or_else(|| "-".into()),
-                if job.kind == JobKind::Flexible { "*".into() } else { c.count.to_string() },
+                if job.kind == JobKind::Flexible {
+                    "*".into()
+                } else {
+                    c.count.to_string()
+                },
                 c.site.clone().unwrap_or_else(|| "-".into()),
                 c.start_type.to_string(),
                 c.job_type.to_string(),
-                job.wall_time_of(i).map(format_duration).unwrap_or_else(|| "-".into()),
+                job.wall_time_of(i)
+                    .map(format_duration)
+                    .unwrap_or_else(|| "-".into()),
                 c.executable.clone().unwrap_or_else(|| "-".into()),
-                c.arguments.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+                c.arguments
+                    .iter()
+                    .map(|a| quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             ]
         })
         .collect();
-    let listed = l.listed_in.as_ref().map(|b| format!(" (listed in {b})")).unwrap_or_default();
+    let listed = l
+        .listed_in
+        .as_ref()
+        .map(|b| format!(" (listed in {b})"))
+        .unwrap_or_default();
     let mut out = format!("{}{listed}: {}\n", l.path.display(), facts.join(", "));
     let t = table::render(
-        &["#", "label", "count", "site", "start", "type", "wall", "executable", "arguments"],
+        &[
+            "#",
+            "label",
+            "count",
+            "site",
+            "start",
+            "type",
+            "wall",
+            "executable",
+            "arguments",
+        ],
         &rows,
     );
     for line in t.lines() {
@@ -172,19 +202,19 @@ fn quote(arg: &str) -> String {
     }
 }
 
-fn convert(file: &PathBuf, to: Target, output: Option<PathBuf>) -> Result<(), CliError> {
+fn convert(file: &Path, to: Target, output: Option<PathBuf>) -> Result<(), CliError> {
     let job = load_job(file).map_err(CliError::bad)?;
     let text = match to {
         Target::Toml => native::to_toml(&job),
         Target::Json => native::to_json(&job) + "\n",
-        Target::Rsl => rsl::job_to_rsl(&job)
-            .map_err(|e| CliError::bad(format!("{}: {e}", file.display())))?,
+        Target::Rsl => {
+            rsl::job_to_rsl(&job).map_err(|e| CliError::bad(format!("{}: {e}", file.display())))?
+        }
     };
     match output {
         None => print!("{text}"),
-        Some(path) => std::fs::write(&path, text).map_err(|e| {
-            CliError::bad(format!("{}: cannot write: {e}", path.display()))
-        })?,
+        Some(path) => std::fs::write(&path, text)
+            .map_err(|e| CliError::bad(format!("{}: cannot write: {e}", path.display())))?,
     }
     Ok(())
 }

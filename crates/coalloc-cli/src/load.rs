@@ -17,11 +17,18 @@ pub struct Loaded {
 
 /// Where a message about `path` starts: `file:` for errors with a position, `file: ` else.
 pub fn locate(path: &Path, err: &SpecError) -> String {
-    format!("{}:{}{err}", path.display(), if has_pos(err) { "" } else { " " })
+    format!(
+        "{}:{}{err}",
+        path.display(),
+        if has_pos(err) { "" } else { " " }
+    )
 }
 
 fn has_pos(err: &SpecError) -> bool {
-    matches!(err, SpecError::Syntax { .. } | SpecError::Invalid { pos: Some(_), .. })
+    matches!(
+        err,
+        SpecError::Syntax { .. } | SpecError::Invalid { pos: Some(_), .. }
+    )
 }
 
 fn read(path: &Path) -> Result<String, String> {

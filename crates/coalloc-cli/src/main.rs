@@ -1,11 +1,12 @@
 //! The `coalloc` command line: parses arguments and hands each subcommand to its module.
 //!
 //! Exit codes: 0 success, 2 bad input (a malformed or invalid file, a bad argument),
-//! 1 an internal error.
+//! 1 an internal error, 3 (`place`) the job does not fit.
 
 mod error;
 mod job_cmd;
 mod load;
+mod place_cmd;
 mod table;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -18,7 +19,12 @@ use std::process::ExitCode;
 /// once on independent clusters or clouds, holds them at a start barrier until every required
 /// one runs, and then commits the job — or aborts, re-places and retries it when a site fails.
 #[derive(Parser)]
-#[command(name = "coalloc", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "coalloc",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,6 +35,13 @@ enum Command {
     /// Check and convert job files (RSL `.rsl` / `.uno`, batch `.bat`, native `.toml` / `.json`).
     #[command(subcommand)]
     Job(job_cmd::JobCommand),
+    /// Place a job on a site list (a dry run): the site, file site and transfer estimate of
+    /// each component, and the idle processors before and after.
+    ///
+    /// Ordered jobs use the named sites; unordered and total jobs the chosen fit; flexible
+    /// jobs are split by cluster filling or load balancing. Exits 0 when the job fits, 3 when
+    /// it does not (the reason is printed), 2 for a bad sites file or job file.
+    Place(place_cmd::PlaceArgs),
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -39,6 +52,7 @@ enum Command {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Job(cmd) => job_cmd::run(cmd),
+        Command::Place(args) => place_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());

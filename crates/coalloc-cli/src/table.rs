@@ -18,7 +18,11 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
                 s.push_str("  ");
             }
             s.push_str(cell);
-            let pad = widths.get(i).copied().unwrap_or(0).saturating_sub(cell.chars().count());
+            let pad = widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(cell.chars().count());
             s.extend(std::iter::repeat_n(' ', pad));
         }
         out.push_str(s.trim_end());

@@ -46,6 +46,21 @@ const CASES: &[(&str, &str, &str)] = &[
     ("comma.json", "{\"component\": [{\"count\": 1},]}", "comma.json:1:29: trailing comma"),
     ("shape.json", "{\"component\": {\"count\": 1}}", "shape.json:1:14: invalid type: map, expected a sequence"),
     ("env-twice.json", "{\"component\": [{\"count\": 1, \"environment\": {\"A\": \"1\", \"A\": \"2\"}}]}", "env-twice.json: component[0].environment: variable `A` is set twice"),
+    // --- RSL ---
+    ("rsl-count0.uno", "+(&(count=0))\n", "rsl-count0.uno:1:5: component[0].count: must be at least 1 (got 0)"),
+    ("rsl-countop.uno", "+(&(count>=4))\n", "rsl-countop.uno:1:5: component[0].count: takes `=` (found `>=`): coalloc needs the exact number of processors"),
+    ("rsl-emptymulti.uno", "+\n", "rsl-emptymulti.uno:2:1: expected `(` to start the first request after `+` (found end of input)"),
+    ("rsl-jobtype.uno", "+(&(count=1)(jobtype=condor))\n", "rsl-jobtype.uno:1:14: component[0].jobtype: unknown job type `condor` (expected one of: single, multiple, mpi)"),
+    ("rsl-labels.uno", "+(&(count=1)(label=a))(&(count=1)(label=a))\n", "rsl-labels.uno:1:26: component[1].label: duplicate label `a` (component 0 has it too)"),
+    ("rsl-mixed.rsl", "+(&(resourceManagerContact=fs0)(count=1))\n (&(count=2))\n", "rsl-mixed.rsl:2:5: component[1].resourceManagerContact: a .rsl file holds an ordered job: component 1 names no resourceManagerContact (use .uno for unordered jobs)"),
+    ("rsl-myprog.uno", "&(executable = myprog)\n  ( | (& (count = 5)(memory>=64))\n    (& (count =10)(memory>=32))\n  )\n", "rsl-myprog.uno:2:11: component[0]: component 0 holds a disjunction `|`, which offers alternatives, but coalloc needs one count per component: pick one alternative and write its relations into the component"),
+    ("rsl-ordered.uno", "+(&(resourceManagerContact=fs0)(count=1))\n", "rsl-ordered.uno:1:5: component[0].resourceManagerContact: a .uno file holds an unordered job: component 0 names resourceManagerContact `fs0` (use .rsl for ordered jobs)"),
+    ("rsl-starttype.uno", "+(&(count=1)(subjobStartType=strict))\n", "rsl-starttype.uno:1:14: component[0].subjobStartType: unknown start type `strict` (expected one of: required, interactive, optional, strict-barrier, loose-barrier, no-barrier)"),
+    ("rsl-twice.uno", "+(&(count=1)(count=2))\n", "rsl-twice.uno:1:14: component[0].count: is given twice in component 0 (first at 1:5)"),
+    ("rsl-undefined.uno", "&(executable=$(PROG))(count=1)\n", "rsl-undefined.uno:1:3: rslSubstitution: variable `PROG` is not defined (used in `executable`): define it before its use with (rslSubstitution=(PROG value))"),
+    ("rsl-unordered.rsl", "+(&(count=1))\n", "rsl-unordered.rsl:1:5: component[0].resourceManagerContact: a .rsl file holds an ordered job: component 0 names no resourceManagerContact (use .uno for unordered jobs)"),
+    ("rsl-unterminated.uno", "+(&(count=4)(executable=\"a)\n", "rsl-unterminated.uno:1:25: unterminated string: this `\"` has no closing `\"`"),
+    ("rsl-wall.uno", "+(&(count=1)(maxWallTime=ten))\n", "rsl-wall.uno:1:14: component[0].maxWallTime: must be a whole number of minutes (found `ten`)"),
     // --- files and batch files ---
     ("notes.yaml", "count: 1\n", "notes.yaml: unknown job file type (expected .rsl, .uno, .bat, .toml, .json)"),
     ("unknown-entry.bat", "count-zero.toml\nnotes.txt\n", "unknown-entry.bat:2:1: entry: `notes.txt` is not a job file (expected .rsl, .uno, .toml or .json)"),
@@ -67,7 +82,10 @@ fn workdir() -> PathBuf {
 
 #[test]
 fn every_bad_input_is_rejected_with_its_message() {
-    assert!(CASES.len() >= 30, "the issue asks for at least 30 bad inputs");
+    assert!(
+        CASES.len() >= 30,
+        "the issue asks for at least 30 bad inputs"
+    );
     let dir = workdir();
     let mut failures = Vec::new();
     for (name, _, expected) in CASES {

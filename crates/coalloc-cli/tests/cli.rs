@@ -55,9 +55,15 @@ fn every_example_is_valid_and_json_names_each_job() {
     assert_eq!(poisson["job"]["priority"], "high");
     assert_eq!(poisson["job"]["input_file"]["size"], 4_000_000_000u64);
     assert_eq!(poisson["job"]["component"].as_array().unwrap().len(), 4);
-    let listed: Vec<_> = entries.iter().filter(|e| e.get("listed_in").is_some()).collect();
+    let listed: Vec<_> = entries
+        .iter()
+        .filter(|e| e.get("listed_in").is_some())
+        .collect();
     assert_eq!(listed.len(), 4);
-    assert!(listed[0]["listed_in"].as_str().unwrap().ends_with("mixed.bat:2"));
+    assert!(listed[0]["listed_in"]
+        .as_str()
+        .unwrap()
+        .ends_with("mixed.bat:2"));
 }
 
 #[test]
@@ -95,10 +101,19 @@ fn conversions_are_lossless_across_formats() {
                 "rsl" => "uno",
                 other => other,
             };
-            let name = Path::new(file).file_stem().unwrap().to_string_lossy().into_owned();
+            let name = Path::new(file)
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             let converted = dir.join(format!("{name}.{ext}"));
             std::fs::write(&converted, stdout(&out)).unwrap();
-            let again = stdout(&coalloc(&["job", "check", "--json", converted.to_str().unwrap()]));
+            let again = stdout(&coalloc(&[
+                "job",
+                "check",
+                "--json",
+                converted.to_str().unwrap(),
+            ]));
             let again: serde_json::Value = serde_json::from_str(&again).unwrap();
             assert_eq!(again[0]["job"], reference[0]["job"], "{file} via {to}");
         }
@@ -107,7 +122,13 @@ fn conversions_are_lossless_across_formats() {
 
 #[test]
 fn rich_jobs_refuse_rsl_with_the_reason() {
-    let out = coalloc(&["job", "convert", "examples/jobs/poisson.toml", "--to", "rsl"]);
+    let out = coalloc(&[
+        "job",
+        "convert",
+        "examples/jobs/poisson.toml",
+        "--to",
+        "rsl",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     for field in ["priority high", "input file"] {
@@ -118,7 +139,10 @@ fn rich_jobs_refuse_rsl_with_the_reason() {
 #[test]
 fn completions_and_help_explain_themselves() {
     let bash = stdout(&coalloc(&["completions", "bash"]));
-    assert!(bash.contains("complete -F") && bash.contains("convert"), "{bash}");
+    assert!(
+        bash.contains("complete -F") && bash.contains("convert"),
+        "{bash}"
+    );
     let help = stdout(&coalloc(&["job", "check", "--help"]));
     let words = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(words.contains("names the file, line and column"), "{help}");

@@ -56,7 +56,10 @@ pub enum SpecError {
     },
     /// A conversion target cannot say what the job says.
     #[error("cannot convert to {target} without loss: {reason}")]
-    Unrepresentable { target: &'static str, reason: String },
+    Unrepresentable {
+        target: &'static str,
+        reason: String,
+    },
 }
 
 impl SpecError {

@@ -10,11 +10,21 @@
 //!   valid job obeys.
 //! - [`rsl`]: the Globus Resource Specification Language (seed 003 §2.2.4): parser, printer,
 //!   variable substitution, and the mapping onto the model.
+//! - [`placement`]: choosing sites (and file sites) for a job's components: the modified
+//!   worst-fit / best-fit and ordered fit of seed 003 §4.3.3, first-fit, seed 001's Worst Fit,
+//!   Close-to-Files (seed 000 §2.6), cluster filling and load balancing (seed 003 §3.2.1).
+//! - [`scheduler`]: the state machine drivers run — `handle(now, event)`, `poll_command()`,
+//!   `next_wakeup()` — with the co-allocation transaction (seed 002 §3.2) and fault handling
+//!   (seed 000 §3.4, seed 003 §4.3.4–4.3.5).
+//! - [`queue`]: queue policies, each in a module named after it.
 //! - [`error`]: the one error type of job and site input, with line and column.
 
 pub mod error;
 pub mod model;
+pub mod placement;
+pub mod queue;
 pub mod rsl;
+pub mod scheduler;
 pub mod spec;
 
 pub use error::{Pos, SpecError};

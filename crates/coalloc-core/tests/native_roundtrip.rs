@@ -55,7 +55,18 @@ fn component(i: usize) -> impl Strategy<Value = Component> {
         prop::collection::vec(attribute(), 0..3),
     )
         .prop_map(
-            move |(count, start_type, executable, arguments, env, directory, labelled, job_type, wall, attributes)| {
+            move |(
+                count,
+                start_type,
+                executable,
+                arguments,
+                env,
+                directory,
+                labelled,
+                job_type,
+                wall,
+                attributes,
+            )| {
                 Component {
                     count,
                     site: None,
@@ -82,9 +93,7 @@ fn job() -> impl Strategy<Value = Job> {
     ]);
     (
         kinds,
-        (0usize..4).prop_flat_map(|n| {
-            (0..=n).map(component).collect::<Vec<_>>()
-        }),
+        (0usize..4).prop_flat_map(|n| (0..=n).map(component).collect::<Vec<_>>()),
         (
             prop::option::of(any::<u64>()),
             prop::option::of(text()),

@@ -253,7 +253,11 @@ macro_rules! named_enum {
     };
 }
 
-named_enum!(Priority, "priority", [(Priority::High, "high"), (Priority::Low, "low")]);
+named_enum!(
+    Priority,
+    "priority",
+    [(Priority::High, "high"), (Priority::Low, "low")]
+);
 named_enum!(
     JobKind,
     "job kind",
@@ -308,7 +312,11 @@ mod tests {
 
     #[test]
     fn enum_names_round_trip_and_aliases_parse() {
-        for t in [StartType::Required, StartType::Interactive, StartType::Optional] {
+        for t in [
+            StartType::Required,
+            StartType::Interactive,
+            StartType::Optional,
+        ] {
             assert_eq!(StartType::from_name(t.name()), Ok(t));
             assert_eq!(StartType::from_name(t.duroc_name()), Ok(t));
         }

@@ -59,7 +59,8 @@ impl IdleList {
         &self.idle
     }
 
-    /// Marks per site, in site-list order (always false for unusable sites).
+    /// Marks per site, in site-list order (always false for unusable sites). Every fit keeps
+    /// them; only the modified worst-fit and best-fit read them.
     pub fn marked(&self) -> &[bool] {
         &self.marked
     }

@@ -10,7 +10,7 @@
 //!   (stable, so equal sizes keep job order), and each is fitted with the chosen [`Fit`] on
 //!   the [`IdleList`] — the *modified* worst-fit and best-fit of seed 003 §4.3.3 with marks,
 //!   plain first-fit (seed 003 §3.2.1), the plain Worst Fit of seed 001 §2.2, or
-//!   Close-to-Files (seed 000 §2.6, in [`files`](self#close-to-files));
+//!   Close-to-Files (seed 000 §2.6, below);
 //! - **total** jobs are one component on one site, fitted like an unordered job;
 //! - **flexible** jobs give a total that is split over sites by cluster filling or load
 //!   balancing (seed 003 §3.2.1, [`FlexibleFit`]), never into a piece smaller than the job's
@@ -26,7 +26,12 @@
 //! the component's chunk, `size * count / total` rounded up (§2.3's two file models).
 //! Estimates are whole milliseconds, rounded up ([`transfer_millis`]); the job's FTT of
 //! §3.2 is the largest of them ([`Placement::transfer_time`]). Without an input file
-//! Close-to-Files is the modified worst-fit.
+//! Close-to-Files is the modified worst-fit. Ties in transfer time go to the earlier site.
+//!
+//! A bandwidth unknown between two different sites means the pair cannot transfer; a link
+//! listed by either site counts both ways. Unusable sites neither run components nor serve
+//! files. The other fits report the same best replica and estimate for the site they chose
+//! (or no file site, when no replica can reach it).
 //!
 //! # Determinism
 //!
@@ -111,14 +116,23 @@ impl fmt::Display for Fit {
     }
 }
 
-/// How a flexible job's total is split over sites (seed 003 §3.2.1).
+/// How a flexible job's total is split over sites (seed 003 §3.2.1). Pieces go only to usable
+/// sites with at least `min_component` idle, at most one piece per site; the load of a site
+/// is its busy processors. Both find a split whenever one exists: when the `total /
+/// min_component` sites with the most idle hold the total.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum FlexibleFit {
     /// Least-loaded site first, each filled completely until the total is met: as few sites
-    /// as possible, so as little inter-cluster communication as possible.
+    /// as possible, so as little inter-cluster communication as possible. A site is skipped
+    /// when taking it would need too many pieces of at least `min_component`; a last piece
+    /// below `min_component` takes processors back from the pieces before it.
     #[default]
     ClusterFilling,
-    /// Pieces chosen so that the sites' loads afterwards are as equal as possible.
+    /// Pieces chosen so that the sites' loads afterwards are as equal as possible (water
+    /// filling: every site with a piece ends at the same load, up to one processor, unless it
+    /// fills up below that load). When
+    /// that would make a piece below `min_component`, the split is the one whose most loaded
+    /// site is least loaded among splits into pieces of at least `min_component`.
     LoadBalancing,
 }
 
@@ -171,8 +185,8 @@ pub struct SiteView<'a> {
 
 impl<'a> SiteView<'a> {
     /// Every site usable, idle as the site list says ([`Site::idle`], or all its processors
-    /// when it does not say).
-    pub fn new(sites: &'a [Site]) -> SiteView<'a> {
+    /// when it does not say): the view of a dry run.
+    pub fn from_sites(sites: &'a [Site]) -> SiteView<'a> {
         SiteView {
             sites,
             idle: sites
@@ -183,12 +197,13 @@ impl<'a> SiteView<'a> {
         }
     }
 
-    /// A view with the given idle counts and usable flags, one per site.
+    /// A view with the given idle counts and usable flags, one per site (a live driver's
+    /// resource monitor state).
     ///
     /// # Panics
     ///
     /// When `idle` or `usable` is not as long as `sites`.
-    pub fn with_state(sites: &'a [Site], idle: Vec<u32>, usable: Vec<bool>) -> SiteView<'a> {
+    pub fn new(sites: &'a [Site], idle: Vec<u32>, usable: Vec<bool>) -> SiteView<'a> {
         assert_eq!(idle.len(), sites.len(), "one idle count per site");
         assert_eq!(usable.len(), sites.len(), "one usable flag per site");
         SiteView {
@@ -288,11 +303,7 @@ impl Placement {
             .iter()
             .enumerate()
             .map(|(k, p)| {
-                let mut c: Component = job
-                    .components
-                    .get(p.component)
-                    .cloned()
-                    .unwrap_or_default();
+                let mut c: Component = job.components.get(p.component).cloned().unwrap_or_default();
                 c.count = p.count;
                 c.site = Some(p.site_name.clone());
                 if split {
@@ -324,7 +335,8 @@ pub fn place(
     if job.components.is_empty() {
         return Err(NoFit::NoComponents);
     }
-    let sources = Sources::new(job, view);
+    let ctf = fit == Fit::CloseToFiles && matches!(job.kind, JobKind::Unordered | JobKind::Total);
+    let sources = Sources::new(job, view, ctf);
     let mut list = IdleList::new(view);
     let slots: Vec<(usize, u32, usize)> = match job.kind {
         JobKind::Ordered => ordered(job, view, &mut list)?,
@@ -335,7 +347,7 @@ pub fn place(
                 None => (job.components[0].count, 1),
             };
             let pieces = flexible::split(total, min, view, flexible)
-                .map_err(|e| e.into_no_fit(0, &job.components[0].label, total, min))?;
+                .map_err(|e| e.into_no_fit(&job.components[0].label, total, min))?;
             for &(site, count) in &pieces {
                 list.take(site, count);
             }
@@ -421,13 +433,12 @@ fn unordered(
     let mut order: Vec<usize> = (0..job.components.len()).collect();
     // Stable: equal sizes keep job order.
     order.sort_by(|&a, &b| job.components[b].count.cmp(&job.components[a].count));
-    let total = job.total_processors();
     let mut sites = vec![0usize; job.components.len()];
     for (placed, &i) in order.iter().enumerate() {
         let c = &job.components[i];
         let site = match (fit, sources.file()) {
             (Fit::CloseToFiles, Some(file)) => {
-                let best = sources.closest(view, list, c.count, total);
+                let best = sources.closest(view, list, c.count);
                 match best {
                     Some(site) => {
                         list.take(site, c.count);

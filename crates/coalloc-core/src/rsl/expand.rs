@@ -10,7 +10,7 @@
 //! is (see [`canonical_attribute`]).
 
 use super::ast::{MakeList, Relation, Request, RslValue};
-use super::print::value_text;
+use super::print::value_shown;
 use crate::error::SpecError;
 use crate::spec::validate::canonical_attribute;
 use std::collections::BTreeMap;
@@ -148,7 +148,10 @@ impl Expander {
             RslValue::Seq(_) => Err(SpecError::invalid_at(
                 r.pos,
                 r.attr.clone(),
-                format!("a sequence cannot be part of a string: `{}`", value_text(v)),
+                format!(
+                    "a sequence cannot be part of a string: `{}`",
+                    value_shown(v)
+                ),
             )),
         }
     }
@@ -183,7 +186,7 @@ impl Expander {
                 return Err(bad(format!(
                     "each definition is a pair `(NAME value)`, such as \
                      (rslSubstitution=(URLBASE \"ftp://host:1234\")); found `{}`",
-                    value_text(v)
+                    value_shown(v)
                 )));
             };
             let name = match name {
@@ -197,7 +200,7 @@ impl Expander {
             let (Some(name), Some(value)) = (name, value) else {
                 return Err(bad(format!(
                     "a definition names one variable and gives it one string; found `{}`",
-                    value_text(v)
+                    value_shown(v)
                 )));
             };
             if name.is_empty() {

@@ -9,7 +9,7 @@
 //! other relation is kept verbatim as an [`Attribute`].
 
 use super::ast::{Relation, Request, RslValue};
-use super::print::value_text;
+use super::print::value_shown;
 use crate::error::{Pos, SpecError};
 use crate::model::{Attribute, Component, Job, JobKind, JobType, RelOp, StartType, Value, MINUTE};
 use crate::spec::validate::{canonical_attribute, component_field, infer_kind};
@@ -181,7 +181,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
                         _ => {
                             return Err(bad(format!(
                                 "takes strings, not sequences (found `{}`)",
-                                value_text(v)
+                                value_shown(v)
                             )))
                         }
                     }
@@ -210,7 +210,8 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
                     "label" => c.label = Some(s.to_owned()),
                     "maxWallTime" => c.max_wall_time = Some(minutes(s).map_err(bad)?),
                     "jobtype" => c.job_type = JobType::from_name(s).map_err(bad)?,
-                    _ => c.start_type = StartType::from_name(s).map_err(bad)?,
+                    "subjobStartType" => c.start_type = StartType::from_name(s).map_err(bad)?,
+                    _ => {}
                 }
             }
         }
@@ -221,7 +222,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
 fn env_rule(v: &RslValue) -> String {
     format!(
         "takes pairs `(NAME value)`, such as (environment=(LD_LIBRARY_PATH /usr/lib)); found `{}`",
-        value_text(v)
+        value_shown(v)
     )
 }
 
@@ -231,12 +232,12 @@ fn single(r: &Relation) -> Result<&str, String> {
         [RslValue::Literal(s)] => Ok(s),
         [v] => Err(format!(
             "takes one string, not a sequence (found `{}`)",
-            value_text(v)
+            value_shown(v)
         )),
         values => Err(format!(
             "takes one value (found {}: {})",
             values.len(),
-            values.iter().map(value_text).collect::<Vec<_>>().join(" ")
+            values.iter().map(value_shown).collect::<Vec<_>>().join(" ")
         )),
     }
 }
@@ -282,7 +283,7 @@ fn model_value(v: &RslValue, r: &Relation) -> Result<Value, SpecError> {
         RslValue::VarRef(_) | RslValue::Concat(_) => Err(SpecError::invalid_at(
             r.pos,
             r.attr.clone(),
-            format!("`{}` is left unexpanded", value_text(v)),
+            format!("`{}` is left unexpanded", value_shown(v)),
         )),
     }
 }

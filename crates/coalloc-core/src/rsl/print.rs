@@ -92,6 +92,17 @@ pub fn value_text(v: &RslValue) -> String {
     out
 }
 
+/// One value as an error message shows it: its text, cut short if long.
+pub fn value_shown(v: &RslValue) -> String {
+    let text = value_text(v);
+    let cut: String = text.chars().take(60).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
 fn write_value(out: &mut String, v: &RslValue) {
     match v {
         RslValue::Literal(s) => out.push_str(&quote(s)),

@@ -22,7 +22,11 @@ pub struct BatchEntry {
 }
 
 /// Read a batch file's entries. `dir` is the batch file's folder, `home` the home folder.
-pub fn parse_batch(text: &str, dir: &Path, home: Option<&Path>) -> Result<Vec<BatchEntry>, SpecError> {
+pub fn parse_batch(
+    text: &str,
+    dir: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<BatchEntry>, SpecError> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -31,13 +35,16 @@ pub fn parse_batch(text: &str, dir: &Path, home: Option<&Path>) -> Result<Vec<Ba
         }
         let col = raw.len() - raw.trim_start().len();
         let pos = Pos::new(n as u32 + 1, raw[..col].chars().count() as u32 + 1);
-        let path = resolve(line, dir, home).map_err(|rule| SpecError::invalid_at(pos, "entry", rule))?;
+        let path =
+            resolve(line, dir, home).map_err(|rule| SpecError::invalid_at(pos, "entry", rule))?;
         let format = match Format::of_path(&path) {
             Some(Format::Batch) => {
                 return Err(SpecError::invalid_at(
                     pos,
                     "entry",
-                    format!("`{line}` is a batch file; a batch file lists job files, not other batch files"),
+                    format!(
+                    "`{line}` is a batch file; a batch file lists job files, not other batch files"
+                ),
                 ))
             }
             Some(f) => f,
@@ -69,11 +76,16 @@ pub fn parse_batch(text: &str, dir: &Path, home: Option<&Path>) -> Result<Vec<Ba
 fn resolve(written: &str, dir: &Path, home: Option<&Path>) -> Result<PathBuf, String> {
     let tilde = written == "~" || written.starts_with("~/");
     if tilde {
-        let home = home.ok_or_else(|| format!("`{written}` starts with ~ but no home folder is known"))?;
+        let home =
+            home.ok_or_else(|| format!("`{written}` starts with ~ but no home folder is known"))?;
         return Ok(home.join(written.trim_start_matches('~').trim_start_matches('/')));
     }
     let p = Path::new(written);
-    Ok(if p.is_absolute() { p.to_path_buf() } else { dir.join(p) })
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        dir.join(p)
+    })
 }
 
 #[cfg(test)]
@@ -84,8 +96,19 @@ mod tests {
     fn resolves_relative_absolute_and_home_paths() {
         let text = "# jobs\n\na.rsl\n  sub/b.uno\n/abs/c.toml\n~/d.json\n";
         let got = parse_batch(text, Path::new("/batch"), Some(Path::new("/home/u"))).unwrap();
-        let paths: Vec<_> = got.iter().map(|e| e.path.to_str().unwrap().to_owned()).collect();
-        assert_eq!(paths, ["/batch/a.rsl", "/batch/sub/b.uno", "/abs/c.toml", "/home/u/d.json"]);
+        let paths: Vec<_> = got
+            .iter()
+            .map(|e| e.path.to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/batch/a.rsl",
+                "/batch/sub/b.uno",
+                "/abs/c.toml",
+                "/home/u/d.json"
+            ]
+        );
         assert_eq!(got[1].pos, Pos::new(4, 3));
         assert_eq!(got[1].format, Format::Uno);
     }
@@ -93,11 +116,17 @@ mod tests {
     #[test]
     fn rejects_unknown_entries_nested_batches_and_empty_files() {
         let e = parse_batch("a.rsl\nnotes.txt\n", Path::new("/b"), None).unwrap_err();
-        assert_eq!(e.to_string(), "2:1: entry: `notes.txt` is not a job file (expected .rsl, .uno, .toml or .json)");
+        assert_eq!(
+            e.to_string(),
+            "2:1: entry: `notes.txt` is not a job file (expected .rsl, .uno, .toml or .json)"
+        );
         let e = parse_batch("x.bat", Path::new("/b"), None).unwrap_err();
         assert!(e.to_string().contains("not other batch files"), "{e}");
         let e = parse_batch("# only\n", Path::new("/b"), None).unwrap_err();
-        assert_eq!(e.to_string(), "1:1: entry: the batch file lists no job files");
+        assert_eq!(
+            e.to_string(),
+            "1:1: entry: the batch file lists no job files"
+        );
         let e = parse_batch("~/x.rsl", Path::new("/b"), None).unwrap_err();
         assert!(e.to_string().contains("no home folder"), "{e}");
     }

@@ -277,7 +277,11 @@ pub fn to_json(job: &Job) -> String {
     serde_json::to_string_pretty(&JobDoc::from_job(job)).unwrap_or_else(|e| e.to_string())
 }
 
-fn named<T>(field: &str, v: &Option<String>, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, SpecError> {
+fn named<T>(
+    field: &str,
+    v: &Option<String>,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, SpecError> {
     v.as_deref()
         .map(parse)
         .transpose()
@@ -297,7 +301,10 @@ fn time(field: &str, v: &Option<Scalar>) -> Result<Option<Time>, SpecError> {
 
 fn positive_u32(field: &str, v: i64) -> Result<u32, SpecError> {
     if v < 1 {
-        Err(SpecError::invalid(field, format!("must be at least 1 (got {v})")))
+        Err(SpecError::invalid(
+            field,
+            format!("must be at least 1 (got {v})"),
+        ))
     } else {
         u32::try_from(v).map_err(|_| SpecError::invalid(field, format!("is too large ({v})")))
     }
@@ -312,34 +319,33 @@ impl JobDoc {
             None if self.total.is_some() => JobKind::Flexible,
             None => infer_kind(self.components.iter().map(|c| c.site.as_deref()))?,
         };
-        let flexible = match (kind, self.total) {
-            (JobKind::Flexible, Some(total)) => Some(Flexible {
-                total: positive_u32("total", total)?,
-                min_component: self
-                    .min_component
-                    .map(|m| positive_u32("min_component", m))
-                    .transpose()?,
-            }),
-            (_, None) if self.min_component.is_some() => {
-                return Err(SpecError::invalid(
-                    "min_component",
-                    "only flexible jobs (with `total`) have a minimum component size",
-                ))
-            }
-            (JobKind::Flexible, None) => {
-                return Err(SpecError::invalid(
+        let flexible =
+            match (kind, self.total) {
+                (JobKind::Flexible, Some(total)) => Some(Flexible {
+                    total: positive_u32("total", total)?,
+                    min_component: self
+                        .min_component
+                        .map(|m| positive_u32("min_component", m))
+                        .transpose()?,
+                }),
+                (_, None) if self.min_component.is_some() => {
+                    return Err(SpecError::invalid(
+                        "min_component",
+                        "only flexible jobs (with `total`) have a minimum component size",
+                    ))
+                }
+                (JobKind::Flexible, None) => return Err(SpecError::invalid(
                     "total",
                     "a flexible job needs `total`, the number of processors to split over sites",
-                ))
-            }
-            (_, Some(_)) => {
-                return Err(SpecError::invalid(
-                    "total",
-                    format!("only flexible jobs have a total; this job is {kind}"),
-                ))
-            }
-            _ => None,
-        };
+                )),
+                (_, Some(_)) => {
+                    return Err(SpecError::invalid(
+                        "total",
+                        format!("only flexible jobs have a total; this job is {kind}"),
+                    ))
+                }
+                _ => None,
+            };
         let components = self
             .components
             .iter()

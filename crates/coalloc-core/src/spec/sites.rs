@@ -74,7 +74,10 @@ pub fn parse_sites(text: &str) -> Result<Vec<Site>, SpecError> {
 
 fn count(field: String, v: i64, min: i64) -> Result<u32, SpecError> {
     if v < min {
-        return Err(SpecError::invalid(field, format!("must be at least {min} (got {v})")));
+        return Err(SpecError::invalid(
+            field,
+            format!("must be at least {min} (got {v})"),
+        ));
     }
     u32::try_from(v).map_err(|_| SpecError::invalid(field, format!("is too large ({v})")))
 }
@@ -82,7 +85,10 @@ fn count(field: String, v: i64, min: i64) -> Result<u32, SpecError> {
 /// Check a site list: names unique and non-empty, sizes sane, bandwidth targets known.
 pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
     if docs.is_empty() {
-        return Err(SpecError::invalid("site", "the site list is empty: add a [[site]] table"));
+        return Err(SpecError::invalid(
+            "site",
+            "the site list is empty: add a [[site]] table",
+        ));
     }
     let mut sites = Vec::with_capacity(docs.len());
     for (i, d) in docs.iter().enumerate() {
@@ -110,11 +116,16 @@ pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
                 ))
             }
             (Some(_), SiteKind::Cluster) => {
-                return Err(SpecError::invalid(f("cloud"), "only cloud sites have cloud limits"))
+                return Err(SpecError::invalid(
+                    f("cloud"),
+                    "only cloud sites have cloud limits",
+                ))
             }
             (None, SiteKind::Cluster) => None,
         };
-        let most = cloud.as_ref().map(|c| u64::from(c.max_vms) * u64::from(c.vm_processors));
+        let most = cloud
+            .as_ref()
+            .map(|c| u64::from(c.max_vms) * u64::from(c.vm_processors));
         let processors = match (d.processors, most) {
             (Some(p), Some(m)) if p as u64 > m => {
                 return Err(SpecError::invalid(
@@ -123,10 +134,14 @@ pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
                 ))
             }
             (Some(p), _) => count(f("processors"), p, 1)?,
-            (None, Some(m)) => u32::try_from(m)
-                .map_err(|_| SpecError::invalid(f("processors"), "is too large"))?,
+            (None, Some(m)) => {
+                u32::try_from(m).map_err(|_| SpecError::invalid(f("processors"), "is too large"))?
+            }
             (None, None) => {
-                return Err(SpecError::invalid(f("processors"), "is required for a cluster"))
+                return Err(SpecError::invalid(
+                    f("processors"),
+                    "is required for a cluster",
+                ))
             }
         };
         let idle = d.idle.map(|v| count(f("idle"), v, 0)).transpose()?;
@@ -146,7 +161,8 @@ pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
                     format!("names no site in the list (`{to}`)"),
                 ));
             }
-            let bps = parse_size(v).map_err(|r| SpecError::invalid(f(&format!("bandwidth.{to}")), r))?;
+            let bps =
+                parse_size(v).map_err(|r| SpecError::invalid(f(&format!("bandwidth.{to}")), r))?;
             bandwidth.insert(to.clone(), bps);
         }
         sites.push(Site {
@@ -154,7 +170,11 @@ pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
             kind,
             processors,
             idle,
-            manager: d.manager.iter().map(|(k, v)| (k.clone(), v.to_text())).collect(),
+            manager: d
+                .manager
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_text()))
+                .collect(),
             bandwidth,
             files: d.files.clone(),
             cloud,
@@ -183,7 +203,10 @@ fn cloud_limits(c: &CloudDoc, f: &dyn Fn(&str) -> String) -> Result<CloudLimits,
     if !(c.price_per_vm_hour.is_finite() && c.price_per_vm_hour >= 0.0) {
         return Err(SpecError::invalid(
             f("cloud.price_per_vm_hour"),
-            format!("must be a price of zero or more (got {})", c.price_per_vm_hour),
+            format!(
+                "must be a price of zero or more (got {})",
+                c.price_per_vm_hour
+            ),
         ));
     }
     Ok(CloudLimits {
@@ -221,7 +244,10 @@ cloud = { vm_processors = 2, max_vms = 64, lease_latency = "2m", price_per_vm_ho
         assert_eq!(sites[1].kind, SiteKind::Cloud);
         assert_eq!(sites[1].processors, 128);
         let c = sites[1].cloud.as_ref().unwrap();
-        assert_eq!((c.lease_latency, c.price_micros_per_vm_hour), (120_000, 65_000));
+        assert_eq!(
+            (c.lease_latency, c.price_micros_per_vm_hour),
+            (120_000, 65_000)
+        );
     }
 
     #[test]
@@ -235,8 +261,16 @@ cloud = { vm_processors = 2, max_vms = 64, lease_latency = "2m", price_per_vm_ho
             err("[[site]]\nname='a'\nprocessors=4\nidle=5\n"),
             "site[0].idle: is more than the site's processors (5 > 4)"
         );
-        assert_eq!(err("[[site]]\nname='a'\n"), "site[0].processors: is required for a cluster");
-        assert_eq!(err(""), "site: the site list is empty: add a [[site]] table");
-        assert!(err("[[site]]\nname='a'\nprocesors=4\n").starts_with("3:1: unknown field `procesors`"));
+        assert_eq!(
+            err("[[site]]\nname='a'\n"),
+            "site[0].processors: is required for a cluster"
+        );
+        assert_eq!(
+            err(""),
+            "site: the site list is empty: add a [[site]] table"
+        );
+        assert!(
+            err("[[site]]\nname='a'\nprocesors=4\n").starts_with("3:1: unknown field `procesors`")
+        );
     }
 }

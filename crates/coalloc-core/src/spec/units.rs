@@ -228,8 +228,19 @@ mod tests {
         assert!(s("h").is_err());
         assert!(s("").is_err());
         assert!(s("-5m").unwrap_err().contains("negative"));
-        assert!(parse_duration(&Scalar::Int(-1)).unwrap_err().contains("negative"));
-        for ms in [0, 1, 999, 1_000, 90_000, 5_400_000, 86_400_000 + 1_000, 1_500] {
+        assert!(parse_duration(&Scalar::Int(-1))
+            .unwrap_err()
+            .contains("negative"));
+        for ms in [
+            0,
+            1,
+            999,
+            1_000,
+            90_000,
+            5_400_000,
+            86_400_000 + 1_000,
+            1_500,
+        ] {
             assert_eq!(s(&format_duration(ms)), Ok(ms), "{ms}");
         }
         assert_eq!(format_duration(5_400_000), "1h30m");
@@ -244,6 +255,8 @@ mod tests {
         assert_eq!(s("17"), Ok(17));
         assert!(s("4 gib").is_err(), "binary units are case-sensitive");
         assert!(s("4 furlongs").is_err());
-        assert!(parse_size(&Scalar::Int(-3)).unwrap_err().contains("negative"));
+        assert!(parse_size(&Scalar::Int(-3))
+            .unwrap_err()
+            .contains("negative"));
     }
 }

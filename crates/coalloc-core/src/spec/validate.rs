@@ -179,7 +179,10 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
         let field = f(&format!("attribute[{j}]"));
         let canon = canonical_attribute(&a.name);
         if canon.is_empty() {
-            return Err(SpecError::invalid(field, "the attribute name must not be empty"));
+            return Err(SpecError::invalid(
+                field,
+                "the attribute name must not be empty",
+            ));
         }
         if INTERPRETED_ATTRIBUTES.contains(&canon.as_str()) {
             return Err(SpecError::invalid(
@@ -234,7 +237,11 @@ fn check_kind(job: &Job) -> Result<(), SpecError> {
                     format!(
                         "a{} {} job leaves the site to the scheduler: remove `site` or make \
                          the job ordered",
-                        if job.kind == JobKind::Unordered { "n" } else { "" },
+                        if job.kind == JobKind::Unordered {
+                            "n"
+                        } else {
+                            ""
+                        },
                         job.kind
                     ),
                 ));
@@ -285,10 +292,7 @@ fn check_kind(job: &Job) -> Result<(), SpecError> {
         }
         _ if job.flexible.is_some() => Err(SpecError::invalid(
             "total",
-            format!(
-                "only flexible jobs have a total; this job is {}",
-                job.kind
-            ),
+            format!("only flexible jobs have a total; this job is {}", job.kind),
         )),
         _ => Ok(()),
     }
@@ -323,6 +327,9 @@ mod tests {
             ],
         );
         let e = validate(&job, &[Pos::new(1, 1), Pos::new(4, 3)]).unwrap_err();
-        assert_eq!(e.to_string(), "4:3: component[1].count: must be at least 1 (got 0)");
+        assert_eq!(
+            e.to_string(),
+            "4:3: component[1].count: must be at least 1 (got 0)"
+        );
     }
 }

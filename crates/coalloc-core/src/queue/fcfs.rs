@@ -1,0 +1,81 @@
+//! First Come First Served and Fit Processor First Served (seed 003 §3.2.2, §4.3.4).
+//!
+//! FCFS tries the queue's head only: while the head starts, the next becomes the head; when
+//! the head does not fit, the pass ends. FPFS tries every job in arrival order and starts
+//! each one that fits, so a job that fits may pass one that does not.
+//!
+//! Jobs return to the tail when they come back after an abort (seed 003 §4.3.4: "moved ...
+//! to the tail of the wait-queue").
+
+use super::{PassCtx, QueuePolicy};
+use crate::model::{Job, Time};
+use crate::scheduler::api::JobId;
+use std::collections::BTreeMap;
+
+/// FCFS (`skip = false`) or FPFS (`skip = true`).
+#[derive(Debug, Default)]
+pub struct Fcfs {
+    skip: bool,
+    /// Arrival sequence → job.
+    queue: BTreeMap<u64, JobId>,
+    /// Job → arrival sequence.
+    seq_of: BTreeMap<JobId, u64>,
+    next_seq: u64,
+}
+
+impl Fcfs {
+    pub fn fcfs() -> Fcfs {
+        Fcfs::default()
+    }
+
+    pub fn fpfs() -> Fcfs {
+        Fcfs {
+            skip: true,
+            ..Fcfs::default()
+        }
+    }
+}
+
+impl QueuePolicy for Fcfs {
+    fn name(&self) -> &'static str {
+        if self.skip {
+            "fpfs"
+        } else {
+            "fcfs"
+        }
+    }
+
+    fn push(&mut self, id: JobId, _job: &Job, _now: Time) {
+        self.remove(id);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.insert(seq, id);
+        self.seq_of.insert(id, seq);
+    }
+
+    fn remove(&mut self, id: JobId) {
+        if let Some(seq) = self.seq_of.remove(&id) {
+            self.queue.remove(&seq);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn pass(&mut self, ctx: &mut dyn PassCtx) {
+        let mut cursor = 0u64;
+        loop {
+            let Some((&seq, &id)) = self.queue.range(cursor..).next() else {
+                return;
+            };
+            if ctx.try_start(id, None) {
+                self.queue.remove(&seq);
+                self.seq_of.remove(&id);
+            } else if !self.skip {
+                return;
+            }
+            cursor = seq + 1;
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! What goes into the scheduler ([`Event`]) and what comes out ([`Command`], [`Notice`]):
+//! the driver interface of DESIGN.md, shared by the simulator and the server.
+//!
+//! Components are started as *launches*: every start of a component gets a fresh
+//! [`LaunchId`], and every report about it names that launch, so a late report about an
+//! aborted start can never be mistaken for the current one.
+
+use crate::model::{Component, Job, Millis, Time};
+use std::fmt;
+
+/// A job's number, given by the scheduler at submission (1, 2, 3, ...).
+pub type JobId = u64;
+
+/// A site's index in the scheduler's site list.
+pub type SiteId = usize;
+
+/// One start of one component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LaunchId(pub u64);
+
+impl fmt::Display for LaunchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "L{}", self.0)
+    }
+}
+
+/// A change to a job's components before commit (seed 002 §3.2, interactive transactions).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    /// Add a component.
+    Add(Component),
+    /// Delete component `i`.
+    Delete(usize),
+    /// Replace component `i` (a new request; the old start, if any, is cancelled).
+    Substitute(usize, Component),
+}
+
+/// An input to the scheduler, stamped with the driver's time by [`super::Scheduler::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A new job. The scheduler numbers it; the reply says its number.
+    Submit(Box<Job>),
+    /// Cancel a job: every started component is cancelled.
+    Cancel { job: JobId },
+    /// Edit a job that has not committed yet.
+    Edit { job: JobId, edit: Edit },
+    /// The resource monitor's reading of a site (seed 003 §4.3.2): processors idle and in
+    /// all, and whether the resource manager answers.
+    SiteStatus {
+        site: SiteId,
+        idle: u32,
+        total: u32,
+        healthy: bool,
+    },
+    /// An operator marks a site usable or unusable (seed 000 §3.4).
+    SetUsable { site: SiteId, usable: bool },
+    /// The resource manager accepted a launch; it waits in the site's queue.
+    ComponentQueued { launch: LaunchId },
+    /// The launch's processes run.
+    ComponentStarted { launch: LaunchId },
+    /// The launch reported a successful start and waits at the barrier (seed 002 §3.2).
+    ComponentReady { launch: LaunchId },
+    /// The launch failed: it could not be submitted, did not start, or died.
+    ComponentFailed { launch: LaunchId, reason: String },
+    /// The launch's processes ended successfully.
+    ComponentFinished { launch: LaunchId },
+    /// A file transfer for a component ended.
+    TransferDone {
+        job: JobId,
+        component: usize,
+        ok: bool,
+    },
+    /// Time passed; nothing else happened.
+    Tick,
+}
+
+/// The configuration a started component receives (seed 002 §3.3): who it is in the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentConfig {
+    pub job: JobId,
+    /// This component's index.
+    pub index: usize,
+    /// Components in the job.
+    pub count: usize,
+    /// Every component's size, by index.
+    pub sizes: Vec<u32>,
+    /// The rank of this component's first process: the sum of the sizes before it.
+    pub rank_offset: u64,
+    /// The job's total size.
+    pub total: u64,
+}
+
+/// Start one component on one site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub launch: LaunchId,
+    pub job: JobId,
+    pub component: usize,
+    pub site: SiteId,
+    pub count: u32,
+    /// Kill it after this long, if set.
+    pub wall_time: Option<Millis>,
+    pub config: ComponentConfig,
+    /// The component as the job asks for it (executable, arguments, ...).
+    pub spec: Component,
+}
+
+/// Something the driver must do or should know.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Submit a component to a site's resource manager.
+    StartComponent(Box<Start>),
+    /// Cancel (kill) a launch.
+    CancelComponent {
+        launch: LaunchId,
+        job: JobId,
+        component: usize,
+        site: SiteId,
+    },
+    /// Every required component is at the barrier: let them all go (seed 002 §3.2's commit).
+    /// Components that reach the barrier later pass at once.
+    ReleaseBarrier { job: JobId },
+    /// Move a job's input file (or chunk) from a file site to an execution site
+    /// (seed 000 §2.5).
+    StartTransfer {
+        job: JobId,
+        component: usize,
+        from: SiteId,
+        to: SiteId,
+        bytes: u64,
+    },
+    /// Kill local (non-coalloc) jobs on a site until this many processors are free
+    /// (seed 001 §2.2, the GP policy).
+    KillLocal { site: SiteId, processors: u32 },
+    /// A state change worth telling users about (seed 002 §3.4's monitoring callbacks).
+    Notify(Notice),
+    /// The job ended well.
+    JobFinished { job: JobId, record: Box<JobRecord> },
+    /// The job ended badly and will not be retried.
+    JobFailed {
+        job: JobId,
+        reason: String,
+        record: Box<JobRecord>,
+    },
+}
+
+/// State changes of jobs, components and sites.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// Placed: component `i` goes to `sites[i]`.
+    Placed { job: JobId, sites: Vec<SiteId> },
+    /// Committed: the barrier was released.
+    Committed { job: JobId },
+    /// Aborted before commit, or failed after it; the job goes back to its queue.
+    Requeued { job: JobId, reason: String },
+    /// An interactive component failed before commit (seed 002 §3.2): the agent may delete or
+    /// substitute it; by default it is re-placed on another site.
+    InteractiveFailed {
+        job: JobId,
+        component: usize,
+        reason: String,
+    },
+    /// An optional component failed; the job goes on without it.
+    OptionalFailed {
+        job: JobId,
+        component: usize,
+        reason: String,
+    },
+    /// A low-priority job was preempted for a high-priority one (seed 000 §3.3).
+    Preempted { job: JobId, by: JobId },
+    /// A site's consecutive errors reached the threshold, or an operator said so.
+    SiteUnusable { site: SiteId, reason: String },
+    /// A site may be used again.
+    SiteUsable { site: SiteId },
+    /// A job was cancelled.
+    Cancelled { job: JobId },
+}
+
+/// What the scheduler answers at once to an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// The job was accepted under this number.
+    Submitted(JobId),
+    /// The event was taken.
+    Done,
+}
+
+/// Why an event was refused; nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    #[error("no job {0}")]
+    UnknownJob(JobId),
+    #[error("no site {0}")]
+    UnknownSite(SiteId),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("job {0} has committed; its components can no longer be edited")]
+    Committed(JobId),
+    #[error("job {0} has ended")]
+    Ended(JobId),
+    #[error("the queue is full ({0} jobs)")]
+    QueueFull(usize),
+}
+
+/// Timestamps and counters of one job: everything the metrics of DESIGN.md need.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JobRecord {
+    pub job: JobId,
+    pub submit: Time,
+    /// Every placement try, successful or not.
+    pub placement_tries: Vec<Time>,
+    /// Placement failures (tries that found no fit).
+    pub placement_failures: u32,
+    /// Claiming tries (ICP) and how many did not claim every component.
+    pub claim_tries: u32,
+    pub claim_failures: u32,
+    /// When the last successful placement happened (KOALA's JPT).
+    pub placed: Option<Time>,
+    /// The job start time first estimated, and the one it started at (seed 000 §3.2's start
+    /// delay is their difference).
+    pub first_jst: Option<Time>,
+    pub last_jst: Option<Time>,
+    /// When the barrier was released.
+    pub barrier_release: Option<Time>,
+    /// When the job started (= barrier release) and ended.
+    pub start: Option<Time>,
+    pub end: Option<Time>,
+    /// Failures before commit (aborts) and after (completion failures).
+    pub submit_failures: u32,
+    pub completion_failures: u32,
+    /// Times preempted.
+    pub preemptions: u32,
+    /// Sites used by the run that ended, by component.
+    pub sites: Vec<SiteId>,
+    /// Processor-milliseconds held before the barrier released (seed 001's wasted time).
+    pub wasted: u64,
+}
+
+impl JobRecord {
+    pub fn wait(&self) -> Option<Millis> {
+        self.start.map(|s| s - self.submit)
+    }
+
+    pub fn response(&self) -> Option<Millis> {
+        self.end.map(|e| e - self.submit)
+    }
+
+    pub fn runtime(&self) -> Option<Millis> {
+        Some(self.end? - self.start?)
+    }
+
+    /// Start delay: last JST minus first JST (seed 000 §3.2).
+    pub fn start_delay(&self) -> Option<Millis> {
+        Some(self.last_jst? - self.first_jst?)
+    }
+}

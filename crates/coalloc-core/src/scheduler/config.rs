@@ -1,0 +1,82 @@
+//! The scheduler's configuration: every policy chosen by name, with its parameters.
+
+use super::sites::SiteFaultLimits;
+use crate::model::Millis;
+use crate::placement::{Fit, FlexibleFit};
+use crate::queue::{fcfs::Fcfs, QueuePolicy};
+
+/// Which queue policy, by name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueConfig {
+    Fcfs,
+    Fpfs,
+}
+
+impl QueueConfig {
+    pub const NAMES: &'static [&'static str] = &["fcfs", "fpfs"];
+
+    pub fn from_name(name: &str) -> Result<QueueConfig, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "fcfs" => Ok(QueueConfig::Fcfs),
+            "fpfs" => Ok(QueueConfig::Fpfs),
+            _ => Err(format!(
+                "unknown queue policy `{name}` (expected one of: {})",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+
+    pub fn build(&self) -> Box<dyn QueuePolicy> {
+        match self {
+            QueueConfig::Fcfs => Box::new(Fcfs::fcfs()),
+            QueueConfig::Fpfs => Box::new(Fcfs::fpfs()),
+        }
+    }
+}
+
+/// What to do when an interactive component fails before commit and no agent says otherwise
+/// (seed 002 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InteractiveDefault {
+    /// Re-place it on another site; abort the job if none has room.
+    #[default]
+    Substitute,
+    /// Delete it from the job.
+    Delete,
+}
+
+/// Everything the scheduler is configured with.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub queue: QueueConfig,
+    pub fit: Fit,
+    pub flexible_fit: FlexibleFit,
+    pub site_faults: SiteFaultLimits,
+    /// Aborts before commit a job may suffer before it fails (seed 003 §4.3.4); `None` = no
+    /// limit.
+    pub max_submit_failures: Option<u32>,
+    /// Failures after commit a job may suffer before it fails (seed 003 §4.3.5).
+    pub max_completion_failures: Option<u32>,
+    /// A launch not running after this long counts as failed (seed 003 §4.3.5's pending
+    /// timeout).
+    pub pending_timeout: Option<Millis>,
+    /// Most jobs waiting in the queue; a submission beyond it is refused (seed 000 §4.2).
+    pub max_queued: Option<usize>,
+    pub interactive_default: InteractiveDefault,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            queue: QueueConfig::Fcfs,
+            fit: Fit::Worst,
+            flexible_fit: FlexibleFit::ClusterFilling,
+            site_faults: SiteFaultLimits::default(),
+            max_submit_failures: Some(5),
+            max_completion_failures: Some(3),
+            pending_timeout: None,
+            max_queued: None,
+            interactive_default: InteractiveDefault::Substitute,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The scheduler's record of each job: where it is in its life, where its components run,
+//! and the counters its limits are checked against.
+
+use super::api::{JobId, JobRecord, LaunchId, SiteId};
+use crate::model::{Job, Millis, Time};
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// In a placement queue.
+    Queued,
+    /// Placed; claiming its processors (ICP's claiming queue, seed 000 §3.2).
+    Claiming,
+    /// Components started; waiting for the required ones at the barrier (seed 002 §3.2).
+    Starting,
+    /// Committed: the barrier was released.
+    Running,
+    /// Ended: finished, failed or cancelled.
+    Ended,
+}
+
+/// Where one component is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompPhase {
+    /// Not started (queued job, or waiting in a claiming try).
+    Idle,
+    /// Submitted to the site's resource manager, not yet running.
+    Submitted,
+    /// Running, not yet at the barrier.
+    Started,
+    /// At the barrier (or past it).
+    Ready,
+    /// Ended well.
+    Finished,
+    /// Failed and, for an optional component, left out.
+    Failed,
+    /// Deleted by an edit.
+    Deleted,
+}
+
+/// One component's live state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompState {
+    pub phase: CompPhase,
+    pub launch: Option<LaunchId>,
+    pub site: Option<SiteId>,
+    /// Processors of the current launch.
+    pub count: u32,
+    /// When the current launch was submitted.
+    pub launched_at: Option<Time>,
+    /// A file transfer to this component's site is under way.
+    pub transferring: bool,
+}
+
+impl CompState {
+    pub fn idle() -> CompState {
+        CompState {
+            phase: CompPhase::Idle,
+            launch: None,
+            site: None,
+            count: 0,
+            launched_at: None,
+            transferring: false,
+        }
+    }
+
+    /// Holds processors on a site now.
+    pub fn live(&self) -> bool {
+        matches!(
+            self.phase,
+            CompPhase::Submitted | CompPhase::Started | CompPhase::Ready
+        )
+    }
+}
+
+/// A job and everything the scheduler keeps about it.
+#[derive(Debug, Clone)]
+pub struct JobState {
+    pub id: JobId,
+    pub job: Job,
+    pub phase: Phase,
+    pub comps: Vec<CompState>,
+    pub record: JobRecord,
+    /// The barrier may not be released before this time (seed 001: jobs start at their
+    /// deadline; seed 000: at their JST).
+    pub hold_until: Option<Time>,
+    /// Bumped whenever the job leaves a run, so that timers of the old run are ignored.
+    pub generation: u64,
+    /// Claiming state (ICP), when placed under it.
+    pub claim: Option<ClaimState>,
+}
+
+/// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimState {
+    /// Job placement time.
+    pub jpt: Time,
+    /// Estimated file transfer time (max over components).
+    pub ftt: Millis,
+    /// Job start time = JPT + FTT.
+    pub jst: Time,
+    /// Next claiming try.
+    pub jct: Time,
+}
+
+impl JobState {
+    pub fn new(id: JobId, job: Job, now: Time) -> JobState {
+        let comps = job.components.iter().map(|_| CompState::idle()).collect();
+        JobState {
+            id,
+            job,
+            phase: Phase::Queued,
+            comps,
+            record: JobRecord {
+                job: id,
+                submit: now,
+                ..JobRecord::default()
+            },
+            hold_until: None,
+            generation: 0,
+            claim: None,
+        }
+    }
+
+    /// Components that must be at the barrier before commit: not optional, not deleted, not
+    /// failed-and-left-out.
+    pub fn required_ready(&self) -> bool {
+        self.job
+            .components
+            .iter()
+            .zip(&self.comps)
+            .all(|(c, s)| match s.phase {
+                CompPhase::Ready | CompPhase::Finished | CompPhase::Deleted | CompPhase::Failed => {
+                    true
+                }
+                _ => c.start_type == crate::model::StartType::Optional,
+            })
+    }
+
+    /// Every component that ran has ended, and none is still live.
+    pub fn all_done(&self) -> bool {
+        self.comps.iter().all(|s| !s.live())
+    }
+
+    pub fn ended(&self) -> bool {
+        self.phase == Phase::Ended
+    }
+}

@@ -1,0 +1,364 @@
+//! The scheduler: one sans-IO state machine that every driver runs (DESIGN.md, "one
+//! scheduling core, two drivers").
+//!
+//! ```text
+//! let mut s = Scheduler::new(config, sites);
+//! s.handle(now, Event::Submit(job))?;           // input, stamped with the driver's time
+//! while let Some(cmd) = s.poll_command() { .. } // output: start, cancel, release, ...
+//! let t = s.next_wakeup();                      // call s.handle(t, Event::Tick) then
+//! ```
+//!
+//! It owns the co-allocation transaction (seed 002 §3.2): a placed job's components are
+//! started together, held at a barrier, and committed when every required one is ready; a
+//! failure before commit aborts (required), re-places (interactive) or drops (optional) the
+//! component. It owns fault handling (seed 000 §3.4, seed 003 §4.3.4–4.3.5): after commit a
+//! failure sends the whole job back to its queue, sites count consecutive errors, jobs count
+//! failures against their limits, and launches that never start time out. Which queued job
+//! goes next is the queue policy's decision ([`crate::queue`]); where it goes is placement's
+//! ([`crate::placement`]).
+
+pub mod api;
+pub mod config;
+pub mod jobs;
+pub mod sites;
+mod transaction;
+
+pub use api::*;
+pub use config::{InteractiveDefault, QueueConfig, SchedulerConfig};
+
+use crate::model::{Job, Site, Time};
+use crate::queue::{PassCtx, QueuePolicy};
+use jobs::{JobState, Phase};
+use sites::SiteTable;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// A timer the scheduler set for itself. Timers of an old run of a job carry an old
+/// generation and are ignored when they fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A launch that has not started by now has failed.
+    Pending {
+        job: JobId,
+        component: usize,
+        launch: LaunchId,
+    },
+    /// The job may commit from now on.
+    Hold { job: JobId, generation: u64 },
+}
+
+/// Everything but the queue policy, so that the policy can call back into it during a pass.
+#[derive(Debug)]
+struct Core {
+    config: SchedulerConfig,
+    sites: SiteTable,
+    jobs: BTreeMap<JobId, JobState>,
+    launches: HashMap<LaunchId, (JobId, usize)>,
+    next_job: JobId,
+    next_launch: u64,
+    commands: VecDeque<Command>,
+    timers: BTreeSet<(Time, Timer)>,
+    now: Time,
+    /// Something changed that may let a queued job start.
+    dirty: bool,
+    /// Jobs to put (back) into the queue after this event.
+    requeued: Vec<JobId>,
+    /// Jobs to take out of the queue after this event.
+    unqueued: Vec<JobId>,
+    /// Jobs that finished, with their runtimes, for the policy's predictors.
+    finished: Vec<(JobId, crate::model::Millis)>,
+}
+
+/// The scheduling core. See the module documentation.
+#[derive(Debug)]
+pub struct Scheduler {
+    core: Core,
+    queue: Box<dyn QueuePolicy>,
+}
+
+impl Scheduler {
+    pub fn new(config: SchedulerConfig, sites: Vec<Site>) -> Scheduler {
+        let queue = config.queue.build();
+        Scheduler {
+            core: Core {
+                sites: SiteTable::new(sites, config.site_faults),
+                config,
+                jobs: BTreeMap::new(),
+                launches: HashMap::new(),
+                next_job: 1,
+                next_launch: 1,
+                commands: VecDeque::new(),
+                timers: BTreeSet::new(),
+                now: Time::MIN,
+                dirty: false,
+                requeued: Vec::new(),
+                unqueued: Vec::new(),
+                finished: Vec::new(),
+            },
+            queue,
+        }
+    }
+
+    /// Take an event that happened at `now` (the driver's clock; a time earlier than one
+    /// already seen counts as that one). A refused event changes nothing.
+    pub fn handle(&mut self, now: Time, event: Event) -> Result<Reply, Rejected> {
+        let core = &mut self.core;
+        core.now = core.now.max(now);
+        let reply = match event {
+            Event::Submit(job) => {
+                if let Some(max) = core.config.max_queued {
+                    if self.queue.len() >= max {
+                        return Err(Rejected::QueueFull(max));
+                    }
+                }
+                core.submit(*job).map(Reply::Submitted)
+            }
+            Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
+            Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
+            Event::SiteStatus {
+                site,
+                idle,
+                total,
+                healthy,
+            } => core
+                .site_status(site, idle, total, healthy)
+                .map(|()| Reply::Done),
+            Event::SetUsable { site, usable } => {
+                core.set_usable(site, usable).map(|()| Reply::Done)
+            }
+            Event::ComponentQueued { .. } => Ok(Reply::Done),
+            Event::ComponentStarted { launch } => {
+                core.started(launch);
+                Ok(Reply::Done)
+            }
+            Event::ComponentReady { launch } => {
+                core.ready(launch);
+                Ok(Reply::Done)
+            }
+            Event::ComponentFailed { launch, reason } => {
+                core.failed(launch, reason);
+                Ok(Reply::Done)
+            }
+            Event::ComponentFinished { launch } => {
+                core.finished(launch);
+                Ok(Reply::Done)
+            }
+            Event::TransferDone { .. } | Event::Tick => Ok(Reply::Done),
+        }?;
+        self.fire_timers();
+        self.settle();
+        Ok(reply)
+    }
+
+    /// The next command for the driver, in the order they were decided.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.core.commands.pop_front()
+    }
+
+    /// When the scheduler wants to be called (with [`Event::Tick`]) if nothing else happens.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        let timer = self.core.timers.first().map(|(t, _)| *t);
+        match (timer, self.queue.next_wakeup()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The sites, in [`SiteId`] order.
+    pub fn sites(&self) -> &[Site] {
+        &self.core.sites.sites
+    }
+
+    /// The live state of site `id`.
+    pub fn site_state(&self, id: SiteId) -> Option<&sites::SiteState> {
+        self.core.sites.state.get(id)
+    }
+
+    /// A job's state, if the scheduler knows it.
+    pub fn job(&self, id: JobId) -> Option<&JobState> {
+        self.core.jobs.get(&id)
+    }
+
+    /// Every job the scheduler knows, by number.
+    pub fn jobs(&self) -> impl Iterator<Item = &JobState> {
+        self.core.jobs.values()
+    }
+
+    /// Jobs waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The queue policy's name.
+    pub fn policy(&self) -> &'static str {
+        self.queue.name()
+    }
+
+    fn fire_timers(&mut self) {
+        while let Some(&(t, timer)) = self.core.timers.first() {
+            if t > self.core.now {
+                break;
+            }
+            self.core.timers.pop_first();
+            self.core.timer(timer);
+        }
+    }
+
+    /// Move jobs in and out of the queue as the event decided, then run a pass if anything
+    /// changed that could let a job start.
+    fn settle(&mut self) {
+        let core = &mut self.core;
+        for id in core.unqueued.drain(..) {
+            self.queue.remove(id);
+        }
+        for id in std::mem::take(&mut core.requeued) {
+            if let Some(j) = core.jobs.get(&id) {
+                self.queue.push(id, &j.job, core.now);
+            }
+        }
+        for (id, runtime) in core.finished.drain(..) {
+            if let Some(j) = core.jobs.get(&id) {
+                self.queue.finished(id, &j.job, runtime);
+            }
+        }
+        if core.dirty || self.queue.next_wakeup().is_some_and(|t| t <= core.now) {
+            core.dirty = false;
+            self.queue.pass(core);
+        }
+    }
+}
+
+impl Core {
+    fn submit(&mut self, job: Job) -> Result<JobId, Rejected> {
+        crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
+        self.check_fits_when_empty(&job)?;
+        let id = self.next_job;
+        self.next_job += 1;
+        self.jobs.insert(id, JobState::new(id, job, self.now));
+        self.requeued.push(id);
+        self.dirty = true;
+        Ok(id)
+    }
+
+    fn cancel(&mut self, id: JobId) -> Result<(), Rejected> {
+        let j = self.jobs.get(&id).ok_or(Rejected::UnknownJob(id))?;
+        if j.ended() {
+            return Err(Rejected::Ended(id));
+        }
+        if j.phase == Phase::Queued {
+            self.unqueued.push(id);
+        }
+        self.cancel_launches(id);
+        self.notify(Notice::Cancelled { job: id });
+        self.end_job(id, Err("cancelled".to_owned()));
+        Ok(())
+    }
+
+    fn site_status(
+        &mut self,
+        site: SiteId,
+        idle: u32,
+        total: u32,
+        healthy: bool,
+    ) -> Result<(), Rejected> {
+        if site >= self.sites.len() {
+            return Err(Rejected::UnknownSite(site));
+        }
+        let was = self.sites.state[site].usable();
+        if self.sites.report(site, idle, total, healthy) {
+            self.dirty = true;
+        }
+        self.usable_changed(site, was, "the resource manager does not answer");
+        Ok(())
+    }
+
+    fn set_usable(&mut self, site: SiteId, usable: bool) -> Result<(), Rejected> {
+        if site >= self.sites.len() {
+            return Err(Rejected::UnknownSite(site));
+        }
+        let was = self.sites.state[site].usable();
+        self.sites.set_enabled(site, usable);
+        self.dirty = true;
+        self.usable_changed(site, was, "marked unusable by an operator");
+        Ok(())
+    }
+
+    fn usable_changed(&mut self, site: SiteId, was: bool, why: &str) {
+        let now = self.sites.state[site].usable();
+        if was && !now {
+            self.notify(Notice::SiteUnusable {
+                site,
+                reason: why.to_owned(),
+            });
+        } else if !was && now {
+            self.notify(Notice::SiteUsable { site });
+        }
+    }
+
+    fn timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Pending {
+                job,
+                component,
+                launch,
+            } => {
+                let current = self
+                    .jobs
+                    .get(&job)
+                    .and_then(|j| j.comps.get(component))
+                    .is_some_and(|c| {
+                        c.launch == Some(launch) && c.phase == jobs::CompPhase::Submitted
+                    });
+                if current {
+                    let site = self.jobs[&job].comps[component].site.unwrap_or(0);
+                    self.commands.push_back(Command::CancelComponent {
+                        launch,
+                        job,
+                        component,
+                        site,
+                    });
+                    let timeout = self.config.pending_timeout.unwrap_or(0);
+                    self.failed(
+                        launch,
+                        format!(
+                            "did not start within the pending timeout ({})",
+                            crate::spec::units::format_duration(timeout)
+                        ),
+                    );
+                }
+            }
+            Timer::Hold { job, generation } => {
+                if self
+                    .jobs
+                    .get(&job)
+                    .is_some_and(|j| j.generation == generation)
+                {
+                    self.check_commit(job);
+                }
+            }
+        }
+    }
+
+    fn notify(&mut self, notice: Notice) {
+        self.commands.push_back(Command::Notify(notice));
+    }
+}
+
+impl PassCtx for Core {
+    fn now(&self) -> Time {
+        self.now
+    }
+
+    fn job(&self, id: JobId) -> &Job {
+        &self.jobs[&id].job
+    }
+
+    fn try_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
+        self.try_place_and_start(id, allowed)
+    }
+
+    fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool {
+        self.jobs
+            .get(&id)
+            .is_some_and(|j| self.place(&j.job, allowed).is_ok())
+    }
+}

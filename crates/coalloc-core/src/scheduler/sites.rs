@@ -1,0 +1,221 @@
+//! The scheduler's view of its sites (seed 003 §4.3.2, §4.3.4; seed 000 §3.4): idle
+//! processors as last reported by the resource monitor minus what coalloc has claimed since,
+//! the usable flag, and the consecutive-error counters that clear it.
+
+use super::api::SiteId;
+use crate::model::Site;
+
+/// Thresholds of the fault handling (seed 000 §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteFaultLimits {
+    /// Consecutive submission errors (a component could not start) that make a site unusable.
+    pub submit_errors: u32,
+    /// Consecutive completion errors (a running component died) that make a site unusable.
+    pub completion_errors: u32,
+}
+
+impl Default for SiteFaultLimits {
+    fn default() -> Self {
+        SiteFaultLimits {
+            submit_errors: 3,
+            completion_errors: 3,
+        }
+    }
+}
+
+/// One site's live state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteState {
+    pub processors: u32,
+    /// Idle processors as far as the scheduler knows.
+    pub idle: u32,
+    /// Processors of launches submitted here but not yet reported running: a monitor
+    /// reading does not show them yet.
+    pub pending: u32,
+    /// Processors held by coalloc's launches (pending or running).
+    pub ours: u32,
+    /// The resource manager answers.
+    pub healthy: bool,
+    /// Not marked unusable by errors or an operator.
+    pub enabled: bool,
+    pub submit_errors: u32,
+    pub completion_errors: u32,
+}
+
+impl SiteState {
+    pub fn usable(&self) -> bool {
+        self.healthy && self.enabled
+    }
+}
+
+/// Every site's state, by [`SiteId`].
+#[derive(Debug, Clone)]
+pub struct SiteTable {
+    pub sites: Vec<Site>,
+    pub state: Vec<SiteState>,
+    pub limits: SiteFaultLimits,
+}
+
+/// What an error report did to a site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorOutcome {
+    Counted,
+    /// The threshold was reached: the site is now unusable.
+    MadeUnusable(String),
+}
+
+impl SiteTable {
+    pub fn new(sites: Vec<Site>, limits: SiteFaultLimits) -> SiteTable {
+        let state = sites
+            .iter()
+            .map(|s| SiteState {
+                processors: s.processors,
+                idle: s.idle.unwrap_or(s.processors),
+                pending: 0,
+                ours: 0,
+                healthy: true,
+                enabled: true,
+                submit_errors: 0,
+                completion_errors: 0,
+            })
+            .collect();
+        SiteTable {
+            sites,
+            state,
+            limits,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.sites.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+
+    /// Idle processors per site, for placement.
+    pub fn idle(&self) -> Vec<u32> {
+        self.state.iter().map(|s| s.idle).collect()
+    }
+
+    pub fn usable(&self) -> Vec<bool> {
+        self.state.iter().map(SiteState::usable).collect()
+    }
+
+    /// A monitor reading: idle is what the site reports minus launches it cannot see yet.
+    /// Returns whether anything the scheduler decides on changed.
+    pub fn report(&mut self, site: SiteId, idle: u32, total: u32, healthy: bool) -> bool {
+        let s = &mut self.state[site];
+        let new_idle = idle.min(total).saturating_sub(s.pending);
+        let changed = s.idle != new_idle || s.processors != total || s.healthy != healthy;
+        s.idle = new_idle;
+        s.processors = total;
+        s.healthy = healthy;
+        changed
+    }
+
+    /// A launch of `count` processors was submitted here.
+    pub fn claim(&mut self, site: SiteId, count: u32) {
+        let s = &mut self.state[site];
+        s.idle = s.idle.saturating_sub(count);
+        s.pending += count;
+        s.ours += count;
+    }
+
+    /// A launch here is now running (the monitor will see it).
+    pub fn started(&mut self, site: SiteId, count: u32) {
+        let s = &mut self.state[site];
+        s.pending = s.pending.saturating_sub(count);
+        s.submit_errors = 0;
+    }
+
+    /// A launch here ended (finished, failed or cancelled); `was_pending` if it never ran.
+    pub fn release(&mut self, site: SiteId, count: u32, was_pending: bool) {
+        let s = &mut self.state[site];
+        if was_pending {
+            s.pending = s.pending.saturating_sub(count);
+        }
+        s.ours = s.ours.saturating_sub(count);
+        s.idle = (s.idle + count).min(s.processors);
+    }
+
+    /// A launch here finished well.
+    pub fn success(&mut self, site: SiteId) {
+        self.state[site].completion_errors = 0;
+    }
+
+    /// A launch here failed; `before_start` tells a submission error from a completion error.
+    pub fn error(&mut self, site: SiteId, before_start: bool) -> ErrorOutcome {
+        let limits = self.limits;
+        let s = &mut self.state[site];
+        let (count, limit, what) = if before_start {
+            s.submit_errors += 1;
+            (s.submit_errors, limits.submit_errors, "submission")
+        } else {
+            s.completion_errors += 1;
+            (s.completion_errors, limits.completion_errors, "completion")
+        };
+        if s.enabled && limit > 0 && count >= limit {
+            s.enabled = false;
+            ErrorOutcome::MadeUnusable(format!("{count} consecutive {what} errors"))
+        } else {
+            ErrorOutcome::Counted
+        }
+    }
+
+    /// An operator's word: usable again (clears the error counters) or not.
+    pub fn set_enabled(&mut self, site: SiteId, enabled: bool) {
+        let s = &mut self.state[site];
+        s.enabled = enabled;
+        if enabled {
+            s.submit_errors = 0;
+            s.completion_errors = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> SiteTable {
+        SiteTable::new(
+            vec![Site::cluster("a", 64), Site::cluster("b", 32)],
+            SiteFaultLimits::default(),
+        )
+    }
+
+    #[test]
+    fn idle_is_the_report_minus_launches_it_cannot_see_yet() {
+        let mut t = table();
+        t.claim(0, 10);
+        assert_eq!(t.state[0].idle, 54);
+        // The monitor still reports 64 idle: the launch is pending in the site's queue.
+        t.report(0, 64, 64, true);
+        assert_eq!(t.state[0].idle, 54);
+        t.started(0, 10);
+        t.report(0, 50, 64, true); // 10 ours + 4 of other users
+        assert_eq!(t.state[0].idle, 50);
+        t.release(0, 10, false);
+        assert_eq!((t.state[0].idle, t.state[0].ours), (60, 0));
+    }
+
+    #[test]
+    fn consecutive_errors_make_a_site_unusable_and_a_success_resets_them() {
+        let mut t = table();
+        assert_eq!(t.error(1, true), ErrorOutcome::Counted);
+        t.started(1, 1); // a successful start resets submission errors
+        assert_eq!(t.state[1].submit_errors, 0);
+        t.error(1, true);
+        t.error(1, true);
+        assert_eq!(
+            t.error(1, true),
+            ErrorOutcome::MadeUnusable("3 consecutive submission errors".into())
+        );
+        assert!(!t.state[1].usable());
+        t.set_enabled(1, true);
+        assert!(t.state[1].usable());
+        assert_eq!(t.state[1].submit_errors, 0);
+    }
+}

@@ -1,0 +1,575 @@
+//! The co-allocation transaction (seed 002 §3.2) and fault handling (seed 000 §3.4,
+//! seed 003 §4.3.4–4.3.5): starting a placed job's components, the barrier and the commit,
+//! what each start type's failure does, edits before commit, and aborting or re-queueing a
+//! job within its failure limits.
+
+use super::api::*;
+use super::config::InteractiveDefault;
+use super::jobs::{CompPhase, CompState, JobState, Phase};
+use super::sites::ErrorOutcome;
+use super::{Core, Timer};
+use crate::model::{Component, Job, JobKind, StartType};
+use crate::placement::{self, NoFit, Placement, SiteView};
+
+impl Core {
+    /// Refuse a job that could not run even on empty sites: unknown sites, components larger
+    /// than any site.
+    pub(super) fn check_fits_when_empty(&self, job: &Job) -> Result<(), Rejected> {
+        for (i, c) in job.components.iter().enumerate() {
+            if let Some(name) = &c.site {
+                if !self.sites.sites.iter().any(|s| &s.name == name) {
+                    return Err(Rejected::Invalid(format!(
+                        "component {i} names site `{name}`, which is not in the site list"
+                    )));
+                }
+            }
+        }
+        let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        let usable = vec![true; idle.len()];
+        let view = SiteView::new(&self.sites.sites, idle, usable);
+        placement::place(job, &view, self.config.fit, self.config.flexible_fit)
+            .map(|_| ())
+            .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
+    }
+
+    /// Place a job against the sites as they are now.
+    pub(super) fn place(&self, job: &Job, allowed: Option<&[bool]>) -> Result<Placement, NoFit> {
+        let mut usable = self.sites.usable();
+        if let Some(allowed) = allowed {
+            for (u, a) in usable.iter_mut().zip(allowed) {
+                *u &= *a;
+            }
+        }
+        let view = SiteView::new(&self.sites.sites, self.sites.idle(), usable);
+        placement::place(job, &view, self.config.fit, self.config.flexible_fit)
+    }
+
+    pub(super) fn try_place_and_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
+        let Some(j) = self.jobs.get(&id) else {
+            return false;
+        };
+        if j.phase != Phase::Queued {
+            return false;
+        }
+        let result = self.place(&j.job, allowed);
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("checked above");
+        j.record.placement_tries.push(now);
+        match result {
+            Ok(p) => {
+                self.dispatch(id, p);
+                true
+            }
+            Err(_) => {
+                j.record.placement_failures += 1;
+                false
+            }
+        }
+    }
+
+    /// Start every component of a placed job (the first phase of the two-phase commit).
+    fn dispatch(&mut self, id: JobId, placement: Placement) {
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
+        if j.job.kind == JobKind::Flexible {
+            // The pieces become the components of this run; the template is kept in front.
+            let template = j.job.components[0].clone();
+            j.job.components = placement
+                .components
+                .iter()
+                .map(|p| Component {
+                    count: p.count,
+                    ..template.clone()
+                })
+                .collect();
+        }
+        j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+        j.phase = Phase::Starting;
+        j.record.placed = Some(now);
+        j.record.first_jst.get_or_insert(now);
+        j.record.last_jst = Some(now);
+        let sites: Vec<SiteId> = placement.components.iter().map(|p| p.site).collect();
+        for (i, p) in placement.components.iter().enumerate() {
+            self.launch(id, i, p.site, p.count);
+        }
+        self.notify(Notice::Placed { job: id, sites });
+        self.arm_hold(id);
+        self.check_commit(id);
+    }
+
+    /// Submit one component to one site.
+    fn launch(&mut self, id: JobId, i: usize, site: SiteId, count: u32) {
+        let launch = LaunchId(self.next_launch);
+        self.next_launch += 1;
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("launch of a known job");
+        let sizes: Vec<u32> = j.job.components.iter().map(|c| c.count).collect();
+        let rank_offset = sizes[..i].iter().map(|&s| u64::from(s)).sum();
+        let total = sizes.iter().map(|&s| u64::from(s)).sum();
+        j.comps[i] = CompState {
+            phase: CompPhase::Submitted,
+            launch: Some(launch),
+            site: Some(site),
+            count,
+            launched_at: Some(now),
+            transferring: false,
+        };
+        let start = Start {
+            launch,
+            job: id,
+            component: i,
+            site,
+            count,
+            wall_time: j.job.wall_time_of(i),
+            config: ComponentConfig {
+                job: id,
+                index: i,
+                count: sizes.len(),
+                sizes,
+                rank_offset,
+                total,
+            },
+            spec: j.job.components[i].clone(),
+        };
+        self.sites.claim(site, count);
+        self.launches.insert(launch, (id, i));
+        self.commands
+            .push_back(Command::StartComponent(Box::new(start)));
+        if let Some(t) = self.config.pending_timeout {
+            self.timers.insert((
+                now + t,
+                Timer::Pending {
+                    job: id,
+                    component: i,
+                    launch,
+                },
+            ));
+        }
+    }
+
+    fn arm_hold(&mut self, id: JobId) {
+        let j = &self.jobs[&id];
+        if let Some(t) = j.hold_until.filter(|&t| t > self.now) {
+            self.timers.insert((
+                t,
+                Timer::Hold {
+                    job: id,
+                    generation: j.generation,
+                },
+            ));
+        }
+    }
+
+    /// Commit when every required component is at the barrier (seed 002 §3.2).
+    pub(super) fn check_commit(&mut self, id: JobId) {
+        let now = self.now;
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if j.phase != Phase::Starting
+            || !j.required_ready()
+            || j.hold_until.is_some_and(|t| t > now)
+        {
+            return;
+        }
+        if !j
+            .comps
+            .iter()
+            .any(|c| c.live() || c.phase == CompPhase::Finished)
+        {
+            // Nothing is running: every component failed or was deleted.
+            return self.abort(id, "no component of the job is left".to_owned(), false);
+        }
+        j.phase = Phase::Running;
+        j.record.barrier_release = Some(now);
+        j.record.start = Some(now);
+        j.record.sites = j
+            .comps
+            .iter()
+            .map(|c| c.site.unwrap_or(usize::MAX))
+            .collect();
+        j.record.wasted += j
+            .comps
+            .iter()
+            .filter_map(|c| Some(u64::try_from(now - c.launched_at?).ok()? * u64::from(c.count)))
+            .sum::<u64>();
+        self.commands.push_back(Command::ReleaseBarrier { job: id });
+        self.notify(Notice::Committed { job: id });
+        self.check_done(id);
+    }
+
+    /// The current launch a report names, if it is current.
+    fn current(&self, launch: LaunchId) -> Option<(JobId, usize)> {
+        let &(id, i) = self.launches.get(&launch)?;
+        let j = self.jobs.get(&id)?;
+        (j.comps.get(i)?.launch == Some(launch) && !j.ended()).then_some((id, i))
+    }
+
+    pub(super) fn started(&mut self, launch: LaunchId) {
+        let Some((id, i)) = self.current(launch) else {
+            return;
+        };
+        let c = &mut self.jobs.get_mut(&id).expect("current").comps[i];
+        if c.phase == CompPhase::Submitted {
+            c.phase = CompPhase::Started;
+            let (site, count) = (c.site.unwrap_or(0), c.count);
+            self.sites.started(site, count);
+        }
+    }
+
+    pub(super) fn ready(&mut self, launch: LaunchId) {
+        let Some((id, i)) = self.current(launch) else {
+            return;
+        };
+        self.started(launch);
+        let c = &mut self.jobs.get_mut(&id).expect("current").comps[i];
+        if c.phase == CompPhase::Started {
+            c.phase = CompPhase::Ready;
+        }
+        self.check_commit(id);
+    }
+
+    pub(super) fn finished(&mut self, launch: LaunchId) {
+        let Some((id, i)) = self.current(launch) else {
+            return;
+        };
+        let c = self.jobs[&id].comps[i].clone();
+        let site = c.site.unwrap_or(0);
+        self.sites
+            .release(site, c.count, c.phase == CompPhase::Submitted);
+        self.sites.success(site);
+        self.launches.remove(&launch);
+        let j = self.jobs.get_mut(&id).expect("current");
+        j.comps[i].phase = CompPhase::Finished;
+        self.dirty = true;
+        // A component that ends before commit passed its start: it counts as ready.
+        self.check_commit(id);
+        self.check_done(id);
+    }
+
+    /// End a running job whose components have all ended.
+    fn check_done(&mut self, id: JobId) {
+        let Some(j) = self.jobs.get(&id) else {
+            return;
+        };
+        if j.phase != Phase::Running || !j.all_done() {
+            return;
+        }
+        if j.comps.iter().any(|c| c.phase == CompPhase::Finished) {
+            let runtime = self.now - j.record.start.unwrap_or(self.now);
+            self.finished.push((id, runtime));
+            self.end_job(id, Ok(()));
+        } else {
+            self.abort(id, "every component failed".to_owned(), true);
+        }
+    }
+
+    pub(super) fn failed(&mut self, launch: LaunchId, reason: String) {
+        let Some((id, i)) = self.current(launch) else {
+            return;
+        };
+        let c = self.jobs[&id].comps[i].clone();
+        let site = c.site.unwrap_or(0);
+        let before_start = c.phase == CompPhase::Submitted;
+        self.sites.release(site, c.count, before_start);
+        self.launches.remove(&launch);
+        self.site_error(site, before_start);
+        let j = self.jobs.get_mut(&id).expect("current");
+        j.comps[i].phase = CompPhase::Failed;
+        j.comps[i].launch = None;
+        self.dirty = true;
+        let start_type = j.job.components[i].start_type;
+        let phase = j.phase;
+        let name = self.sites.sites[site].name.clone();
+        let reason = format!("component {i} on site `{name}`: {reason}");
+        match (phase, start_type) {
+            (_, StartType::Optional) => {
+                self.notify(Notice::OptionalFailed {
+                    job: id,
+                    component: i,
+                    reason,
+                });
+                self.check_commit(id);
+                self.check_done(id);
+            }
+            (Phase::Starting | Phase::Claiming, StartType::Interactive) => {
+                self.notify(Notice::InteractiveFailed {
+                    job: id,
+                    component: i,
+                    reason: reason.clone(),
+                });
+                match self.config.interactive_default {
+                    InteractiveDefault::Delete => {
+                        self.jobs.get_mut(&id).expect("current").comps[i].phase =
+                            CompPhase::Deleted;
+                        self.check_commit(id);
+                    }
+                    InteractiveDefault::Substitute => {
+                        if !self.replace_component(id, i, Some(site)) {
+                            self.abort(
+                                id,
+                                format!("{reason}; no other site has room for it"),
+                                false,
+                            );
+                        }
+                    }
+                }
+            }
+            (Phase::Starting | Phase::Claiming, StartType::Required) => {
+                self.abort(id, reason, false)
+            }
+            (_, _) => self.abort(id, reason, true),
+        }
+    }
+
+    fn site_error(&mut self, site: SiteId, before_start: bool) {
+        if let ErrorOutcome::MadeUnusable(why) = self.sites.error(site, before_start) {
+            self.notify(Notice::SiteUnusable { site, reason: why });
+        }
+    }
+
+    /// Place component `i` alone on some site (never `avoid`) and start it there.
+    fn replace_component(&mut self, id: JobId, i: usize, avoid: Option<SiteId>) -> bool {
+        let comp = self.jobs[&id].job.components[i].clone();
+        let single = Job::new(
+            JobKind::Total,
+            vec![Component {
+                site: None,
+                ..comp.clone()
+            }],
+        );
+        let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
+        let target = match &comp.site {
+            // An ordered component may only move to its own site, which just failed.
+            Some(_) => None,
+            None => self.place(&single, Some(&allowed)).ok(),
+        };
+        match target {
+            Some(p) => {
+                let pc = &p.components[0];
+                self.launch(id, i, pc.site, pc.count);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancel every live launch of a job and give its processors back.
+    pub(super) fn cancel_launches(&mut self, id: JobId) {
+        for i in 0..self.jobs[&id].comps.len() {
+            self.cancel_component(id, i);
+        }
+    }
+
+    /// Stop the current run: before commit an abort, after it a completion failure. The job
+    /// goes back to its queue, or fails when past its limit.
+    pub(super) fn abort(&mut self, id: JobId, reason: String, after_commit: bool) {
+        self.cancel_launches(id);
+        let limits = (
+            self.config.max_submit_failures,
+            self.config.max_completion_failures,
+        );
+        let j = self.jobs.get_mut(&id).expect("abort of a known job");
+        let (count, limit, what) = if after_commit {
+            j.record.completion_failures += 1;
+            (
+                j.record.completion_failures,
+                limits.1,
+                "failures after start",
+            )
+        } else {
+            j.record.submit_failures += 1;
+            (j.record.submit_failures, limits.0, "aborted starts")
+        };
+        if limit.is_some_and(|l| count > l) {
+            let why = format!("{reason} (limit of {} {what} reached)", limit.unwrap_or(0));
+            return self.end_job(id, Err(why));
+        }
+        self.reset_to_queue(id);
+        self.notify(Notice::Requeued { job: id, reason });
+    }
+
+    /// Back to the queue with nothing started; the components as the user wrote them.
+    pub(super) fn reset_to_queue(&mut self, id: JobId) {
+        let j = self.jobs.get_mut(&id).expect("known job");
+        if let Some(flex) = j.job.flexible {
+            j.job.components.truncate(1);
+            j.job.components[0].count = flex.total;
+        }
+        let keep: Vec<bool> = j
+            .comps
+            .iter()
+            .map(|c| c.phase != CompPhase::Deleted)
+            .collect();
+        let mut keep = keep.into_iter();
+        j.job.components.retain(|_| keep.next().unwrap_or(true));
+        j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+        j.phase = Phase::Queued;
+        j.generation += 1;
+        j.record.start = None;
+        j.record.barrier_release = None;
+        self.requeued.push(id);
+        self.dirty = true;
+    }
+
+    /// The job is over.
+    pub(super) fn end_job(&mut self, id: JobId, outcome: Result<(), String>) {
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("known job");
+        j.phase = Phase::Ended;
+        j.generation += 1;
+        j.record.end = Some(now);
+        let record = Box::new(j.record.clone());
+        self.dirty = true;
+        self.commands.push_back(match outcome {
+            Ok(()) => Command::JobFinished { job: id, record },
+            Err(reason) => Command::JobFailed {
+                job: id,
+                reason,
+                record,
+            },
+        });
+    }
+
+    /// Add, delete or substitute a component before commit (seed 002 §3.2).
+    pub(super) fn edit(&mut self, id: JobId, edit: Edit) -> Result<(), Rejected> {
+        let j = self.jobs.get(&id).ok_or(Rejected::UnknownJob(id))?;
+        match j.phase {
+            Phase::Ended => return Err(Rejected::Ended(id)),
+            Phase::Running => return Err(Rejected::Committed(id)),
+            _ => {}
+        }
+        if j.job.kind == JobKind::Flexible {
+            return Err(Rejected::Invalid(
+                "a flexible job's pieces come from the split; edit the job's total instead"
+                    .to_owned(),
+            ));
+        }
+        let n = j.job.components.len();
+        let index_ok = |i: usize| {
+            if i < n && j.comps[i].phase != CompPhase::Deleted {
+                Ok(())
+            } else {
+                Err(Rejected::Invalid(format!("the job has no component {i}")))
+            }
+        };
+        // Check the edited job against every rule before changing anything.
+        let mut edited = j.job.clone();
+        match &edit {
+            Edit::Add(c) => edited.components.push(c.clone()),
+            Edit::Delete(i) => {
+                index_ok(*i)?;
+                let live = j
+                    .comps
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, c)| *k != *i && c.phase != CompPhase::Deleted);
+                if live.count() == 0 {
+                    return Err(Rejected::Invalid(
+                        "a job keeps at least one component; cancel the job instead".to_owned(),
+                    ));
+                }
+            }
+            Edit::Substitute(i, c) => {
+                index_ok(*i)?;
+                edited.components[*i] = c.clone();
+            }
+        }
+        if !matches!(edit, Edit::Delete(_)) {
+            if edited.kind == JobKind::Total && edited.components.len() > 1 {
+                edited.kind = JobKind::Unordered;
+            }
+            crate::spec::validate::validate(&edited, &[])
+                .map_err(|e| Rejected::Invalid(e.to_string()))?;
+            self.check_fits_when_empty(&edited)?;
+        }
+        let starting = j.phase != Phase::Queued;
+        match edit {
+            Edit::Delete(i) => {
+                if starting {
+                    self.cancel_component(id, i);
+                    self.jobs.get_mut(&id).expect("known").comps[i].phase = CompPhase::Deleted;
+                    self.check_commit(id);
+                } else {
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job.components.remove(i);
+                    j.comps.remove(i);
+                }
+            }
+            Edit::Add(_) | Edit::Substitute(..) => {
+                let i = match edit {
+                    Edit::Substitute(i, _) => i,
+                    _ => n,
+                };
+                if starting {
+                    // The new request must find room now, or nothing changes.
+                    let single = Job::new(
+                        JobKind::Total,
+                        vec![Component {
+                            site: None,
+                            ..edited.components[i].clone()
+                        }],
+                    );
+                    let fits = match &edited.components[i].site {
+                        Some(name) => {
+                            let s = self.sites.sites.iter().position(|s| &s.name == name);
+                            s.filter(|&s| {
+                                self.sites.state[s].usable()
+                                    && self.sites.state[s].idle >= edited.components[i].count
+                            })
+                            .map(|s| (s, edited.components[i].count))
+                        }
+                        None => self
+                            .place(&single, None)
+                            .ok()
+                            .map(|p| (p.components[0].site, p.components[0].count)),
+                    };
+                    let Some((site, count)) = fits else {
+                        return Err(Rejected::Invalid(
+                            "no usable site has room for the component now".to_owned(),
+                        ));
+                    };
+                    if i < n {
+                        self.cancel_component(id, i);
+                    }
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job = edited;
+                    if i == n {
+                        j.comps.push(CompState::idle());
+                    }
+                    self.launch(id, i, site, count);
+                } else {
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job = edited;
+                    j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+                    self.dirty = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn cancel_component(&mut self, id: JobId, i: usize) {
+        let c = self.jobs[&id].comps[i].clone();
+        if let (true, Some(launch), Some(site)) = (c.live(), c.launch, c.site) {
+            self.commands.push_back(Command::CancelComponent {
+                launch,
+                job: id,
+                component: i,
+                site,
+            });
+            self.sites
+                .release(site, c.count, c.phase == CompPhase::Submitted);
+            self.launches.remove(&launch);
+            self.dirty = true;
+        }
+        self.jobs.get_mut(&id).expect("known").comps[i].launch = None;
+    }
+}
+
+impl JobState {
+    /// Components of the current run and where they are.
+    pub fn sites(&self) -> Vec<Option<SiteId>> {
+        self.comps.iter().map(|c| c.site).collect()
+    }
+}

@@ -1,0 +1,450 @@
+//! The co-allocation transaction and fault handling, walked event by event.
+
+use coalloc_core::model::*;
+use coalloc_core::scheduler::*;
+
+fn unordered(counts: &[u32]) -> Job {
+    Job::new(
+        JobKind::Unordered,
+        counts
+            .iter()
+            .map(|&count| Component {
+                count,
+                ..Component::default()
+            })
+            .collect(),
+    )
+}
+
+fn sites(sizes: &[u32]) -> Vec<Site> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| Site::cluster(format!("s{i}"), p))
+        .collect()
+}
+
+struct H {
+    s: Scheduler,
+    now: Time,
+}
+
+impl H {
+    fn new(config: SchedulerConfig, sizes: &[u32]) -> H {
+        H {
+            s: Scheduler::new(config, sites(sizes)),
+            now: 0,
+        }
+    }
+
+    fn at(&mut self, t: Time, e: Event) -> Vec<Command> {
+        self.now = t;
+        self.s.handle(t, e).expect("event accepted");
+        self.drain()
+    }
+
+    fn drain(&mut self) -> Vec<Command> {
+        std::iter::from_fn(|| self.s.poll_command()).collect()
+    }
+
+    fn submit(&mut self, job: Job) -> (JobId, Vec<Command>) {
+        let id = match self.s.handle(self.now, Event::Submit(Box::new(job))) {
+            Ok(Reply::Submitted(id)) => id,
+            other => panic!("{other:?}"),
+        };
+        (id, self.drain())
+    }
+}
+
+fn starts(cmds: &[Command]) -> Vec<(LaunchId, usize, SiteId, u32)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::StartComponent(s) => Some((s.launch, s.component, s.site, s.count)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn cancels(cmds: &[Command]) -> Vec<LaunchId> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::CancelComponent { launch, .. } => Some(*launch),
+            _ => None,
+        })
+        .collect()
+}
+
+fn released(cmds: &[Command]) -> bool {
+    cmds.iter()
+        .any(|c| matches!(c, Command::ReleaseBarrier { .. }))
+}
+
+fn ready_all(h: &mut H, t: Time, launches: &[LaunchId]) -> Vec<Command> {
+    let mut out = Vec::new();
+    for &l in launches {
+        out.extend(h.at(t, Event::ComponentStarted { launch: l }));
+        out.extend(h.at(t, Event::ComponentReady { launch: l }));
+    }
+    out
+}
+
+#[test]
+fn three_components_start_together_commit_at_the_barrier_and_finish() {
+    let mut h = H::new(SchedulerConfig::default(), &[64, 32, 32]);
+    let (id, cmds) = h.submit(unordered(&[16, 8, 8]));
+    let st = starts(&cmds);
+    // Modified worst-fit: 16 on the 64-site, then the unmarked 32-sites.
+    assert_eq!(
+        st.iter().map(|s| (s.1, s.2, s.3)).collect::<Vec<_>>(),
+        [(0, 0, 16), (1, 1, 8), (2, 2, 8)]
+    );
+    let start = match &cmds[0] {
+        Command::StartComponent(s) => s.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(start.config.sizes, [16, 8, 8]);
+    assert_eq!((start.config.rank_offset, start.config.total), (0, 32));
+    let launches: Vec<LaunchId> = st.iter().map(|s| s.0).collect();
+    // Two of three at the barrier: no commit yet.
+    let out = ready_all(&mut h, 10, &launches[..2]);
+    assert!(!released(&out));
+    let out = ready_all(&mut h, 20, &launches[2..]);
+    assert!(released(&out));
+    assert_eq!(h.s.site_state(0).unwrap().idle, 48);
+    for (k, &l) in launches.iter().enumerate() {
+        let out = h.at(100 + k as Time, Event::ComponentFinished { launch: l });
+        if k < 2 {
+            assert!(out
+                .iter()
+                .all(|c| !matches!(c, Command::JobFinished { .. })));
+        } else {
+            let record = out
+                .iter()
+                .find_map(|c| match c {
+                    Command::JobFinished { job, record } if *job == id => Some(record.clone()),
+                    _ => None,
+                })
+                .expect("finished");
+            assert_eq!(
+                (record.submit, record.start, record.end),
+                (0, Some(20), Some(102))
+            );
+            assert_eq!(record.sites, [0, 1, 2]);
+            // 16 processors held 20 ms + 8 held 20 ms + 8 held 20 ms before the release.
+            assert_eq!(record.wasted, 640);
+        }
+    }
+    assert_eq!(h.s.site_state(0).unwrap().idle, 64);
+}
+
+#[test]
+fn a_required_failure_before_commit_aborts_atomically_and_the_job_is_placed_again() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32, 32]);
+    let (id, cmds) = h.submit(unordered(&[8, 8, 8]));
+    let first: Vec<LaunchId> = starts(&cmds).iter().map(|s| s.0).collect();
+    h.at(5, Event::ComponentStarted { launch: first[0] });
+    let out = h.at(
+        6,
+        Event::ComponentFailed {
+            launch: first[1],
+            reason: "exec failed".into(),
+        },
+    );
+    // The others are cancelled, and the job starts again with fresh launches.
+    assert_eq!(cancels(&out), [first[0], first[2]]);
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::Notify(Notice::Requeued { job, .. }) if *job == id)));
+    let again = starts(&out);
+    assert_eq!(again.len(), 3);
+    assert!(again.iter().all(|s| !first.contains(&s.0)));
+    assert_eq!(h.s.job(id).unwrap().record.submit_failures, 1);
+    // A late report about an aborted launch changes nothing.
+    assert!(h
+        .at(7, Event::ComponentReady { launch: first[0] })
+        .is_empty());
+    // The site of the failure counted one submission error.
+    assert_eq!(h.s.site_state(again[1].2).unwrap().idle, 24);
+}
+
+#[test]
+fn an_interactive_failure_is_substituted_on_another_site() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32, 32]);
+    let mut job = unordered(&[8, 8]);
+    job.components[1].start_type = StartType::Interactive;
+    let (id, cmds) = h.submit(job);
+    let st = starts(&cmds);
+    let failed_site = st[1].2;
+    let out = h.at(
+        1,
+        Event::ComponentFailed {
+            launch: st[1].0,
+            reason: "node down".into(),
+        },
+    );
+    assert!(out.iter().any(|c| matches!(
+        c,
+        Command::Notify(Notice::InteractiveFailed { component: 1, .. })
+    )));
+    let sub = starts(&out);
+    assert_eq!(sub.len(), 1);
+    assert_eq!(sub[0].1, 1);
+    assert_ne!(sub[0].2, failed_site);
+    assert!(
+        cancels(&out).is_empty(),
+        "the required component keeps running"
+    );
+    let out = ready_all(&mut h, 2, &[st[0].0, sub[0].0]);
+    assert!(released(&out));
+    assert_eq!(h.s.job(id).unwrap().record.submit_failures, 0);
+}
+
+#[test]
+fn an_optional_failure_is_ignored() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32]);
+    let mut job = unordered(&[8, 4]);
+    job.components[1].start_type = StartType::Optional;
+    let (_, cmds) = h.submit(job);
+    let st = starts(&cmds);
+    // The required component alone commits the job: the optional one need not be ready.
+    let out = ready_all(&mut h, 1, &[st[0].0]);
+    assert!(released(&out));
+    let out = h.at(
+        2,
+        Event::ComponentFailed {
+            launch: st[1].0,
+            reason: "gone".into(),
+        },
+    );
+    assert!(out.iter().any(|c| matches!(
+        c,
+        Command::Notify(Notice::OptionalFailed { component: 1, .. })
+    )));
+    assert!(cancels(&out).is_empty());
+    let out = h.at(3, Event::ComponentFinished { launch: st[0].0 });
+    assert!(out.iter().any(|c| matches!(c, Command::JobFinished { .. })));
+}
+
+#[test]
+fn a_failure_after_commit_requeues_the_job_and_counts_a_site_error() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32]);
+    let (id, cmds) = h.submit(unordered(&[8, 8]));
+    let st = starts(&cmds);
+    ready_all(&mut h, 1, &[st[0].0, st[1].0]);
+    let out = h.at(
+        9,
+        Event::ComponentFailed {
+            launch: st[1].0,
+            reason: "segfault".into(),
+        },
+    );
+    assert_eq!(cancels(&out), [st[0].0]);
+    assert_eq!(starts(&out).len(), 2, "placed and started again");
+    let j = h.s.job(id).unwrap();
+    assert_eq!(j.record.completion_failures, 1);
+    assert_eq!(h.s.site_state(st[1].2).unwrap().completion_errors, 1);
+}
+
+#[test]
+fn consecutive_errors_make_a_site_unusable_until_an_operator_says_otherwise() {
+    let mut config = SchedulerConfig::default();
+    config.site_faults.submit_errors = 2;
+    config.max_submit_failures = None;
+    let mut h = H::new(config, &[64, 16]);
+    let (_, mut cmds) = h.submit(Job::new(
+        JobKind::Total,
+        vec![Component {
+            count: 8,
+            ..Component::default()
+        }],
+    ));
+    // Worst fit sends it to site 0 each time; two failures there disable site 0.
+    for t in 1..=2 {
+        let st = starts(&cmds);
+        assert_eq!(st[0].2, 0);
+        cmds = h.at(
+            t,
+            Event::ComponentFailed {
+                launch: st[0].0,
+                reason: "no such file".into(),
+            },
+        );
+    }
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Command::Notify(Notice::SiteUnusable { site: 0, .. }))));
+    assert_eq!(starts(&cmds)[0].2, 1, "placement avoids the unusable site");
+    let out = h.at(
+        3,
+        Event::SetUsable {
+            site: 0,
+            usable: true,
+        },
+    );
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::Notify(Notice::SiteUsable { site: 0 }))));
+    assert!(h.s.site_state(0).unwrap().usable());
+}
+
+#[test]
+fn a_job_past_its_abort_limit_fails_with_the_reason() {
+    let mut config = SchedulerConfig::default();
+    config.max_submit_failures = Some(1);
+    config.site_faults.submit_errors = 0;
+    let mut h = H::new(config, &[16]);
+    let (id, mut cmds) = h.submit(unordered(&[4]));
+    for t in 1..=2 {
+        let st = starts(&cmds);
+        cmds = h.at(
+            t,
+            Event::ComponentFailed {
+                launch: st[0].0,
+                reason: "boom".into(),
+            },
+        );
+    }
+    let reason = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::JobFailed { job, reason, .. } if *job == id => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("failed");
+    assert_eq!(
+        reason,
+        "component 0 on site `s0`: boom (limit of 1 aborted starts reached)"
+    );
+}
+
+#[test]
+fn a_launch_that_never_starts_times_out() {
+    let mut config = SchedulerConfig::default();
+    config.pending_timeout = Some(30_000);
+    let mut h = H::new(config, &[16, 16]);
+    let (_, cmds) = h.submit(unordered(&[4]));
+    let l = starts(&cmds)[0].0;
+    assert_eq!(h.s.next_wakeup(), Some(30_000));
+    let out = h.at(30_000, Event::Tick);
+    assert_eq!(cancels(&out), [l]);
+    assert!(out.iter().any(
+        |c| matches!(c, Command::Notify(Notice::Requeued { reason, .. })
+        if reason.ends_with("did not start within the pending timeout (30s)"))
+    ));
+}
+
+#[test]
+fn edits_before_commit_and_refusal_after() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32, 32]);
+    let (id, cmds) = h.submit(unordered(&[8, 8]));
+    let st = starts(&cmds);
+    h.s.handle(
+        1,
+        Event::Edit {
+            job: id,
+            edit: Edit::Add(Component {
+                count: 4,
+                ..Component::default()
+            }),
+        },
+    )
+    .unwrap();
+    let added = starts(&h.drain());
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0].1, 2);
+    h.s.handle(
+        1,
+        Event::Edit {
+            job: id,
+            edit: Edit::Delete(1),
+        },
+    )
+    .unwrap();
+    assert_eq!(cancels(&h.drain()), [st[1].0]);
+    let out = ready_all(&mut h, 2, &[st[0].0, added[0].0]);
+    assert!(released(&out), "the deleted component is not waited for");
+    let refused = h.s.handle(
+        3,
+        Event::Edit {
+            job: id,
+            edit: Edit::Delete(0),
+        },
+    );
+    assert_eq!(refused, Err(Rejected::Committed(id)));
+}
+
+#[test]
+fn cancel_cancels_every_live_launch() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32]);
+    let (id, cmds) = h.submit(unordered(&[8, 8]));
+    let st = starts(&cmds);
+    let out = h.at(1, Event::Cancel { job: id });
+    assert_eq!(cancels(&out), [st[0].0, st[1].0]);
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::JobFailed { reason, .. } if reason == "cancelled")));
+    assert_eq!(h.s.site_state(0).unwrap().idle, 32);
+    assert_eq!(
+        h.s.handle(2, Event::Cancel { job: id }),
+        Err(Rejected::Ended(id))
+    );
+    assert_eq!(
+        h.s.handle(2, Event::Cancel { job: 99 }),
+        Err(Rejected::UnknownJob(99))
+    );
+}
+
+#[test]
+fn submissions_that_can_never_run_are_refused() {
+    let mut h = H::new(SchedulerConfig::default(), &[32, 32]);
+    let mut ordered = unordered(&[4]);
+    ordered.kind = JobKind::Ordered;
+    ordered.components[0].site = Some("nowhere".into());
+    let e = h.s.handle(0, Event::Submit(Box::new(ordered))).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "component 0 names site `nowhere`, which is not in the site list"
+    );
+    let e =
+        h.s.handle(0, Event::Submit(Box::new(unordered(&[40]))))
+            .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("the job can never run here: component 0"),
+        "{e}"
+    );
+    assert_eq!(h.s.jobs().count(), 0);
+}
+
+#[test]
+fn fcfs_blocks_behind_the_head_and_fpfs_lets_a_fitting_job_pass() {
+    for (queue, small_starts) in [(QueueConfig::Fcfs, false), (QueueConfig::Fpfs, true)] {
+        let config = SchedulerConfig {
+            queue,
+            ..SchedulerConfig::default()
+        };
+        let mut h = H::new(config, &[32, 32]);
+        let (_, cmds) = h.submit(unordered(&[24, 24]));
+        assert_eq!(starts(&cmds).len(), 2);
+        let (_, cmds) = h.submit(unordered(&[16, 16])); // does not fit now
+        assert!(starts(&cmds).is_empty());
+        let (_, cmds) = h.submit(unordered(&[4]));
+        assert_eq!(!starts(&cmds).is_empty(), small_starts);
+    }
+}
+
+#[test]
+fn the_monitor_sees_other_users_and_placement_follows() {
+    let mut h = H::new(SchedulerConfig::default(), &[64, 32]);
+    h.at(
+        0,
+        Event::SiteStatus {
+            site: 0,
+            idle: 8,
+            total: 64,
+            healthy: true,
+        },
+    );
+    let (_, cmds) = h.submit(unordered(&[16]));
+    assert_eq!(starts(&cmds)[0].2, 1);
+}
