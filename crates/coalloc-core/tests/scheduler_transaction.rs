@@ -289,9 +289,14 @@ fn consecutive_errors_make_a_site_unusable_until_an_operator_says_otherwise() {
 
 #[test]
 fn a_job_past_its_abort_limit_fails_with_the_reason() {
-    let mut config = SchedulerConfig::default();
-    config.max_submit_failures = Some(1);
-    config.site_faults.submit_errors = 0;
+    let config = SchedulerConfig {
+        max_submit_failures: Some(1),
+        site_faults: sites::SiteFaultLimits {
+            submit_errors: 0,
+            completion_errors: 0,
+        },
+        ..SchedulerConfig::default()
+    };
     let mut h = H::new(config, &[16]);
     let (id, mut cmds) = h.submit(unordered(&[4]));
     for t in 1..=2 {
@@ -319,8 +324,10 @@ fn a_job_past_its_abort_limit_fails_with_the_reason() {
 
 #[test]
 fn a_launch_that_never_starts_times_out() {
-    let mut config = SchedulerConfig::default();
-    config.pending_timeout = Some(30_000);
+    let config = SchedulerConfig {
+        pending_timeout: Some(30_000),
+        ..SchedulerConfig::default()
+    };
     let mut h = H::new(config, &[16, 16]);
     let (_, cmds) = h.submit(unordered(&[4]));
     let l = starts(&cmds)[0].0;

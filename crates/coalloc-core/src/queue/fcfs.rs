@@ -12,9 +12,9 @@ use crate::model::{Job, Time};
 use crate::scheduler::api::JobId;
 use std::collections::BTreeMap;
 
-/// FCFS (`skip = false`) or FPFS (`skip = true`).
+/// The arrival-ordered queue behind FCFS (`skip = false`) and FPFS (`skip = true`).
 #[derive(Debug, Default)]
-pub struct Fcfs {
+pub struct ArrivalOrder {
     skip: bool,
     /// Arrival sequence → job.
     queue: BTreeMap<u64, JobId>,
@@ -23,20 +23,20 @@ pub struct Fcfs {
     next_seq: u64,
 }
 
-impl Fcfs {
-    pub fn fcfs() -> Fcfs {
-        Fcfs::default()
+impl ArrivalOrder {
+    pub fn fcfs() -> ArrivalOrder {
+        ArrivalOrder::default()
     }
 
-    pub fn fpfs() -> Fcfs {
-        Fcfs {
+    pub fn fpfs() -> ArrivalOrder {
+        ArrivalOrder {
             skip: true,
-            ..Fcfs::default()
+            ..ArrivalOrder::default()
         }
     }
 }
 
-impl QueuePolicy for Fcfs {
+impl QueuePolicy for ArrivalOrder {
     fn name(&self) -> &'static str {
         if self.skip {
             "fpfs"

@@ -10,7 +10,33 @@
 pub mod fcfs;
 
 use crate::model::{Job, Millis, Time};
-use crate::scheduler::api::JobId;
+use crate::placement::Fit;
+use crate::scheduler::api::{JobId, JobRecord, SiteId};
+
+/// A job that holds processors now, as backfilling sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningJob {
+    pub job: JobId,
+    /// When it is expected to end: its start plus its runtime estimate.
+    pub end: Time,
+    /// Processors it holds, per site.
+    pub holds: Vec<(SiteId, u32)>,
+}
+
+/// How to start a job, beyond the configured defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartOptions {
+    /// Only these sites (by [`SiteId`]) may be used.
+    pub allowed: Option<Vec<bool>>,
+    /// This fit instead of the configured one.
+    pub fit: Option<Fit>,
+    /// Start the components now but release the barrier no earlier than this (seed 001:
+    /// processors are claimed at placement, the job starts at its deadline).
+    pub hold_until: Option<Time>,
+    /// Count processors busy with local jobs as free and kill as many local jobs as the
+    /// placement needs (seed 001's GP policy).
+    pub kill_local: bool,
+}
 
 /// What a policy may ask of the scheduler during a pass.
 pub trait PassCtx {
@@ -18,11 +44,40 @@ pub trait PassCtx {
     fn now(&self) -> Time;
     /// A queued job.
     fn job(&self, id: JobId) -> &Job;
+    /// A job's timestamps and counters.
+    fn record(&self, id: JobId) -> &JobRecord;
     /// Place the job with the configured fit (on the allowed sites only, if given) and, if
     /// it fits, start it. Returns whether it started.
-    fn try_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool;
+    fn try_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
+        self.start_with(
+            id,
+            &StartOptions {
+                allowed: allowed.map(<[bool]>::to_vec),
+                ..StartOptions::default()
+            },
+        )
+    }
+    /// [`PassCtx::try_start`] with options.
+    fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool;
     /// Whether the job could be placed now, without starting it.
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool;
+    /// Idle processors per site now.
+    fn idle(&self) -> Vec<u32>;
+    /// Which sites are usable now.
+    fn usable(&self) -> Vec<bool>;
+    /// Processors per site busy with jobs that did not come through coalloc.
+    fn local_busy(&self) -> Vec<u32>;
+    /// Jobs that hold processors now (starting or running).
+    fn running(&self) -> Vec<RunningJob>;
+    /// The runtime estimate backfilling uses: the job's estimate, else its longest wall-time
+    /// limit, else the configured default.
+    fn estimate(&self, id: JobId) -> Millis;
+    /// Where the job would go if the sites had these idle processors: `(site, processors)`
+    /// per component, or `None` if it would not fit.
+    fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>>;
+    /// End a queued job that the policy gives up on (a try limit); the policy has already
+    /// dropped it from its queue.
+    fn fail(&mut self, id: JobId, reason: String);
 }
 
 /// A queue policy. The scheduler calls `push` when a job enters the queue (at submission or
@@ -48,4 +103,9 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     }
     /// A job ran for this long and finished (for runtime predictors).
     fn finished(&mut self, _id: JobId, _job: &Job, _runtime: Millis) {}
+    /// How long the job may run after commit before it is killed and queued again (TAGS,
+    /// seed 004 §IV-B, §IV-C). Asked once per commit.
+    fn runtime_limit(&self, _id: JobId) -> Option<Millis> {
+        None
+    }
 }

@@ -230,6 +230,8 @@ pub struct JobRecord {
     pub completion_failures: u32,
     /// Times preempted.
     pub preemptions: u32,
+    /// Times killed at a runtime limit and queued again (TAGS).
+    pub limit_kills: u32,
     /// Sites used by the run that ended, by component.
     pub sites: Vec<SiteId>,
     /// Processor-milliseconds held before the barrier released (seed 001's wasted time).

@@ -3,7 +3,7 @@
 use super::sites::SiteFaultLimits;
 use crate::model::Millis;
 use crate::placement::{Fit, FlexibleFit};
-use crate::queue::{fcfs::Fcfs, QueuePolicy};
+use crate::queue::{fcfs::ArrivalOrder, QueuePolicy};
 
 /// Which queue policy, by name.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,8 +28,8 @@ impl QueueConfig {
 
     pub fn build(&self) -> Box<dyn QueuePolicy> {
         match self {
-            QueueConfig::Fcfs => Box::new(Fcfs::fcfs()),
-            QueueConfig::Fpfs => Box::new(Fcfs::fpfs()),
+            QueueConfig::Fcfs => Box::new(ArrivalOrder::fcfs()),
+            QueueConfig::Fpfs => Box::new(ArrivalOrder::fpfs()),
         }
     }
 }
@@ -63,6 +63,9 @@ pub struct SchedulerConfig {
     /// Most jobs waiting in the queue; a submission beyond it is refused (seed 000 §4.2).
     pub max_queued: Option<usize>,
     pub interactive_default: InteractiveDefault,
+    /// The runtime estimate of a job that gives neither an estimate nor a wall time
+    /// (backfilling needs one).
+    pub default_estimate: Millis,
 }
 
 impl Default for SchedulerConfig {
@@ -77,6 +80,7 @@ impl Default for SchedulerConfig {
             pending_timeout: None,
             max_queued: None,
             interactive_default: InteractiveDefault::Substitute,
+            default_estimate: crate::model::HOUR,
         }
     }
 }

@@ -27,7 +27,7 @@ pub use api::*;
 pub use config::{InteractiveDefault, QueueConfig, SchedulerConfig};
 
 use crate::model::{Job, Site, Time};
-use crate::queue::{PassCtx, QueuePolicy};
+use crate::queue::{PassCtx, QueuePolicy, RunningJob, StartOptions};
 use jobs::{JobState, Phase};
 use sites::SiteTable;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -44,6 +44,8 @@ enum Timer {
     },
     /// The job may commit from now on.
     Hold { job: JobId, generation: u64 },
+    /// The job's runtime limit is reached: kill it and queue it again.
+    Limit { job: JobId, generation: u64 },
 }
 
 /// Everything but the queue policy, so that the policy can call back into it during a pass.
@@ -66,6 +68,8 @@ struct Core {
     unqueued: Vec<JobId>,
     /// Jobs that finished, with their runtimes, for the policy's predictors.
     finished: Vec<(JobId, crate::model::Millis)>,
+    /// Jobs that committed during this event, to ask the policy for a runtime limit.
+    committed: Vec<JobId>,
 }
 
 /// The scheduling core. See the module documentation.
@@ -93,6 +97,7 @@ impl Scheduler {
                 requeued: Vec::new(),
                 unqueued: Vec::new(),
                 finished: Vec::new(),
+                committed: Vec::new(),
             },
             queue,
         }
@@ -224,6 +229,18 @@ impl Scheduler {
             core.dirty = false;
             self.queue.pass(core);
         }
+        for id in std::mem::take(&mut core.committed) {
+            if let (Some(limit), Some(j)) = (self.queue.runtime_limit(id), core.jobs.get(&id)) {
+                let generation = j.generation;
+                core.timers.insert((
+                    core.now + limit,
+                    Timer::Limit {
+                        job: id,
+                        generation,
+                    },
+                ));
+            }
+        }
     }
 }
 
@@ -335,6 +352,26 @@ impl Core {
                     self.check_commit(job);
                 }
             }
+            Timer::Limit { job, generation } => {
+                let running = self
+                    .jobs
+                    .get(&job)
+                    .is_some_and(|j| j.generation == generation && j.phase == Phase::Running);
+                if running {
+                    self.cancel_launches(job);
+                    let j = self.jobs.get_mut(&job).expect("running job");
+                    j.record.limit_kills += 1;
+                    let ran = self.now - j.record.start.unwrap_or(self.now);
+                    self.reset_to_queue(job);
+                    self.notify(Notice::Requeued {
+                        job,
+                        reason: format!(
+                            "killed at its runtime limit after {}; it starts again from scratch",
+                            crate::spec::units::format_duration(ran)
+                        ),
+                    });
+                }
+            }
         }
     }
 
@@ -352,13 +389,82 @@ impl PassCtx for Core {
         &self.jobs[&id].job
     }
 
-    fn try_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
-        self.try_place_and_start(id, allowed)
+    fn record(&self, id: JobId) -> &JobRecord {
+        &self.jobs[&id].record
+    }
+
+    fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool {
+        self.try_place_and_start(id, options)
     }
 
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool {
         self.jobs
             .get(&id)
-            .is_some_and(|j| self.place(&j.job, allowed).is_ok())
+            .is_some_and(|j| self.place(&j.job, allowed, None, false).is_ok())
+    }
+
+    fn idle(&self) -> Vec<u32> {
+        self.sites.idle()
+    }
+
+    fn usable(&self) -> Vec<bool> {
+        self.sites.usable()
+    }
+
+    fn local_busy(&self) -> Vec<u32> {
+        self.sites
+            .state
+            .iter()
+            .map(|s| s.processors.saturating_sub(s.idle).saturating_sub(s.ours))
+            .collect()
+    }
+
+    fn running(&self) -> Vec<RunningJob> {
+        self.jobs
+            .values()
+            .filter(|j| matches!(j.phase, Phase::Starting | Phase::Running))
+            .map(|j| {
+                let since = j.record.start.or(j.record.placed).unwrap_or(self.now);
+                let mut holds: Vec<(SiteId, u32)> = Vec::new();
+                for c in j.comps.iter().filter(|c| c.live()) {
+                    let site = c.site.unwrap_or(0);
+                    match holds.iter_mut().find(|(s, _)| *s == site) {
+                        Some((_, n)) => *n += c.count,
+                        None => holds.push((site, c.count)),
+                    }
+                }
+                RunningJob {
+                    job: j.id,
+                    end: since + self.estimate(j.id),
+                    holds,
+                }
+            })
+            .collect()
+    }
+
+    fn estimate(&self, id: JobId) -> crate::model::Millis {
+        let job = &self.jobs[&id].job;
+        job.runtime_estimate
+            .or_else(|| {
+                (0..job.components.len())
+                    .filter_map(|i| job.wall_time_of(i))
+                    .max()
+            })
+            .unwrap_or(self.config.default_estimate)
+    }
+
+    fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>> {
+        let job = &self.jobs.get(&id)?.job;
+        let view =
+            crate::placement::SiteView::new(&self.sites.sites, idle.to_vec(), usable.to_vec());
+        crate::placement::place(job, &view, self.config.fit, self.config.flexible_fit)
+            .ok()
+            .map(|p| p.components.iter().map(|c| (c.site, c.count)).collect())
+    }
+
+    fn fail(&mut self, id: JobId, reason: String) {
+        if self.jobs.get(&id).is_some_and(|j| j.phase == Phase::Queued) {
+            self.end_job(id, Err(reason));
+        }
     }
 }

@@ -9,7 +9,8 @@ use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
 use crate::model::{Component, Job, JobKind, StartType};
-use crate::placement::{self, NoFit, Placement, SiteView};
+use crate::placement::{self, Fit, NoFit, Placement, SiteView};
+use crate::queue::StartOptions;
 
 impl Core {
     /// Refuse a job that could not run even on empty sites: unknown sites, components larger
@@ -32,37 +33,82 @@ impl Core {
             .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
 
-    /// Place a job against the sites as they are now.
-    pub(super) fn place(&self, job: &Job, allowed: Option<&[bool]>) -> Result<Placement, NoFit> {
+    /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
+    /// were gone).
+    pub(super) fn place(
+        &self,
+        job: &Job,
+        allowed: Option<&[bool]>,
+        fit: Option<Fit>,
+        kill_local: bool,
+    ) -> Result<Placement, NoFit> {
         let mut usable = self.sites.usable();
         if let Some(allowed) = allowed {
             for (u, a) in usable.iter_mut().zip(allowed) {
                 *u &= *a;
             }
         }
-        let view = SiteView::new(&self.sites.sites, self.sites.idle(), usable);
-        placement::place(job, &view, self.config.fit, self.config.flexible_fit)
+        let mut idle = self.sites.idle();
+        if kill_local {
+            for (i, s) in self.sites.state.iter().enumerate() {
+                idle[i] = s.processors.saturating_sub(s.ours);
+            }
+        }
+        let view = SiteView::new(&self.sites.sites, idle, usable);
+        placement::place(
+            job,
+            &view,
+            fit.unwrap_or(self.config.fit),
+            self.config.flexible_fit,
+        )
     }
 
-    pub(super) fn try_place_and_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
+    pub(super) fn try_place_and_start(&mut self, id: JobId, options: &StartOptions) -> bool {
         let Some(j) = self.jobs.get(&id) else {
             return false;
         };
         if j.phase != Phase::Queued {
             return false;
         }
-        let result = self.place(&j.job, allowed);
+        let result = self.place(
+            &j.job,
+            options.allowed.as_deref(),
+            options.fit,
+            options.kill_local,
+        );
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("checked above");
         j.record.placement_tries.push(now);
         match result {
             Ok(p) => {
+                j.hold_until = options.hold_until;
+                if options.kill_local {
+                    self.kill_local_for(&p);
+                }
                 self.dispatch(id, p);
                 true
             }
             Err(_) => {
                 j.record.placement_failures += 1;
                 false
+            }
+        }
+    }
+
+    /// Free, by killing local jobs, what a placement needs beyond the idle processors
+    /// (seed 001 §2.2, GP).
+    fn kill_local_for(&mut self, p: &Placement) {
+        let mut need = vec![0u32; self.sites.len()];
+        for c in &p.components {
+            need[c.site] += c.count;
+        }
+        for (site, n) in need.into_iter().enumerate() {
+            let idle = self.sites.state[site].idle;
+            if n > idle {
+                let processors = n - idle;
+                self.commands
+                    .push_back(Command::KillLocal { site, processors });
+                self.sites.state[site].idle += processors;
             }
         }
     }
@@ -181,6 +227,7 @@ impl Core {
             return self.abort(id, "no component of the job is left".to_owned(), false);
         }
         j.phase = Phase::Running;
+        self.committed.push(id);
         j.record.barrier_release = Some(now);
         j.record.start = Some(now);
         j.record.sites = j
@@ -342,7 +389,7 @@ impl Core {
         let target = match &comp.site {
             // An ordered component may only move to its own site, which just failed.
             Some(_) => None,
-            None => self.place(&single, Some(&allowed)).ok(),
+            None => self.place(&single, Some(&allowed), None, false).ok(),
         };
         match target {
             Some(p) => {
@@ -520,7 +567,7 @@ impl Core {
                             .map(|s| (s, edited.components[i].count))
                         }
                         None => self
-                            .place(&single, None)
+                            .place(&single, None, None, false)
                             .ok()
                             .map(|p| (p.components[0].site, p.components[0].count)),
                     };
