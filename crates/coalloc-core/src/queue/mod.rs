@@ -1,6 +1,7 @@
 //! Queue policies: which queued job the scheduler tries to start next, and when it stops
 //! trying. Each policy is a module named after it:
 //!
+//! - [`koala`]: KOALA's high- and low-priority placement queues scanned S:1 (seed 000 §3.1).
 //! - [`fcfs`]: First Come First Served and Fit Processor First Served (seed 003 §3.2.2,
 //!   §4.3.4).
 //!
@@ -8,6 +9,7 @@
 //! it through [`PassCtx`] during a scheduling pass.
 
 pub mod fcfs;
+pub mod koala;
 
 use crate::model::{Job, Millis, Time};
 use crate::placement::Fit;

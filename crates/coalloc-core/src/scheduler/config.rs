@@ -10,15 +10,17 @@ use crate::queue::{fcfs::ArrivalOrder, QueuePolicy};
 pub enum QueueConfig {
     Fcfs,
     Fpfs,
+    Koala(crate::queue::koala::KoalaParams),
 }
 
 impl QueueConfig {
-    pub const NAMES: &'static [&'static str] = &["fcfs", "fpfs"];
+    pub const NAMES: &'static [&'static str] = &["fcfs", "fpfs", "koala"];
 
     pub fn from_name(name: &str) -> Result<QueueConfig, String> {
         match name.to_ascii_lowercase().as_str() {
             "fcfs" => Ok(QueueConfig::Fcfs),
             "fpfs" => Ok(QueueConfig::Fpfs),
+            "koala" => Ok(QueueConfig::Koala(Default::default())),
             _ => Err(format!(
                 "unknown queue policy `{name}` (expected one of: {})",
                 Self::NAMES.join(", ")
@@ -30,6 +32,7 @@ impl QueueConfig {
         match self {
             QueueConfig::Fcfs => Box::new(ArrivalOrder::fcfs()),
             QueueConfig::Fpfs => Box::new(ArrivalOrder::fpfs()),
+            QueueConfig::Koala(p) => Box::new(crate::queue::koala::Koala::new(*p)),
         }
     }
 }
@@ -45,12 +48,39 @@ pub enum InteractiveDefault {
     Delete,
 }
 
+/// How a placed job gets its processors.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Claiming {
+    /// Start every component at once (DCS, seed 003 §4.3.5).
+    #[default]
+    Immediate,
+    /// The Incremental Claiming Policy (seed 000 §3.2–3.3).
+    Icp(super::icp::IcpParams),
+}
+
+impl Claiming {
+    pub const NAMES: &'static [&'static str] = &["immediate", "icp"];
+
+    /// The policy by name, with default parameters.
+    pub fn from_name(name: &str) -> Result<Claiming, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "immediate" => Ok(Claiming::Immediate),
+            "icp" => Ok(Claiming::Icp(super::icp::IcpParams::default())),
+            _ => Err(format!(
+                "unknown claiming policy `{name}` (expected one of: {})",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
 /// Everything the scheduler is configured with.
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
     pub queue: QueueConfig,
     pub fit: Fit,
     pub flexible_fit: FlexibleFit,
+    pub claiming: Claiming,
     pub site_faults: SiteFaultLimits,
     /// Aborts before commit a job may suffer before it fails (seed 003 §4.3.4); `None` = no
     /// limit.
@@ -74,6 +104,7 @@ impl Default for SchedulerConfig {
             queue: QueueConfig::Fcfs,
             fit: Fit::Worst,
             flexible_fit: FlexibleFit::ClusterFilling,
+            claiming: Claiming::Immediate,
             site_faults: SiteFaultLimits::default(),
             max_submit_failures: Some(5),
             max_completion_failures: Some(3),

@@ -88,6 +88,8 @@ pub struct JobState {
     pub generation: u64,
     /// Claiming state (ICP), when placed under it.
     pub claim: Option<ClaimState>,
+    /// ICP's L for this job in thousandths; lowered each time claiming fails (seed 000 §3.2).
+    pub l_permille: Option<u32>,
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
@@ -119,22 +121,23 @@ impl JobState {
             hold_until: None,
             generation: 0,
             claim: None,
+            l_permille: None,
         }
     }
 
     /// Components that must be at the barrier before commit: not optional, not deleted, not
     /// failed-and-left-out.
     pub fn required_ready(&self) -> bool {
-        self.job
-            .components
-            .iter()
-            .zip(&self.comps)
-            .all(|(c, s)| match s.phase {
-                CompPhase::Ready | CompPhase::Finished | CompPhase::Deleted | CompPhase::Failed => {
-                    true
+        self.job.components.iter().zip(&self.comps).all(|(c, s)| {
+            !s.transferring
+                && match s.phase {
+                    CompPhase::Ready
+                    | CompPhase::Finished
+                    | CompPhase::Deleted
+                    | CompPhase::Failed => true,
+                    _ => c.start_type == crate::model::StartType::Optional,
                 }
-                _ => c.start_type == crate::model::StartType::Optional,
-            })
+        })
     }
 
     /// Every component that ran has ended, and none is still live.

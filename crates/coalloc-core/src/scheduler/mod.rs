@@ -19,12 +19,14 @@
 
 pub mod api;
 pub mod config;
+pub mod icp;
 pub mod jobs;
 pub mod sites;
 mod transaction;
 
 pub use api::*;
-pub use config::{InteractiveDefault, QueueConfig, SchedulerConfig};
+pub use config::{Claiming, InteractiveDefault, QueueConfig, SchedulerConfig};
+pub use icp::IcpParams;
 
 use crate::model::{Job, Site, Time};
 use crate::queue::{PassCtx, QueuePolicy, RunningJob, StartOptions};
@@ -46,6 +48,8 @@ enum Timer {
     Hold { job: JobId, generation: u64 },
     /// The job's runtime limit is reached: kill it and queue it again.
     Limit { job: JobId, generation: u64 },
+    /// A claiming try is due (ICP).
+    Claim { job: JobId, generation: u64 },
 }
 
 /// Everything but the queue policy, so that the policy can call back into it during a pass.
@@ -147,7 +151,11 @@ impl Scheduler {
                 core.finished(launch);
                 Ok(Reply::Done)
             }
-            Event::TransferDone { .. } | Event::Tick => Ok(Reply::Done),
+            Event::TransferDone { job, component, ok } => {
+                core.transfer_done(job, component, ok);
+                Ok(Reply::Done)
+            }
+            Event::Tick => Ok(Reply::Done),
         }?;
         self.fire_timers();
         self.settle();
@@ -350,6 +358,15 @@ impl Core {
                     .is_some_and(|j| j.generation == generation)
                 {
                     self.check_commit(job);
+                }
+            }
+            Timer::Claim { job, generation } => {
+                if self
+                    .jobs
+                    .get(&job)
+                    .is_some_and(|j| j.generation == generation)
+                {
+                    self.claim_try(job);
                 }
             }
             Timer::Limit { job, generation } => {

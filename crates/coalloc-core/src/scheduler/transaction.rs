@@ -4,7 +4,7 @@
 //! job within its failure limits.
 
 use super::api::*;
-use super::config::InteractiveDefault;
+use super::config::{Claiming, InteractiveDefault};
 use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
@@ -85,7 +85,10 @@ impl Core {
                 if options.kill_local {
                     self.kill_local_for(&p);
                 }
-                self.dispatch(id, p);
+                match self.config.claiming {
+                    Claiming::Icp(_) if options.hold_until.is_none() => self.begin_claiming(id, p),
+                    _ => self.dispatch(id, p),
+                }
                 true
             }
             Err(_) => {
@@ -116,20 +119,8 @@ impl Core {
     /// Start every component of a placed job (the first phase of the two-phase commit).
     fn dispatch(&mut self, id: JobId, placement: Placement) {
         let now = self.now;
+        self.apply_pieces(id, &placement);
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
-        if j.job.kind == JobKind::Flexible {
-            // The pieces become the components of this run; the template is kept in front.
-            let template = j.job.components[0].clone();
-            j.job.components = placement
-                .components
-                .iter()
-                .map(|p| Component {
-                    count: p.count,
-                    ..template.clone()
-                })
-                .collect();
-        }
-        j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
         j.phase = Phase::Starting;
         j.record.placed = Some(now);
         j.record.first_jst.get_or_insert(now);
@@ -143,8 +134,26 @@ impl Core {
         self.check_commit(id);
     }
 
+    /// For a flexible job, the pieces of the split become the components of this run (the
+    /// template comes back on re-queue); every job starts the run with idle components.
+    pub(super) fn apply_pieces(&mut self, id: JobId, placement: &Placement) {
+        let j = self.jobs.get_mut(&id).expect("a known job");
+        if j.job.kind == JobKind::Flexible {
+            let template = j.job.components[0].clone();
+            j.job.components = placement
+                .components
+                .iter()
+                .map(|p| Component {
+                    count: p.count,
+                    ..template.clone()
+                })
+                .collect();
+        }
+        j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+    }
+
     /// Submit one component to one site.
-    fn launch(&mut self, id: JobId, i: usize, site: SiteId, count: u32) {
+    pub(super) fn launch(&mut self, id: JobId, i: usize, site: SiteId, count: u32) {
         let launch = LaunchId(self.next_launch);
         self.next_launch += 1;
         let now = self.now;
@@ -193,7 +202,7 @@ impl Core {
         }
     }
 
-    fn arm_hold(&mut self, id: JobId) {
+    pub(super) fn arm_hold(&mut self, id: JobId) {
         let j = &self.jobs[&id];
         if let Some(t) = j.hold_until.filter(|&t| t > self.now) {
             self.timers.insert((
@@ -369,7 +378,7 @@ impl Core {
         }
     }
 
-    fn site_error(&mut self, site: SiteId, before_start: bool) {
+    pub(super) fn site_error(&mut self, site: SiteId, before_start: bool) {
         if let ErrorOutcome::MadeUnusable(why) = self.sites.error(site, before_start) {
             self.notify(Notice::SiteUnusable { site, reason: why });
         }
