@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod config;
+mod edit;
 pub mod icp;
 pub mod jobs;
 pub mod sites;

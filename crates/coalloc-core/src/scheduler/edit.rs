@@ -1,0 +1,128 @@
+//! Edits of a job before commit: add, delete and substitute components (seed 002 §3.2,
+//! interactive transactions). An edit is checked in full before anything changes; a refused
+//! edit leaves the job as it was.
+
+use super::api::*;
+use super::jobs::{CompPhase, CompState, Phase};
+use super::Core;
+use crate::model::{Component, Job, JobKind};
+
+impl Core {
+    /// Add, delete or substitute a component before commit (seed 002 §3.2).
+    pub(super) fn edit(&mut self, id: JobId, edit: Edit) -> Result<(), Rejected> {
+        let j = self.jobs.get(&id).ok_or(Rejected::UnknownJob(id))?;
+        match j.phase {
+            Phase::Ended => return Err(Rejected::Ended(id)),
+            Phase::Running => return Err(Rejected::Committed(id)),
+            _ => {}
+        }
+        if j.job.kind == JobKind::Flexible {
+            return Err(Rejected::Invalid(
+                "a flexible job's pieces come from the split; edit the job's total instead"
+                    .to_owned(),
+            ));
+        }
+        let n = j.job.components.len();
+        let index_ok = |i: usize| {
+            if i < n && j.comps[i].phase != CompPhase::Deleted {
+                Ok(())
+            } else {
+                Err(Rejected::Invalid(format!("the job has no component {i}")))
+            }
+        };
+        // Check the edited job against every rule before changing anything.
+        let mut edited = j.job.clone();
+        match &edit {
+            Edit::Add(c) => edited.components.push(c.clone()),
+            Edit::Delete(i) => {
+                index_ok(*i)?;
+                let live = j
+                    .comps
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, c)| *k != *i && c.phase != CompPhase::Deleted);
+                if live.count() == 0 {
+                    return Err(Rejected::Invalid(
+                        "a job keeps at least one component; cancel the job instead".to_owned(),
+                    ));
+                }
+            }
+            Edit::Substitute(i, c) => {
+                index_ok(*i)?;
+                edited.components[*i] = c.clone();
+            }
+        }
+        if !matches!(edit, Edit::Delete(_)) {
+            if edited.kind == JobKind::Total && edited.components.len() > 1 {
+                edited.kind = JobKind::Unordered;
+            }
+            crate::spec::validate::validate(&edited, &[])
+                .map_err(|e| Rejected::Invalid(e.to_string()))?;
+            self.check_fits_when_empty(&edited)?;
+        }
+        let starting = j.phase != Phase::Queued;
+        match edit {
+            Edit::Delete(i) => {
+                if starting {
+                    self.cancel_component(id, i);
+                    self.jobs.get_mut(&id).expect("known").comps[i].phase = CompPhase::Deleted;
+                    self.check_commit(id);
+                } else {
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job.components.remove(i);
+                    j.comps.remove(i);
+                }
+            }
+            Edit::Add(_) | Edit::Substitute(..) => {
+                let i = match edit {
+                    Edit::Substitute(i, _) => i,
+                    _ => n,
+                };
+                if starting {
+                    // The new request must find room now, or nothing changes.
+                    let single = Job::new(
+                        JobKind::Total,
+                        vec![Component {
+                            site: None,
+                            ..edited.components[i].clone()
+                        }],
+                    );
+                    let fits = match &edited.components[i].site {
+                        Some(name) => {
+                            let s = self.sites.sites.iter().position(|s| &s.name == name);
+                            s.filter(|&s| {
+                                self.sites.state[s].usable()
+                                    && self.sites.state[s].idle >= edited.components[i].count
+                            })
+                            .map(|s| (s, edited.components[i].count))
+                        }
+                        None => self
+                            .place(&single, None, None, false)
+                            .ok()
+                            .map(|p| (p.components[0].site, p.components[0].count)),
+                    };
+                    let Some((site, count)) = fits else {
+                        return Err(Rejected::Invalid(
+                            "no usable site has room for the component now".to_owned(),
+                        ));
+                    };
+                    if i < n {
+                        self.cancel_component(id, i);
+                    }
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job = edited;
+                    if i == n {
+                        j.comps.push(CompState::idle());
+                    }
+                    self.launch(id, i, site, count);
+                } else {
+                    let j = self.jobs.get_mut(&id).expect("known");
+                    j.job = edited;
+                    j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+                    self.dirty = true;
+                }
+            }
+        }
+        Ok(())
+    }
+}
