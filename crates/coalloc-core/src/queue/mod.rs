@@ -2,14 +2,26 @@
 //! trying. Each policy is a module named after it:
 //!
 //! - [`koala`]: KOALA's high- and low-priority placement queues scanned S:1 (seed 000 §3.1).
+//! - [`backfill`]: EASY and conservative backfilling with multi-site reservations (seed 003
+//!   §3.2.2).
 //! - [`fcfs`]: First Come First Served and Fit Processor First Served (seed 003 §3.2.2,
 //!   §4.3.4).
+//! - [`rpp`]: the Repeated Placement Policy for jobs with deadlines, with Wait-X and the
+//!   GP / LP priorities (seed 001 §2.2).
+//! - [`koala_c`]: KOALA-C's policies for one set of sites — FF, RR, SJF (with the runtime
+//!   predictor of [`crate::predictor`]), SJF-ideal and HSDF (seed 004 §IV-A).
+//! - [`tags`]: KOALA-C's TAGS-chain and TAGS-sets, with runtime limits per site or set of
+//!   sites (seed 004 §IV-B, §IV-C).
 //!
 //! A policy owns the order of the queued jobs; the scheduler owns everything else and offers
 //! it through [`PassCtx`] during a scheduling pass.
 
+pub mod backfill;
 pub mod fcfs;
 pub mod koala;
+pub mod koala_c;
+pub mod rpp;
+pub mod tags;
 
 use crate::model::{Job, Millis, Time};
 use crate::placement::Fit;

@@ -10,17 +10,59 @@ use crate::queue::{fcfs::ArrivalOrder, QueuePolicy};
 pub enum QueueConfig {
     Fcfs,
     Fpfs,
+    Easy,
+    Conservative,
     Koala(crate::queue::koala::KoalaParams),
+    Rpp(crate::queue::rpp::RppParams),
+    /// Seed 004 §IV-A's First-Fit ([`crate::queue::koala_c`]).
+    Ff(crate::queue::koala_c::KoalaCParams),
+    /// Seed 004 §IV-A's Round-Robin.
+    Rr(crate::queue::koala_c::KoalaCParams),
+    /// Seed 004 §IV-A's Shortest-Job-First with runtime predictions.
+    Sjf(crate::queue::koala_c::KoalaCParams),
+    /// Seed 004 §IV-A's SJF-ideal: `runtime_estimate` taken as the exact runtime.
+    SjfIdeal(crate::queue::koala_c::KoalaCParams),
+    /// Seed 004 §IV-A's Highest-SlowDown-First.
+    Hsdf(crate::queue::koala_c::KoalaCParams),
+    /// Seed 004 §IV-B's TAGS-chain ([`crate::queue::tags`]).
+    TagsChain(crate::queue::tags::TagsChainParams),
+    /// Seed 004 §IV-C's TAGS-sets.
+    TagsSets(crate::queue::tags::TagsSetsParams),
 }
 
 impl QueueConfig {
-    pub const NAMES: &'static [&'static str] = &["fcfs", "fpfs", "koala"];
+    pub const NAMES: &'static [&'static str] = &[
+        "fcfs",
+        "fpfs",
+        "easy",
+        "conservative",
+        "koala",
+        "rpp",
+        "ff",
+        "rr",
+        "sjf",
+        "sjf-ideal",
+        "hsdf",
+        "tags-chain",
+        "tags-sets",
+    ];
 
     pub fn from_name(name: &str) -> Result<QueueConfig, String> {
         match name.to_ascii_lowercase().as_str() {
             "fcfs" => Ok(QueueConfig::Fcfs),
             "fpfs" => Ok(QueueConfig::Fpfs),
+            "easy" => Ok(QueueConfig::Easy),
+            "conservative" => Ok(QueueConfig::Conservative),
             "koala" => Ok(QueueConfig::Koala(Default::default())),
+            "rpp" => Ok(QueueConfig::Rpp(Default::default())),
+            "ff" => Ok(QueueConfig::Ff(Default::default())),
+            "rr" => Ok(QueueConfig::Rr(Default::default())),
+            "sjf" => Ok(QueueConfig::Sjf(Default::default())),
+            "sjf-ideal" => Ok(QueueConfig::SjfIdeal(Default::default())),
+            "hsdf" => Ok(QueueConfig::Hsdf(Default::default())),
+            // The TAGS policies need their chains / sets and limits filled in.
+            "tags-chain" => Ok(QueueConfig::TagsChain(Default::default())),
+            "tags-sets" => Ok(QueueConfig::TagsSets(Default::default())),
             _ => Err(format!(
                 "unknown queue policy `{name}` (expected one of: {})",
                 Self::NAMES.join(", ")
@@ -32,7 +74,24 @@ impl QueueConfig {
         match self {
             QueueConfig::Fcfs => Box::new(ArrivalOrder::fcfs()),
             QueueConfig::Fpfs => Box::new(ArrivalOrder::fpfs()),
+            QueueConfig::Easy => Box::new(crate::queue::backfill::Easy::new()),
+            QueueConfig::Conservative => Box::new(crate::queue::backfill::Conservative::new()),
             QueueConfig::Koala(p) => Box::new(crate::queue::koala::Koala::new(*p)),
+            QueueConfig::Rpp(p) => Box::new(crate::queue::rpp::Rpp::new(*p)),
+            QueueConfig::Ff(p) => Box::new(crate::queue::koala_c::KoalaC::ff(*p)),
+            QueueConfig::Rr(p) => Box::new(crate::queue::koala_c::KoalaC::rr(*p)),
+            QueueConfig::Sjf(p) => Box::new(crate::queue::koala_c::KoalaC::sjf(*p)),
+            QueueConfig::SjfIdeal(p) => Box::new(crate::queue::koala_c::KoalaC::sjf_ideal(*p)),
+            QueueConfig::Hsdf(p) => Box::new(crate::queue::koala_c::KoalaC::hsdf(*p)),
+            // Invalid parameters cannot fail here: every job fails with the reason instead.
+            QueueConfig::TagsChain(p) => Box::new(
+                crate::queue::tags::Tags::chain(p.clone())
+                    .unwrap_or_else(|e| crate::queue::tags::Tags::misconfigured("tags-chain", e)),
+            ),
+            QueueConfig::TagsSets(p) => Box::new(
+                crate::queue::tags::Tags::sets(p.clone())
+                    .unwrap_or_else(|e| crate::queue::tags::Tags::misconfigured("tags-sets", e)),
+            ),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Job and site specs as users write them: the native TOML / JSON job spec ([`native`]),
-//! the site list ([`sites`]), DCS batch files ([`batch`]), and the job rules ([`validate`]).
+//! the site list ([`sites`]), the scheduler's policies and parameters ([`scheduler`]), DCS
+//! batch files ([`batch`]), and the job rules ([`validate`]).
 //!
 //! File conventions (seed 003 §5.1.3, appendix A.2): `.rsl` holds an ordered RSL job, `.uno`
 //! an unordered RSL job, `.bat` a list of job files, `.toml` and `.json` the native spec.
@@ -7,6 +8,7 @@
 
 pub mod batch;
 pub mod native;
+pub mod scheduler;
 pub mod sites;
 pub mod units;
 pub mod validate;

@@ -1,0 +1,351 @@
+//! KOALA-C's traditional policies for one set of sites (seed 004 §IV-A): First-Fit (FF),
+//! Round-Robin (RR), Shortest-Job-First (SJF) with runtime predictions, SJF-ideal with exact
+//! runtimes, and Highest-SlowDown-First (HSDF).
+//!
+//! Seed 004 §IV-A: "Arriving jobs are entered into a global queue, and periodically (every
+//! 30 seconds in our experiments) the selected scheduling policy is invoked. On each site,
+//! jobs run to completion without preemption of any form." All five policies here keep one
+//! queue, try only its head, and end the pass at the first job that cannot start (no
+//! skipping: FF and RR are FCFS, §IV-A 1–2, and SJF and HSDF are read the same way, a
+//! priority order instead of arrival order). Every start uses the placement module through
+//! [`PassCtx::start_with`], so jobs of every kind work, not only the one-site jobs of
+//! seed 004 (§II-A, our [`JobKind::Total`](crate::model::JobKind::Total)).
+//!
+//! - **FF** (§IV-A 1): FCFS; the head goes to "the first site in which it fits" —
+//!   [`Fit::First`], the site-list order being §IV-A's "ordered in some arbitrary way".
+//! - **RR** (§IV-A 2): FCFS; sites are tried "in a cyclical fashion", starting after the
+//!   site the previous job went to (a cursor; the first job tries site 0 first). The job is
+//!   offered growing windows of sites in cyclic order — the next site alone, then the next
+//!   two, and so on up to all sites — and starts first-fit in the first window that holds
+//!   it. For a one-component job that is exactly "one site at a time, cyclically"; a
+//!   multi-component (or flexible) job uses the shortest run of sites after the cursor that
+//!   holds it, and an ordered job waits for the window to reach its named sites. The cursor
+//!   then moves to the cyclically last site the job took processors on (read from the idle
+//!   counts before and after the start). Windows other than the last (all sites) are
+//!   checked with [`PassCtx::fits`] first, so a blocked head records one placement failure
+//!   per pass, as under FCFS.
+//! - **SJF** (§IV-A 3): the queue is ordered by predicted runtime, ties by arrival; the head
+//!   starts first-fit. The prediction ([`RuntimePredictor`], seed 004 §III-B) is the mean of
+//!   the user's last two finished runtimes, else the one, else the job's `runtime_estimate`,
+//!   else [`KoalaCParams::default_runtime`]. It is made when the job enters the queue (the
+//!   seed predicts "the runtime of a newly arrived job") and kept while it waits.
+//! - **SJF-ideal** (§IV-A 3): "perfect prior knowledge of the job runtimes": ordered by the
+//!   job's `runtime_estimate` taken as exact — the simulator puts the true runtime there —
+//!   else the default. Runtimes of finished jobs are not used.
+//! - **HSDF** (§IV-A 4): at every pass the queue is ordered by estimated slowdown
+//!   `(wait + predicted runtime) / predicted runtime`, highest first, ties by arrival, with
+//!   SJF's prediction and the wait estimate of [`crate::predictor`] (the time waited since
+//!   submission); the head starts first-fit.
+//!
+//! "Arrival" is entry into this queue: a job that comes back after an abort or a failure
+//! after commit goes to the tail of its ties (as in [`super::fcfs`]) with a fresh prediction.
+//!
+//! # The period
+//!
+//! With [`KoalaCParams::period`] set, passes happen only at multiples of the period on the
+//! driver's clock (30 s in the seed's experiments): a pass the scheduler asks for in between
+//! does nothing, and while jobs wait the policy asks to be woken at the next multiple
+//! ([`QueuePolicy::next_wakeup`]). Without it (the default) every scheduler pass is a
+//! scheduling pass — the event-driven reading of "periodically".
+
+use super::{PassCtx, QueuePolicy, StartOptions};
+use crate::model::{Job, Millis, Time, HOUR};
+use crate::placement::Fit;
+use crate::predictor::{wait_so_far, EstimatedSlowdown, RuntimePredictor};
+use crate::scheduler::api::{JobId, SiteId};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+/// Parameters of FF, RR, SJF, SJF-ideal and HSDF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KoalaCParams {
+    /// Schedule only at multiples of this period (seed 004 §IV-A: 30 s); `None` = at every
+    /// scheduler pass. A period of 0 or less counts as `None`.
+    pub period: Option<Millis>,
+    /// The predicted runtime of a job with no history and no `runtime_estimate` (SJF, HSDF),
+    /// and SJF-ideal's runtime of a job without a `runtime_estimate`.
+    pub default_runtime: Millis,
+}
+
+impl Default for KoalaCParams {
+    fn default() -> Self {
+        KoalaCParams {
+            period: None,
+            default_runtime: HOUR,
+        }
+    }
+}
+
+/// Which of the five policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ff,
+    Rr,
+    Sjf,
+    SjfIdeal,
+    Hsdf,
+}
+
+/// One queued job.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// The queue key: predicted (SJF) or exact (SJF-ideal) runtime, 0 otherwise.
+    key: Millis,
+    /// Arrival sequence.
+    seq: u64,
+    /// Predicted runtime (HSDF).
+    predicted: Millis,
+}
+
+/// FF, RR, SJF, SJF-ideal and HSDF; see the module documentation.
+#[derive(Debug)]
+pub struct KoalaC {
+    kind: Kind,
+    params: KoalaCParams,
+    period: Period,
+    predictor: RuntimePredictor,
+    /// (key, arrival) → job.
+    queue: BTreeMap<(Millis, u64), JobId>,
+    entries: BTreeMap<JobId, Entry>,
+    next_seq: u64,
+    /// RR: the site the previous job went to.
+    cursor: Option<SiteId>,
+}
+
+impl KoalaC {
+    fn new(kind: Kind, params: KoalaCParams) -> KoalaC {
+        KoalaC {
+            kind,
+            params,
+            period: Period::new(params.period),
+            predictor: RuntimePredictor::new(),
+            queue: BTreeMap::new(),
+            entries: BTreeMap::new(),
+            next_seq: 0,
+            cursor: None,
+        }
+    }
+
+    /// First-Fit (seed 004 §IV-A 1).
+    pub fn ff(params: KoalaCParams) -> KoalaC {
+        KoalaC::new(Kind::Ff, params)
+    }
+
+    /// Round-Robin (seed 004 §IV-A 2).
+    pub fn rr(params: KoalaCParams) -> KoalaC {
+        KoalaC::new(Kind::Rr, params)
+    }
+
+    /// Shortest-Job-First with runtime predictions (seed 004 §IV-A 3, §III-B).
+    pub fn sjf(params: KoalaCParams) -> KoalaC {
+        KoalaC::new(Kind::Sjf, params)
+    }
+
+    /// SJF with the exact runtimes in `runtime_estimate` (seed 004 §IV-A 3).
+    pub fn sjf_ideal(params: KoalaCParams) -> KoalaC {
+        KoalaC::new(Kind::SjfIdeal, params)
+    }
+
+    /// Highest-SlowDown-First (seed 004 §IV-A 4).
+    pub fn hsdf(params: KoalaCParams) -> KoalaC {
+        KoalaC::new(Kind::Hsdf, params)
+    }
+
+    /// The runtime predictor (what SJF and HSDF have learned).
+    pub fn predictor(&self) -> &RuntimePredictor {
+        &self.predictor
+    }
+
+    /// The queued jobs in the order this pass tries them (HSDF's depends on the time and the
+    /// jobs' submission times; the others are the queue's order).
+    fn order(&self, ctx: &dyn PassCtx) -> Vec<JobId> {
+        if self.kind != Kind::Hsdf {
+            return self.queue.values().copied().collect();
+        }
+        let now = ctx.now();
+        let mut jobs: Vec<(Reverse<EstimatedSlowdown>, u64, JobId)> = self
+            .entries
+            .iter()
+            .map(|(&id, e)| {
+                let wait = wait_so_far(now, ctx.record(id).submit);
+                let s = EstimatedSlowdown::new(wait, e.predicted);
+                (Reverse(s), e.seq, id)
+            })
+            .collect();
+        jobs.sort();
+        jobs.into_iter().map(|(_, _, id)| id).collect()
+    }
+
+    /// RR's start: growing windows of sites in cyclic order after the cursor.
+    fn start_round_robin(&mut self, ctx: &mut dyn PassCtx, id: JobId) -> bool {
+        let n = ctx.usable().len();
+        if n == 0 {
+            return false;
+        }
+        let first = self.cursor.map_or(0, |c| (c + 1) % n);
+        let before = ctx.idle();
+        let mut allowed = vec![false; n];
+        for k in 0..n {
+            allowed[(first + k) % n] = true;
+            if k + 1 < n && !ctx.fits(id, Some(&allowed)) {
+                continue;
+            }
+            let options = StartOptions {
+                allowed: Some(allowed.clone()),
+                fit: Some(Fit::First),
+                ..StartOptions::default()
+            };
+            if ctx.start_with(id, &options) {
+                let after = ctx.idle();
+                let took = (0..=k)
+                    .rev()
+                    .map(|j| (first + j) % n)
+                    .find(|&s| after.get(s) < before.get(s));
+                self.cursor = Some(took.unwrap_or((first + k) % n));
+                return true;
+            }
+        }
+        false
+    }
+
+    fn start(&mut self, ctx: &mut dyn PassCtx, id: JobId) -> bool {
+        match self.kind {
+            Kind::Rr => self.start_round_robin(ctx, id),
+            _ => ctx.start_with(
+                id,
+                &StartOptions {
+                    fit: Some(Fit::First),
+                    ..StartOptions::default()
+                },
+            ),
+        }
+    }
+}
+
+impl QueuePolicy for KoalaC {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Ff => "ff",
+            Kind::Rr => "rr",
+            Kind::Sjf => "sjf",
+            Kind::SjfIdeal => "sjf-ideal",
+            Kind::Hsdf => "hsdf",
+        }
+    }
+
+    fn push(&mut self, id: JobId, job: &Job, now: Time) {
+        self.remove(id);
+        self.period.on_push(now, self.entries.is_empty());
+        let default = self.params.default_runtime;
+        let predicted = match self.kind {
+            Kind::Ff | Kind::Rr => 0,
+            Kind::Sjf | Kind::Hsdf => self.predictor.predict(job, default),
+            Kind::SjfIdeal => job.runtime_estimate.unwrap_or(default),
+        };
+        let key = match self.kind {
+            Kind::Sjf | Kind::SjfIdeal => predicted,
+            _ => 0,
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.insert((key, seq), id);
+        self.entries.insert(
+            id,
+            Entry {
+                key,
+                seq,
+                predicted,
+            },
+        );
+    }
+
+    fn remove(&mut self, id: JobId) {
+        if let Some(e) = self.entries.remove(&id) {
+            self.queue.remove(&(e.key, e.seq));
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn pass(&mut self, ctx: &mut dyn PassCtx) {
+        if self.entries.is_empty() || !self.period.begin(ctx.now()) {
+            return;
+        }
+        for id in self.order(ctx) {
+            if !self.start(ctx, id) {
+                return;
+            }
+            self.remove(id);
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Time> {
+        self.period.wakeup(!self.entries.is_empty())
+    }
+
+    fn finished(&mut self, _id: JobId, job: &Job, runtime: Millis) {
+        self.predictor.record(job.user.as_deref(), runtime);
+    }
+}
+
+/// Passes only at multiples of a period (seed 004 §IV-A's periodic invocation); see the
+/// module documentation. Shared with [`super::tags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Period {
+    every: Option<Millis>,
+    /// The next time a pass may run.
+    due: Option<Time>,
+}
+
+impl Period {
+    pub(crate) fn new(every: Option<Millis>) -> Period {
+        Period {
+            every: every.filter(|&p| p > 0),
+            due: None,
+        }
+    }
+
+    /// A job enters a queue that was empty (`was_empty`) or not: a due time left over from
+    /// an idle spell moves to the next multiple, so that the job waits for it.
+    pub(crate) fn on_push(&mut self, now: Time, was_empty: bool) {
+        if let Some(p) = self.every {
+            let stale = !matches!(self.due, Some(d) if d >= now);
+            if was_empty && stale {
+                self.due = Some(ceil_multiple(now, p));
+            }
+        }
+    }
+
+    /// Whether a pass at `now` may schedule; if so, the next one is due at the next multiple.
+    pub(crate) fn begin(&mut self, now: Time) -> bool {
+        let Some(p) = self.every else {
+            return true;
+        };
+        let due = *self.due.get_or_insert(ceil_multiple(now, p));
+        if now < due {
+            return false;
+        }
+        self.due = Some((now.div_euclid(p) + 1) * p);
+        true
+    }
+
+    /// When to be woken while jobs wait.
+    pub(crate) fn wakeup(&self, waiting: bool) -> Option<Time> {
+        if waiting && self.every.is_some() {
+            self.due
+        } else {
+            None
+        }
+    }
+}
+
+/// The first multiple of `p` at or after `t`.
+fn ceil_multiple(t: Time, p: Millis) -> Time {
+    if t.rem_euclid(p) == 0 {
+        t
+    } else {
+        (t.div_euclid(p) + 1) * p
+    }
+}
