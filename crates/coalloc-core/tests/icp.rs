@@ -75,16 +75,19 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
         .iter()
         .filter_map(|c| match c {
             Command::StartTransfer {
+                transfer,
                 component,
                 from,
                 to,
                 bytes,
                 ..
-            } => Some((*component, *from, *to, *bytes)),
+            } => Some((*transfer, (*component, *from, *to, *bytes))),
             _ => None,
         })
         .collect();
-    assert_eq!(transfers, [(1, 0, 1, 4_000_000_000)]);
+    assert_eq!(transfers.len(), 1);
+    let (transfer, what) = transfers[0];
+    assert_eq!(what, (1, 0, 1, 4_000_000_000));
     assert!(starts(&cmds).is_empty(), "nothing is claimed before JCT0");
     let claim = s.job(id).unwrap().claim.unwrap();
     assert_eq!(
@@ -106,15 +109,8 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
         .iter()
         .all(|c| !matches!(c, Command::ReleaseBarrier { .. })));
     // The file arrives at 39 s, but the barrier waits for the JST.
-    s.handle(
-        39_000,
-        Event::TransferDone {
-            job: id,
-            component: 1,
-            ok: true,
-        },
-    )
-    .unwrap();
+    s.handle(39_000, Event::TransferDone { transfer, ok: true })
+        .unwrap();
     assert!(drain(&mut s)
         .iter()
         .all(|c| !matches!(c, Command::ReleaseBarrier { .. })));

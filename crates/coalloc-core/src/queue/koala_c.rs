@@ -223,6 +223,10 @@ impl KoalaC {
 }
 
 impl QueuePolicy for KoalaC {
+    fn fit(&self) -> Option<Fit> {
+        Some(Fit::First)
+    }
+
     fn name(&self) -> &'static str {
         match self.kind {
             Kind::Ff => "ff",

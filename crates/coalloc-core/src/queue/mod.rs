@@ -117,6 +117,11 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     }
     /// A job ran for this long and finished (for runtime predictors).
     fn finished(&mut self, _id: JobId, _job: &Job, _runtime: Millis) {}
+    /// The fit this policy always places with, if it overrides the configured one (seed
+    /// 004's policies use first-fit). Submissions are checked against it.
+    fn fit(&self) -> Option<Fit> {
+        None
+    }
     /// How long the job may run after commit before it is killed and queued again (TAGS,
     /// seed 004 §IV-B, §IV-C). Asked once per commit.
     fn runtime_limit(&self, _id: JobId) -> Option<Millis> {

@@ -439,6 +439,10 @@ impl Tags {
 }
 
 impl QueuePolicy for Tags {
+    fn fit(&self) -> Option<Fit> {
+        Some(Fit::First)
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

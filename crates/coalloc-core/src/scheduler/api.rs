@@ -24,6 +24,11 @@ impl fmt::Display for LaunchId {
     }
 }
 
+/// One file transfer, so that a late report of an old run's transfer is never taken for a
+/// new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TransferId(pub u64);
+
 /// A change to a job's components before commit (seed 002 §3.2, interactive transactions).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Edit {
@@ -64,12 +69,8 @@ pub enum Event {
     ComponentFailed { launch: LaunchId, reason: String },
     /// The launch's processes ended successfully.
     ComponentFinished { launch: LaunchId },
-    /// A file transfer for a component ended.
-    TransferDone {
-        job: JobId,
-        component: usize,
-        ok: bool,
-    },
+    /// A file transfer ended.
+    TransferDone { transfer: TransferId, ok: bool },
     /// Time passed; nothing else happened.
     Tick,
 }
@@ -123,6 +124,7 @@ pub enum Command {
     /// Move a job's input file (or chunk) from a file site to an execution site
     /// (seed 000 §2.5).
     StartTransfer {
+        transfer: TransferId,
         job: JobId,
         component: usize,
         from: SiteId,

@@ -58,7 +58,7 @@ impl Core {
             }
             crate::spec::validate::validate(&edited, &[])
                 .map_err(|e| Rejected::Invalid(e.to_string()))?;
-            self.check_fits_when_empty(&edited)?;
+            self.check_fits_when_empty(&edited, None)?;
         }
         let starting = j.phase != Phase::Queued;
         match edit {

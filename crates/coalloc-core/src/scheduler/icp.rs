@@ -112,8 +112,12 @@ impl Core {
     }
 
     fn transfer(&mut self, id: JobId, i: usize, from: SiteId, to: SiteId, bytes: u64) {
-        self.jobs.get_mut(&id).expect("known job").comps[i].transferring = true;
+        let transfer = TransferId(self.next_transfer);
+        self.next_transfer += 1;
+        self.transfers.insert(transfer, (id, i));
+        self.jobs.get_mut(&id).expect("known job").comps[i].transfer = Some(transfer);
         self.commands.push_back(Command::StartTransfer {
+            transfer,
             job: id,
             component: i,
             from,
@@ -136,15 +140,19 @@ impl Core {
         ));
     }
 
-    /// A transfer ended; a failed one sends its component back to be re-placed.
-    pub(super) fn transfer_done(&mut self, id: JobId, i: usize, ok: bool) {
+    /// A transfer ended; a failed one sends its component back to be re-placed. A report of
+    /// a transfer that is no longer current (an old run's) changes nothing.
+    pub(super) fn transfer_done(&mut self, transfer: TransferId, ok: bool) {
+        let Some((id, i)) = self.transfers.remove(&transfer) else {
+            return;
+        };
         let Some(j) = self.jobs.get_mut(&id).filter(|j| !j.ended()) else {
             return;
         };
-        let Some(c) = j.comps.get_mut(i).filter(|c| c.transferring) else {
+        let Some(c) = j.comps.get_mut(i).filter(|c| c.transfer == Some(transfer)) else {
             return;
         };
-        c.transferring = false;
+        c.transfer = None;
         if ok {
             return self.check_commit(id);
         }

@@ -1,7 +1,7 @@
 //! The scheduler's record of each job: where it is in its life, where its components run,
 //! and the counters its limits are checked against.
 
-use super::api::{JobId, JobRecord, LaunchId, SiteId};
+use super::api::{JobId, JobRecord, LaunchId, SiteId, TransferId};
 use crate::model::{Job, Millis, Time};
 
 /// Where a job is in its life.
@@ -48,8 +48,8 @@ pub struct CompState {
     pub count: u32,
     /// When the current launch was submitted.
     pub launched_at: Option<Time>,
-    /// A file transfer to this component's site is under way.
-    pub transferring: bool,
+    /// The file transfer to this component's site that is under way, if any.
+    pub transfer: Option<TransferId>,
 }
 
 impl CompState {
@@ -60,8 +60,13 @@ impl CompState {
             site: None,
             count: 0,
             launched_at: None,
-            transferring: false,
+            transfer: None,
         }
+    }
+
+    /// Its input file is still on its way.
+    pub fn transferring(&self) -> bool {
+        self.transfer.is_some()
     }
 
     /// Holds processors on a site now.
@@ -129,7 +134,7 @@ impl JobState {
     /// failed-and-left-out.
     pub fn required_ready(&self) -> bool {
         self.job.components.iter().zip(&self.comps).all(|(c, s)| {
-            !s.transferring
+            !s.transferring()
                 && match s.phase {
                     CompPhase::Ready
                     | CompPhase::Finished

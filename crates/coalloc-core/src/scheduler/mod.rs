@@ -60,6 +60,8 @@ struct Core {
     sites: SiteTable,
     jobs: BTreeMap<JobId, JobState>,
     launches: HashMap<LaunchId, (JobId, usize)>,
+    transfers: HashMap<TransferId, (JobId, usize)>,
+    next_transfer: u64,
     next_job: JobId,
     next_launch: u64,
     commands: VecDeque<Command>,
@@ -93,6 +95,8 @@ impl Scheduler {
                 config,
                 jobs: BTreeMap::new(),
                 launches: HashMap::new(),
+                transfers: HashMap::new(),
+                next_transfer: 1,
                 next_job: 1,
                 next_launch: 1,
                 commands: VecDeque::new(),
@@ -120,7 +124,7 @@ impl Scheduler {
                         return Err(Rejected::QueueFull(max));
                     }
                 }
-                core.submit(*job).map(Reply::Submitted)
+                core.submit(*job, self.queue.fit()).map(Reply::Submitted)
             }
             Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
             Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
@@ -152,8 +156,8 @@ impl Scheduler {
                 core.finished(launch);
                 Ok(Reply::Done)
             }
-            Event::TransferDone { job, component, ok } => {
-                core.transfer_done(job, component, ok);
+            Event::TransferDone { transfer, ok } => {
+                core.transfer_done(transfer, ok);
                 Ok(Reply::Done)
             }
             Event::Tick => Ok(Reply::Done),
@@ -254,9 +258,9 @@ impl Scheduler {
 }
 
 impl Core {
-    fn submit(&mut self, job: Job) -> Result<JobId, Rejected> {
+    fn submit(&mut self, job: Job, fit: Option<crate::placement::Fit>) -> Result<JobId, Rejected> {
         crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
-        self.check_fits_when_empty(&job)?;
+        self.check_fits_when_empty(&job, fit)?;
         let id = self.next_job;
         self.next_job += 1;
         self.jobs.insert(id, JobState::new(id, job, self.now));

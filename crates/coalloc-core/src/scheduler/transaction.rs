@@ -15,7 +15,12 @@ use crate::queue::StartOptions;
 impl Core {
     /// Refuse a job that could not run even on empty sites: unknown sites, components larger
     /// than any site.
-    pub(super) fn check_fits_when_empty(&self, job: &Job) -> Result<(), Rejected> {
+    /// `fit` is the queue policy's own fit, when it has one.
+    pub(super) fn check_fits_when_empty(
+        &self,
+        job: &Job,
+        fit: Option<Fit>,
+    ) -> Result<(), Rejected> {
         for (i, c) in job.components.iter().enumerate() {
             if let Some(name) = &c.site {
                 if !self.sites.sites.iter().any(|s| &s.name == name) {
@@ -28,9 +33,14 @@ impl Core {
         let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable = vec![true; idle.len()];
         let view = SiteView::new(&self.sites.sites, idle, usable);
-        placement::place(job, &view, self.config.fit, self.config.flexible_fit)
-            .map(|_| ())
-            .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
+        placement::place(
+            job,
+            &view,
+            fit.unwrap_or(self.config.fit),
+            self.config.flexible_fit,
+        )
+        .map(|_| ())
+        .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
 
     /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
@@ -167,7 +177,7 @@ impl Core {
             site: Some(site),
             count,
             launched_at: Some(now),
-            transferring: false,
+            transfer: j.comps[i].transfer,
         };
         let start = Start {
             launch,
@@ -421,6 +431,13 @@ impl Core {
     /// goes back to its queue, or fails when past its limit.
     pub(super) fn abort(&mut self, id: JobId, reason: String, after_commit: bool) {
         self.cancel_launches(id);
+        if self.jobs[&id]
+            .comps
+            .iter()
+            .all(|c| c.phase == CompPhase::Deleted)
+        {
+            return self.end_job(id, Err(format!("{reason}; every component was deleted")));
+        }
         let limits = (
             self.config.max_submit_failures,
             self.config.max_completion_failures,
@@ -501,7 +518,11 @@ impl Core {
             self.launches.remove(&launch);
             self.dirty = true;
         }
-        self.jobs.get_mut(&id).expect("known").comps[i].launch = None;
+        let c = &mut self.jobs.get_mut(&id).expect("known").comps[i];
+        c.launch = None;
+        if c.live() {
+            c.phase = CompPhase::Idle;
+        }
     }
 }
 
