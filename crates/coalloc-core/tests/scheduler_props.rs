@@ -30,16 +30,13 @@
 //! Queue policies are every name of `QueueConfig::NAMES` that `QueueConfig::from_name`
 //! accepts when the test runs; claiming is immediate or ICP with T = 0, 0.5 or 1.
 //!
-//! The bugs these properties found have minimal cases at the end of this file: regression
-//! tests for the fixed ones, ignored tests for the open ones (`cargo test --test
-//! scheduler_props -- --ignored` runs them). The driver works around an open bug so that the
-//! other properties keep being checked; set `COALLOC_PROPS_STRICT=1` to make it fail the
-//! properties instead. `PROPTEST_CASES` sets the number of cases (default 256),
+//! The bugs these properties found have minimal cases at the end of this file, kept as
+//! regression tests. `PROPTEST_CASES` sets the number of cases (default 256),
 //! `COALLOC_PROPS_LOG` the number of log lines a failure shows.
 
 use coalloc_core::model::*;
 use coalloc_core::placement::Fit;
-use coalloc_core::scheduler::jobs::{CompPhase, Phase};
+use coalloc_core::scheduler::jobs::Phase;
 use coalloc_core::scheduler::*;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -594,13 +591,13 @@ impl<'c> Driver<'c> {
                 prop_assert!(l.is_some(), "cancel of {launch}, which is not live");
                 let l = l.expect("checked");
                 prop_assert_eq!((l.job, l.comp, l.site), (job, component, site));
-                if let Some(c) = self
-                    .runs
-                    .get_mut(&job)
-                    .and_then(|r| r.comps.get_mut(&component))
-                    .filter(|c| c.launch == launch)
-                {
-                    c.live = false;
+                if let Some(r) = self.runs.get_mut(&job) {
+                    if let Some(c) = r.comps.get_mut(&component).filter(|c| c.launch == launch) {
+                        c.live = false;
+                        // A component that is started again elsewhere gets a new transfer;
+                        // the old one no longer feeds the run.
+                        r.transfers.remove(&component);
+                    }
                 }
             }
             Command::ReleaseBarrier { job } => self.check_release(job)?,
@@ -695,7 +692,22 @@ impl<'c> Driver<'c> {
                 );
             }
         }
-        let waiting: Vec<_> = run.transfers.iter().filter(|(_, t)| !t.1).collect();
+        // Optional components do not take part in the commit (seed 002 §3.2): neither they
+        // nor their files are waited for, unless they already reported ready.
+        let waiting: Vec<_> = run
+            .transfers
+            .iter()
+            .filter(|(_, t)| !t.1)
+            .filter(|(i, _)| {
+                let optional = self
+                    .s
+                    .job(job)
+                    .and_then(|j| j.job.components.get(**i))
+                    .is_some_and(|c| c.start_type == StartType::Optional);
+                let ready = run.comps.get(i).is_some_and(|c| c.ready);
+                !optional || ready
+            })
+            .collect();
         prop_assert!(
             waiting.is_empty(),
             "(c) job {job} released while the input transfers of components {waiting:?} are \
@@ -818,6 +830,11 @@ impl<'c> Driver<'c> {
                             c.live = false;
                             c.failed = true;
                         });
+                        if let Some(r) = self.runs.get_mut(&job) {
+                            if r.comps.get(&comp).is_some_and(|c| c.launch == id) {
+                                r.transfers.remove(&comp);
+                            }
+                        }
                         self.done(Event::ComponentFailed {
                             launch: id,
                             reason: "the driver says so".to_owned(),
@@ -827,19 +844,7 @@ impl<'c> Driver<'c> {
             }
             Action::Transfer(k) => {
                 // Transfers go on after their run ended: late reports of old runs come too.
-                let mut t = self.transfers.remove(k);
-                let past_idle = self
-                    .s
-                    .job(t.job)
-                    .and_then(|j| j.comps.get(t.comp))
-                    .is_some_and(|c| c.transfer == Some(t.id) && c.phase != CompPhase::Idle);
-                if past_idle && !t.ok && !strict() {
-                    // Known bugs 6 and 7: a failed transfer of a launched component counts
-                    // the launch failed but never cancels it; one of a deleted component
-                    // leaves the job in `Starting` for ever. Unless `COALLOC_PROPS_STRICT` is
-                    // set, such a transfer succeeds instead.
-                    t.ok = true;
-                }
+                let t = self.transfers.remove(k);
                 if let Some(current) = self
                     .runs
                     .get_mut(&t.job)
@@ -1040,12 +1045,6 @@ fn run(case: &Case) -> R<Vec<String>> {
     }
 }
 
-/// Whether known bugs fail the properties (`COALLOC_PROPS_STRICT=1`) instead of being worked
-/// around.
-fn strict() -> bool {
-    std::env::var_os("COALLOC_PROPS_STRICT").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
 /// Log lines a failure shows (`COALLOC_PROPS_LOG` to change).
 const LOG_TAIL: usize = 40;
 
@@ -1119,9 +1118,7 @@ fn the_generated_cases_reach_every_path() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Minimal cases of what the properties found. Bugs 1-5 were fixed while these tests were
-// written and are regression tests now; bugs 6 and 7 are open (ignored, worked around by the
-// driver unless `COALLOC_PROPS_STRICT` is set).
+// Minimal cases of the seven bugs the properties found, all fixed; regression tests now.
 // ---------------------------------------------------------------------------------------
 
 fn drain_cmds(s: &mut Scheduler) -> Vec<Command> {
@@ -1239,7 +1236,6 @@ fn icp_claimed(
 /// fails, nothing checks the job again, and it stays in `Starting` for ever with every
 /// component deleted and nothing running (no timer, no queue entry).
 #[test]
-#[ignore = "known bug 7: reported, not fixed here"]
 fn a_job_whose_components_are_all_deleted_ends_even_when_a_transfer_fails_late() {
     let (mut s, id, launch, transfer) =
         icp_claimed(InteractiveDefault::Delete, StartType::Interactive);
@@ -1301,7 +1297,6 @@ fn a_launch_keeps_its_transfer_and_the_barrier_waits_for_the_file() {
 /// Bug 6: a failed transfer of a launched component counts the launch failed and gives its
 /// processors back, but never tells the driver to cancel it: it keeps running on the site.
 #[test]
-#[ignore = "known bug 6: reported, not fixed here"]
 fn a_failed_transfer_of_a_claimed_component_cancels_its_launch() {
     let (mut s, id, launch, transfer) = icp_with_a_transfer();
     s.handle(

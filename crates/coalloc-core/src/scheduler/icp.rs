@@ -111,7 +111,7 @@ impl Core {
         self.arm_claim(id, jct);
     }
 
-    fn transfer(&mut self, id: JobId, i: usize, from: SiteId, to: SiteId, bytes: u64) {
+    pub(super) fn transfer(&mut self, id: JobId, i: usize, from: SiteId, to: SiteId, bytes: u64) {
         let transfer = TransferId(self.next_transfer);
         self.next_transfer += 1;
         self.transfers.insert(transfer, (id, i));
@@ -158,10 +158,21 @@ impl Core {
         }
         let site = c.site.unwrap_or(0);
         match c.launch.filter(|_| c.live()) {
-            Some(launch) => self.failed(launch, "its input file did not arrive".to_owned()),
+            Some(launch) => {
+                // The launch runs but will never get its input: stop it, then handle it as
+                // a failed component.
+                self.commands.push_back(Command::CancelComponent {
+                    launch,
+                    job: id,
+                    component: i,
+                    site,
+                });
+                self.failed(launch, "its input file did not arrive".to_owned());
+            }
             None => {
                 c.site = None;
                 self.site_error(site, true);
+                self.check_commit(id);
             }
         }
     }

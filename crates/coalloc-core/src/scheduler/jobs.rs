@@ -133,16 +133,16 @@ impl JobState {
     /// Components that must be at the barrier before commit: not optional, not deleted, not
     /// failed-and-left-out.
     pub fn required_ready(&self) -> bool {
-        self.job.components.iter().zip(&self.comps).all(|(c, s)| {
-            !s.transferring()
-                && match s.phase {
-                    CompPhase::Ready
-                    | CompPhase::Finished
-                    | CompPhase::Deleted
-                    | CompPhase::Failed => true,
-                    _ => c.start_type == crate::model::StartType::Optional,
-                }
-        })
+        self.job
+            .components
+            .iter()
+            .zip(&self.comps)
+            .all(|(c, s)| match s.phase {
+                // Left out of the job: neither it nor its file is waited for.
+                CompPhase::Deleted | CompPhase::Failed => true,
+                CompPhase::Ready | CompPhase::Finished => !s.transferring(),
+                _ => c.start_type == crate::model::StartType::Optional,
+            })
     }
 
     /// Every component that ran has ended, and none is still live.

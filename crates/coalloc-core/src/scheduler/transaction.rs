@@ -343,6 +343,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;
         j.comps[i].launch = None;
+        j.comps[i].transfer = None;
         self.dirty = true;
         let start_type = j.job.components[i].start_type;
         let phase = j.phase;
@@ -394,30 +395,27 @@ impl Core {
         }
     }
 
-    /// Place component `i` alone on some site (never `avoid`) and start it there.
+    /// Place component `i` alone on some site (never `avoid`) and start it there, sending
+    /// its input file there first if the job has one.
     fn replace_component(&mut self, id: JobId, i: usize, avoid: Option<SiteId>) -> bool {
-        let comp = self.jobs[&id].job.components[i].clone();
-        let single = Job::new(
-            JobKind::Total,
-            vec![Component {
-                site: None,
-                ..comp.clone()
-            }],
-        );
-        let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
-        let target = match &comp.site {
-            // An ordered component may only move to its own site, which just failed.
-            Some(_) => None,
-            None => self.place(&single, Some(&allowed), None, false).ok(),
-        };
-        match target {
-            Some(p) => {
-                let pc = &p.components[0];
-                self.launch(id, i, pc.site, pc.count);
-                true
-            }
-            None => false,
+        let j = &self.jobs[&id];
+        let comp = j.job.components[i].clone();
+        if comp.site.is_some() {
+            // An ordered component may only run on its own site, which just failed.
+            return false;
         }
+        let mut single = Job::new(JobKind::Total, vec![comp]);
+        single.input_file = j.job.input_file.clone();
+        let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
+        let Ok(p) = self.place(&single, Some(&allowed), None, false) else {
+            return false;
+        };
+        let pc = p.components[0].clone();
+        if let Some(f) = pc.file.as_ref().filter(|f| f.site != pc.site) {
+            self.transfer(id, i, f.site, pc.site, f.bytes);
+        }
+        self.launch(id, i, pc.site, pc.count);
+        true
     }
 
     /// Cancel every live launch of a job and give its processors back.
@@ -520,6 +518,7 @@ impl Core {
         }
         let c = &mut self.jobs.get_mut(&id).expect("known").comps[i];
         c.launch = None;
+        c.transfer = None;
         if c.live() {
             c.phase = CompPhase::Idle;
         }
