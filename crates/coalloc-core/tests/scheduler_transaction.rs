@@ -455,3 +455,27 @@ fn the_monitor_sees_other_users_and_placement_follows() {
     let (_, cmds) = h.submit(unordered(&[16]));
     assert_eq!(starts(&cmds)[0].2, 1);
 }
+
+#[test]
+fn a_job_left_with_only_an_optional_component_commits_when_it_is_ready() {
+    let config = SchedulerConfig {
+        interactive_default: InteractiveDefault::Delete,
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[8, 8]);
+    let mut job = unordered(&[2, 2]);
+    job.components[0].start_type = StartType::Interactive;
+    job.components[1].start_type = StartType::Optional;
+    let (_, cmds) = h.submit(job);
+    let st = starts(&cmds);
+    let out = h.at(
+        1,
+        Event::ComponentFailed {
+            launch: st[0].0,
+            reason: "x".into(),
+        },
+    );
+    assert!(!released(&out), "no component is at the barrier yet");
+    let out = ready_all(&mut h, 2, &[st[1].0]);
+    assert!(released(&out));
+}

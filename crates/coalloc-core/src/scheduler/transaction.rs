@@ -237,13 +237,15 @@ impl Core {
         {
             return;
         }
-        if !j
-            .comps
-            .iter()
-            .any(|c| c.live() || c.phase == CompPhase::Finished)
-        {
-            // Nothing is running: every component failed or was deleted.
-            return self.abort(id, "no component of the job is left".to_owned(), false);
+        // A job commits with at least one component at the barrier (a job of optional
+        // components waits for the first of them).
+        let passed = |c: &CompState| matches!(c.phase, CompPhase::Ready | CompPhase::Finished);
+        if !j.comps.iter().any(passed) {
+            if !j.comps.iter().any(CompState::live) {
+                // Nothing is running: every component failed or was deleted.
+                return self.abort(id, "no component of the job is left".to_owned(), false);
+            }
+            return;
         }
         j.phase = Phase::Running;
         self.committed.push(id);
