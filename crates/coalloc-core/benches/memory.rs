@@ -137,13 +137,13 @@ fn measure(policy: &str, jobs: usize) {
         "memory/{policy}: +{:.1} bytes per queued job per pass ({PASSES} more passes)",
         (live2 as f64 - live1 as f64) / jobs as f64 / PASSES as f64
     );
-    let tries: usize = s.jobs().map(|j| j.record.placement_tries.len()).sum();
+    let tries: usize = s.jobs().map(|j| j.record.try_times.len()).sum();
     let cap: usize = s
         .jobs()
-        .map(|j| j.record.placement_tries.capacity() * size_of::<i64>())
+        .map(|j| j.record.try_times.capacity() * size_of::<i64>())
         .sum();
     println!(
-        "memory/{policy}: record.placement_tries holds {:.1} entries per job, {:.0} bytes \
+        "memory/{policy}: record.try_times holds {:.1} entries per job, {:.0} bytes \
          per job of capacity",
         tries as f64 / jobs as f64,
         cap as f64 / jobs as f64
@@ -159,14 +159,14 @@ fn breakdown(policy: &str, s: &Scheduler, live: usize, jobs: usize) {
     for j in s.jobs() {
         components += j.job.components.capacity() * size_of::<Component>();
         states += j.comps.capacity() * size_of::<CompState>();
-        tries += j.record.placement_tries.capacity() * size_of::<i64>();
+        tries += j.record.try_times.capacity() * size_of::<i64>();
     }
     let inline = jobs * size_of::<JobState>();
     let rest = live as i64 - (components + states + tries + inline) as i64;
     let per = |b: usize| b as f64 / jobs as f64;
     println!(
         "memory/{policy}: per job: JobState {:.0} + Vec<Component> {:.0} + Vec<CompState> {:.0} \
-         + placement_tries {:.0} + the rest (job map's B-tree slack, queue maps) {:.0}",
+         + try_times {:.0} + the rest (job map's B-tree slack, queue maps) {:.0}",
         per(inline),
         per(components),
         per(states),

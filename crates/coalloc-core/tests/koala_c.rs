@@ -126,7 +126,7 @@ fn ff_takes_the_first_site_with_room_and_rr_goes_round() {
         assert_eq!(h.s.queued(), 2);
         // One placement try per pass on the blocked head, none on the job behind it.
         assert_eq!(h.record(big).placement_failures, 2);
-        assert_eq!(h.record(small).placement_tries.len(), 0);
+        assert_eq!(h.record(small).placement_tries, 0);
         (h.s.policy(), all)
     };
     assert_eq!(

@@ -217,7 +217,7 @@ fn a_job_that_never_fits_is_tried_at_every_pt_then_fails_at_the_deadline_under_l
         "deadline missed: not placed by its deadline (1000) after 13 placement tries \
          (LP: local jobs are not killed)"
     );
-    assert_eq!(record.placement_tries, SEQUENCE);
+    assert_eq!(record.try_times, SEQUENCE);
     assert_eq!(record.end, Some(D));
     assert!(kills(&h.log.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>()).is_empty());
     assert_eq!(h.s.queued(), 0);
@@ -237,10 +237,10 @@ fn wait_x_ignores_the_job_until_d_minus_i() {
     assert_eq!(h.s.next_wakeup(), Some(900 * SECOND));
     assert!(starts(&h.tick(700 * SECOND)).is_empty());
     assert!(starts(&h.tick(900 * SECOND - 1)).is_empty());
-    assert!(h.record(id).placement_tries.is_empty());
+    assert!(h.record(id).try_times.is_empty());
     let out = h.tick(900 * SECOND);
     assert_eq!(starts(&out).len(), 2);
-    assert_eq!(h.record(id).placement_tries, [900 * SECOND]);
+    assert_eq!(h.record(id).try_times, [900 * SECOND]);
     assert_eq!(h.s.job(id).unwrap().hold_until, Some(D));
 }
 
@@ -256,12 +256,12 @@ fn a_job_placed_at_pt1_is_held_at_its_barrier_until_the_deadline() {
         .log
         .iter()
         .all(|(_, c)| starts(std::slice::from_ref(c)).is_empty()));
-    assert_eq!(h.record(id).placement_tries, [700 * SECOND]);
+    assert_eq!(h.record(id).try_times, [700 * SECOND]);
     assert_eq!(h.s.next_wakeup(), Some(910 * SECOND));
     let out = h.tick(910 * SECOND);
     let st = starts(&out);
     assert_eq!(st.len(), 2);
-    assert_eq!(h.record(id).placement_tries, [700 * SECOND, 910 * SECOND]);
+    assert_eq!(h.record(id).try_times, [700 * SECOND, 910 * SECOND]);
     assert_eq!(h.s.queued(), 0);
     // Every component is at the barrier by 920 s; the barrier waits for the deadline.
     let launches: Vec<LaunchId> = st.iter().map(|s| s.0).collect();
@@ -323,7 +323,7 @@ fn gp_kills_local_jobs_at_the_deadline() {
     assert!(last_kill < first_start);
     let mut tries = SEQUENCE.to_vec();
     tries.push(D); // the kill try
-    assert_eq!(h.record(id).placement_tries, tries);
+    assert_eq!(h.record(id).try_times, tries);
     // Nothing held: the job starts as soon as its components are ready.
     let launches: Vec<LaunchId> = st.iter().map(|s| s.0).collect();
     assert!(released(&ready_all(&mut h, D + 5, &launches)));
@@ -380,7 +380,7 @@ fn mp_limits_the_tries_lp_fails_at_once_and_gp_waits_for_the_deadline() {
         "deadline missed: not placed in 2 placement tries (the limit Mp) before its deadline \
          (1000) (LP: local jobs are not killed)"
     );
-    assert_eq!(record.placement_tries, [700 * SECOND, 910 * SECOND]);
+    assert_eq!(record.try_times, [700 * SECOND, 910 * SECOND]);
     assert_eq!(h.s.next_wakeup(), None);
 
     let gp2 = RppParams {
@@ -397,7 +397,7 @@ fn mp_limits_the_tries_lp_fails_at_once_and_gp_waits_for_the_deadline() {
     let out = h.tick(D);
     assert_eq!(kills(&out), [(0, 4), (1, 4)]);
     assert_eq!(starts(&out).len(), 2);
-    assert_eq!(h.record(id).placement_tries, [700_000, 910_000, D, D]);
+    assert_eq!(h.record(id).try_times, [700_000, 910_000, D, D]);
 }
 
 #[test]
@@ -430,7 +430,7 @@ fn due_jobs_go_in_order_of_try_time_not_arrival() {
         starts(&out).iter().map(|s| s.1).collect::<Vec<_>>(),
         [first]
     );
-    assert_eq!(h.record(second).placement_tries, [700 * SECOND]);
+    assert_eq!(h.record(second).try_times, [700 * SECOND]);
     assert_eq!(h.s.next_wakeup(), Some(910 * SECOND));
 }
 
@@ -477,7 +477,7 @@ fn a_job_aborted_before_its_deadline_is_placed_again_at_once() {
     // Back in the queue and planned from the same S: PT0 has passed, so it is tried at once.
     let again = starts(&out);
     assert_eq!(again.len(), 2);
-    assert_eq!(h.record(id).placement_tries, [700 * SECOND, 750 * SECOND]);
+    assert_eq!(h.record(id).try_times, [700 * SECOND, 750 * SECOND]);
     assert_eq!(h.s.job(id).unwrap().hold_until, Some(D));
 }
 

@@ -6,6 +6,11 @@
 //!
 //! Jobs return to the tail when they come back after an abort (seed 003 §4.3.4: "moved ...
 //! to the tail of the wait-queue").
+//!
+//! Passes are incremental: a job that was tried and did not fit cannot fit before a site
+//! gains processors or becomes usable ([`PassCtx::epoch`]), so until then a pass tries only
+//! the jobs that arrived since the last one. Without this, every submission to a long queue
+//! would re-try the whole queue.
 
 use super::{PassCtx, QueuePolicy};
 use crate::model::{Job, Time};
@@ -21,6 +26,8 @@ pub struct ArrivalOrder {
     /// Job → arrival sequence.
     seq_of: BTreeMap<JobId, u64>,
     next_seq: u64,
+    /// The epoch of the last pass, and the sequence numbers it had tried (all below).
+    tried: Option<(u64, u64)>,
 }
 
 impl ArrivalOrder {
@@ -64,7 +71,16 @@ impl QueuePolicy for ArrivalOrder {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
-        let mut cursor = 0u64;
+        let epoch = ctx.epoch();
+        // Jobs below `cursor` were tried at this epoch and did not fit.
+        let mut cursor = match self.tried {
+            Some((e, below)) if e == epoch => below,
+            _ => 0,
+        };
+        self.tried = Some((epoch, self.next_seq));
+        if !self.skip && self.queue.keys().next().is_some_and(|&head| head < cursor) {
+            return; // the head still does not fit, and FCFS does not look past it
+        }
         loop {
             let Some((&seq, &id)) = self.queue.range(cursor..).next() else {
                 return;

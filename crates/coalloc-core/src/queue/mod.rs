@@ -73,6 +73,10 @@ pub trait PassCtx {
     }
     /// [`PassCtx::try_start`] with options.
     fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool;
+    /// A number that changes whenever a site gains idle processors or becomes usable, or a
+    /// queued job is edited. A job that could not be placed is still unplaceable as long as
+    /// it has not changed, so policies can skip jobs they already tried at this epoch.
+    fn epoch(&self) -> u64;
     /// Whether the job could be placed now, without starting it.
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool;
     /// Idle processors per site now.

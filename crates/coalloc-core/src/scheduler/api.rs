@@ -204,13 +204,19 @@ pub enum Rejected {
     QueueFull(usize),
 }
 
+/// How many placement-try times a [`JobRecord`] keeps.
+pub const RECORDED_TRIES: usize = 16;
+
 /// Timestamps and counters of one job: everything the metrics of DESIGN.md need.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JobRecord {
     pub job: JobId,
     pub submit: Time,
-    /// Every placement try, successful or not.
-    pub placement_tries: Vec<Time>,
+    /// Placement tries, successful or not.
+    pub placement_tries: u32,
+    /// When the first [`RECORDED_TRIES`] placement tries happened (later ones are only
+    /// counted, so that a job waiting through many passes keeps a bounded record).
+    pub try_times: Vec<Time>,
     /// Placement failures (tries that found no fit).
     pub placement_failures: u32,
     /// Claiming tries (ICP) and how many did not claim every component.

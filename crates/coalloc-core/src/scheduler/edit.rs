@@ -71,6 +71,8 @@ impl Core {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job.components.remove(i);
                     j.comps.remove(i);
+                    self.sites.epoch += 1;
+                    self.dirty = true;
                 }
             }
             Edit::Add(_) | Edit::Substitute(..) => {
@@ -120,6 +122,7 @@ impl Core {
                     j.job = edited;
                     j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
                     self.dirty = true;
+                    self.sites.epoch += 1;
                 }
             }
         }

@@ -154,3 +154,56 @@ impl JobState {
         self.phase == Phase::Ended
     }
 }
+
+/// Jobs by number. The scheduler numbers jobs densely from 1 and never forgets one, so a
+/// vector indexed by number holds them; each is boxed so that growing the vector moves only
+/// pointers.
+#[derive(Debug, Clone, Default)]
+pub struct JobTable {
+    jobs: Vec<Box<JobState>>,
+}
+
+impl JobTable {
+    fn slot(id: JobId) -> Option<usize> {
+        usize::try_from(id.checked_sub(1)?).ok()
+    }
+
+    pub fn get(&self, id: &JobId) -> Option<&JobState> {
+        self.jobs.get(Self::slot(*id)?).map(|j| &**j)
+    }
+
+    pub fn get_mut(&mut self, id: &JobId) -> Option<&mut JobState> {
+        self.jobs.get_mut(Self::slot(*id)?).map(|j| &mut **j)
+    }
+
+    /// Add the next job; its number must be one more than the last.
+    pub fn insert(&mut self, id: JobId, job: JobState) {
+        debug_assert_eq!(
+            Self::slot(id),
+            Some(self.jobs.len()),
+            "jobs are numbered densely"
+        );
+        self.jobs.push(Box::new(job));
+    }
+
+    /// Every job, by number.
+    pub fn values(&self) -> impl Iterator<Item = &JobState> {
+        self.jobs.iter().map(|j| &**j)
+    }
+
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}
+
+impl std::ops::Index<&JobId> for JobTable {
+    type Output = JobState;
+
+    fn index(&self, id: &JobId) -> &JobState {
+        self.get(id).expect("a job the scheduler numbered")
+    }
+}

@@ -33,7 +33,7 @@ use crate::model::{Job, Site, Time};
 use crate::queue::{PassCtx, QueuePolicy, RunningJob, StartOptions};
 use jobs::{JobState, Phase};
 use sites::SiteTable;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// A timer the scheduler set for itself. Timers of an old run of a job carry an old
 /// generation and are ignored when they fire.
@@ -58,7 +58,7 @@ enum Timer {
 struct Core {
     config: SchedulerConfig,
     sites: SiteTable,
-    jobs: BTreeMap<JobId, JobState>,
+    jobs: jobs::JobTable,
     launches: HashMap<LaunchId, (JobId, usize)>,
     transfers: HashMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
@@ -93,7 +93,7 @@ impl Scheduler {
             core: Core {
                 sites: SiteTable::new(sites, config.site_faults),
                 config,
-                jobs: BTreeMap::new(),
+                jobs: jobs::JobTable::default(),
                 launches: HashMap::new(),
                 transfers: HashMap::new(),
                 next_transfer: 1,
@@ -427,6 +427,10 @@ impl PassCtx for Core {
 
     fn idle(&self) -> Vec<u32> {
         self.sites.idle()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.sites.epoch
     }
 
     fn usable(&self) -> Vec<bool> {

@@ -54,6 +54,9 @@ pub struct SiteTable {
     pub sites: Vec<Site>,
     pub state: Vec<SiteState>,
     pub limits: SiteFaultLimits,
+    /// Bumped whenever a site gains idle processors or becomes usable: a placement that
+    /// failed before can only succeed after that (see [`crate::queue::PassCtx::epoch`]).
+    pub epoch: u64,
 }
 
 /// What an error report did to a site.
@@ -83,6 +86,7 @@ impl SiteTable {
             sites,
             state,
             limits,
+            epoch: 0,
         }
     }
 
@@ -109,6 +113,9 @@ impl SiteTable {
         let s = &mut self.state[site];
         let new_idle = idle.min(total).saturating_sub(s.pending);
         let changed = s.idle != new_idle || s.processors != total || s.healthy != healthy;
+        if new_idle > s.idle || (healthy && !s.healthy) {
+            self.epoch += 1;
+        }
         s.idle = new_idle;
         s.processors = total;
         s.healthy = healthy;
@@ -138,6 +145,7 @@ impl SiteTable {
         }
         s.ours = s.ours.saturating_sub(count);
         s.idle = (s.idle + count).min(s.processors);
+        self.epoch += 1;
     }
 
     /// A launch here finished well.
@@ -167,6 +175,9 @@ impl SiteTable {
     /// An operator's word: usable again (clears the error counters) or not.
     pub fn set_enabled(&mut self, site: SiteId, enabled: bool) {
         let s = &mut self.state[site];
+        if enabled && !s.enabled {
+            self.epoch += 1;
+        }
         s.enabled = enabled;
         if enabled {
             s.submit_errors = 0;

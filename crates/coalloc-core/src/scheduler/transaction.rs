@@ -88,7 +88,10 @@ impl Core {
         );
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("checked above");
-        j.record.placement_tries.push(now);
+        j.record.placement_tries += 1;
+        if j.record.try_times.len() < RECORDED_TRIES {
+            j.record.try_times.push(now);
+        }
         match result {
             Ok(p) => {
                 j.hold_until = options.hold_until;
