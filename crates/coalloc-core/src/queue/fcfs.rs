@@ -12,20 +12,15 @@
 //! the jobs that arrived since the last one. Without this, every submission to a long queue
 //! would re-try the whole queue.
 
-use super::{PassCtx, QueuePolicy};
+use super::{Arrivals, PassCtx, QueuePolicy};
 use crate::model::{Job, Time};
 use crate::scheduler::api::JobId;
-use std::collections::BTreeMap;
 
 /// The arrival-ordered queue behind FCFS (`skip = false`) and FPFS (`skip = true`).
 #[derive(Debug, Default)]
 pub struct ArrivalOrder {
     skip: bool,
-    /// Arrival sequence → job.
-    queue: BTreeMap<u64, JobId>,
-    /// Job → arrival sequence.
-    seq_of: BTreeMap<JobId, u64>,
-    next_seq: u64,
+    queue: Arrivals,
     /// The epoch of the last pass, and the sequence numbers it had tried (all below).
     tried: Option<(u64, u64)>,
 }
@@ -53,17 +48,11 @@ impl QueuePolicy for ArrivalOrder {
     }
 
     fn push(&mut self, id: JobId, _job: &Job, _now: Time) {
-        self.remove(id);
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.insert(seq, id);
-        self.seq_of.insert(id, seq);
+        self.queue.push(id);
     }
 
     fn remove(&mut self, id: JobId) {
-        if let Some(seq) = self.seq_of.remove(&id) {
-            self.queue.remove(&seq);
-        }
+        self.queue.remove(id);
     }
 
     fn len(&self) -> usize {
@@ -77,17 +66,16 @@ impl QueuePolicy for ArrivalOrder {
             Some((e, below)) if e == epoch => below,
             _ => 0,
         };
-        self.tried = Some((epoch, self.next_seq));
-        if !self.skip && self.queue.keys().next().is_some_and(|&head| head < cursor) {
+        self.tried = Some((epoch, self.queue.next_seq()));
+        if !self.skip && self.queue.head_seq().is_some_and(|head| head < cursor) {
             return; // the head still does not fit, and FCFS does not look past it
         }
         loop {
-            let Some((&seq, &id)) = self.queue.range(cursor..).next() else {
+            let Some((seq, id)) = self.queue.first_from(cursor) else {
                 return;
             };
             if ctx.try_start(id, None) {
-                self.queue.remove(&seq);
-                self.seq_of.remove(&id);
+                self.queue.remove(id);
             } else if !self.skip {
                 return;
             }

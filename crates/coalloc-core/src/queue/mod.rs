@@ -132,3 +132,60 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
         None
     }
 }
+
+/// Jobs in arrival order, where arriving is entering the queue: a job that comes back after
+/// an abort goes to the tail (seed 003 §4.3.4). Shared by the policies that scan in arrival
+/// order.
+#[derive(Debug, Default)]
+pub struct Arrivals {
+    /// Arrival sequence → job.
+    queue: std::collections::BTreeMap<u64, JobId>,
+    /// Job → arrival sequence.
+    seq_of: std::collections::BTreeMap<JobId, u64>,
+    next_seq: u64,
+}
+
+impl Arrivals {
+    /// Append a job (moving it to the tail if it is queued already).
+    pub fn push(&mut self, id: JobId) {
+        self.remove(id);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.insert(seq, id);
+        self.seq_of.insert(id, seq);
+    }
+
+    pub fn remove(&mut self, id: JobId) {
+        if let Some(seq) = self.seq_of.remove(&id) {
+            self.queue.remove(&seq);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The sequence number the next arrival gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The head's sequence number.
+    pub fn head_seq(&self) -> Option<u64> {
+        self.queue.keys().next().copied()
+    }
+
+    /// The first job at or after sequence `seq`.
+    pub fn first_from(&self, seq: u64) -> Option<(u64, JobId)> {
+        self.queue.range(seq..).next().map(|(&s, &id)| (s, id))
+    }
+
+    /// The queued jobs in arrival order, as they are now.
+    pub fn snapshot(&self) -> Vec<JobId> {
+        self.queue.values().copied().collect()
+    }
+}

@@ -75,45 +75,10 @@ pub use conservative::Conservative;
 pub use easy::{head_reservation, Easy, HeadReservation};
 pub use profile::{Profile, Step};
 
+pub(crate) use super::Arrivals;
 use super::PassCtx;
 use crate::model::Job;
 use crate::scheduler::api::{JobId, SiteId};
-use std::collections::BTreeMap;
-
-/// The arrival-ordered queue behind both policies.
-#[derive(Debug, Default)]
-struct Arrivals {
-    /// Arrival sequence → job.
-    queue: BTreeMap<u64, JobId>,
-    /// Job → arrival sequence.
-    seq_of: BTreeMap<JobId, u64>,
-    next_seq: u64,
-}
-
-impl Arrivals {
-    fn push(&mut self, id: JobId) {
-        self.remove(id);
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.insert(seq, id);
-        self.seq_of.insert(id, seq);
-    }
-
-    fn remove(&mut self, id: JobId) {
-        if let Some(seq) = self.seq_of.remove(&id) {
-            self.queue.remove(&seq);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// The queued jobs in arrival order, as they are when the pass begins.
-    fn snapshot(&self) -> Vec<JobId> {
-        self.queue.values().copied().collect()
-    }
-}
 
 /// Processors per site that a placement (`(site, processors)` per component) takes.
 pub fn need_of(placement: &[(SiteId, u32)], sites: usize) -> Vec<u32> {
