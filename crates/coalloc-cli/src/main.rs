@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 2 bad input (a malformed or invalid file, a bad argument),
 //! 1 an internal error, 3 (`place`) the job does not fit.
 
+mod config_cmd;
 mod error;
 mod job_cmd;
 mod load;
@@ -42,6 +43,9 @@ enum Command {
     /// jobs are split by cluster filling or load balancing. Exits 0 when the job fits, 3 when
     /// it does not (the reason is printed), 2 for a bad sites file or job file.
     Place(place_cmd::PlaceArgs),
+    /// Check a configuration: the site list and the scheduler's policies.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -52,6 +56,7 @@ enum Command {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Job(cmd) => job_cmd::run(cmd),
+        Command::Config(cmd) => config_cmd::run(cmd),
         Command::Place(args) => place_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

@@ -11,7 +11,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use coalloc_core::model::{Job, JobKind, Millis, Site};
 use coalloc_core::placement::{place, Fit, FlexibleFit, NoFit, Placement, SiteView};
-use coalloc_core::spec::sites::parse_sites;
+use coalloc_core::scheduler::SchedulerConfig;
+use coalloc_core::spec::scheduler::parse_config;
 use coalloc_core::spec::units::format_duration;
 use coalloc_core::{Pos, SpecError};
 use serde_json::{json, Value};
@@ -24,25 +25,26 @@ pub const NO_FIT: i32 = 3;
 #[derive(Args)]
 pub struct PlaceArgs {
     /// The site list: `[[site]]` tables with `processors`, and for a dry run `idle` (idle
-    /// processors now; all of them when left out), `files` (replicas) and `bandwidth`.
+    /// processors now; all of them when left out), `files` (replicas) and `bandwidth`. It may
+    /// also hold a `[scheduler]` table, whose `fit` and `flexible` are then the defaults.
     #[arg(long, value_name = "SITES.toml")]
     sites: PathBuf,
     /// How unordered and total jobs are fitted: the modified worst-fit or best-fit of the DCS,
     /// first-fit, the plain worst fit, or close-to-files (by input file transfer time).
+    /// [default: the file's `[scheduler] fit`, else worst]
     #[arg(
         long,
-        default_value = "worst",
         value_parser = PossibleValuesParser::new(Fit::NAMES).map(|s| Fit::from_name(&s).unwrap())
     )]
-    fit: Fit,
+    fit: Option<Fit>,
     /// How a flexible job's total is split over sites.
+    /// [default: the file's `[scheduler] flexible`, else cluster-filling]
     #[arg(
         long,
-        default_value = "cluster-filling",
         value_parser = PossibleValuesParser::new(FlexibleFit::NAMES)
             .map(|s| FlexibleFit::from_name(&s).unwrap())
     )]
-    flexible: FlexibleFit,
+    flexible: Option<FlexibleFit>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -50,16 +52,18 @@ pub struct PlaceArgs {
     job: PathBuf,
 }
 
-pub fn run(args: PlaceArgs) -> Result<(), CliError> {
-    let (sites, job) = match (load_sites(&args.sites), load_job(&args.job)) {
+pub fn run(mut args: PlaceArgs) -> Result<(), CliError> {
+    let ((sites, config), job) = match (load_sites(&args.sites), load_job(&args.job)) {
         (Ok(sites), Ok(job)) => (sites, job),
         (sites, job) => {
             let errors = [sites.err(), job.err()].into_iter().flatten().collect();
             return Err(CliError::BadInput(errors));
         }
     };
+    args.fit.get_or_insert(config.fit);
+    args.flexible.get_or_insert(config.flexible_fit);
     let view = SiteView::from_sites(&sites);
-    let result = place(&job, &view, args.fit, args.flexible);
+    let result = place(&job, &view, args.fit(), args.flexible());
     let text = if args.json {
         let v = json_report(&args, &job, &view, &result);
         serde_json::to_string_pretty(&v).map_err(|e| CliError::Internal(e.to_string()))? + "\n"
@@ -76,12 +80,22 @@ pub fn run(args: PlaceArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Read a SITES.toml; errors name the file, and the `[[site]]` table's line when the rule
-/// broken belongs to one site.
-fn load_sites(path: &Path) -> Result<Vec<Site>, String> {
+impl PlaceArgs {
+    fn fit(&self) -> Fit {
+        self.fit.unwrap_or_default()
+    }
+
+    fn flexible(&self) -> FlexibleFit {
+        self.flexible.unwrap_or_default()
+    }
+}
+
+/// Read a SITES.toml (with an optional `[scheduler]` table); errors name the file, and the
+/// `[[site]]` table's line when the rule broken belongs to one site.
+fn load_sites(path: &Path) -> Result<(Vec<Site>, SchedulerConfig), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    parse_sites(&text).map_err(|e| {
+    parse_config(&text).map_err(|e| {
         let e = match site_table_pos(&text, &e) {
             Some(pos) => e.at(pos),
             None => e,
@@ -115,12 +129,12 @@ fn what(job: &Job, args: &PlaceArgs) -> String {
             "flexible job, {} processors in pieces of at least {}; split {}",
             f.total,
             f.min_component.unwrap_or(1),
-            args.flexible
+            args.flexible()
         ),
         (JobKind::Ordered, _) => {
             format!("ordered job, {}; ordered fit", components(job))
         }
-        (kind, _) => format!("{kind} job, {}; fit {}", components(job), args.fit),
+        (kind, _) => format!("{kind} job, {}; fit {}", components(job), args.fit()),
     }
 }
 
@@ -229,9 +243,9 @@ fn json_report(
         "kind": job.kind.name(),
     });
     match job.kind {
-        JobKind::Flexible => v["flexible"] = json!(args.flexible.name()),
+        JobKind::Flexible => v["flexible"] = json!(args.flexible().name()),
         JobKind::Ordered => v["fit"] = json!("ordered"),
-        _ => v["fit"] = json!(args.fit.name()),
+        _ => v["fit"] = json!(args.fit().name()),
     }
     let p = match result {
         Err(why) => {

@@ -149,3 +149,58 @@ fn completions_and_help_explain_themselves() {
     let out = coalloc(&["job", "convert", "x.toml", "--to", "yaml"]);
     assert_eq!(out.status.code(), Some(2), "a bad argument is bad input");
 }
+
+#[test]
+fn config_check_names_every_policy_and_rejects_unknown_ones() {
+    let out = stdout(&coalloc(&[
+        "config",
+        "check",
+        "--json",
+        "examples/config.toml",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["sites"].as_array().unwrap().len(), 5);
+    assert_eq!(v["scheduler"]["policy"], "koala");
+    assert_eq!(v["scheduler"]["fit"], "ctf");
+    assert_eq!(v["scheduler"]["claiming"], "icp");
+    assert_eq!(v["scheduler"]["max_queued"], "100");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[[site]]\nname = \"a\"\nprocessors = 4\n[scheduler]\npolicy = \"sjf\"\nfit = \"bestest\"\n").unwrap();
+    let out = coalloc(&["config", "check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: {}: scheduler.fit: unknown fit `bestest` (expected one of: worst, best, \
+             first, worst-plain, ctf)\n",
+            bad.display()
+        )
+    );
+}
+
+#[test]
+fn place_takes_its_default_fit_from_the_scheduler_table() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("best.toml");
+    std::fs::write(
+        &cfg,
+        "[[site]]\nname = \"a\"\nprocessors = 64\n[[site]]\nname = \"b\"\nprocessors = 64\n\
+         idle = 40\n[scheduler]\nfit = \"best\"\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let placed = |extra: &[&str]| {
+        let mut args = vec!["place", "--json", "--sites", cfg];
+        args.extend_from_slice(extra);
+        args.push("examples/jobs/total.json");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&coalloc(&args))).unwrap();
+        v["components"][0]["site"].as_str().unwrap().to_owned()
+    };
+    // 32 processors: best fit takes the site with the fewest idle that holds it (b, 40);
+    // worst fit the one with the most (a, 64).
+    assert_eq!(placed(&[]), "b");
+    assert_eq!(placed(&["--fit", "worst"]), "a");
+}
