@@ -24,7 +24,7 @@ impl Core {
         }
         let n = j.job.components.len();
         let index_ok = |i: usize| {
-            if i < n && j.comps[i].phase != CompPhase::Deleted {
+            if i < n && !j.is_deleted(i) {
                 Ok(())
             } else {
                 Err(Rejected::Invalid(format!("the job has no component {i}")))
@@ -36,12 +36,7 @@ impl Core {
             Edit::Add(c) => edited.components.push(c.clone()),
             Edit::Delete(i) => {
                 index_ok(*i)?;
-                let live = j
-                    .comps
-                    .iter()
-                    .enumerate()
-                    .filter(|(k, c)| *k != *i && c.phase != CompPhase::Deleted);
-                if live.count() == 0 {
+                if (0..n).filter(|&k| k != *i && !j.is_deleted(k)).count() == 0 {
                     return Err(Rejected::Invalid(
                         "a job keeps at least one component; cancel the job instead".to_owned(),
                     ));
@@ -70,7 +65,6 @@ impl Core {
                 } else {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job.components.remove(i);
-                    j.comps.remove(i);
                     self.sites.epoch += 1;
                     self.dirty = true;
                 }
@@ -120,7 +114,7 @@ impl Core {
                 } else {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job = edited;
-                    j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+                    j.comps = Vec::new();
                     self.dirty = true;
                     self.sites.epoch += 1;
                 }

@@ -84,6 +84,8 @@ pub struct JobState {
     pub id: JobId,
     pub job: Job,
     pub phase: Phase,
+    /// One per component while a run is under way; empty while the job is queued (they are
+    /// made when it is placed, which keeps a queued job small).
     pub comps: Vec<CompState>,
     pub record: JobRecord,
     /// The barrier may not be released before this time (seed 001: jobs start at their
@@ -112,12 +114,11 @@ pub struct ClaimState {
 
 impl JobState {
     pub fn new(id: JobId, job: Job, now: Time) -> JobState {
-        let comps = job.components.iter().map(|_| CompState::idle()).collect();
         JobState {
             id,
             job,
             phase: Phase::Queued,
-            comps,
+            comps: Vec::new(),
             record: JobRecord {
                 job: id,
                 submit: now,
@@ -128,6 +129,13 @@ impl JobState {
             claim: None,
             l_permille: None,
         }
+    }
+
+    /// Whether component `i` was deleted from the current run.
+    pub fn is_deleted(&self, i: usize) -> bool {
+        self.comps
+            .get(i)
+            .is_some_and(|c| c.phase == CompPhase::Deleted)
     }
 
     /// Components that must be at the barrier before commit: not optional, not deleted, not

@@ -479,7 +479,7 @@ impl Core {
             .collect();
         let mut keep = keep.into_iter();
         j.job.components.retain(|_| keep.next().unwrap_or(true));
-        j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
+        j.comps = Vec::new();
         j.phase = Phase::Queued;
         j.generation += 1;
         j.record.start = None;
