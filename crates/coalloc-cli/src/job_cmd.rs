@@ -144,7 +144,7 @@ fn describe(l: &Loaded, job: &Job) -> String {
         .map(|(i, c)| {
             vec![
                 i.to_string(),
-                c.label.clone().unwrap_or_else(|| "-".into()),
+                c.details().label.clone().unwrap_or_else(|| "-".into()),
                 if job.kind == JobKind::Flexible {
                     "*".into()
                 } else {
@@ -156,8 +156,9 @@ fn describe(l: &Loaded, job: &Job) -> String {
                 job.wall_time_of(i)
                     .map(format_duration)
                     .unwrap_or_else(|| "-".into()),
-                c.executable.clone().unwrap_or_else(|| "-".into()),
-                c.arguments
+                c.details().executable.clone().unwrap_or_else(|| "-".into()),
+                c.details()
+                    .arguments
                     .iter()
                     .map(|a| quote(a))
                     .collect::<Vec<_>>()

@@ -71,15 +71,18 @@ fn component(i: usize) -> impl Strategy<Value = Component> {
                     count,
                     site: None,
                     start_type,
-                    executable,
-                    arguments,
-                    environment: env.into_iter().collect(),
-                    directory,
-                    label: labelled.then(|| format!("c{i}")),
                     job_type,
-                    max_wall_time: wall,
-                    attributes,
+                    ..Component::default()
                 }
+                .with(|d| {
+                    d.executable = executable;
+                    d.arguments = arguments;
+                    d.environment = env.into_iter().collect();
+                    d.directory = directory;
+                    d.label = labelled.then(|| format!("c{i}"));
+                    d.max_wall_time = wall;
+                    d.attributes = attributes;
+                })
             },
         )
 }

@@ -38,10 +38,14 @@ fn replica_sites() -> Vec<Site> {
 }
 
 fn job(distribution: FileDistribution) -> Job {
-    let c = |l: &str| Component {
-        count: 8,
-        label: Some(l.into()),
-        ..Component::default()
+    let c = |l: &str| {
+        Component {
+            count: 8,
+            ..Component::default()
+        }
+        .with(|d| {
+            d.label = Some(l.into());
+        })
     };
     let mut job = Job::new(JobKind::Unordered, vec![c("left"), c("right")]);
     job.input_file = Some(InputFile {
@@ -240,10 +244,12 @@ fn flexible_job(total: u32, min: Option<u32>) -> Job {
         JobKind::Flexible,
         vec![Component {
             count: total,
-            label: Some("sweep".into()),
-            executable: Some("sweep".into()),
             ..Component::default()
-        }],
+        }
+        .with(|d| {
+            d.label = Some("sweep".into());
+            d.executable = Some("sweep".into());
+        })],
     );
     job.flexible = Some(Flexible {
         total,
@@ -299,7 +305,7 @@ fn load_balancing_evens_the_loads_and_respects_min_component() {
         .iter()
         .map(|c| {
             (
-                c.label.as_deref().unwrap(),
+                c.details().label.as_deref().unwrap(),
                 c.site.as_deref().unwrap(),
                 c.count,
             )
@@ -316,7 +322,7 @@ fn load_balancing_evens_the_loads_and_respects_min_component() {
     assert!(o
         .components
         .iter()
-        .all(|c| c.executable.as_deref() == Some("sweep")));
+        .all(|c| c.details().executable.as_deref() == Some("sweep")));
     coalloc_core::spec::validate::validate(&o, &[]).unwrap();
 }
 

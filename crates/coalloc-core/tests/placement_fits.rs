@@ -16,9 +16,11 @@ fn sites(idle: &[(&str, u32)]) -> Vec<Site> {
 fn comp(label: &str, count: u32) -> Component {
     Component {
         count,
-        label: Some(label.into()),
         ..Component::default()
     }
+    .with(|d| {
+        d.label = Some(label.into());
+    })
 }
 
 fn unordered(counts: &[(&str, u32)]) -> Job {

@@ -58,13 +58,16 @@ fn job(n_sites: usize) -> impl Strategy<Value = Job> {
         let mut components: Vec<Component> = comps
             .iter()
             .enumerate()
-            .map(|(i, &(count, s))| Component {
-                count,
-                label: Some(format!("c{i}")),
-                // One past the list names a site that is not there.
-                site: (kind == JobKind::Ordered)
-                    .then(|| NAMES.get(s).copied().unwrap_or("zz").to_string()),
-                ..Component::default()
+            .map(|(i, &(count, s))| {
+                Component {
+                    count,
+                    site: (kind == JobKind::Ordered)
+                        .then(|| NAMES.get(s).copied().unwrap_or("zz").to_string()),
+                    ..Component::default()
+                }
+                .with(|d| {
+                    d.label = Some(format!("c{i}"));
+                })
             })
             .collect();
         if matches!(kind, JobKind::Total | JobKind::Flexible) {
@@ -162,7 +165,7 @@ proptest! {
             for (i, (placed, c)) in p.components.iter().zip(&job.components).enumerate() {
                 prop_assert_eq!(placed.component, i);
                 prop_assert_eq!(placed.count, c.count);
-                prop_assert_eq!(&placed.label, &c.label);
+                prop_assert_eq!(&placed.label, &c.details().label);
                 if job.kind == JobKind::Ordered {
                     prop_assert_eq!(Some(&placed.site_name), c.site.as_ref());
                 }

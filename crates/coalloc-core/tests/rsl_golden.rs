@@ -33,21 +33,24 @@ fn poisson_component(i: usize) -> Component {
         count: 8,
         site: None,
         start_type: StartType::Required,
-        executable: Some("/home1/jsinaga/poisson/poissonT_globus".into()),
-        arguments: vec!["8".into(), "4".into()],
-        environment: vec![
+        job_type: JobType::Mpi,
+        ..Component::default()
+    }
+    .with(|d| {
+        d.executable = Some("/home1/jsinaga/poisson/poissonT_globus".into());
+        d.arguments = vec!["8".into(), "4".into()];
+        d.environment = vec![
             ("GLOBUS_DUROC_SUBJOB_INDEX".into(), i.to_string()),
             (
                 "LD_LIBRARY_PATH".into(),
                 "/usr/local/globus/globus-2.2.4/lib/".into(),
             ),
-        ],
-        directory: Some("/home1/jsinaga/poisson".into()),
-        label: Some(format!("sub{}", i + 1)),
-        job_type: JobType::Mpi,
-        max_wall_time: Some(10 * MINUTE),
-        attributes: vec![],
-    }
+        ];
+        d.directory = Some("/home1/jsinaga/poisson".into());
+        d.label = Some(format!("sub{}", i + 1));
+        d.max_wall_time = Some(10 * MINUTE);
+        d.attributes = vec![];
+    })
 }
 
 #[test]
@@ -64,7 +67,7 @@ fn appendix_b_is_an_unordered_job_of_four_mpi_components() {
     );
     let job = expected;
     assert_eq!(job.total_processors(), 32);
-    assert_eq!(job.components[3].environment[0].1, "3");
+    assert_eq!(job.components[3].details().environment[0].1, "3");
 }
 
 #[test]
@@ -107,17 +110,21 @@ fn appendix_b_positions_point_into_the_text() {
 }
 
 fn master_worker(sites: [&str; 4]) -> Job {
-    let component = |i: usize| Component {
-        count: if i == 0 { 1 } else { 4 },
-        site: Some(sites[i].to_owned()),
-        start_type: if i == 0 {
-            StartType::Required
-        } else {
-            StartType::Interactive
-        },
-        executable: Some(if i == 0 { "master" } else { "worker" }.to_owned()),
-        job_type: JobType::Multiple,
-        ..Component::default()
+    let component = |i: usize| {
+        Component {
+            count: if i == 0 { 1 } else { 4 },
+            site: Some(sites[i].to_owned()),
+            start_type: if i == 0 {
+                StartType::Required
+            } else {
+                StartType::Interactive
+            },
+            job_type: JobType::Multiple,
+            ..Component::default()
+        }
+        .with(|d| {
+            d.executable = Some(if i == 0 { "master" } else { "worker" }.to_owned());
+        })
     };
     Job::new(JobKind::Ordered, (0..4).map(component).collect())
 }
@@ -192,7 +199,7 @@ fn substitution_example_expands_as_the_document_shows() {
     let job = job_from_rsl(SUBSTITUTION, Some(JobKind::Unordered)).unwrap();
     assert_eq!(job.kind, JobKind::Total);
     assert_eq!(
-        job.components[0].executable.as_deref(),
+        job.components[0].details().executable.as_deref(),
         Some("ftp://host:1234/dir/myfile")
     );
 }
@@ -238,22 +245,26 @@ fn myprog_is_not_a_job() {
 fn substitution_example_file_is_an_unordered_job() {
     let job = job_from_rsl(EXAMPLE_SUBSTITUTION, Some(JobKind::Unordered)).unwrap();
     assert_eq!(job.kind, JobKind::Unordered);
-    let component = |i: usize| Component {
-        count: 8,
-        executable: Some("/home1/jsinaga/poisson/poissonT_globus".into()),
-        arguments: vec!["16".into(), "4".into()],
-        environment: vec![
-            ("GLOBUS_DUROC_SUBJOB_INDEX".into(), i.to_string()),
-            (
-                "LD_LIBRARY_PATH".into(),
-                "/usr/local/globus/globus-2.2.4/lib/".into(),
-            ),
-        ],
-        directory: Some("/home1/jsinaga/poisson".into()),
-        label: Some(format!("sub{i}")),
-        job_type: JobType::Mpi,
-        max_wall_time: Some(10 * MINUTE),
-        ..Component::default()
+    let component = |i: usize| {
+        Component {
+            count: 8,
+            job_type: JobType::Mpi,
+            ..Component::default()
+        }
+        .with(|d| {
+            d.executable = Some("/home1/jsinaga/poisson/poissonT_globus".into());
+            d.arguments = vec!["16".into(), "4".into()];
+            d.environment = vec![
+                ("GLOBUS_DUROC_SUBJOB_INDEX".into(), i.to_string()),
+                (
+                    "LD_LIBRARY_PATH".into(),
+                    "/usr/local/globus/globus-2.2.4/lib/".into(),
+                ),
+            ];
+            d.directory = Some("/home1/jsinaga/poisson".into());
+            d.label = Some(format!("sub{i}"));
+            d.max_wall_time = Some(10 * MINUTE);
+        })
     };
     assert_eq!(
         job,

@@ -37,7 +37,11 @@ fn attribute_names_compare_without_case_and_underscores() {
         "Max_WallTime_",
     ] {
         let j = job(&format!("&(count=2)({name}=15)"));
-        assert_eq!(j.components[0].max_wall_time, Some(15 * MINUTE), "{name}");
+        assert_eq!(
+            j.components[0].details().max_wall_time,
+            Some(15 * MINUTE),
+            "{name}"
+        );
     }
     let j =
         job("&(Resource_Manager_Contact=fs1)(COUNT=3)(JobType=MPI)(SubJob_Start_Type=no-barrier)");
@@ -58,10 +62,12 @@ fn defaults_follow_gram() {
         j.components,
         vec![Component {
             count: 1,
-            executable: Some("/bin/date".into()),
             job_type: JobType::Multiple,
             ..Component::default()
-        }]
+        }
+        .with(|d| {
+            d.executable = Some("/bin/date".into());
+        })]
     );
 }
 
@@ -69,7 +75,7 @@ fn defaults_follow_gram() {
 fn other_relations_are_kept_verbatim_in_order() {
     let j = job("&(count=2)(memory>=64)(Queue=\"short\")(count_hint!=(a (b c)) d)(x<1)");
     assert_eq!(
-        j.components[0].attributes,
+        j.components[0].details().attributes,
         vec![
             Attribute {
                 name: "memory".into(),
@@ -382,16 +388,18 @@ fn total_jobs_print_as_one_conjunction() {
         JobKind::Total,
         vec![Component {
             count: 16,
-            executable: Some("/bin/hostname".into()),
-            arguments: vec!["-f".into(), "a b".into()],
-            max_wall_time: Some(90 * MINUTE),
-            attributes: vec![Attribute {
+            ..Component::default()
+        }
+        .with(|d| {
+            d.executable = Some("/bin/hostname".into());
+            d.arguments = vec!["-f".into(), "a b".into()];
+            d.max_wall_time = Some(90 * MINUTE);
+            d.attributes = vec![Attribute {
                 name: "queue".into(),
                 op: RelOp::Eq,
                 values: vec![Value::Str("short".into())],
-            }],
-            ..Component::default()
-        }],
+            }];
+        })],
     );
     let text = job_to_rsl(&j).unwrap();
     assert_eq!(
@@ -430,8 +438,11 @@ fn what_rsl_cannot_say_is_refused_all_at_once() {
             },
             Component {
                 count: 8,
-                max_wall_time: Some(90 * SECOND),
-                attributes: vec![
+                ..Component::default()
+            }
+            .with(|d| {
+                d.max_wall_time = Some(90 * SECOND);
+                d.attributes = vec![
                     Attribute {
                         name: "Max_Wall_Time".into(),
                         op: RelOp::Eq,
@@ -442,9 +453,8 @@ fn what_rsl_cannot_say_is_refused_all_at_once() {
                         op: RelOp::Eq,
                         values: vec![],
                     },
-                ],
-                ..Component::default()
-            },
+                ];
+            }),
         ],
     );
     j.flexible = Some(Flexible {

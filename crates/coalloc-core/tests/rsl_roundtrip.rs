@@ -121,16 +121,19 @@ fn component(i: usize, with_site: bool) -> impl Strategy<Value = Component> {
                     count,
                     site: with_site.then_some(site),
                     start_type,
-                    executable,
-                    arguments,
-                    environment,
-                    directory,
-                    // `#i` keeps labels unique within the job.
-                    label: label.map(|l| format!("{l}#{i}")),
                     job_type,
-                    max_wall_time: minutes.map(|m| m * MINUTE),
-                    attributes,
+                    details: None,
                 }
+                .with(|d| {
+                    d.executable = executable;
+                    d.arguments = arguments;
+                    d.environment = environment;
+                    d.directory = directory;
+                    // `#i` keeps labels unique within the job.
+                    d.label = label.map(|l| format!("{l}#{i}"));
+                    d.max_wall_time = minutes.map(|m| m * MINUTE);
+                    d.attributes = attributes;
+                })
             },
         )
 }

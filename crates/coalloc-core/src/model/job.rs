@@ -130,13 +130,27 @@ pub struct InputFile {
 }
 
 /// One part of a job: `count` processors on one site (DUROC's subjob).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+///
+/// What the scheduler decides on (size, site, start type, job type) is kept inline; what
+/// only the resource manager needs (executable, arguments, environment, ...) sits in one
+/// boxed [`ComponentDetails`], absent when empty, so that a queued job stays small. Two
+/// components are equal when their fields are, whether empty details are boxed or absent.
+#[derive(Debug, Clone, Default)]
 pub struct Component {
     /// Processors (for a flexible job's template: the job's total).
     pub count: u32,
+    pub start_type: StartType,
+    pub job_type: JobType,
     /// The site, for ordered jobs only.
     pub site: Option<String>,
-    pub start_type: StartType,
+    /// Everything else; read it through the accessors, change it with
+    /// [`Component::details_mut`].
+    pub details: Option<Box<ComponentDetails>>,
+}
+
+/// A component's fields that only the resource manager reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ComponentDetails {
     pub executable: Option<String>,
     pub arguments: Vec<String>,
     /// Environment variables, in the order given; names are unique.
@@ -144,11 +158,96 @@ pub struct Component {
     pub directory: Option<String>,
     /// A name unique within the job.
     pub label: Option<String>,
-    pub job_type: JobType,
     /// Overrides the job's max wall time for this component.
     pub max_wall_time: Option<Millis>,
     /// Every other attribute, verbatim.
     pub attributes: Vec<Attribute>,
+}
+
+static NO_DETAILS: ComponentDetails = ComponentDetails {
+    executable: None,
+    arguments: Vec::new(),
+    environment: Vec::new(),
+    directory: None,
+    label: None,
+    max_wall_time: None,
+    attributes: Vec::new(),
+};
+
+impl Component {
+    /// A component of `count` processors with every other field at its default.
+    pub fn new(count: u32) -> Component {
+        Component {
+            count,
+            ..Component::default()
+        }
+    }
+
+    /// The details (all empty when none were given).
+    pub fn details(&self) -> &ComponentDetails {
+        self.details.as_deref().unwrap_or(&NO_DETAILS)
+    }
+
+    /// The details, to change them (boxed on first use).
+    pub fn details_mut(&mut self) -> &mut ComponentDetails {
+        self.details.get_or_insert_with(Box::default)
+    }
+
+    /// This component with its details changed by `f`.
+    pub fn with(mut self, f: impl FnOnce(&mut ComponentDetails)) -> Component {
+        f(self.details_mut());
+        if self.details.as_deref() == Some(&NO_DETAILS) {
+            self.details = None;
+        }
+        self
+    }
+
+    pub fn executable(&self) -> Option<&str> {
+        self.details().executable.as_deref()
+    }
+
+    pub fn arguments(&self) -> &[String] {
+        &self.details().arguments
+    }
+
+    pub fn environment(&self) -> &[(String, String)] {
+        &self.details().environment
+    }
+
+    pub fn directory(&self) -> Option<&str> {
+        self.details().directory.as_deref()
+    }
+
+    pub fn label(&self) -> Option<&str> {
+        self.details().label.as_deref()
+    }
+
+    pub fn max_wall_time(&self) -> Option<Millis> {
+        self.details().max_wall_time
+    }
+
+    pub fn attributes(&self) -> &[Attribute] {
+        &self.details().attributes
+    }
+}
+
+impl PartialEq for Component {
+    fn eq(&self, other: &Component) -> bool {
+        self.count == other.count
+            && self.start_type == other.start_type
+            && self.job_type == other.job_type
+            && self.site == other.site
+            && self.details() == other.details()
+    }
+}
+
+impl Eq for Component {}
+
+impl std::hash::Hash for Component {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.count, self.start_type, self.job_type, &self.site).hash(state);
+        self.details().hash(state);
+    }
 }
 
 /// Splitting rule of a flexible job (seed 003 §3.2.1).
@@ -215,7 +314,7 @@ impl Job {
     pub fn wall_time_of(&self, i: usize) -> Option<Millis> {
         self.components
             .get(i)
-            .and_then(|c| c.max_wall_time.or(self.max_wall_time))
+            .and_then(|c| c.max_wall_time().or(self.max_wall_time))
     }
 }
 
@@ -333,15 +432,8 @@ mod tests {
         let mut job = Job::new(
             JobKind::Unordered,
             vec![
-                Component {
-                    count: 8,
-                    max_wall_time: Some(60_000),
-                    ..Component::default()
-                },
-                Component {
-                    count: 4,
-                    ..Component::default()
-                },
+                Component::new(8).with(|d| d.max_wall_time = Some(60_000)),
+                Component::new(4),
             ],
         );
         job.max_wall_time = Some(120_000);

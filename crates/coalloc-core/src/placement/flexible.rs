@@ -35,13 +35,13 @@ pub(super) enum SplitError {
 }
 
 impl SplitError {
-    pub(super) fn into_no_fit(self, label: &Option<String>, total: u32, min: u32) -> NoFit {
+    pub(super) fn into_no_fit(self, label: Option<&str>, total: u32, min: u32) -> NoFit {
         match self {
             SplitError::Capacity {
                 idle,
                 idle_on_big_enough,
             } => NoFit::FlexibleCapacity {
-                label: label.clone(),
+                label: label.map(str::to_owned),
                 total,
                 min_component: min,
                 idle,
@@ -51,7 +51,7 @@ impl SplitError {
                 max_pieces,
                 idle_on_best,
             } => NoFit::FlexibleSplit {
-                label: label.clone(),
+                label: label.map(str::to_owned),
                 total,
                 min_component: min,
                 max_pieces,

@@ -307,7 +307,7 @@ impl Placement {
                 c.count = p.count;
                 c.site = Some(p.site_name.clone());
                 if split {
-                    c.label = c.label.map(|l| format!("{l}-{k}"));
+                    c.details_mut().label = c.label().map(|l| format!("{l}-{k}"));
                 }
                 c
             })
@@ -347,7 +347,7 @@ pub fn place(
                 None => (job.components[0].count, 1),
             };
             let pieces = flexible::split(total, min, view, flexible)
-                .map_err(|e| e.into_no_fit(&job.components[0].label, total, min))?;
+                .map_err(|e| e.into_no_fit(job.components[0].label(), total, min))?;
             for &(site, count) in &pieces {
                 list.take(site, count);
             }
@@ -362,7 +362,7 @@ pub fn place(
         .into_iter()
         .map(|(i, count, site)| PlacedComponent {
             component: i,
-            label: job.components[i].label.clone(),
+            label: job.components[i].label().map(str::to_owned),
             count,
             site,
             site_name: view.sites[site].name.clone(),
@@ -384,7 +384,7 @@ fn ordered(
 ) -> Result<Vec<(usize, u32, usize)>, NoFit> {
     let mut out = Vec::with_capacity(job.components.len());
     for (i, c) in job.components.iter().enumerate() {
-        let label = || c.label.clone();
+        let label = || c.label().map(str::to_owned);
         let Some(name) = c.site.as_deref() else {
             return Err(NoFit::NoSiteNamed {
                 component: i,
@@ -448,14 +448,14 @@ fn unordered(
                         return Err(if sources.has_replica() {
                             NoFit::FileUnreachable {
                                 component: i,
-                                label: c.label.clone(),
+                                label: c.label().map(str::to_owned),
                                 needs: c.count,
                                 file: file.name.clone(),
                             }
                         } else {
                             NoFit::NoReplica {
                                 component: i,
-                                label: c.label.clone(),
+                                label: c.label().map(str::to_owned),
                                 file: file.name.clone(),
                             }
                         })
@@ -470,7 +470,7 @@ fn unordered(
             None => {
                 return Err(NoFit::NoRoom {
                     component: i,
-                    label: c.label.clone(),
+                    label: c.label().map(str::to_owned),
                     needs: c.count,
                     most_idle: list.most_idle(),
                     placed_before: placed,

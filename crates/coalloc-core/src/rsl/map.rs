@@ -147,7 +147,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
     let mut seen: BTreeMap<&str, Pos> = BTreeMap::new();
     for r in relations {
         let Some(name) = known_name(&r.attr) else {
-            c.attributes.push(Attribute {
+            c.details_mut().attributes.push(Attribute {
                 name: r.attr.clone(),
                 op: r.op,
                 values: r
@@ -177,7 +177,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
             "arguments" => {
                 for v in &r.values {
                     match v {
-                        RslValue::Literal(s) => c.arguments.push(s.clone()),
+                        RslValue::Literal(s) => c.details_mut().arguments.push(s.clone()),
                         _ => {
                             return Err(bad(format!(
                                 "takes strings, not sequences (found `{}`)",
@@ -192,7 +192,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
                     match v {
                         RslValue::Seq(pair) => match pair.as_slice() {
                             [RslValue::Literal(k), RslValue::Literal(val)] => {
-                                c.environment.push((k.clone(), val.clone()))
+                                c.details_mut().environment.push((k.clone(), val.clone()))
                             }
                             _ => return Err(bad(env_rule(v))),
                         },
@@ -205,10 +205,10 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
                 match name {
                     "resourceManagerContact" => c.site = Some(s.to_owned()),
                     "count" => c.count = count(s).map_err(bad)?,
-                    "executable" => c.executable = Some(s.to_owned()),
-                    "directory" => c.directory = Some(s.to_owned()),
-                    "label" => c.label = Some(s.to_owned()),
-                    "maxWallTime" => c.max_wall_time = Some(minutes(s).map_err(bad)?),
+                    "executable" => c.details_mut().executable = Some(s.to_owned()),
+                    "directory" => c.details_mut().directory = Some(s.to_owned()),
+                    "label" => c.details_mut().label = Some(s.to_owned()),
+                    "maxWallTime" => c.details_mut().max_wall_time = Some(minutes(s).map_err(bad)?),
                     "jobtype" => c.job_type = JobType::from_name(s).map_err(bad)?,
                     "subjobStartType" => c.start_type = StartType::from_name(s).map_err(bad)?,
                     _ => {}

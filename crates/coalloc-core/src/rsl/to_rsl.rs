@@ -88,7 +88,7 @@ fn component_problems(kind: JobKind, i: usize, c: &Component, out: &mut Vec<Stri
     if c.count == 0 {
         out.push(format!("count is at least 1; component {i} has 0"));
     }
-    match c.max_wall_time {
+    match c.details().max_wall_time {
         Some(ms) if ms <= 0 => out.push(format!(
             "maxWallTime is at least 1 minute; component {i} has {ms}ms"
         )),
@@ -98,7 +98,7 @@ fn component_problems(kind: JobKind, i: usize, c: &Component, out: &mut Vec<Stri
         )),
         _ => {}
     }
-    for a in &c.attributes {
+    for a in &c.details().attributes {
         if a.values.is_empty() {
             out.push(format!(
                 "component {i}'s attribute `{}` has no value",
@@ -134,33 +134,34 @@ fn relations(c: &Component) -> Vec<Request> {
         out.push(relation("resourceManagerContact", vec![lit(site)]));
     }
     out.push(relation("count", vec![lit(&c.count.to_string())]));
-    if let Some(e) = &c.executable {
+    if let Some(e) = &c.details().executable {
         out.push(relation("executable", vec![lit(e)]));
     }
-    if !c.arguments.is_empty() {
+    if !c.details().arguments.is_empty() {
         out.push(relation(
             "arguments",
-            c.arguments.iter().map(|a| lit(a)).collect(),
+            c.details().arguments.iter().map(|a| lit(a)).collect(),
         ));
     }
-    if !c.environment.is_empty() {
+    if !c.details().environment.is_empty() {
         let pairs = c
+            .details()
             .environment
             .iter()
             .map(|(k, v)| RslValue::Seq(vec![lit(k), lit(v)]))
             .collect();
         out.push(relation("environment", pairs));
     }
-    if let Some(d) = &c.directory {
+    if let Some(d) = &c.details().directory {
         out.push(relation("directory", vec![lit(d)]));
     }
-    if let Some(ms) = c.max_wall_time {
+    if let Some(ms) = c.details().max_wall_time {
         out.push(relation(
             "maxWallTime",
             vec![lit(&(ms / MINUTE).to_string())],
         ));
     }
-    if let Some(l) = &c.label {
+    if let Some(l) = &c.details().label {
         out.push(relation("label", vec![lit(l)]));
     }
     out.push(relation("jobtype", vec![lit(c.job_type.name())]));
@@ -168,7 +169,7 @@ fn relations(c: &Component) -> Vec<Request> {
         "subjobStartType",
         vec![lit(c.start_type.duroc_name())],
     ));
-    for a in &c.attributes {
+    for a in &c.details().attributes {
         out.push(Request::Relation(Relation::new(
             a.name.clone(),
             a.op,

@@ -25,8 +25,8 @@ use super::units::{format_duration, parse_duration, parse_size, Scalar};
 use super::validate::{component_field, infer_kind, validate};
 use crate::error::{Pos, SpecError};
 use crate::model::{
-    Attribute, Component, FileDistribution, Flexible, InputFile, Job, JobKind, JobType, Millis,
-    Priority, RelOp, StartType, Time, Value,
+    Attribute, Component, ComponentDetails, FileDistribution, Flexible, InputFile, Job, JobKind,
+    JobType, Millis, Priority, RelOp, StartType, Time, Value,
 };
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -423,19 +423,27 @@ impl JobDoc {
                     count: (job.kind != JobKind::Flexible).then_some(i64::from(c.count)),
                     site: c.site.clone(),
                     start_type: Some(c.start_type.name().to_owned()),
-                    executable: c.executable.clone(),
-                    arguments: c.arguments.iter().cloned().map(Scalar::Str).collect(),
+                    executable: c.details().executable.clone(),
+                    arguments: c
+                        .details()
+                        .arguments
+                        .iter()
+                        .cloned()
+                        .map(Scalar::Str)
+                        .collect(),
                     environment: EnvDoc(
-                        c.environment
+                        c.details()
+                            .environment
                             .iter()
                             .map(|(k, v)| (k.clone(), Scalar::Str(v.clone())))
                             .collect(),
                     ),
-                    directory: c.directory.clone(),
-                    label: c.label.clone(),
+                    directory: c.details().directory.clone(),
+                    label: c.details().label.clone(),
                     job_type: Some(c.job_type.name().to_owned()),
-                    max_wall_time: dur(c.max_wall_time),
+                    max_wall_time: dur(c.details().max_wall_time),
                     attributes: c
+                        .details()
                         .attributes
                         .iter()
                         .map(|a| AttributeDoc {
@@ -491,11 +499,7 @@ impl ComponentDoc {
                 })
             })
             .collect::<Result<Vec<_>, SpecError>>()?;
-        Ok(Component {
-            count,
-            site: self.site.clone(),
-            start_type: named(&f("start_type"), &self.start_type, StartType::from_name)?
-                .unwrap_or_default(),
+        let details = ComponentDetails {
             executable: self.executable.clone(),
             arguments: self.arguments.iter().map(Scalar::to_text).collect(),
             environment: self
@@ -506,10 +510,18 @@ impl ComponentDoc {
                 .collect(),
             directory: self.directory.clone(),
             label: self.label.clone(),
-            job_type: named(&f("job_type"), &self.job_type, JobType::from_name)?
-                .unwrap_or_default(),
             max_wall_time: duration(&f("max_wall_time"), &self.max_wall_time)?,
             attributes,
-        })
+        };
+        Ok(Component {
+            count,
+            site: self.site.clone(),
+            start_type: named(&f("start_type"), &self.start_type, StartType::from_name)?
+                .unwrap_or_default(),
+            job_type: named(&f("job_type"), &self.job_type, JobType::from_name)?
+                .unwrap_or_default(),
+            details: None,
+        }
+        .with(|d| *d = details))
     }
 }

@@ -97,7 +97,7 @@ pub fn validate(job: &Job, positions: &[Pos]) -> Result<(), SpecError> {
     })?;
     let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, c) in job.components.iter().enumerate() {
-        if let Some(l) = &c.label {
+        if let Some(l) = &c.details().label {
             if let Some(first) = labels.insert(l, i) {
                 return Err(at(
                     i,
@@ -159,7 +159,7 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
     if c.count == 0 {
         return Err(SpecError::invalid(f("count"), "must be at least 1 (got 0)"));
     }
-    if let Some(w) = c.max_wall_time {
+    if let Some(w) = c.details().max_wall_time {
         if w <= 0 {
             return Err(SpecError::invalid(
                 f("max_wall_time"),
@@ -167,15 +167,19 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
             ));
         }
     }
-    for (name, value) in [("site", &c.site), ("label", &c.label)] {
+    for (name, value) in [("site", &c.site), ("label", &c.details().label)] {
         if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
             return Err(SpecError::invalid(f(name), "must not be empty"));
         }
     }
-    if c.executable.as_deref().is_some_and(|v| v.trim().is_empty()) {
+    if c.details()
+        .executable
+        .as_deref()
+        .is_some_and(|v| v.trim().is_empty())
+    {
         return Err(SpecError::invalid(f("executable"), "must not be empty"));
     }
-    for (j, a) in c.attributes.iter().enumerate() {
+    for (j, a) in c.details().attributes.iter().enumerate() {
         let field = f(&format!("attribute[{j}]"));
         let canon = canonical_attribute(&a.name);
         if canon.is_empty() {
@@ -202,7 +206,7 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
         }
     }
     let mut seen: BTreeMap<&str, ()> = BTreeMap::new();
-    for (k, _) in &c.environment {
+    for (k, _) in &c.details().environment {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
             return Err(SpecError::invalid(
                 f("environment"),
