@@ -120,7 +120,7 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
         .any(|c| matches!(c, Command::ReleaseBarrier { job } if *job == id)));
     let r = &s.job(id).unwrap().record;
     assert_eq!(
-        (r.claim_tries, r.start, r.start_delay()),
+        (r.claim_tries, r.run().start, r.start_delay()),
         (1, Some(40_000), Some(0))
     );
 }

@@ -275,7 +275,12 @@ fn tags_sets_kills_at_the_limit_and_restarts_in_the_next_set() {
         })
         .expect("finished");
     assert_eq!(
-        (record.start, record.end, record.limit_kills, record.sites),
+        (
+            record.start(),
+            record.end(),
+            record.limit_kills,
+            record.sites().to_vec()
+        ),
         (Some(1_020), Some(5_000), 1, vec![1])
     );
 }

@@ -218,7 +218,7 @@ fn a_job_that_never_fits_is_tried_at_every_pt_then_fails_at_the_deadline_under_l
          (LP: local jobs are not killed)"
     );
     assert_eq!(record.try_times, SEQUENCE);
-    assert_eq!(record.end, Some(D));
+    assert_eq!(record.run().end, Some(D));
     assert!(kills(&h.log.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>()).is_empty());
     assert_eq!(h.s.queued(), 0);
     assert_eq!(h.s.next_wakeup(), None);
@@ -278,9 +278,12 @@ fn a_job_placed_at_pt1_is_held_at_its_barrier_until_the_deadline() {
         .collect();
     assert_eq!(released_at, [D]);
     let record = h.record(id);
-    assert_eq!((record.placed, record.start), (Some(910 * SECOND), Some(D)));
+    assert_eq!(
+        (record.run().placed, record.run().start),
+        (Some(910 * SECOND), Some(D))
+    );
     // 16 processors claimed from 910 s to 1000 s.
-    assert_eq!(record.wasted, 16 * 90 * SECOND as u64);
+    assert_eq!(record.run().wasted, 16 * 90 * SECOND as u64);
     let mut last = Vec::new();
     for &l in &launches {
         last = h.at(1_100 * SECOND, Event::ComponentFinished { launch: l });
@@ -292,7 +295,7 @@ fn a_job_placed_at_pt1_is_held_at_its_barrier_until_the_deadline() {
             _ => None,
         })
         .expect("finished");
-    assert_eq!(record.wasted, 1_440_000);
+    assert_eq!(record.wasted(), 1_440_000);
 }
 
 #[test]
@@ -327,7 +330,7 @@ fn gp_kills_local_jobs_at_the_deadline() {
     // Nothing held: the job starts as soon as its components are ready.
     let launches: Vec<LaunchId> = st.iter().map(|s| s.0).collect();
     assert!(released(&ready_all(&mut h, D + 5, &launches)));
-    assert_eq!(h.record(id).start, Some(D + 5));
+    assert_eq!(h.record(id).run().start, Some(D + 5));
 }
 
 #[test]

@@ -126,12 +126,12 @@ fn three_components_start_together_commit_at_the_barrier_and_finish() {
                 })
                 .expect("finished");
             assert_eq!(
-                (record.submit, record.start, record.end),
+                (record.submit, record.start(), record.end()),
                 (0, Some(20), Some(102))
             );
-            assert_eq!(record.sites, [0, 1, 2]);
+            assert_eq!(record.sites().to_vec(), [0, 1, 2]);
             // 16 processors held 20 ms + 8 held 20 ms + 8 held 20 ms before the release.
-            assert_eq!(record.wasted, 640);
+            assert_eq!(record.wasted(), 640);
         }
     }
     assert_eq!(h.s.site_state(0).unwrap().idle, 64);

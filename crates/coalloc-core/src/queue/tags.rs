@@ -492,7 +492,7 @@ impl QueuePolicy for Tags {
         self.resolve_returned(ctx);
         // Forget jobs that ended while running (cancelled, failed): no call tells us.
         self.jobs
-            .retain(|&id, w| !matches!(w, Where::Started { .. }) || ctx.record(id).end.is_none());
+            .retain(|&id, w| !matches!(w, Where::Started { .. }) || ctx.record(id).end().is_none());
         if let Some(reason) = self.misconfigured.clone() {
             let queued: Vec<JobId> = self.jobs.keys().copied().collect();
             for id in queued {

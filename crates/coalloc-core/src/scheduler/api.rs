@@ -208,20 +208,38 @@ pub enum Rejected {
 pub const RECORDED_TRIES: usize = 16;
 
 /// Timestamps and counters of one job: everything the metrics of DESIGN.md need.
+///
+/// The counters are inline; the times of its runs ([`RunRecord`]) are boxed and made at the
+/// first placement, so that a job that only waits stays small. Read them through the
+/// accessors ([`JobRecord::start`], ...), which answer `None` before the first run.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JobRecord {
     pub job: JobId,
     pub submit: Time,
     /// Placement tries, successful or not.
     pub placement_tries: u32,
-    /// When the first [`RECORDED_TRIES`] placement tries happened (later ones are only
-    /// counted, so that a job waiting through many passes keeps a bounded record).
-    pub try_times: Vec<Time>,
     /// Placement failures (tries that found no fit).
     pub placement_failures: u32,
     /// Claiming tries (ICP) and how many did not claim every component.
     pub claim_tries: u32,
     pub claim_failures: u32,
+    /// Failures before commit (aborts) and after (completion failures).
+    pub submit_failures: u32,
+    pub completion_failures: u32,
+    /// Times preempted.
+    pub preemptions: u32,
+    /// Times killed at a runtime limit and queued again (TAGS).
+    pub limit_kills: u32,
+    /// When the first [`RECORDED_TRIES`] placement tries happened (later ones are only
+    /// counted, so that a job waiting through many passes keeps a bounded record).
+    pub try_times: Vec<Time>,
+    /// The times of its runs, from the first placement on.
+    pub run: Option<Box<RunRecord>>,
+}
+
+/// The times of a job's runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunRecord {
     /// When the last successful placement happened (KOALA's JPT).
     pub placed: Option<Time>,
     /// The job start time first estimated, and the one it started at (seed 000 §3.2's start
@@ -233,34 +251,80 @@ pub struct JobRecord {
     /// When the job started (= barrier release) and ended.
     pub start: Option<Time>,
     pub end: Option<Time>,
-    /// Failures before commit (aborts) and after (completion failures).
-    pub submit_failures: u32,
-    pub completion_failures: u32,
-    /// Times preempted.
-    pub preemptions: u32,
-    /// Times killed at a runtime limit and queued again (TAGS).
-    pub limit_kills: u32,
     /// Sites used by the run that ended, by component.
     pub sites: Vec<SiteId>,
     /// Processor-milliseconds held before the barrier released (seed 001's wasted time).
     pub wasted: u64,
 }
 
+static NO_RUN: RunRecord = RunRecord {
+    placed: None,
+    first_jst: None,
+    last_jst: None,
+    barrier_release: None,
+    start: None,
+    end: None,
+    sites: Vec::new(),
+    wasted: 0,
+};
+
 impl JobRecord {
+    /// The run times (all empty before the first placement).
+    pub fn run(&self) -> &RunRecord {
+        self.run.as_deref().unwrap_or(&NO_RUN)
+    }
+
+    /// The run times, to change them (made on first use).
+    pub fn run_mut(&mut self) -> &mut RunRecord {
+        self.run.get_or_insert_with(Box::default)
+    }
+
+    pub fn placed(&self) -> Option<Time> {
+        self.run().placed
+    }
+
+    pub fn first_jst(&self) -> Option<Time> {
+        self.run().first_jst
+    }
+
+    pub fn last_jst(&self) -> Option<Time> {
+        self.run().last_jst
+    }
+
+    pub fn barrier_release(&self) -> Option<Time> {
+        self.run().barrier_release
+    }
+
+    pub fn start(&self) -> Option<Time> {
+        self.run().start
+    }
+
+    pub fn end(&self) -> Option<Time> {
+        self.run().end
+    }
+
+    pub fn sites(&self) -> &[SiteId] {
+        &self.run().sites
+    }
+
+    pub fn wasted(&self) -> u64 {
+        self.run().wasted
+    }
+
     pub fn wait(&self) -> Option<Millis> {
-        self.start.map(|s| s - self.submit)
+        self.start().map(|s| s - self.submit)
     }
 
     pub fn response(&self) -> Option<Millis> {
-        self.end.map(|e| e - self.submit)
+        self.end().map(|e| e - self.submit)
     }
 
     pub fn runtime(&self) -> Option<Millis> {
-        Some(self.end? - self.start?)
+        Some(self.end()? - self.start()?)
     }
 
     /// Start delay: last JST minus first JST (seed 000 §3.2).
     pub fn start_delay(&self) -> Option<Millis> {
-        Some(self.last_jst? - self.first_jst?)
+        Some(self.last_jst()? - self.first_jst()?)
     }
 }

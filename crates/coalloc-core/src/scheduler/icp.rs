@@ -94,9 +94,9 @@ impl Core {
             jst,
             jct,
         });
-        j.record.placed = Some(now);
-        j.record.first_jst.get_or_insert(jst);
-        j.record.last_jst = Some(jst);
+        j.record.run_mut().placed = Some(now);
+        j.record.run_mut().first_jst.get_or_insert(jst);
+        j.record.run_mut().last_jst = Some(jst);
         for (i, p) in placement.components.iter().enumerate() {
             j.comps[i].site = Some(p.site);
             j.comps[i].count = p.count;
@@ -334,7 +334,11 @@ impl Core {
                     .filter(|c| c.live() && c.site == Some(site))
                     .map(|c| c.count)
                     .sum();
-                let jst = v.claim.map(|c| c.jst).or(v.record.last_jst).unwrap_or(0);
+                let jst = v
+                    .claim
+                    .map(|c| c.jst)
+                    .or(v.record.run().last_jst)
+                    .unwrap_or(0);
                 (held > 0).then_some((jst, v.id, held))
             })
             .collect();

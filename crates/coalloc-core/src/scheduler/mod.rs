@@ -383,7 +383,7 @@ impl Core {
                     self.cancel_launches(job);
                     let j = self.jobs.get_mut(&job).expect("running job");
                     j.record.limit_kills += 1;
-                    let ran = self.now - j.record.start.unwrap_or(self.now);
+                    let ran = self.now - j.record.run().start.unwrap_or(self.now);
                     self.reset_to_queue(job);
                     self.notify(Notice::Requeued {
                         job,
@@ -450,7 +450,12 @@ impl PassCtx for Core {
             .values()
             .filter(|j| matches!(j.phase, Phase::Starting | Phase::Running))
             .map(|j| {
-                let since = j.record.start.or(j.record.placed).unwrap_or(self.now);
+                let since = j
+                    .record
+                    .run()
+                    .start
+                    .or(j.record.run().placed)
+                    .unwrap_or(self.now);
                 let mut holds: Vec<(SiteId, u32)> = Vec::new();
                 for c in j.comps.iter().filter(|c| c.live()) {
                     let site = c.site.unwrap_or(0);

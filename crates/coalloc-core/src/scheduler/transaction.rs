@@ -135,9 +135,9 @@ impl Core {
         self.apply_pieces(id, &placement);
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
         j.phase = Phase::Starting;
-        j.record.placed = Some(now);
-        j.record.first_jst.get_or_insert(now);
-        j.record.last_jst = Some(now);
+        j.record.run_mut().placed = Some(now);
+        j.record.run_mut().first_jst.get_or_insert(now);
+        j.record.run_mut().last_jst = Some(now);
         let sites: Vec<SiteId> = placement.components.iter().map(|p| p.site).collect();
         for (i, p) in placement.components.iter().enumerate() {
             self.launch(id, i, p.site, p.count);
@@ -252,14 +252,14 @@ impl Core {
         }
         j.phase = Phase::Running;
         self.committed.push(id);
-        j.record.barrier_release = Some(now);
-        j.record.start = Some(now);
-        j.record.sites = j
+        j.record.run_mut().barrier_release = Some(now);
+        j.record.run_mut().start = Some(now);
+        j.record.run_mut().sites = j
             .comps
             .iter()
             .map(|c| c.site.unwrap_or(usize::MAX))
             .collect();
-        j.record.wasted += j
+        j.record.run_mut().wasted += j
             .comps
             .iter()
             .filter_map(|c| Some(u64::try_from(now - c.launched_at?).ok()? * u64::from(c.count)))
@@ -327,7 +327,7 @@ impl Core {
             return;
         }
         if j.comps.iter().any(|c| c.phase == CompPhase::Finished) {
-            let runtime = self.now - j.record.start.unwrap_or(self.now);
+            let runtime = self.now - j.record.run().start.unwrap_or(self.now);
             self.finished.push((id, runtime));
             self.end_job(id, Ok(()));
         } else {
@@ -482,8 +482,8 @@ impl Core {
         j.comps = Vec::new();
         j.phase = Phase::Queued;
         j.generation += 1;
-        j.record.start = None;
-        j.record.barrier_release = None;
+        j.record.run_mut().start = None;
+        j.record.run_mut().barrier_release = None;
         self.requeued.push(id);
         self.dirty = true;
     }
@@ -494,7 +494,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
         j.generation += 1;
-        j.record.end = Some(now);
+        j.record.run_mut().end = Some(now);
         let record = Box::new(j.record.clone());
         self.dirty = true;
         self.commands.push_back(match outcome {
