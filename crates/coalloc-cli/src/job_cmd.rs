@@ -117,8 +117,8 @@ fn describe(l: &Loaded, job: &Job) -> String {
         facts.push(format!("min piece {}", f.min_component.unwrap_or(1)));
     }
     let opt = [
-        ("name", job.name.clone()),
-        ("user", job.user.clone()),
+        ("name", job.extra().name.clone()),
+        ("user", job.extra().user.clone()),
         ("submit", job.submit.map(format_time)),
         ("deadline", job.deadline.map(format_time)),
         (
@@ -128,7 +128,8 @@ fn describe(l: &Loaded, job: &Job) -> String {
         ("max wall time", job.max_wall_time.map(format_duration)),
         (
             "input",
-            job.input_file
+            job.extra()
+                .input_file
                 .as_ref()
                 .map(|f| format!("{} ({} bytes, {})", f.name, f.size, f.distribution)),
         ),

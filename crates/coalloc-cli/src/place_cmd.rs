@@ -170,7 +170,7 @@ fn text_report(
         }
         Ok(p) => p,
     };
-    let has_file = job.input_file.is_some();
+    let has_file = job.extra().input_file.is_some();
     let rows: Vec<Vec<String>> = p
         .components
         .iter()

@@ -66,7 +66,7 @@ fn job() -> Job {
             })
             .collect(),
     );
-    job.input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(InputFile {
         name: "data".to_owned(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,

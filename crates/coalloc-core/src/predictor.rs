@@ -68,7 +68,7 @@ impl RuntimePredictor {
     /// The predicted runtime of a newly arrived job: its user's history, else its own
     /// `runtime_estimate`, else `default`.
     pub fn predict(&self, job: &Job, default: Millis) -> Millis {
-        self.from_history(job.user.as_deref())
+        self.from_history(job.extra().user.as_deref())
             .or(job.runtime_estimate)
             .unwrap_or(default)
     }
@@ -139,7 +139,7 @@ mod tests {
                 ..Component::default()
             }],
         );
-        j.user = user.map(str::to_owned);
+        j.extra_mut().user = user.map(str::to_owned);
         j.runtime_estimate = estimate;
         j
     }

@@ -37,7 +37,7 @@ fn job(counts: &[u32], priority: Priority) -> Job {
             .collect(),
     );
     j.priority = priority;
-    j.input_file = Some(InputFile {
+    j.extra_mut().input_file = Some(InputFile {
         name: "data".into(),
         size: 4_000_000_000,
         distribution: FileDistribution::Whole,
@@ -89,7 +89,7 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
     let (transfer, what) = transfers[0];
     assert_eq!(what, (1, 0, 1, 4_000_000_000));
     assert!(starts(&cmds).is_empty(), "nothing is claimed before JCT0");
-    let claim = s.job(id).unwrap().claim.unwrap();
+    let claim = s.job(id).unwrap().claim.as_deref().copied().unwrap();
     assert_eq!(
         (claim.jpt, claim.ftt, claim.jst, claim.jct),
         (0, 40_000, 40_000, 30_000)
@@ -147,14 +147,18 @@ fn a_component_that_cannot_start_is_claimed_at_a_later_try_and_unclaimed_jobs_re
     let st = starts(&drain(&mut s));
     assert_eq!(st.len(), 1, "T = 0: claim what can be claimed");
     let j = s.job(id).unwrap();
-    assert_eq!(j.claim.unwrap().jct, 37_500, "JCT1 = 30 + 0.75·(40 − 30)");
+    assert_eq!(
+        j.claim.as_deref().unwrap().jct,
+        37_500,
+        "JCT1 = 30 + 0.75·(40 − 30)"
+    );
     assert_eq!(j.record.claim_failures, 1);
     // Tries follow the sequence until the JST; at the JST the job goes back to the queue.
     let mut t = 37_500;
     while t < 40_000 {
         s.handle(t, Event::Tick).unwrap();
         drain(&mut s);
-        t = s.job(id).unwrap().claim.unwrap().jct;
+        t = s.job(id).unwrap().claim.as_deref().copied().unwrap().jct;
     }
     s.handle(40_000, Event::Tick).unwrap();
     let cmds = drain(&mut s);

@@ -17,7 +17,7 @@ fn job(count: u32, user: &str, estimate: Option<Millis>) -> Job {
             ..Component::default()
         }],
     );
-    j.user = Some(user.to_owned());
+    j.extra_mut().user = Some(user.to_owned());
     j.runtime_estimate = estimate;
     j
 }

@@ -131,15 +131,20 @@ fn job() -> impl Strategy<Value = Job> {
             }
             Job {
                 id,
-                name,
-                user,
+                extra: None,
                 priority: if high { Priority::High } else { Priority::Low },
                 kind,
                 components,
                 flexible,
                 submit: times.map(|(s, _)| s * 1000),
                 deadline: times.map(|(s, d)| (s + d) * 1000 + d % 7),
-                input_file: file.map(|(name, size, chunks)| InputFile {
+                runtime_estimate: estimate,
+                max_wall_time: wall,
+            }
+            .with(|e| {
+                e.name = name;
+                e.user = user;
+                e.input_file = file.map(|(name, size, chunks)| InputFile {
                     name,
                     size: u64::from(size),
                     distribution: if chunks {
@@ -147,10 +152,8 @@ fn job() -> impl Strategy<Value = Job> {
                     } else {
                         FileDistribution::Whole
                     },
-                }),
-                runtime_estimate: estimate,
-                max_wall_time: wall,
-            }
+                });
+            })
         })
 }
 

@@ -48,7 +48,7 @@ fn job(distribution: FileDistribution) -> Job {
         })
     };
     let mut job = Job::new(JobKind::Unordered, vec![c("left"), c("right")]);
-    job.input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(InputFile {
         name: "grid.dat".into(),
         size: 4_000_000_000,
         distribution,
@@ -216,7 +216,7 @@ fn close_to_files_without_a_way_to_the_file() {
     // Without an input file Close-to-Files is the modified worst-fit.
     s[0].files.clear();
     let mut plain = job(FileDistribution::Whole);
-    plain.input_file = None;
+    plain.extra_mut().input_file = None;
     assert_eq!(
         run(&plain, &s, Fit::CloseToFiles),
         run(&plain, &s, Fit::Worst)

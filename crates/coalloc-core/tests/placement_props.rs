@@ -82,7 +82,7 @@ fn job(n_sites: usize) -> impl Strategy<Value = Job> {
                 min_component: Some(min),
             });
         }
-        job.input_file = file.map(|(size, chunks)| InputFile {
+        job.extra_mut().input_file = file.map(|(size, chunks)| InputFile {
             name: "f".into(),
             size,
             distribution: if chunks {

@@ -461,7 +461,7 @@ fn what_rsl_cannot_say_is_refused_all_at_once() {
         total: 8,
         min_component: None,
     });
-    j.name = Some("n".into());
+    j.extra_mut().name = Some("n".into());
     j.priority = Priority::High;
     j.deadline = Some(5);
     j.max_wall_time = Some(MINUTE);
@@ -491,7 +491,7 @@ fn what_rsl_cannot_say_is_refused_all_at_once() {
         }],
     );
     j.id = Some(7);
-    j.user = Some("u".into());
+    j.extra_mut().user = Some("u".into());
     j.submit = Some(0);
     j.runtime_estimate = Some(MINUTE);
     assert_eq!(

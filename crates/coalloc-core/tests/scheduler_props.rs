@@ -325,7 +325,7 @@ fn build_job(g: &JobGen, caps: &[u32], fit: Fit) -> (Job, Option<bool>) {
         Priority::Low
     };
     if g.file {
-        job.input_file = Some(InputFile {
+        job.extra_mut().input_file = Some(InputFile {
             name: "data".to_owned(),
             size: 2_000_000_000,
             distribution: FileDistribution::Whole,
@@ -1218,7 +1218,7 @@ fn icp_claimed(
             ..Component::default()
         }],
     );
-    job.input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(InputFile {
         name: "data".into(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,
@@ -1381,7 +1381,7 @@ fn a_late_transfer_report_of_an_old_run_is_not_taken_for_the_current_one() {
             ..Component::default()
         }],
     );
-    job.input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(InputFile {
         name: "data".into(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,

@@ -259,13 +259,70 @@ pub struct Flexible {
     pub min_component: Option<u32>,
 }
 
+/// A job's fields that the scheduler rarely reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct JobExtra {
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub input_file: Option<InputFile>,
+}
+
+static NO_EXTRA: JobExtra = JobExtra {
+    name: None,
+    user: None,
+    input_file: None,
+};
+
+impl PartialEq for Job {
+    fn eq(&self, o: &Job) -> bool {
+        self.id == o.id
+            && self.extra() == o.extra()
+            && self.priority == o.priority
+            && self.kind == o.kind
+            && self.components == o.components
+            && self.flexible == o.flexible
+            && self.submit == o.submit
+            && self.deadline == o.deadline
+            && self.runtime_estimate == o.runtime_estimate
+            && self.max_wall_time == o.max_wall_time
+    }
+}
+
+impl Eq for Job {}
+
+impl std::hash::Hash for Job {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (
+            self.id,
+            self.extra(),
+            self.priority,
+            self.kind,
+            &self.components,
+        )
+            .hash(state);
+        (
+            self.flexible,
+            self.submit,
+            self.deadline,
+            self.runtime_estimate,
+            self.max_wall_time,
+        )
+            .hash(state);
+    }
+}
+
 /// A job: one or more components that must start together.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Its name, user and input file sit in one boxed [`JobExtra`], absent when empty, so that
+/// a queued job stays small; two jobs are equal when their fields are, whether an empty
+/// extra is boxed or absent.
+#[derive(Debug, Clone)]
 pub struct Job {
     /// Set by the server or taken from a trace; a spec file may leave it out.
     pub id: Option<u64>,
-    pub name: Option<String>,
-    pub user: Option<String>,
+    /// Name, user, input file: read them through the accessors, change them with
+    /// [`Job::extra_mut`].
+    pub extra: Option<Box<JobExtra>>,
     pub priority: Priority,
     pub kind: JobKind,
     /// For a flexible job: exactly one template component whose `count` is the total.
@@ -276,7 +333,6 @@ pub struct Job {
     pub submit: Option<Time>,
     /// The time by which the job must have started (seed 001 §2.2).
     pub deadline: Option<Time>,
-    pub input_file: Option<InputFile>,
     /// The user's runtime estimate (what backfilling and predictors see).
     pub runtime_estimate: Option<Millis>,
     /// Default wall-time limit of every component.
@@ -288,18 +344,47 @@ impl Job {
     pub fn new(kind: JobKind, components: Vec<Component>) -> Job {
         Job {
             id: None,
-            name: None,
-            user: None,
+            extra: None,
             priority: Priority::default(),
             kind,
             components,
             flexible: None,
             submit: None,
             deadline: None,
-            input_file: None,
             runtime_estimate: None,
             max_wall_time: None,
         }
+    }
+
+    /// The name, user and input file (all empty when none were given).
+    pub fn extra(&self) -> &JobExtra {
+        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+    }
+
+    /// The name, user and input file, to change them (boxed on first use).
+    pub fn extra_mut(&mut self) -> &mut JobExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// This job with its name, user or input file changed by `f`.
+    pub fn with(mut self, f: impl FnOnce(&mut JobExtra)) -> Job {
+        f(self.extra_mut());
+        if self.extra.as_deref() == Some(&NO_EXTRA) {
+            self.extra = None;
+        }
+        self
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        self.extra().name.as_deref()
+    }
+
+    pub fn user(&self) -> Option<&str> {
+        self.extra().user.as_deref()
+    }
+
+    pub fn input_file(&self) -> Option<&InputFile> {
+        self.extra().input_file.as_ref()
     }
 
     /// Processors the whole job needs.

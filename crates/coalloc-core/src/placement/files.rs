@@ -74,7 +74,7 @@ impl<'j> Sources<'j> {
     /// `for_every_site`: compute every site's best replica at once (Close-to-Files looks at
     /// all of them for every component).
     pub(super) fn new(job: &'j Job, view: &SiteView, for_every_site: bool) -> Sources<'j> {
-        let Some(file) = job.input_file.as_ref() else {
+        let Some(file) = job.extra().input_file.as_ref() else {
             return Sources {
                 file: None,
                 replicas: Vec::new(),

@@ -290,7 +290,7 @@ impl QueuePolicy for KoalaC {
     }
 
     fn finished(&mut self, _id: JobId, job: &Job, runtime: Millis) {
-        self.predictor.record(job.user.as_deref(), runtime);
+        self.predictor.record(job.extra().user.as_deref(), runtime);
     }
 }
 

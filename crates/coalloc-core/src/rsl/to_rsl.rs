@@ -46,12 +46,15 @@ fn problems(job: &Job) -> Vec<String> {
         }
     };
     field(job.id.is_some(), "the job has an id");
-    field(job.name.is_some(), "the job has a name");
-    field(job.user.is_some(), "the job has a user");
+    field(job.extra().name.is_some(), "the job has a name");
+    field(job.extra().user.is_some(), "the job has a user");
     field(job.priority != Priority::Low, "the job has priority high");
     field(job.submit.is_some(), "the job has a submit time");
     field(job.deadline.is_some(), "the job has a deadline");
-    field(job.input_file.is_some(), "the job has an input file");
+    field(
+        job.extra().input_file.is_some(),
+        "the job has an input file",
+    );
     field(
         job.runtime_estimate.is_some(),
         "the job has a runtime estimate",

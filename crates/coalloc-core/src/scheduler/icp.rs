@@ -88,12 +88,12 @@ impl Core {
         let jct = first_jct(now, ftt, l);
         j.phase = Phase::Claiming;
         j.hold_until = Some(jst);
-        j.claim = Some(ClaimState {
+        j.claim = Some(Box::new(ClaimState {
             jpt: now,
             ftt,
             jst,
             jct,
-        });
+        }));
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(jst);
         j.record.run_mut().last_jst = Some(jst);
@@ -188,7 +188,7 @@ impl Core {
             return;
         }
         j.record.claim_tries += 1;
-        let Some(claim) = j.claim else {
+        let Some(claim) = j.claim.as_deref().copied() else {
             return;
         };
         let waiting: Vec<usize> = (0..j.comps.len())
@@ -291,7 +291,7 @@ impl Core {
             return false; // an ordered component stays on its site
         }
         let mut single = Job::new(JobKind::Total, vec![comp]);
-        single.input_file = j.job.input_file.clone();
+        single.extra_mut().input_file = j.job.extra().input_file.clone();
         let Ok(p) = self.place(&single, None, Some(Fit::CloseToFiles), false) else {
             return false;
         };
@@ -336,6 +336,7 @@ impl Core {
                     .sum();
                 let jst = v
                     .claim
+                    .as_ref()
                     .map(|c| c.jst)
                     .or(v.record.run().last_jst)
                     .unwrap_or(0);

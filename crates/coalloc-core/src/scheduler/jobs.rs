@@ -94,7 +94,7 @@ pub struct JobState {
     /// Bumped whenever the job leaves a run, so that timers of the old run are ignored.
     pub generation: u64,
     /// Claiming state (ICP), when placed under it.
-    pub claim: Option<ClaimState>,
+    pub claim: Option<Box<ClaimState>>,
     /// ICP's L for this job in thousandths; lowered each time claiming fails (seed 000 §3.2).
     pub l_permille: Option<u32>,
 }

@@ -410,7 +410,7 @@ impl Core {
             return false;
         }
         let mut single = Job::new(JobKind::Total, vec![comp]);
-        single.input_file = j.job.input_file.clone();
+        single.extra_mut().input_file = j.job.extra().input_file.clone();
         let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
         let Ok(p) = self.place(&single, Some(&allowed), None, false) else {
             return false;

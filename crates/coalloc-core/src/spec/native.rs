@@ -371,18 +371,21 @@ impl JobDoc {
             .transpose()?;
         let job = Job {
             id: self.id,
-            name: self.name.clone(),
-            user: self.user.clone(),
+            extra: None,
             priority: named("priority", &self.priority, Priority::from_name)?.unwrap_or_default(),
             kind,
             components,
             flexible,
             submit: time("submit", &self.submit)?,
             deadline: time("deadline", &self.deadline)?,
-            input_file,
             runtime_estimate: duration("runtime_estimate", &self.runtime_estimate)?,
             max_wall_time: duration("max_wall_time", &self.max_wall_time)?,
-        };
+        }
+        .with(|e| {
+            e.name = self.name.clone();
+            e.user = self.user.clone();
+            e.input_file = input_file;
+        });
         validate(&job, &[])?;
         Ok(job)
     }
@@ -401,8 +404,8 @@ impl JobDoc {
         let dur = |d: Option<Millis>| d.map(|d| Scalar::Str(format_duration(d)));
         JobDoc {
             id: job.id,
-            name: job.name.clone(),
-            user: job.user.clone(),
+            name: job.extra().name.clone(),
+            user: job.extra().user.clone(),
             priority: Some(job.priority.name().to_owned()),
             kind: Some(job.kind.name().to_owned()),
             total: job.flexible.map(|f| i64::from(f.total)),
@@ -411,7 +414,7 @@ impl JobDoc {
             deadline: time(job.deadline),
             runtime_estimate: dur(job.runtime_estimate),
             max_wall_time: dur(job.max_wall_time),
-            input_file: job.input_file.as_ref().map(|f| InputFileDoc {
+            input_file: job.extra().input_file.as_ref().map(|f| InputFileDoc {
                 name: f.name.clone(),
                 size: Scalar::Int(i64::try_from(f.size).unwrap_or(i64::MAX)),
                 distribution: Some(f.distribution.name().to_owned()),

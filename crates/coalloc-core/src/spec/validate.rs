@@ -138,7 +138,7 @@ pub fn validate(job: &Job, positions: &[Pos]) -> Result<(), SpecError> {
             }
         }
     }
-    if let Some(f) = &job.input_file {
+    if let Some(f) = &job.extra().input_file {
         if f.name.trim().is_empty() {
             return Err(SpecError::invalid(
                 "input_file.name",
