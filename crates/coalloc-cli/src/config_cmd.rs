@@ -115,6 +115,7 @@ fn settings(c: &SchedulerConfig) -> Vec<(&'static str, String)> {
             format!("{:?}", c.interactive_default).to_lowercase(),
         ),
         ("default_estimate", format_duration(c.default_estimate)),
+        ("record_try_times", c.record_try_times.to_string()),
     ]);
     out
 }

@@ -33,6 +33,7 @@ fn unordered(counts: &[u32], deadline: Option<Time>) -> Job {
 fn config(params: RppParams) -> SchedulerConfig {
     SchedulerConfig {
         queue: QueueConfig::Rpp(params),
+        record_try_times: 16,
         ..SchedulerConfig::default()
     }
 }

@@ -204,9 +204,6 @@ pub enum Rejected {
     QueueFull(usize),
 }
 
-/// How many placement-try times a [`JobRecord`] keeps.
-pub const RECORDED_TRIES: usize = 16;
-
 /// Timestamps and counters of one job: everything the metrics of DESIGN.md need.
 ///
 /// The counters are inline; the times of its runs ([`RunRecord`]) are boxed and made at the
@@ -230,8 +227,9 @@ pub struct JobRecord {
     pub preemptions: u32,
     /// Times killed at a runtime limit and queued again (TAGS).
     pub limit_kills: u32,
-    /// When the first [`RECORDED_TRIES`] placement tries happened (later ones are only
-    /// counted, so that a job waiting through many passes keeps a bounded record).
+    /// When the first placement tries happened, as many as the configuration's
+    /// `record_try_times` says (none by default: a job waiting through many passes keeps
+    /// only the count).
     pub try_times: Vec<Time>,
     /// The times of its runs, from the first placement on.
     pub run: Option<Box<RunRecord>>,

@@ -155,6 +155,9 @@ pub struct SchedulerConfig {
     /// The runtime estimate of a job that gives neither an estimate nor a wall time
     /// (backfilling needs one).
     pub default_estimate: Millis,
+    /// How many placement-try times each job's record keeps (`JobRecord::try_times`); the
+    /// tries are always counted. 0 by default, so that a waiting job stays small.
+    pub record_try_times: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -171,6 +174,7 @@ impl Default for SchedulerConfig {
             max_queued: None,
             interactive_default: InteractiveDefault::Substitute,
             default_estimate: crate::model::HOUR,
+            record_try_times: 0,
         }
     }
 }

@@ -89,7 +89,7 @@ impl Core {
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("checked above");
         j.record.placement_tries += 1;
-        if j.record.try_times.len() < RECORDED_TRIES {
+        if j.record.try_times.len() < self.config.record_try_times {
             j.record.try_times.push(now);
         }
         match result {

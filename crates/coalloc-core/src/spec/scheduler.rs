@@ -15,6 +15,7 @@
 //! site_errors = 3            # consecutive errors that make a site unusable
 //! interactive = "substitute" # substitute delete
 //! default_estimate = "1h"
+//! record_try_times = 16      # keep the times of each job's first 16 placement tries
 //!
 //! [scheduler.icp]            # seed 000 §3.2–3.3
 //! l = 0.75
@@ -75,6 +76,7 @@ pub struct SchedulerDoc {
     pub completion_errors: Option<Scalar>,
     pub interactive: Option<String>,
     pub default_estimate: Option<Scalar>,
+    pub record_try_times: Option<Scalar>,
     pub icp: Option<IcpDoc>,
     pub koala: Option<KoalaDoc>,
     pub rpp: Option<RppDoc>,
@@ -294,6 +296,8 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
         interactive_default,
         default_estimate: dur("default_estimate", &doc.default_estimate)?
             .unwrap_or(d.default_estimate),
+        record_try_times: limit("record_try_times", &doc.record_try_times, Some(0))?.unwrap_or(0)
+            as usize,
     })
 }
 
