@@ -1,5 +1,8 @@
 //! The Incremental Claiming Policy (seed 000 §3.2–3.3) walked through its steps.
 
+mod common;
+use common::{drain, starts, submit};
+
 use coalloc_core::model::*;
 use coalloc_core::placement::Fit;
 use coalloc_core::scheduler::*;
@@ -43,26 +46,6 @@ fn job(counts: &[u32], priority: Priority) -> Job {
         distribution: FileDistribution::Whole,
     });
     j
-}
-
-fn drain(s: &mut Scheduler) -> Vec<Command> {
-    std::iter::from_fn(|| s.poll_command()).collect()
-}
-
-fn submit(s: &mut Scheduler, t: Time, j: Job) -> (JobId, Vec<Command>) {
-    match s.handle(t, Event::Submit(Box::new(j))) {
-        Ok(Reply::Submitted(id)) => (id, drain(s)),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn starts(cmds: &[Command]) -> Vec<(LaunchId, usize, SiteId)> {
-    cmds.iter()
-        .filter_map(|c| match c {
-            Command::StartComponent(s) => Some((s.launch, s.component, s.site)),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! KOALA's placement queues (seed 000 §3.1): an immediate first try, then scans every
 //! interval, the high-priority queue S times per scan of the low-priority one, a try limit.
 
+mod common;
+use common::{drain, submit};
+
 use coalloc_core::model::*;
 use coalloc_core::queue::koala::KoalaParams;
 use coalloc_core::scheduler::*;
@@ -15,17 +18,6 @@ fn one(count: u32, p: Priority) -> Job {
     );
     j.priority = p;
     j
-}
-
-fn drain(s: &mut Scheduler) -> Vec<Command> {
-    std::iter::from_fn(|| s.poll_command()).collect()
-}
-
-fn submit(s: &mut Scheduler, t: Time, j: Job) -> (JobId, Vec<Command>) {
-    match s.handle(t, Event::Submit(Box::new(j))) {
-        Ok(Reply::Submitted(id)) => (id, drain(s)),
-        other => panic!("{other:?}"),
-    }
 }
 
 fn started_jobs(cmds: &[Command]) -> Vec<JobId> {

@@ -34,6 +34,9 @@
 //! regression tests. `PROPTEST_CASES` sets the number of cases (default 256),
 //! `COALLOC_PROPS_LOG` the number of log lines a failure shows.
 
+mod common;
+use common::{drain as drain_cmds, launches, submit};
+
 use coalloc_core::model::*;
 use coalloc_core::placement::Fit;
 use coalloc_core::scheduler::jobs::Phase;
@@ -1120,26 +1123,6 @@ fn the_generated_cases_reach_every_path() {
 // ---------------------------------------------------------------------------------------
 // Minimal cases of the seven bugs the properties found, all fixed; regression tests now.
 // ---------------------------------------------------------------------------------------
-
-fn drain_cmds(s: &mut Scheduler) -> Vec<Command> {
-    std::iter::from_fn(|| s.poll_command()).collect()
-}
-
-fn submit(s: &mut Scheduler, now: Time, job: Job) -> (JobId, Vec<Command>) {
-    match s.handle(now, Event::Submit(Box::new(job))) {
-        Ok(Reply::Submitted(id)) => (id, drain_cmds(s)),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn launches(cmds: &[Command]) -> Vec<LaunchId> {
-    cmds.iter()
-        .filter_map(|c| match c {
-            Command::StartComponent(s) => Some(s.launch),
-            _ => None,
-        })
-        .collect()
-}
 
 fn one(count: u32, start_type: StartType) -> Job {
     Job::new(

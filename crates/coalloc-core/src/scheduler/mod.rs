@@ -486,9 +486,7 @@ impl PassCtx for Core {
 
     fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>> {
         let job = &self.jobs.get(&id)?.job;
-        let view =
-            crate::placement::SiteView::new(&self.sites.sites, idle.to_vec(), usable.to_vec());
-        crate::placement::place(job, &view, self.config.fit, self.config.flexible_fit)
+        self.place_against(job, idle.to_vec(), usable.to_vec(), None)
             .ok()
             .map(|p| p.components.iter().map(|c| (c.site, c.count)).collect())
     }

@@ -32,6 +32,19 @@ impl Core {
         }
         let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable = vec![true; idle.len()];
+        self.place_against(job, idle, usable, fit)
+            .map(|_| ())
+            .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
+    }
+
+    /// Place a job against these idle processors and usable sites.
+    pub(super) fn place_against(
+        &self,
+        job: &Job,
+        idle: Vec<u32>,
+        usable: Vec<bool>,
+        fit: Option<Fit>,
+    ) -> Result<Placement, NoFit> {
         let view = SiteView::new(&self.sites.sites, idle, usable);
         placement::place(
             job,
@@ -39,8 +52,6 @@ impl Core {
             fit.unwrap_or(self.config.fit),
             self.config.flexible_fit,
         )
-        .map(|_| ())
-        .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
 
     /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
@@ -64,13 +75,7 @@ impl Core {
                 idle[i] = s.processors.saturating_sub(s.ours);
             }
         }
-        let view = SiteView::new(&self.sites.sites, idle, usable);
-        placement::place(
-            job,
-            &view,
-            fit.unwrap_or(self.config.fit),
-            self.config.flexible_fit,
-        )
+        self.place_against(job, idle, usable, fit)
     }
 
     pub(super) fn try_place_and_start(&mut self, id: JobId, options: &StartOptions) -> bool {

@@ -1,0 +1,33 @@
+//! Helpers the scheduler's test files share: drive a [`Scheduler`] and read its commands.
+#![allow(dead_code)] // each test file uses its own subset
+
+use coalloc_core::model::{Job, Time};
+use coalloc_core::scheduler::{Command, Event, JobId, LaunchId, Reply, Scheduler, SiteId};
+
+/// Every command the scheduler has decided so far.
+pub fn drain(s: &mut Scheduler) -> Vec<Command> {
+    std::iter::from_fn(|| s.poll_command()).collect()
+}
+
+/// Submit a job at `t`; its number and the commands the submission caused.
+pub fn submit(s: &mut Scheduler, t: Time, job: Job) -> (JobId, Vec<Command>) {
+    match s.handle(t, Event::Submit(Box::new(job))) {
+        Ok(Reply::Submitted(id)) => (id, drain(s)),
+        other => panic!("submission refused: {other:?}"),
+    }
+}
+
+/// The starts among `cmds`: launch, component and site.
+pub fn starts(cmds: &[Command]) -> Vec<(LaunchId, usize, SiteId)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::StartComponent(s) => Some((s.launch, s.component, s.site)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The launches started among `cmds`.
+pub fn launches(cmds: &[Command]) -> Vec<LaunchId> {
+    starts(cmds).into_iter().map(|s| s.0).collect()
+}
