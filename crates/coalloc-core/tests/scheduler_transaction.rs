@@ -479,3 +479,39 @@ fn a_job_left_with_only_an_optional_component_commits_when_it_is_ready() {
     let out = ready_all(&mut h, 2, &[st[1].0]);
     assert!(released(&out));
 }
+
+#[test]
+fn events_of_one_instant_are_decided_together() {
+    // Two running jobs of 5 end at t = 100; a big job (10) and then a small one (5) wait.
+    // One event at a time, the first end lets the small job pass the big one (FPFS); taken
+    // together, both ends free 10 processors first and the big job, queued earlier, starts.
+    for together in [false, true] {
+        let config = SchedulerConfig {
+            queue: QueueConfig::Fpfs,
+            ..SchedulerConfig::default()
+        };
+        let mut h = H::new(config, &[10]);
+        let a = starts(&h.submit(unordered(&[5])).1)[0].0;
+        let b = starts(&h.submit(unordered(&[5])).1)[0].0;
+        let (big, _) = h.submit(unordered(&[10]));
+        let (small, _) = h.submit(unordered(&[5]));
+        let ends = [
+            Event::ComponentFinished { launch: a },
+            Event::ComponentFinished { launch: b },
+        ];
+        let cmds = if together {
+            h.s.handle_all(100, ends);
+            h.drain()
+        } else {
+            ends.into_iter().flat_map(|e| h.at(100, e)).collect()
+        };
+        let started: Vec<JobId> = cmds
+            .iter()
+            .filter_map(|c| match c {
+                Command::StartComponent(s) => Some(s.job),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, if together { vec![big] } else { vec![small] });
+    }
+}

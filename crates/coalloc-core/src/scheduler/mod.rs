@@ -115,12 +115,34 @@ impl Scheduler {
     /// Take an event that happened at `now` (the driver's clock; a time earlier than one
     /// already seen counts as that one). A refused event changes nothing.
     pub fn handle(&mut self, now: Time, event: Event) -> Result<Reply, Rejected> {
+        let reply = self.apply(now, event);
+        self.fire_timers();
+        self.settle();
+        reply
+    }
+
+    /// Take several events that happened at the same instant, then decide once: the pass
+    /// sees all of them (every job that ended at `now` has given its processors back before
+    /// any job is started), and submissions keep their order. One answer per event.
+    pub fn handle_all(
+        &mut self,
+        now: Time,
+        events: impl IntoIterator<Item = Event>,
+    ) -> Vec<Result<Reply, Rejected>> {
+        let replies = events.into_iter().map(|e| self.apply(now, e)).collect();
+        self.fire_timers();
+        self.settle();
+        replies
+    }
+
+    /// Change the state for one event, without deciding anything yet.
+    fn apply(&mut self, now: Time, event: Event) -> Result<Reply, Rejected> {
         let core = &mut self.core;
         core.now = core.now.max(now);
-        let reply = match event {
+        match event {
             Event::Submit(job) => {
                 if let Some(max) = core.config.max_queued {
-                    if self.queue.len() >= max {
+                    if self.queue.len() + core.requeued.len() >= max {
                         return Err(Rejected::QueueFull(max));
                     }
                 }
@@ -161,10 +183,7 @@ impl Scheduler {
                 Ok(Reply::Done)
             }
             Event::Tick => Ok(Reply::Done),
-        }?;
-        self.fire_timers();
-        self.settle();
-        Ok(reply)
+        }
     }
 
     /// The next command for the driver, in the order they were decided.
