@@ -8,7 +8,9 @@ mod error;
 mod job_cmd;
 mod load;
 mod place_cmd;
+mod replay_cmd;
 mod table;
+mod trace_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
@@ -46,6 +48,16 @@ enum Command {
     /// Check a configuration: the site list and the scheduler's policies.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
+    /// Workload traces in the Standard Workload Format (SWF): statistics.
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
+    /// Replay a workload trace (SWF) on the scheduling core: one run, with its metrics.
+    ///
+    /// Every trace job is a one-component job submitted at its SWF submit time that runs for
+    /// its SWF runtime; its requested time is only the estimate backfilling sees, and no job
+    /// is killed at it. Ends at an instant are seen before submissions, submissions keep
+    /// their file order.
+    Replay(replay_cmd::ReplayArgs),
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -58,6 +70,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Job(cmd) => job_cmd::run(cmd),
         Command::Config(cmd) => config_cmd::run(cmd),
         Command::Place(args) => place_cmd::run(args),
+        Command::Trace(cmd) => trace_cmd::run(cmd),
+        Command::Replay(args) => replay_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());

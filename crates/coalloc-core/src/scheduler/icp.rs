@@ -87,6 +87,7 @@ impl Core {
         let jst = now + ftt;
         let jct = first_jct(now, ftt, l);
         j.phase = Phase::Claiming;
+        self.active.insert(id);
         j.hold_until = Some(jst);
         j.claim = Some(Box::new(ClaimState {
             jpt: now,

@@ -59,6 +59,9 @@ struct Core {
     config: SchedulerConfig,
     sites: SiteTable,
     jobs: jobs::JobTable,
+    /// Jobs placed and not ended (claiming, starting or running), so that policies can look
+    /// at them without scanning every job ever submitted.
+    active: BTreeSet<JobId>,
     launches: HashMap<LaunchId, (JobId, usize)>,
     transfers: HashMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
@@ -94,6 +97,7 @@ impl Scheduler {
                 sites: SiteTable::new(sites, config.site_faults),
                 config,
                 jobs: jobs::JobTable::default(),
+                active: BTreeSet::new(),
                 launches: HashMap::new(),
                 transfers: HashMap::new(),
                 next_transfer: 1,
@@ -465,8 +469,9 @@ impl PassCtx for Core {
     }
 
     fn running(&self) -> Vec<RunningJob> {
-        self.jobs
-            .values()
+        self.active
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
             .filter(|j| matches!(j.phase, Phase::Starting | Phase::Running))
             .map(|j| {
                 let since = j

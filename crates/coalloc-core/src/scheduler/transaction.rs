@@ -140,6 +140,7 @@ impl Core {
         self.apply_pieces(id, &placement);
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
         j.phase = Phase::Starting;
+        self.active.insert(id);
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(now);
         j.record.run_mut().last_jst = Some(now);
@@ -486,6 +487,7 @@ impl Core {
         j.job.components.retain(|_| keep.next().unwrap_or(true));
         j.comps = Vec::new();
         j.phase = Phase::Queued;
+        self.active.remove(&id);
         j.generation += 1;
         j.record.run_mut().start = None;
         j.record.run_mut().barrier_release = None;
@@ -498,6 +500,7 @@ impl Core {
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
+        self.active.remove(&id);
         j.generation += 1;
         j.record.run_mut().end = Some(now);
         let record = Box::new(j.record.clone());

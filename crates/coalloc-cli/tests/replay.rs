@@ -1,0 +1,69 @@
+//! `coalloc replay` on a shipped trace: metrics, the schedule file, bad arguments.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn replay_writes_metrics_and_a_schedule() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay");
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("schedule.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_coalloc"))
+        .args(["replay", "traces/KTH-SP2-1996-2.1-cln.swf.gz", "--sites"])
+        .arg("examples/sites-kth-sp2.toml")
+        .args([
+            "--policy",
+            "fcfs",
+            "--first",
+            "1000",
+            "--json",
+            "--schedule",
+        ])
+        .arg(&csv)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["policy"], "fcfs");
+    assert_eq!(v["jobs"], 1000);
+    assert_eq!(v["completed"], 1000);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "job_id,submit,start,end");
+    assert_eq!(lines.len(), 1001);
+    // Every job ends after it starts and starts after it was submitted.
+    for l in &lines[1..] {
+        let f: Vec<i64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+        assert!(f[1] <= f[2] && f[2] <= f[3], "{l}");
+    }
+}
+
+#[test]
+fn an_unknown_policy_is_bad_input() {
+    let out = Command::new(env!("CARGO_BIN_EXE_coalloc"))
+        .args([
+            "replay",
+            "traces/lublin_256.swf.gz",
+            "--sites",
+            "examples/sites-kth-sp2.toml",
+        ])
+        .args(["--policy", "lottery"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: --policy: unknown queue policy `lottery`"),
+        "{err}"
+    );
+}

@@ -1,0 +1,9 @@
+//! coalloc's simulator side: replays workload traces against the scheduling core.
+//!
+//! - [`swf`] reads job logs in the Standard Workload Format of the Parallel Workloads Archive.
+//! - [`replay`] drives the scheduling core on virtual time with a trace's jobs.
+//!
+//! The discrete-event engine, simulated sites with local jobs and failures, the workload
+//! generators and the experiments of the simulator issue are still to come.
+pub mod replay;
+pub mod swf;

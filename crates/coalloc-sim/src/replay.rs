@@ -1,0 +1,245 @@
+//! Trace replay: the scheduling core on virtual time, fed the jobs of an SWF trace
+//! (issue "Simulator", part 5: `coalloc replay`).
+//!
+//! Every trace job becomes a one-component total job of its processors, submitted at its SWF
+//! submit time; it runs for its SWF runtime (field 4) once the barrier is released, and its
+//! requested time (field 9, or the runtime when absent) is only the estimate backfilling and
+//! the predictors see: no job is killed at it. Sites start a component the instant they are
+//! told to and report it ready at once.
+//!
+//! Same-instant order: all ends at an instant are handed to the core before any submission
+//! of that instant, and submissions keep their file order; the core decides once per instant
+//! ([`Scheduler::handle_all`]). Time is integer milliseconds; trace seconds are multiplied by
+//! 1,000, so a schedule written back in seconds is exact.
+
+use coalloc_core::model::{Component, Job, JobKind, Site, Time, SECOND};
+use coalloc_core::scheduler::{Command, Event, JobId, LaunchId, Reply, Scheduler, SchedulerConfig};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// One job of the workload, as the replay needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceJob {
+    /// The trace's job number.
+    pub number: i64,
+    /// Submit time, seconds on the trace's clock.
+    pub submit: i64,
+    /// Real runtime, seconds.
+    pub runtime: i64,
+    /// Requested time, seconds (the estimate the scheduler sees).
+    pub requested: i64,
+    pub processors: u32,
+    /// The user, if the trace says.
+    pub user: Option<i64>,
+}
+
+/// What happened to one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduled {
+    pub number: i64,
+    pub submit: i64,
+    /// Start and end, seconds on the trace's clock; `None` for a job the scheduler refused or
+    /// failed.
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    pub processors: u32,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub jobs: Vec<Scheduled>,
+    /// Jobs the scheduler refused at submission (e.g. larger than every site), with why.
+    pub refused: Vec<(i64, String)>,
+}
+
+/// Errors of a replay: only a misconfiguration can stop one.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the scheduler stopped with {0} job(s) still waiting and nothing left to happen")]
+    Stuck(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A launch ends (ordered before arrivals at the same instant).
+    End(LaunchId),
+    /// Job `i` of the workload arrives.
+    Arrive(usize),
+}
+
+/// Replay `jobs` (in file order) on `sites` under `config`.
+pub fn replay(
+    jobs: &[TraceJob],
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+) -> Result<Replay, ReplayError> {
+    let mut s = Scheduler::new(config, sites);
+    let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| Reverse((j.submit * SECOND, Ev::Arrive(i))))
+        .collect();
+    let mut out: Vec<Scheduled> = jobs
+        .iter()
+        .map(|j| Scheduled {
+            number: j.number,
+            submit: j.submit,
+            start: None,
+            end: None,
+            processors: j.processors,
+        })
+        .collect();
+    let mut refused = Vec::new();
+    // Core job number → workload index, and the job's current launches.
+    let mut index_of: BTreeMap<JobId, usize> = BTreeMap::new();
+    let mut launches: BTreeMap<JobId, Vec<LaunchId>> = BTreeMap::new();
+    let mut batch: Vec<Event> = Vec::new();
+    let mut arrivals: Vec<usize> = Vec::new();
+    loop {
+        let next_event = heap.peek().map(|Reverse((t, _))| *t);
+        let now = match (next_event, s.next_wakeup()) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => break,
+        };
+        batch.clear();
+        arrivals.clear();
+        while let Some(Reverse((t, ev))) = heap.peek().copied() {
+            if t != now {
+                break;
+            }
+            heap.pop();
+            match ev {
+                Ev::End(launch) => batch.push(Event::ComponentFinished { launch }),
+                Ev::Arrive(i) => arrivals.push(i),
+            }
+        }
+        let ends = batch.len();
+        for &i in &arrivals {
+            batch.push(Event::Submit(Box::new(job_of(&jobs[i], now))));
+        }
+        if batch.is_empty() {
+            batch.push(Event::Tick);
+        }
+        let replies = s.handle_all(now, batch.drain(..));
+        for (k, reply) in replies.into_iter().enumerate().skip(ends) {
+            let Some(&i) = arrivals.get(k - ends) else {
+                continue;
+            };
+            match reply {
+                Ok(Reply::Submitted(id)) => {
+                    index_of.insert(id, i);
+                }
+                Ok(Reply::Done) => {}
+                Err(e) => refused.push((jobs[i].number, e.to_string())),
+            }
+        }
+        // Carry out what the core decided; a start is ready at once.
+        loop {
+            let mut ready = Vec::new();
+            while let Some(cmd) = s.poll_command() {
+                match cmd {
+                    Command::StartComponent(st) => {
+                        launches.entry(st.job).or_default().push(st.launch);
+                        ready.push(Event::ComponentReady { launch: st.launch });
+                    }
+                    Command::ReleaseBarrier { job } => {
+                        if let Some(&i) = index_of.get(&job) {
+                            out[i].start = Some(now / SECOND);
+                            let end = now + jobs[i].runtime.max(0) * SECOND;
+                            for &launch in launches.get(&job).into_iter().flatten() {
+                                heap.push(Reverse((end, Ev::End(launch))));
+                            }
+                        }
+                    }
+                    Command::JobFinished { job, .. } => {
+                        if let Some(&i) = index_of.get(&job) {
+                            out[i].end = Some(now / SECOND);
+                        }
+                        launches.remove(&job);
+                    }
+                    Command::JobFailed { job, reason, .. } => {
+                        if let Some(&i) = index_of.get(&job) {
+                            refused.push((jobs[i].number, reason));
+                        }
+                        launches.remove(&job);
+                    }
+                    Command::CancelComponent { job, launch, .. } => {
+                        if let Some(l) = launches.get_mut(&job) {
+                            l.retain(|&x| x != launch);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if ready.is_empty() {
+                break;
+            }
+            s.handle_all(now, ready);
+        }
+    }
+    if s.queued() > 0 {
+        return Err(ReplayError::Stuck(s.queued()));
+    }
+    Ok(Replay { jobs: out, refused })
+}
+
+/// The core's job for a trace job.
+fn job_of(t: &TraceJob, now: Time) -> Job {
+    let mut job = Job::new(JobKind::Total, vec![Component::new(t.processors)]);
+    job.submit = Some(now);
+    job.runtime_estimate = Some(t.requested.max(1) * SECOND);
+    if let Some(u) = t.user {
+        job = job.with(|e| e.user = Some(u.to_string()));
+    }
+    job
+}
+
+/// The summary metrics of a replay (DESIGN.md's definitions; bounded slowdown with a 10 s
+/// bound).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Summary {
+    pub jobs: usize,
+    pub completed: usize,
+    pub refused: usize,
+    /// Seconds from the first submission to the last end.
+    pub makespan: i64,
+    pub mean_wait: f64,
+    pub mean_response: f64,
+    pub mean_bounded_slowdown: f64,
+    /// Busy processor-seconds over (processors × makespan).
+    pub utilization: f64,
+}
+
+impl Replay {
+    pub fn summary(&self, processors: u64) -> Summary {
+        let done: Vec<&Scheduled> = self.jobs.iter().filter(|j| j.end.is_some()).collect();
+        let n = done.len().max(1) as f64;
+        let first = self.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
+        let last = done.iter().filter_map(|j| j.end).max().unwrap_or(first);
+        let makespan = last - first;
+        let wait = |j: &Scheduled| (j.start.unwrap_or(j.submit) - j.submit) as f64;
+        let run = |j: &Scheduled| (j.end.unwrap_or(0) - j.start.unwrap_or(0)) as f64;
+        let busy: f64 = done.iter().map(|j| run(j) * f64::from(j.processors)).sum();
+        Summary {
+            jobs: self.jobs.len(),
+            completed: done.len(),
+            refused: self.refused.len(),
+            makespan,
+            mean_wait: done.iter().map(|j| wait(j)).sum::<f64>() / n,
+            mean_response: done.iter().map(|j| wait(j) + run(j)).sum::<f64>() / n,
+            mean_bounded_slowdown: done
+                .iter()
+                .map(|j| ((wait(j) + run(j)) / run(j).max(10.0)).max(1.0))
+                .sum::<f64>()
+                / n,
+            utilization: if makespan > 0 && processors > 0 {
+                busy / (processors as f64 * makespan as f64)
+            } else {
+                0.0
+            },
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Trace replay on the shipped KTH-SP2 trace: FCFS job by job against an independent FCFS,
+//! and EASY schedules that are valid, deterministic and better than FCFS.
+
+use coalloc_core::model::Site;
+use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
+use coalloc_sim::replay::{replay, Replay, TraceJob};
+use coalloc_sim::swf;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+
+const PROCESSORS: u32 = 100;
+
+fn kth(first: Option<usize>) -> Vec<TraceJob> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/KTH-SP2-1996-2.1-cln.swf.gz");
+    let filter = swf::Filter {
+        first,
+        ..swf::Filter::default()
+    };
+    let trace = swf::read(path, &filter).unwrap();
+    trace
+        .jobs
+        .iter()
+        .map(|j| TraceJob {
+            number: j.job_number,
+            submit: j.submit_time,
+            runtime: j.run_time().unwrap(),
+            requested: j.requested_time_or_run_time().unwrap(),
+            processors: j.processors().unwrap() as u32,
+            user: j.user_id(),
+        })
+        .collect()
+}
+
+fn run(jobs: &[TraceJob], queue: QueueConfig) -> Replay {
+    let config = SchedulerConfig {
+        queue,
+        ..SchedulerConfig::default()
+    };
+    replay(jobs, vec![Site::cluster("kth", PROCESSORS)], config).unwrap()
+}
+
+/// FCFS on one site, written independently of the scheduler: jobs start in file order, each
+/// at the earliest time no earlier than its submission and the previous start at which
+/// enough processors are free.
+fn reference_fcfs(jobs: &[TraceJob]) -> Vec<(i64, i64)> {
+    let mut free = PROCESSORS;
+    let mut ends: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
+    let mut last_start = 0;
+    jobs.iter()
+        .map(|j| {
+            let mut t = j.submit.max(last_start);
+            loop {
+                while let Some(&Reverse((e, p))) = ends.peek() {
+                    if e > t {
+                        break;
+                    }
+                    ends.pop();
+                    free += p;
+                }
+                if free >= j.processors {
+                    break;
+                }
+                t = ends.peek().map(|Reverse((e, _))| *e).unwrap();
+            }
+            free -= j.processors;
+            ends.push(Reverse((t + j.runtime, j.processors)));
+            last_start = t;
+            (t, t + j.runtime)
+        })
+        .collect()
+}
+
+#[test]
+fn fcfs_matches_an_independent_fcfs_job_by_job() {
+    let jobs = kth(None);
+    assert_eq!(jobs.len(), 28_475);
+    let got = run(&jobs, QueueConfig::Fcfs);
+    let want = reference_fcfs(&jobs);
+    let mismatches: Vec<_> = got
+        .jobs
+        .iter()
+        .zip(&want)
+        .filter(|(g, w)| (g.start, g.end) != (Some(w.0), Some(w.1)))
+        .take(5)
+        .collect();
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+    // The same figure an independent Python FCFS gave (see bench/RESULTS.md).
+    let wait: i64 = got.jobs.iter().map(|j| j.start.unwrap() - j.submit).sum();
+    assert_eq!(wait, 11_107_614_273);
+}
+
+/// Every job starts after its submission, runs for its runtime, and at no instant do the
+/// running jobs hold more processors than the site has.
+fn assert_valid(r: &Replay, jobs: &[TraceJob]) {
+    let mut changes: Vec<(i64, i64)> = Vec::new();
+    for (s, j) in r.jobs.iter().zip(jobs) {
+        let (start, end) = (s.start.unwrap(), s.end.unwrap());
+        assert!(
+            start >= j.submit,
+            "job {} starts before its submission",
+            j.number
+        );
+        assert_eq!(end - start, j.runtime, "job {}", j.number);
+        if end > start {
+            changes.push((start, i64::from(j.processors)));
+            changes.push((end, -i64::from(j.processors)));
+        }
+    }
+    // Ends before starts at one instant.
+    changes.sort();
+    let mut busy = 0;
+    for (t, d) in changes {
+        busy += d;
+        assert!(
+            busy <= i64::from(PROCESSORS),
+            "over-allocated at {t}: {busy}"
+        );
+    }
+}
+
+#[test]
+fn easy_schedules_are_valid_deterministic_and_beat_fcfs() {
+    let jobs = kth(Some(5_000));
+    let easy = run(&jobs, QueueConfig::Easy);
+    assert_valid(&easy, &jobs);
+    assert_eq!(
+        run(&jobs, QueueConfig::Easy),
+        easy,
+        "same inputs, same schedule"
+    );
+    let fcfs = run(&jobs, QueueConfig::Fcfs);
+    assert_valid(&fcfs, &jobs);
+    let mean_wait = |r: &Replay| r.summary(u64::from(PROCESSORS)).mean_wait;
+    assert!(
+        mean_wait(&easy) < mean_wait(&fcfs) / 2.0,
+        "EASY {} vs FCFS {}",
+        mean_wait(&easy),
+        mean_wait(&fcfs)
+    );
+    let conservative = run(&jobs[..1_000], QueueConfig::Conservative);
+    assert_valid(&conservative, &jobs[..1_000]);
+}
