@@ -82,3 +82,65 @@ fn streams_are_reproducible_and_independent_per_purpose() {
     let c = global_jobs(&GlobalParams::paper(0.01), 43, 1_000).unwrap();
     assert_ne!(a, c);
 }
+
+#[test]
+fn seed_000_jobs_follow_the_papers_rules() {
+    use coalloc_core::model::Priority;
+    use coalloc_sim::workload::seed000;
+    let jobs = seed000::jobs(0.01, 5, 3, 2_000).unwrap();
+    let mut shapes = std::collections::BTreeSet::new();
+    let mut high = 0;
+    for j in &jobs {
+        let n = j.job.components.len() as u32;
+        let size = j.job.total_processors();
+        assert!(size == 36 || size == 72, "{size}");
+        assert!(j
+            .job
+            .components
+            .iter()
+            .all(|c| c.count * n == size as u32 && c.count > 8));
+        shapes.insert((size, n));
+        let file = j.job.input_file().unwrap();
+        assert!(file.size == 4_000_000_000 || file.size == 8_000_000_000);
+        assert!(j.replicas[0] != j.replicas[1] && j.replicas.iter().all(|&s| s < 5));
+        assert!((30_000..=192_000).contains(&j.runtime));
+        high += usize::from(j.job.priority == Priority::High);
+    }
+    // Size 36 takes 3 or 4 components (12 or 9 processors); size 72 any of 3, 4, 6, 8.
+    let expected: std::collections::BTreeSet<(u64, u32)> =
+        [(36, 3), (36, 4), (72, 3), (72, 4), (72, 6), (72, 8)]
+            .into_iter()
+            .collect();
+    assert_eq!(shapes, expected);
+    assert!(
+        (900..1_100).contains(&high),
+        "priorities are uniform: {high} of 2,000 high"
+    );
+    assert!(jobs.windows(2).all(|w| w[0].job.submit <= w[1].job.submit));
+}
+
+#[test]
+fn seed_003_batches_are_forty_four_component_jobs_at_once() {
+    use coalloc_core::model::JobKind;
+    use coalloc_sim::workload::seed003::{batch, BatchKind};
+    let sites: Vec<String> = ["fs0", "fs1", "fs2", "fs3"].map(String::from).to_vec();
+    let mixed = batch(BatchKind::Mixed, 8, 40, &sites).unwrap();
+    assert_eq!(mixed.len(), 40);
+    assert!(mixed
+        .iter()
+        .all(|j| j.submit == Some(0) && j.components.len() == 4));
+    let ordered = mixed.iter().filter(|j| j.kind == JobKind::Ordered).count();
+    assert_eq!(ordered, 20);
+    let first_ordered = mixed.iter().find(|j| j.kind == JobKind::Ordered).unwrap();
+    let named: Vec<_> = first_ordered
+        .components
+        .iter()
+        .map(|c| c.site.clone().unwrap())
+        .collect();
+    assert_eq!(named, ["fs1", "fs2", "fs3", "fs0"]);
+    for j in batch(BatchKind::Unordered, 4, 40, &[]).unwrap() {
+        coalloc_core::spec::validate::validate(&j, &[]).unwrap();
+        assert_eq!(j.total_processors(), 16);
+    }
+    assert!(batch(BatchKind::Ordered, 8, 40, &[]).is_err());
+}

@@ -5,9 +5,13 @@
 //!
 //! - [`rsd`]: the Realistic Synthetic Distribution of job sizes (seed 001 §2.1).
 //! - [`seed001`]: seed 001's global (co-allocated) and local job streams.
+//! - [`seed000`]: seed 000's KOALA workload (sizes 36 and 72, files, priorities).
+//! - [`seed003`]: seed 003's batches of 40 four-component jobs.
 
 pub mod rsd;
+pub mod seed000;
 pub mod seed001;
+pub mod seed003;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
