@@ -25,7 +25,7 @@ pub fn jobs(rate: f64, sites: usize, seed: u64, count: usize) -> Result<Vec<Seed
     if sites < 2 {
         return Err("files are replicated at two different sites: give at least 2".to_owned());
     }
-    if !(rate > 0.0) {
+    if rate.is_nan() || rate <= 0.0 {
         return Err("the arrival rate must be positive".to_owned());
     }
     let mut arrivals = stream(seed, Purpose::Arrivals);
