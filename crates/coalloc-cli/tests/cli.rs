@@ -1,29 +1,8 @@
 //! The `coalloc` binary on the shipped examples: check, convert, completions, help.
 
+mod common;
+use common::{coalloc, repo, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn coalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coalloc"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
 
 fn example_files() -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(repo().join("examples/jobs"))

@@ -1,20 +1,10 @@
 //! `coalloc place` on the shipped examples: the table, `--json`, Close-to-Files, flexible
 //! splits, a job that does not fit (exit 3) and bad sites files (exit 2).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn coalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coalloc"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
+mod common;
+use common::coalloc;
+use std::path::PathBuf;
+use std::process::Output;
 
 fn text(out: &Output, code: i32) -> String {
     assert_eq!(

@@ -1,11 +1,9 @@
 //! `coalloc replay` on a shipped trace: metrics, the schedule file, bad arguments.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::repo;
+use std::path::PathBuf;
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 #[test]
 fn replay_writes_metrics_and_a_schedule() {

@@ -2,30 +2,10 @@
 //! files. The figures are the ones `crates/coalloc-sim/tests/swf_traces.rs` checks (and says
 //! how they were cross-checked).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn coalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coalloc"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+mod common;
+use common::{coalloc, stdout};
+use std::path::PathBuf;
+use std::process::Command;
 
 const KTH: &str = "traces/KTH-SP2-1996-2.1-cln.swf.gz";
 const LUBLIN: &str = "traces/lublin_256.swf.gz";
