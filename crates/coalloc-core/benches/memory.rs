@@ -14,9 +14,11 @@
 //! `COALLOC_BENCH_POLICIES` (comma-separated) the policies (default: fcfs, fpfs, and easy
 //! when it exists).
 
-use coalloc_core::model::{Component, Job, JobKind, Site};
+mod common;
+use coalloc_core::model::{Component, Job, Site};
 use coalloc_core::scheduler::jobs::{CompState, JobState};
 use coalloc_core::scheduler::*;
+use common::queued_job;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
@@ -63,19 +65,6 @@ const SITES: usize = 100;
 const PROCESSORS: u32 = 64;
 const GOAL: f64 = 500.0;
 
-fn job(k: usize) -> Job {
-    Job::new(
-        JobKind::Unordered,
-        [4 + (k * 7 % 29) as u32, 4 + (k * 11 % 13) as u32]
-            .into_iter()
-            .map(|count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    )
-}
-
 fn measure(policy: &str, jobs: usize) {
     let config = SchedulerConfig {
         queue: QueueConfig::from_name(policy).expect("a known policy"),
@@ -101,7 +90,7 @@ fn measure(policy: &str, jobs: usize) {
     let started = Instant::now();
     let (live0, allocs0) = (LIVE.load(Relaxed), ALLOCS.load(Relaxed));
     for k in 0..jobs {
-        s.handle(1, Event::Submit(Box::new(job(k))))
+        s.handle(1, Event::Submit(Box::new(queued_job(k))))
             .expect("accepted");
         while s.poll_command().is_some() {}
     }

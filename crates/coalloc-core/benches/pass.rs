@@ -19,9 +19,11 @@
 //! `cargo bench -p coalloc-core --bench pass`; `COALLOC_BENCH_JOBS` and
 //! `COALLOC_BENCH_SITES` change the sizes.
 
+mod common;
 use coalloc_core::model::{Component, Job, JobKind, Site, Time};
 use coalloc_core::scheduler::sites::SiteFaultLimits;
 use coalloc_core::scheduler::*;
+use common::queued_job;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::time::{Duration, Instant};
 
@@ -32,19 +34,6 @@ fn env(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn queued_job(k: usize) -> Job {
-    Job::new(
-        JobKind::Unordered,
-        [4 + (k * 7 % 29) as u32, 4 + (k * 11 % 13) as u32]
-            .into_iter()
-            .map(|count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    )
 }
 
 struct Bench {

@@ -124,10 +124,7 @@ pub fn replay(
             batch.push(Event::Tick);
         }
         let replies = s.handle_all(now, batch.drain(..));
-        for (k, reply) in replies.into_iter().enumerate().skip(ends) {
-            let Some(&i) = arrivals.get(k - ends) else {
-                continue;
-            };
+        for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
             match reply {
                 Ok(Reply::Submitted(id)) => {
                     index_of.insert(id, i);
