@@ -3,9 +3,11 @@
 //! - [`swf`] reads job logs in the Standard Workload Format of the Parallel Workloads Archive.
 //! - [`replay`] drives the scheduling core on virtual time with a trace's jobs.
 //! - [`workload`] generates synthetic workloads from seeded random streams.
-//!
-//! The discrete-event engine, simulated sites with local jobs and failures, the workloads of
-//! seeds 000 and 003 and the experiments of the simulator issue are still to come.
+//! - [`metrics`] computes DESIGN.md's metrics from a run.
+//! - [`engine`] is the discrete-event simulator: the core against simulated sites with local
+//!   jobs, start latency, failures and file transfers.
+pub mod engine;
+pub mod metrics;
 pub mod replay;
 pub mod swf;
 pub mod workload;

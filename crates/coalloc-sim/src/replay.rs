@@ -184,7 +184,7 @@ pub fn replay(
 }
 
 /// The core's job for a trace job.
-fn job_of(t: &TraceJob, now: Time) -> Job {
+pub fn job_of(t: &TraceJob, now: Time) -> Job {
     let mut job = Job::new(JobKind::Total, vec![Component::new(t.processors)]);
     job.submit = Some(now);
     job.runtime_estimate = Some(t.requested.max(1) * SECOND);

@@ -7,11 +7,13 @@
 //! - [`seed001`]: seed 001's global (co-allocated) and local job streams.
 //! - [`seed000`]: seed 000's KOALA workload (sizes 36 and 72, files, priorities).
 //! - [`seed003`]: seed 003's batches of 40 four-component jobs.
+//! - [`trace`]: SWF trace jobs as simulator jobs, whole or split over components.
 
 pub mod rsd;
 pub mod seed000;
 pub mod seed001;
 pub mod seed003;
+pub mod trace;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,6 +39,8 @@ pub enum Purpose {
     Components = 3,
     Runtimes = 4,
     Deadlines = 5,
+    /// Injected faults and transfers of the simulated sites.
+    Failures = 6,
 }
 
 /// An exponentially distributed sample with rate `rate` (mean `1 / rate`).

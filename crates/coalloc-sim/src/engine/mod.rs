@@ -1,0 +1,20 @@
+//! The discrete-event simulator: the production scheduling core driven on virtual integer
+//! time (milliseconds) against simulated sites (issue "Simulator", parts 1–2).
+//!
+//! Events wait in a heap ordered by time, then by a sequence number, so equal times keep the
+//! order they were made in. All events of one instant are handed to the core together
+//! ([`Scheduler::handle_all`]), the ends and site reports before the arrivals, as in
+//! [`crate::replay`]; the core's commands are then carried out, and whatever they cause at
+//! the same instant (a component that starts at once, a new site reading) goes back to the
+//! core until the instant is quiet.
+//!
+//! The sites ([`site`]) run local jobs FCFS and hold coalloc's components. Faults
+//! ([`params::Failures`]) and transfers draw from their own seeded streams
+//! ([`crate::workload::stream_of`]), so changing one parameter leaves the other draws alone.
+
+mod params;
+mod run;
+pub mod site;
+
+pub use params::{Failures, Outage, SimJob, SimParams, Workload};
+pub use run::{simulate, JobFate, JobOutcome, Outcome, SimError, SiteSample};

@@ -1,0 +1,89 @@
+//! What a simulated run is made of besides the sites and the scheduler's configuration: the
+//! workload ([`Workload`]), the behaviour of the simulated resource managers (start latency,
+//! monitor period) and the faults injected into them ([`Failures`], seed 000 §4–5's
+//! unreliable testbed).
+
+use super::site::Local;
+use coalloc_core::model::{Job, Millis, Time};
+use coalloc_core::scheduler::SiteId;
+
+/// One job of the workload: the core's job (its `submit` is the arrival time) and how long it
+/// really runs once its barrier is released.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimJob {
+    /// The workload's own number for it (an SWF job number, or its index).
+    pub tag: i64,
+    pub job: Job,
+    pub runtime: Millis,
+}
+
+/// Everything that arrives during a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workload {
+    /// Coalloc's jobs, in arrival order (equal times keep this order).
+    pub jobs: Vec<SimJob>,
+    /// Local jobs of each site, by site index, in arrival order; missing = none.
+    pub local: Vec<Vec<Local>>,
+}
+
+/// A window during which a site's resource manager is down: everything running there dies
+/// at its start, and nothing can start there until its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outage {
+    pub site: SiteId,
+    pub from: Time,
+    pub to: Time,
+}
+
+/// Injected faults. Every draw comes from its own seeded stream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Failures {
+    /// Probability that a component's start fails (it never reaches the barrier).
+    pub start: f64,
+    /// Mean time between failures of one running component (exponential); `None` = never.
+    pub mtbf: Option<Millis>,
+    /// Probability that a file transfer fails.
+    pub transfer: f64,
+    pub outages: Vec<Outage>,
+}
+
+/// How the simulated sites behave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimParams {
+    /// Seed of the failure and transfer streams.
+    pub seed: u64,
+    /// From a component's start command to its report at the barrier (processors are held
+    /// from the start command on, if free).
+    pub start_latency: Millis,
+    /// How often the resource monitor reads the sites (seed 003 §4.3.2); `None` = every
+    /// change is reported at the instant it happens.
+    pub monitor_interval: Option<Millis>,
+    /// Bytes per second between two sites whose site list gives no figure.
+    pub bandwidth: u64,
+    pub failures: Failures,
+    /// An operator marks a site usable again when its outage ends (seed 000 §3.4).
+    pub reenable_after_outage: bool,
+    /// Per-site load samples (the surveillance log) every this long; `None` = none.
+    pub sample_interval: Option<Millis>,
+    /// The load metrics are measured over [0, window_end]; `None` = until the last arrival.
+    pub window_end: Option<Time>,
+    /// Give up when the core still has work but nothing else can happen this long after the
+    /// last arrival.
+    pub give_up_after: Millis,
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        SimParams {
+            seed: 1,
+            start_latency: 0,
+            monitor_interval: None,
+            bandwidth: 125_000_000, // 1 Gbit/s
+            failures: Failures::default(),
+            reenable_after_outage: true,
+            sample_interval: None,
+            window_end: None,
+            give_up_after: 365 * 24 * 3_600_000,
+        }
+    }
+}

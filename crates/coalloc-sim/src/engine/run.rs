@@ -1,0 +1,693 @@
+//! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
+
+use super::params::{SimParams, Workload};
+use super::site::{LocalFate, SimSite, Usage};
+use crate::workload::{exponential, stream_of, Purpose};
+use coalloc_core::model::{Millis, Priority, Site, Time};
+use coalloc_core::scheduler::{
+    Command, Event, JobId, JobRecord, LaunchId, Notice, Reply, Scheduler, SchedulerConfig, SiteId,
+    Start, TransferId,
+};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+/// How a workload job ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobFate {
+    Finished,
+    /// The scheduler gave up on it (e.g. a deadline missed under LP, too many failures).
+    Failed(String),
+    /// Refused at submission (e.g. larger than every site).
+    Refused(String),
+    /// Still waiting when nothing more could happen.
+    Unfinished,
+}
+
+/// One workload job's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    pub tag: i64,
+    pub submit: Time,
+    pub deadline: Option<Time>,
+    pub components: usize,
+    pub size: u64,
+    pub priority: Priority,
+    pub runtime: Millis,
+    pub fate: JobFate,
+    /// The core's record, for a job that ended (finished or failed).
+    pub record: Option<JobRecord>,
+}
+
+/// One reading of one site's load (seed 003 appendix A.5's surveillance log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SiteSample {
+    pub time: Time,
+    pub site: SiteId,
+    /// Processors held by coalloc (before and after the barrier).
+    pub coalloc: u32,
+    /// Processors held by local jobs (the "other users").
+    pub others: u32,
+    pub idle: u32,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub jobs: Vec<JobOutcome>,
+    /// Per site: processor-time used inside the window, and the local jobs' fates.
+    pub usage: Vec<Usage>,
+    pub local: Vec<Vec<LocalFate>>,
+    pub local_submits: Vec<Vec<Time>>,
+    pub processors: Vec<u32>,
+    pub samples: Vec<SiteSample>,
+    /// The measurement window of the load metrics, ms.
+    pub window_end: Time,
+    /// When the last event happened.
+    pub end: Time,
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SimError {
+    #[error("the workload has local jobs for site {0}, but there are only {1} sites")]
+    LocalSite(usize, usize),
+    #[error("outage {0}: site {1} does not exist")]
+    OutageSite(usize, usize),
+    #[error("outage {0} ends before it starts")]
+    OutageWindow(usize),
+    #[error("{0} must be a probability in [0, 1]")]
+    Probability(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    LocalEnd(usize, usize),
+    Ready(LaunchId),
+    End(LaunchId),
+    Crash(LaunchId),
+    WallKill(LaunchId),
+    Transfer(TransferId, bool),
+    OutageStart(usize),
+    OutageEnd(usize),
+    LocalArrive(usize, usize),
+    Monitor,
+    Sample,
+    Arrive(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LState {
+    /// Waiting in the site's queue for processors.
+    Queued,
+    /// Holding processors, starting up.
+    Starting,
+    /// At the barrier.
+    Ready,
+    Running,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Launch {
+    job: JobId,
+    site: SiteId,
+    count: u32,
+    state: LState,
+    wall: Option<Millis>,
+    /// Its start fails instead of reaching the barrier (drawn at the start command).
+    doomed: bool,
+}
+
+struct Sim<'a> {
+    core: Scheduler,
+    params: &'a SimParams,
+    work: &'a Workload,
+    sites: Vec<SimSite>,
+    site_names: Vec<String>,
+    bandwidth: Vec<BTreeMap<String, u64>>,
+    heap: BinaryHeap<Reverse<(Time, u64, Ev)>>,
+    /// Monitor and sample events in the heap.
+    periodic: usize,
+    seq: u64,
+    now: Time,
+    launches: BTreeMap<LaunchId, Launch>,
+    by_job: BTreeMap<JobId, Vec<LaunchId>>,
+    released: BTreeSet<JobId>,
+    index_of: BTreeMap<JobId, usize>,
+    outcomes: Vec<JobOutcome>,
+    /// Core events caused by carrying out commands at the current instant.
+    follow: Vec<Event>,
+    /// Sites whose holdings changed at the current instant.
+    dirty: BTreeSet<SiteId>,
+    reported: Vec<(u32, bool)>,
+    starts: ChaCha8Rng,
+    crashes: ChaCha8Rng,
+    transfers: ChaCha8Rng,
+    samples: Vec<super::SiteSample>,
+}
+
+/// Run `workload` on `sites` under `config`.
+pub fn simulate(
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+    workload: &Workload,
+    params: &SimParams,
+) -> Result<Outcome, SimError> {
+    if workload.local.len() > sites.len() {
+        return Err(SimError::LocalSite(workload.local.len() - 1, sites.len()));
+    }
+    for (name, p) in [
+        ("the start failure probability", params.failures.start),
+        ("the transfer failure probability", params.failures.transfer),
+    ] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(SimError::Probability(name));
+        }
+    }
+    for (k, o) in params.failures.outages.iter().enumerate() {
+        if o.site >= sites.len() {
+            return Err(SimError::OutageSite(k + 1, o.site));
+        }
+        if o.to < o.from {
+            return Err(SimError::OutageWindow(k + 1));
+        }
+    }
+    let last_arrival = workload
+        .jobs
+        .iter()
+        .filter_map(|j| j.job.submit)
+        .chain(workload.local.iter().flatten().map(|l| l.submit))
+        .max()
+        .unwrap_or(0);
+    let window_end = params.window_end.unwrap_or(last_arrival);
+    let sim_sites: Vec<SimSite> = sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let locals = workload.local.get(i).cloned().unwrap_or_default();
+            SimSite::new(s.processors, locals, window_end)
+        })
+        .collect();
+    let reported = sites.iter().map(|s| (s.processors, true)).collect();
+    let seed = params.seed;
+    let mut sim = Sim {
+        site_names: sites.iter().map(|s| s.name.clone()).collect(),
+        bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
+        core: Scheduler::new(config, sites),
+        params,
+        work: workload,
+        sites: sim_sites,
+        heap: BinaryHeap::new(),
+        periodic: 0,
+        seq: 0,
+        now: 0,
+        launches: BTreeMap::new(),
+        by_job: BTreeMap::new(),
+        released: BTreeSet::new(),
+        index_of: BTreeMap::new(),
+        outcomes: workload.jobs.iter().map(outcome_of).collect(),
+        follow: Vec::new(),
+        dirty: BTreeSet::new(),
+        reported,
+        starts: stream_of(seed, Purpose::Failures, 0),
+        crashes: stream_of(seed, Purpose::Failures, 1),
+        transfers: stream_of(seed, Purpose::Failures, 2),
+        samples: Vec::new(),
+    };
+    sim.seed_events();
+    sim.run(last_arrival);
+    Ok(sim.finish(window_end))
+}
+
+fn outcome_of(j: &super::SimJob) -> JobOutcome {
+    JobOutcome {
+        tag: j.tag,
+        submit: j.job.submit.unwrap_or(0),
+        deadline: j.job.deadline,
+        components: j.job.components.len(),
+        size: j.job.components.iter().map(|c| u64::from(c.count)).sum(),
+        priority: j.job.priority,
+        runtime: j.runtime,
+        fate: JobFate::Unfinished,
+        record: None,
+    }
+}
+
+impl Sim<'_> {
+    /// Something besides the periodic readings can still happen.
+    fn busy(&self) -> bool {
+        self.heap.len() > self.periodic || !self.launches.is_empty()
+    }
+
+    fn push(&mut self, at: Time, ev: Ev) {
+        if matches!(ev, Ev::Monitor | Ev::Sample) {
+            self.periodic += 1;
+        }
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn seed_events(&mut self) {
+        for (i, j) in self.work.jobs.iter().enumerate() {
+            self.push(j.job.submit.unwrap_or(0), Ev::Arrive(i));
+        }
+        for (s, locals) in self.work.local.iter().enumerate() {
+            for (i, l) in locals.iter().enumerate() {
+                self.push(l.submit, Ev::LocalArrive(s, i));
+            }
+        }
+        for (k, o) in self.params.failures.outages.clone().iter().enumerate() {
+            self.push(o.from, Ev::OutageStart(k));
+            self.push(o.to, Ev::OutageEnd(k));
+        }
+        if let Some(iv) = self.params.monitor_interval {
+            self.push(iv.max(1), Ev::Monitor);
+        }
+        if self.params.sample_interval.is_some() {
+            self.push(0, Ev::Sample);
+        }
+    }
+
+    fn run(&mut self, last_arrival: Time) {
+        let mut batch = Vec::new();
+        let mut arrivals = Vec::new();
+        loop {
+            let next_event = self.heap.peek().map(|Reverse((t, _, _))| *t);
+            let now = match (next_event, self.core.next_wakeup()) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) if b <= last_arrival + self.params.give_up_after => b,
+                _ => break,
+            };
+            self.now = now;
+            for s in &mut self.sites {
+                s.advance(now);
+            }
+            batch.clear();
+            arrivals.clear();
+            while let Some(&Reverse((t, _, ev))) = self.heap.peek() {
+                if t != now {
+                    break;
+                }
+                self.heap.pop();
+                if matches!(ev, Ev::Monitor | Ev::Sample) {
+                    self.periodic -= 1;
+                }
+                match ev {
+                    Ev::Arrive(i) => arrivals.push(i),
+                    other => self.take(other, &mut batch),
+                }
+            }
+            self.settle_sites();
+            batch.append(&mut self.follow);
+            let ends = batch.len();
+            for &i in &arrivals {
+                batch.push(Event::Submit(Box::new(self.work.jobs[i].job.clone())));
+            }
+            if batch.is_empty() {
+                batch.push(Event::Tick);
+            }
+            let replies = self.core.handle_all(now, batch.drain(..));
+            for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
+                match reply {
+                    Ok(Reply::Submitted(id)) => {
+                        self.index_of.insert(id, i);
+                    }
+                    Ok(Reply::Done) => {}
+                    Err(e) => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
+                }
+            }
+            loop {
+                while let Some(cmd) = self.core.poll_command() {
+                    self.carry_out(cmd);
+                }
+                self.settle_sites();
+                if self.follow.is_empty() {
+                    break;
+                }
+                let events = std::mem::take(&mut self.follow);
+                self.core.handle_all(now, events);
+            }
+        }
+    }
+
+    /// A heap event: change the simulated world, and queue what the core must hear.
+    fn take(&mut self, ev: Ev, batch: &mut Vec<Event>) {
+        let now = self.now;
+        match ev {
+            Ev::Arrive(_) => unreachable!("arrivals are handled by the loop"),
+            Ev::LocalArrive(s, i) => {
+                self.sites[s].local_arrives(i);
+                self.dirty.insert(s);
+            }
+            Ev::LocalEnd(s, i) => {
+                if self.sites[s].local_ends(i, now) {
+                    self.dirty.insert(s);
+                }
+            }
+            Ev::Ready(launch) => {
+                let Some(l) = self.launches.get_mut(&launch) else {
+                    return;
+                };
+                if l.state != LState::Starting {
+                    return;
+                }
+                if l.doomed {
+                    self.drop_launch(launch);
+                    batch.push(Event::ComponentFailed {
+                        launch,
+                        reason: "the component failed to start (injected)".into(),
+                    });
+                } else {
+                    l.state = LState::Ready;
+                    let job = l.job;
+                    batch.push(Event::ComponentReady { launch });
+                    if self.released.contains(&job) {
+                        self.run_launch(launch);
+                    }
+                }
+            }
+            Ev::End(launch) | Ev::Crash(launch) | Ev::WallKill(launch) => {
+                if !matches!(self.launches.get(&launch), Some(l) if l.state == LState::Running) {
+                    return;
+                }
+                self.drop_launch(launch);
+                batch.push(match ev {
+                    Ev::End(_) => Event::ComponentFinished { launch },
+                    Ev::Crash(_) => Event::ComponentFailed {
+                        launch,
+                        reason: "the component crashed (injected)".into(),
+                    },
+                    _ => Event::ComponentFailed {
+                        launch,
+                        reason: "killed at its maximum wall time".into(),
+                    },
+                });
+            }
+            Ev::Transfer(transfer, ok) => batch.push(Event::TransferDone { transfer, ok }),
+            Ev::OutageStart(k) => {
+                let site = self.params.failures.outages[k].site;
+                self.outage(site, batch);
+            }
+            Ev::OutageEnd(k) => {
+                let site = self.params.failures.outages[k].site;
+                let overlapping = self
+                    .params
+                    .failures
+                    .outages
+                    .iter()
+                    .any(|o| o.site == site && o.from <= now && o.to > now);
+                if !overlapping {
+                    self.sites[site].up = true;
+                    self.dirty.insert(site);
+                    if self.params.reenable_after_outage {
+                        batch.push(Event::SetUsable { site, usable: true });
+                    }
+                }
+            }
+            Ev::Monitor => {
+                let changed = self.report_sites(batch);
+                if self.busy() || changed {
+                    let iv = self.params.monitor_interval.unwrap_or(1).max(1);
+                    self.push(now + iv, Ev::Monitor);
+                }
+            }
+            Ev::Sample => {
+                for (site, s) in self.sites.iter().enumerate() {
+                    self.samples.push(super::SiteSample {
+                        time: now,
+                        site,
+                        coalloc: s.busy_held + s.busy_running,
+                        others: s.busy_local,
+                        idle: s.free(),
+                    });
+                }
+                if self.busy() {
+                    let iv = self.params.sample_interval.unwrap_or(1).max(1);
+                    self.push(now + iv, Ev::Sample);
+                }
+            }
+        }
+    }
+
+    /// A site goes down: its components fail, its local jobs are lost.
+    fn outage(&mut self, site: SiteId, batch: &mut Vec<Event>) {
+        let now = self.now;
+        self.sites[site].go_down(now);
+        self.sites[site].take_waiting();
+        let here: Vec<LaunchId> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| l.site == site)
+            .map(|(&id, _)| id)
+            .collect();
+        for launch in here {
+            self.drop_launch(launch);
+            batch.push(Event::ComponentFailed {
+                launch,
+                reason: format!("site {} went down", self.site_names[site]),
+            });
+        }
+        self.dirty.insert(site);
+    }
+
+    /// Carry out one command of the core.
+    fn carry_out(&mut self, cmd: Command) {
+        let now = self.now;
+        match cmd {
+            Command::StartComponent(st) => self.start(&st),
+            Command::CancelComponent { launch, .. } => {
+                if self.launches.contains_key(&launch) {
+                    self.drop_launch(launch);
+                }
+            }
+            Command::ReleaseBarrier { job } => {
+                self.released.insert(job);
+                let ready: Vec<LaunchId> = self
+                    .by_job
+                    .get(&job)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|l| matches!(self.launches.get(l), Some(x) if x.state == LState::Ready))
+                    .collect();
+                for launch in ready {
+                    self.run_launch(launch);
+                }
+            }
+            Command::StartTransfer {
+                transfer,
+                from,
+                to,
+                bytes,
+                ..
+            } => {
+                let ms = self.transfer_time(from, to, bytes);
+                let ok = !self.transfers.random_bool(self.params.failures.transfer);
+                self.push(now + ms, Ev::Transfer(transfer, ok));
+            }
+            Command::KillLocal { site, processors } => {
+                self.sites[site].kill_local(processors, now);
+                self.dirty.insert(site);
+            }
+            Command::Notify(Notice::Requeued { job, .. }) => {
+                self.released.remove(&job);
+            }
+            Command::Notify(_) => {}
+            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, record),
+            Command::JobFailed {
+                job,
+                reason,
+                record,
+            } => self.ended(job, JobFate::Failed(reason), record),
+        }
+    }
+
+    fn ended(&mut self, job: JobId, fate: JobFate, record: Box<JobRecord>) {
+        self.released.remove(&job);
+        for launch in self.by_job.remove(&job).unwrap_or_default() {
+            if self.launches.contains_key(&launch) {
+                self.drop_launch(launch);
+            }
+        }
+        if let Some(&i) = self.index_of.get(&job) {
+            self.outcomes[i].fate = fate;
+            self.outcomes[i].record = Some(*record);
+        }
+    }
+
+    fn start(&mut self, st: &Start) {
+        let site = st.site;
+        let doomed = self.starts.random_bool(self.params.failures.start);
+        let mut l = Launch {
+            job: st.job,
+            site,
+            count: st.count,
+            state: LState::Queued,
+            wall: st.wall_time,
+            doomed,
+        };
+        self.by_job.entry(st.job).or_default().push(st.launch);
+        if !self.sites[site].up {
+            self.follow.push(Event::ComponentFailed {
+                launch: st.launch,
+                reason: format!(
+                    "site {} does not answer (injected outage)",
+                    self.site_names[site]
+                ),
+            });
+            return;
+        }
+        if self.sites[site].claim(st.launch, st.count) {
+            l.state = LState::Starting;
+            self.launches.insert(st.launch, l);
+            self.begin(st.launch);
+        } else {
+            self.launches.insert(st.launch, l);
+            self.follow
+                .push(Event::ComponentQueued { launch: st.launch });
+        }
+        self.dirty.insert(site);
+    }
+
+    /// A launch got its processors: it runs its start-up and reports at the barrier.
+    fn begin(&mut self, launch: LaunchId) {
+        let now = self.now;
+        if let Some(l) = self.launches.get_mut(&launch) {
+            l.state = LState::Starting;
+        }
+        self.follow.push(Event::ComponentStarted { launch });
+        self.push(now + self.params.start_latency, Ev::Ready(launch));
+    }
+
+    /// A launch at the barrier whose job committed: it computes for the job's runtime,
+    /// unless it crashes or hits its wall time first.
+    fn run_launch(&mut self, launch: LaunchId) {
+        let now = self.now;
+        let Some(l) = self.launches.get_mut(&launch) else {
+            return;
+        };
+        l.state = LState::Running;
+        let (job, site, count, wall) = (l.job, l.site, l.count, l.wall);
+        self.sites[site].run(count);
+        self.dirty.insert(site);
+        let runtime = self
+            .index_of
+            .get(&job)
+            .map_or(0, |&i| self.work.jobs[i].runtime)
+            .max(0);
+        let crash = self
+            .params
+            .failures
+            .mtbf
+            .map(|m| (exponential(&mut self.crashes, 1.0 / m.max(1) as f64)).round() as Millis);
+        let mut end = (runtime, Ev::End(launch));
+        if let Some(w) = wall {
+            if w < end.0 {
+                end = (w, Ev::WallKill(launch));
+            }
+        }
+        if let Some(c) = crash {
+            if c < end.0 {
+                end = (c, Ev::Crash(launch));
+            }
+        }
+        self.push(now + end.0, end.1);
+    }
+
+    /// Forget a launch and give its processors back.
+    fn drop_launch(&mut self, launch: LaunchId) {
+        let Some(l) = self.launches.remove(&launch) else {
+            return;
+        };
+        let s = &mut self.sites[l.site];
+        match l.state {
+            LState::Queued => {
+                s.withdraw(launch);
+            }
+            LState::Running => s.release(l.count, true),
+            LState::Starting | LState::Ready => s.release(l.count, false),
+        }
+        self.dirty.insert(l.site);
+    }
+
+    /// Start what now fits on changed sites, and tell the core what the monitor sees.
+    fn settle_sites(&mut self) {
+        let now = self.now;
+        while let Some(site) = self.dirty.pop_first() {
+            let (launches, locals) = self.sites[site].dispatch(now);
+            for launch in launches {
+                self.begin(launch);
+            }
+            for i in locals {
+                let runtime = self.sites[site].locals[i].runtime;
+                self.push(now + runtime, Ev::LocalEnd(site, i));
+            }
+            if self.params.monitor_interval.is_none() {
+                let mut events = Vec::new();
+                self.report_site(site, &mut events);
+                self.follow.append(&mut events);
+            }
+        }
+    }
+
+    fn report_sites(&mut self, out: &mut Vec<Event>) -> bool {
+        let before = out.len();
+        for site in 0..self.sites.len() {
+            self.report_site(site, out);
+        }
+        out.len() > before
+    }
+
+    /// A monitor reading of one site, if it changed since the last one.
+    fn report_site(&mut self, site: SiteId, out: &mut Vec<Event>) {
+        let s = &self.sites[site];
+        let reading = (s.free(), s.up);
+        if self.reported[site] != reading {
+            self.reported[site] = reading;
+            out.push(Event::SiteStatus {
+                site,
+                idle: reading.0,
+                total: s.total,
+                healthy: reading.1,
+            });
+        }
+    }
+
+    /// Transfer time in ms: bytes over the two sites' bandwidth (either direction's figure,
+    /// else the default); nothing to move within a site.
+    fn transfer_time(&self, from: SiteId, to: SiteId, bytes: u64) -> Millis {
+        if from == to {
+            return 0;
+        }
+        let bw = self.bandwidth[from]
+            .get(&self.site_names[to])
+            .or_else(|| self.bandwidth[to].get(&self.site_names[from]))
+            .copied()
+            .unwrap_or(self.params.bandwidth)
+            .max(1);
+        (u128::from(bytes) * 1000).div_ceil(u128::from(bw)) as Millis
+    }
+
+    fn finish(self, window_end: Time) -> Outcome {
+        let mut sites = self.sites;
+        for s in &mut sites {
+            s.advance(window_end);
+        }
+        Outcome {
+            jobs: self.outcomes,
+            usage: sites.iter().map(|s| s.usage).collect(),
+            local_submits: sites
+                .iter()
+                .map(|s| s.locals.iter().map(|l| l.submit).collect())
+                .collect(),
+            local: sites.iter().map(|s| s.fates.clone()).collect(),
+            processors: sites.iter().map(|s| s.total).collect(),
+            samples: self.samples,
+            window_end,
+            end: self.now,
+        }
+    }
+}

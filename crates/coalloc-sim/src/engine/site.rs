@@ -1,0 +1,285 @@
+//! One simulated site (seed 001 §2.1): a pool of processors with its own local scheduler,
+//! which runs the site's local (non-coalloc) jobs first come, first served, holds coalloc's
+//! components, and keeps the processor-time integrals the load metrics are made of.
+//!
+//! Coalloc's components claim processors at once when they are free ("the processors
+//! allocated to the job are claimed immediately", seed 001 §2.2); a component that finds too
+//! few free waits in the site's own queue and goes before every local job. Local jobs run
+//! strictly FCFS: the head waits until it fits and nothing passes it. Under GP the scheduler
+//! may kill local jobs; the most recently started go first, so that the least work is lost
+//! (the document does not say which).
+
+use coalloc_core::model::{Millis, Time};
+use coalloc_core::scheduler::LaunchId;
+use std::collections::VecDeque;
+
+/// A local job as the site sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Local {
+    pub submit: Time,
+    pub size: u32,
+    pub runtime: Millis,
+}
+
+/// What happened to one local job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LocalFate {
+    pub start: Option<Time>,
+    pub end: Option<Time>,
+    pub killed: bool,
+}
+
+/// Processor-time, in processor-milliseconds, inside the measurement window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Usage {
+    /// Held by local jobs.
+    pub local: u128,
+    /// Held by coalloc's components before their job's barrier released them.
+    pub held: u128,
+    /// Held by coalloc's components running after the barrier.
+    pub running: u128,
+}
+
+/// A simulated site.
+#[derive(Debug, Clone)]
+pub struct SimSite {
+    pub total: u32,
+    /// The resource manager answers (false during an outage).
+    pub up: bool,
+    pub busy_local: u32,
+    pub busy_held: u32,
+    pub busy_running: u32,
+    /// Local jobs waiting, by index into [`SimSite::locals`].
+    queue: VecDeque<usize>,
+    /// Running local jobs (index, start), in start order.
+    running: Vec<(usize, Time)>,
+    /// Coalloc launches waiting for processors, with their sizes.
+    waiting: VecDeque<(LaunchId, u32)>,
+    pub locals: Vec<Local>,
+    pub fates: Vec<LocalFate>,
+    pub usage: Usage,
+    /// Integrals are kept up to this time.
+    clock: Time,
+    window_end: Time,
+}
+
+impl SimSite {
+    pub fn new(total: u32, locals: Vec<Local>, window_end: Time) -> SimSite {
+        let fates = vec![LocalFate::default(); locals.len()];
+        SimSite {
+            total,
+            up: true,
+            busy_local: 0,
+            busy_held: 0,
+            busy_running: 0,
+            queue: VecDeque::new(),
+            running: Vec::new(),
+            waiting: VecDeque::new(),
+            locals,
+            fates,
+            usage: Usage::default(),
+            clock: 0,
+            window_end,
+        }
+    }
+
+    /// Processors nobody holds.
+    pub fn free(&self) -> u32 {
+        self.total
+            .saturating_sub(self.busy_local + self.busy_held + self.busy_running)
+    }
+
+    /// Advance the processor-time integrals to `now` (clipped to the measurement window).
+    pub fn advance(&mut self, now: Time) {
+        let to = now.min(self.window_end);
+        if to > self.clock {
+            let dt = (to - self.clock) as u128;
+            self.usage.local += dt * u128::from(self.busy_local);
+            self.usage.held += dt * u128::from(self.busy_held);
+            self.usage.running += dt * u128::from(self.busy_running);
+        }
+        self.clock = self.clock.max(to);
+    }
+
+    /// Local job `i` arrives.
+    pub fn local_arrives(&mut self, i: usize) {
+        self.queue.push_back(i);
+    }
+
+    /// Start what fits: waiting coalloc launches first (in order), then local jobs FCFS.
+    /// Returns the launches and local jobs started, so the driver can schedule their ends.
+    pub fn dispatch(&mut self, now: Time) -> (Vec<LaunchId>, Vec<usize>) {
+        let mut launches = Vec::new();
+        let mut locals = Vec::new();
+        if !self.up {
+            return (launches, locals);
+        }
+        while let Some(&(launch, n)) = self.waiting.front() {
+            if n > self.free() {
+                break;
+            }
+            self.waiting.pop_front();
+            self.busy_held += n;
+            launches.push(launch);
+        }
+        if !self.waiting.is_empty() {
+            // A waiting component keeps its place ahead of the local jobs.
+            return (launches, locals);
+        }
+        while let Some(&i) = self.queue.front() {
+            let size = self.locals[i].size;
+            if size > self.free() {
+                break;
+            }
+            self.queue.pop_front();
+            self.busy_local += size;
+            self.running.push((i, now));
+            self.fates[i].start = Some(now);
+            locals.push(i);
+        }
+        (launches, locals)
+    }
+
+    /// A coalloc launch of `n` processors asks for them: taken now if free (true), else it
+    /// waits ahead of the local queue.
+    pub fn claim(&mut self, launch: LaunchId, n: u32) -> bool {
+        if self.waiting.is_empty() && n <= self.free() {
+            self.busy_held += n;
+            true
+        } else {
+            self.waiting.push_back((launch, n));
+            false
+        }
+    }
+
+    /// A launch that waits for processors is withdrawn; true if it was waiting.
+    pub fn withdraw(&mut self, launch: LaunchId) -> bool {
+        let before = self.waiting.len();
+        self.waiting.retain(|&(l, _)| l != launch);
+        self.waiting.len() != before
+    }
+
+    /// Drain every waiting launch (an outage fails them).
+    pub fn take_waiting(&mut self) -> Vec<LaunchId> {
+        self.waiting.drain(..).map(|(l, _)| l).collect()
+    }
+
+    /// A held launch's job passed its barrier: its processors now compute.
+    pub fn run(&mut self, n: u32) {
+        self.busy_held = self.busy_held.saturating_sub(n);
+        self.busy_running += n;
+    }
+
+    /// A launch gives its processors back.
+    pub fn release(&mut self, n: u32, running: bool) {
+        if running {
+            self.busy_running = self.busy_running.saturating_sub(n);
+        } else {
+            self.busy_held = self.busy_held.saturating_sub(n);
+        }
+    }
+
+    /// Local job `i` ends normally (false if it was killed before).
+    pub fn local_ends(&mut self, i: usize, now: Time) -> bool {
+        let Some(pos) = self.running.iter().position(|&(j, _)| j == i) else {
+            return false;
+        };
+        self.running.remove(pos);
+        self.busy_local -= self.locals[i].size;
+        self.fates[i].end = Some(now);
+        true
+    }
+
+    /// Kill running local jobs, newest first, until `processors` more are free than now
+    /// (GP, seed 001 §2.2). Returns how many were killed.
+    pub fn kill_local(&mut self, processors: u32, now: Time) -> usize {
+        let mut freed = 0;
+        let mut killed = 0;
+        while freed < processors {
+            let Some((i, _)) = self.running.pop() else {
+                break;
+            };
+            let size = self.locals[i].size;
+            self.busy_local -= size;
+            freed += size;
+            self.fates[i].end = Some(now);
+            self.fates[i].killed = true;
+            killed += 1;
+        }
+        killed
+    }
+
+    /// An outage: every running local job is lost (counted as killed) and the queue waits.
+    pub fn go_down(&mut self, now: Time) {
+        self.up = false;
+        let all = self.total;
+        self.kill_local(all, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(size: u32) -> Local {
+        Local {
+            submit: 0,
+            size,
+            runtime: 1_000,
+        }
+    }
+
+    #[test]
+    fn local_jobs_run_fcfs_and_the_head_blocks() {
+        let mut s = SimSite::new(10, vec![local(6), local(6), local(2)], i64::MAX);
+        for i in 0..3 {
+            s.local_arrives(i);
+        }
+        let (_, started) = s.dispatch(0);
+        assert_eq!(started, vec![0]); // job 1 does not fit, and job 2 may not pass it
+        assert_eq!(s.free(), 4);
+        assert!(s.local_ends(0, 5));
+        assert_eq!(s.dispatch(5).1, vec![1, 2]);
+        assert_eq!(s.free(), 2);
+    }
+
+    #[test]
+    fn a_waiting_component_goes_before_local_jobs() {
+        let mut s = SimSite::new(10, vec![local(8), local(1)], i64::MAX);
+        s.local_arrives(0);
+        s.dispatch(0);
+        assert!(!s.claim(LaunchId(1), 4));
+        s.local_arrives(1);
+        assert_eq!(s.dispatch(1), (vec![], vec![])); // job 1 would fit, but the launch waits
+        s.local_ends(0, 2);
+        assert_eq!(s.dispatch(2), (vec![LaunchId(1)], vec![1]));
+        assert_eq!((s.busy_held, s.busy_local), (4, 1));
+    }
+
+    #[test]
+    fn gp_kills_the_newest_local_jobs_first() {
+        let mut s = SimSite::new(32, vec![local(8), local(8), local(8)], i64::MAX);
+        for i in 0..3 {
+            s.local_arrives(i);
+        }
+        s.dispatch(0);
+        assert_eq!(s.kill_local(10, 3), 2);
+        assert!(s.fates[2].killed && s.fates[1].killed && !s.fates[0].killed);
+        assert_eq!(s.free(), 24);
+        assert!(!s.local_ends(2, 9)); // its end event is stale
+    }
+
+    #[test]
+    fn usage_is_integrated_inside_the_window() {
+        let mut s = SimSite::new(10, vec![local(4)], 100);
+        s.local_arrives(0);
+        s.dispatch(0);
+        assert!(s.claim(LaunchId(1), 2));
+        s.advance(50);
+        s.run(2);
+        s.advance(200); // clipped at 100
+        assert_eq!(s.usage.local, 4 * 100);
+        assert_eq!(s.usage.held, 2 * 50);
+        assert_eq!(s.usage.running, 2 * 50);
+    }
+}

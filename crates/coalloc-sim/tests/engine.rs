@@ -1,0 +1,284 @@
+//! The discrete-event engine: it gives trace replay's schedules when the sites are ideal,
+//! and its local jobs, start latency, faults and transfers behave as specified.
+
+use coalloc_core::model::{Component, FileDistribution, InputFile, Job, JobKind, Site, SECOND};
+use coalloc_core::scheduler::sites::SiteFaultLimits;
+use coalloc_core::scheduler::{Claiming, IcpParams, QueueConfig, SchedulerConfig};
+use coalloc_sim::engine::site::Local;
+use coalloc_sim::engine::{simulate, Failures, JobFate, Outage, SimJob, SimParams, Workload};
+use coalloc_sim::metrics::Metrics;
+use coalloc_sim::replay::{replay, TraceJob};
+use coalloc_sim::swf;
+use coalloc_sim::workload::trace::{sim_jobs, Split};
+use std::path::Path;
+
+fn kth(first: usize) -> Vec<TraceJob> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/KTH-SP2-1996-2.1-cln.swf.gz");
+    let filter = swf::Filter {
+        first: Some(first),
+        ..swf::Filter::default()
+    };
+    swf::read(path, &filter)
+        .unwrap()
+        .jobs
+        .iter()
+        .map(|j| TraceJob {
+            number: j.job_number,
+            submit: j.submit_time,
+            runtime: j.run_time().unwrap(),
+            requested: j.requested_time_or_run_time().unwrap(),
+            processors: j.processors().unwrap() as u32,
+            user: j.user_id(),
+        })
+        .collect()
+}
+
+fn config(name: &str) -> SchedulerConfig {
+    SchedulerConfig {
+        queue: QueueConfig::from_name(name).unwrap(),
+        ..SchedulerConfig::default()
+    }
+}
+
+fn job(sizes: &[u32], submit_s: i64, runtime_s: i64) -> SimJob {
+    let mut job = Job::new(
+        JobKind::Unordered,
+        sizes.iter().map(|&n| Component::new(n)).collect(),
+    );
+    job.submit = Some(submit_s * SECOND);
+    SimJob {
+        tag: submit_s,
+        job,
+        runtime: runtime_s * SECOND,
+    }
+}
+
+fn sites(sizes: &[u32]) -> Vec<Site> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Site::cluster(format!("s{i}"), n))
+        .collect()
+}
+
+#[test]
+fn ideal_sites_give_the_replay_schedule_job_by_job() {
+    let trace = kth(3000);
+    for policy in ["fcfs", "easy"] {
+        let expected = replay(&trace, sites(&[100]), config(policy)).unwrap();
+        let work = Workload {
+            jobs: sim_jobs(&trace, Split::Whole),
+            local: vec![],
+        };
+        let out = simulate(sites(&[100]), config(policy), &work, &SimParams::default()).unwrap();
+        let mut compared = 0;
+        for (r, o) in expected.jobs.iter().zip(&out.jobs) {
+            assert_eq!(r.number, o.tag);
+            let rec = o.record.as_ref();
+            let start = rec.and_then(|r| r.start()).map(|t| t / SECOND);
+            let end = rec.and_then(|r| r.end()).map(|t| t / SECOND);
+            assert_eq!((r.start, r.end), (start, end), "{policy}: job {}", r.number);
+            compared += usize::from(start.is_some());
+        }
+        assert!(compared > 2900, "{policy}: only {compared} jobs ran");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run_and_another_seed_other_failures() {
+    let work = Workload {
+        jobs: (0..40).map(|i| job(&[8, 8], i * 30, 100)).collect(),
+        local: vec![],
+    };
+    let mut params = SimParams {
+        failures: Failures {
+            start: 0.2,
+            mtbf: Some(400 * SECOND),
+            ..Failures::default()
+        },
+        ..SimParams::default()
+    };
+    let cfg = || SchedulerConfig {
+        max_submit_failures: None,
+        max_completion_failures: None,
+        site_faults: SiteFaultLimits {
+            submit_errors: 0,
+            completion_errors: 0,
+        },
+        ..config("fcfs")
+    };
+    let a = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
+    let b = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
+    assert_eq!(a, b);
+    let m = Metrics::of(&a, None);
+    assert_eq!(m.finished, 40, "every job finishes in the end: {m:?}");
+    assert!(m.submit_failures > 0 && m.completion_failures > 0, "{m:?}");
+    params.seed = 2;
+    let c = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
+    assert_ne!(
+        Metrics::of(&c, None).submit_failures + Metrics::of(&c, None).completion_failures * 1000,
+        m.submit_failures + m.completion_failures * 1000
+    );
+}
+
+#[test]
+fn start_latency_delays_the_barrier_and_holds_processors_meanwhile() {
+    let work = Workload {
+        jobs: vec![job(&[10, 10], 0, 50)],
+        local: vec![],
+    };
+    let params = SimParams {
+        start_latency: 3 * SECOND,
+        window_end: Some(100 * SECOND),
+        ..SimParams::default()
+    };
+    let out = simulate(sites(&[16, 16]), config("fcfs"), &work, &params).unwrap();
+    let r = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!((r.start(), r.end()), (Some(3_000), Some(53_000)));
+    let m = Metrics::of(&out, None);
+    // 20 processors held 3 s before the barrier, 50 s after, over 32 × 100 s.
+    assert!((m.wasted - 60.0 / 3200.0).abs() < 1e-9, "{m:?}");
+    assert!((m.global_load - 1000.0 / 3200.0).abs() < 1e-9, "{m:?}");
+}
+
+#[test]
+fn local_jobs_run_fcfs_and_gp_kills_them_at_a_deadline() {
+    // One site of 32: a local job of 30 runs from t = 0 for 1000 s. A global job of 2 × 16
+    // with a deadline at 100 s cannot fit before; GP kills the local job at the deadline.
+    let mut g = job(&[16, 16], 0, 100);
+    g.job.deadline = Some(100 * SECOND);
+    let work = Workload {
+        jobs: vec![g],
+        local: vec![vec![
+            Local {
+                submit: 0,
+                size: 30,
+                runtime: 1000 * SECOND,
+            },
+            Local {
+                submit: 10 * SECOND,
+                size: 2,
+                runtime: 10 * SECOND,
+            },
+        ]],
+    };
+    let cfg = SchedulerConfig {
+        queue: QueueConfig::from_name("rpp").unwrap(),
+        ..SchedulerConfig::default()
+    };
+    let out = simulate(sites(&[32]), cfg, &work, &SimParams::default()).unwrap();
+    assert_eq!(out.jobs[0].fate, JobFate::Finished);
+    let r = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(r.start(), Some(100 * SECOND));
+    assert!(out.local[0][0].killed);
+    assert_eq!(out.local[0][0].end, Some(100 * SECOND));
+    // The small local job ran at once and was not killed.
+    assert_eq!(
+        (out.local[0][1].start, out.local[0][1].killed),
+        (Some(10 * SECOND), false)
+    );
+    let m = Metrics::of(&out, None);
+    assert_eq!((m.local_jobs, m.local_killed, m.success_rate), (2, 1, 1.0));
+}
+
+#[test]
+fn an_outage_fails_what_runs_there_and_the_job_is_re_placed() {
+    let work = Workload {
+        jobs: vec![job(&[16], 0, 100)],
+        local: vec![],
+    };
+    let params = SimParams {
+        failures: Failures {
+            outages: vec![Outage {
+                site: 0,
+                from: 50 * SECOND,
+                to: 500 * SECOND,
+            }],
+            ..Failures::default()
+        },
+        ..SimParams::default()
+    };
+    // Worst fit puts the job on the larger site 0 first.
+    let out = simulate(sites(&[32, 16]), config("fcfs"), &work, &params).unwrap();
+    let r = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(out.jobs[0].fate, JobFate::Finished);
+    assert_eq!(r.completion_failures, 1);
+    assert_eq!(
+        (r.start(), r.end()),
+        (Some(50 * SECOND), Some(150 * SECOND))
+    );
+    assert_eq!(r.sites(), &[1]);
+}
+
+#[test]
+fn input_files_are_transferred_before_the_start() {
+    // A job with a 4 GB file held only at site 1, placed on site 0 (the larger), at 1 GB/s:
+    // the transfer takes 4 s and the job starts after it.
+    let mut j = job(&[16], 0, 10);
+    j.job = j.job.with(|e| {
+        e.input_file = Some(InputFile {
+            name: "data".into(),
+            size: 4_000_000_000,
+            distribution: FileDistribution::Whole,
+        })
+    });
+    let mut s = sites(&[64, 16]);
+    s[1].files.push("data".into());
+    s[0].bandwidth.insert("s1".into(), 1_000_000_000);
+    let params = SimParams::default();
+    let work = Workload {
+        jobs: vec![j],
+        local: vec![],
+    };
+    // Transfers belong to KOALA's claiming (seed 000 §3.2).
+    let cfg = SchedulerConfig {
+        claiming: Claiming::Icp(IcpParams::default()),
+        ..config("fcfs")
+    };
+    let out = simulate(s, cfg, &work, &params).unwrap();
+    let r = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(r.sites(), &[0]);
+    assert_eq!(r.start(), Some(4 * SECOND));
+}
+
+#[test]
+fn samples_never_show_a_site_over_allocated() {
+    let jobs = (0..60).map(|i| job(&[12, 12, 12], i * 20, 150)).collect();
+    let local = (0..2)
+        .map(|s| {
+            (0..80)
+                .map(|i| Local {
+                    submit: (i * 15 + s) * SECOND,
+                    size: 1 + (i as u32 * 7) % 20,
+                    runtime: 90 * SECOND,
+                })
+                .collect()
+        })
+        .collect();
+    let params = SimParams {
+        start_latency: 2 * SECOND,
+        sample_interval: Some(5 * SECOND),
+        failures: Failures {
+            start: 0.05,
+            ..Failures::default()
+        },
+        ..SimParams::default()
+    };
+    let cfg = SchedulerConfig {
+        max_submit_failures: None,
+        site_faults: SiteFaultLimits {
+            submit_errors: 0,
+            completion_errors: 0,
+        },
+        ..config("fpfs")
+    };
+    let out = simulate(sites(&[32, 32]), cfg, &Workload { jobs, local }, &params).unwrap();
+    assert!(out.samples.len() > 100);
+    for s in &out.samples {
+        assert!(s.coalloc + s.others + s.idle == 32, "{s:?}");
+    }
+    let m = Metrics::of(&out, None);
+    assert_eq!(m.finished, 60, "{m:?}");
+    assert_eq!(m.local_finished, 160);
+}
