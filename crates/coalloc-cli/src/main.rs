@@ -8,7 +8,9 @@ mod error;
 mod job_cmd;
 mod load;
 mod place_cmd;
+mod plot;
 mod replay_cmd;
+mod sim_cmd;
 mod table;
 mod trace_cmd;
 
@@ -58,6 +60,14 @@ enum Command {
     /// is killed at it. Ends at an instant are seen before submissions, submissions keep
     /// their file order.
     Replay(replay_cmd::ReplayArgs),
+    /// Run a parameter study on the simulator: every grid point × seed of an experiment
+    /// file, in parallel, with a progress bar; writes runs.csv, summary.csv, per-job JSON
+    /// lines and SVG/PNG plots.
+    ///
+    /// The simulator drives the production scheduling core on virtual time against simulated
+    /// sites (local FCFS jobs, start latency, injected failures and outages, file transfers).
+    /// Examples: `experiments/*/`.
+    Sim(sim_cmd::SimArgs),
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -72,6 +82,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Place(args) => place_cmd::run(args),
         Command::Trace(cmd) => trace_cmd::run(cmd),
         Command::Replay(args) => replay_cmd::run(args),
+        Command::Sim(args) => sim_cmd::run(args),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());

@@ -6,7 +6,7 @@ use crate::table;
 use clap::Args;
 use coalloc_core::scheduler::QueueConfig;
 use coalloc_core::spec::scheduler::parse_config;
-use coalloc_sim::replay::{replay, TraceJob};
+use coalloc_sim::replay::{replay, trace_jobs};
 use coalloc_sim::swf;
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,20 +52,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     };
     let name = args.trace.display().to_string();
     let trace = swf::read(&args.trace, &filter).map_err(|e| CliError::bad(e.with_file(&name)))?;
-    let jobs: Vec<TraceJob> = trace
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            Some(TraceJob {
-                number: j.job_number,
-                submit: j.submit_time,
-                runtime: j.run_time()?,
-                requested: j.requested_time_or_run_time()?,
-                processors: u32::try_from(j.processors()?).ok()?,
-                user: j.user_id(),
-            })
-        })
-        .collect();
+    let jobs = trace_jobs(&trace);
     let processors: u64 = sites.iter().map(|s| u64::from(s.processors)).sum();
     let policy = config.queue.build().name();
     let started = std::time::Instant::now();

@@ -183,6 +183,24 @@ pub fn replay(
     Ok(Replay { jobs: out, refused })
 }
 
+/// The jobs of a trace that can be replayed (known runtime and processors), in file order.
+pub fn trace_jobs(trace: &crate::swf::Trace) -> Vec<TraceJob> {
+    trace
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            Some(TraceJob {
+                number: j.job_number,
+                submit: j.submit_time,
+                runtime: j.run_time()?,
+                requested: j.requested_time_or_run_time()?,
+                processors: u32::try_from(j.processors()?).ok()?,
+                user: j.user_id(),
+            })
+        })
+        .collect()
+}
+
 /// The core's job for a trace job.
 pub fn job_of(t: &TraceJob, now: Time) -> Job {
     let mut job = Job::new(JobKind::Total, vec![Component::new(t.processors)]);

@@ -7,7 +7,7 @@ use coalloc_core::scheduler::{Claiming, IcpParams, QueueConfig, SchedulerConfig}
 use coalloc_sim::engine::site::Local;
 use coalloc_sim::engine::{simulate, Failures, JobFate, Outage, SimJob, SimParams, Workload};
 use coalloc_sim::metrics::Metrics;
-use coalloc_sim::replay::{replay, TraceJob};
+use coalloc_sim::replay::{replay, trace_jobs, TraceJob};
 use coalloc_sim::swf;
 use coalloc_sim::workload::trace::{sim_jobs, Split};
 use std::path::Path;
@@ -19,19 +19,7 @@ fn kth(first: usize) -> Vec<TraceJob> {
         first: Some(first),
         ..swf::Filter::default()
     };
-    swf::read(path, &filter)
-        .unwrap()
-        .jobs
-        .iter()
-        .map(|j| TraceJob {
-            number: j.job_number,
-            submit: j.submit_time,
-            runtime: j.run_time().unwrap(),
-            requested: j.requested_time_or_run_time().unwrap(),
-            processors: j.processors().unwrap() as u32,
-            user: j.user_id(),
-        })
-        .collect()
+    trace_jobs(&swf::read(path, &filter).unwrap())
 }
 
 fn config(name: &str) -> SchedulerConfig {

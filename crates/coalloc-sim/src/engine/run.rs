@@ -496,16 +496,16 @@ impl Sim<'_> {
                 self.released.remove(&job);
             }
             Command::Notify(_) => {}
-            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, record),
+            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, *record),
             Command::JobFailed {
                 job,
                 reason,
                 record,
-            } => self.ended(job, JobFate::Failed(reason), record),
+            } => self.ended(job, JobFate::Failed(reason), *record),
         }
     }
 
-    fn ended(&mut self, job: JobId, fate: JobFate, record: Box<JobRecord>) {
+    fn ended(&mut self, job: JobId, fate: JobFate, record: JobRecord) {
         self.released.remove(&job);
         for launch in self.by_job.remove(&job).unwrap_or_default() {
             if self.launches.contains_key(&launch) {
@@ -514,7 +514,7 @@ impl Sim<'_> {
         }
         if let Some(&i) = self.index_of.get(&job) {
             self.outcomes[i].fate = fate;
-            self.outcomes[i].record = Some(*record);
+            self.outcomes[i].record = Some(record);
         }
     }
 

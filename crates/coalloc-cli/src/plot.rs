@@ -1,0 +1,186 @@
+//! Line charts written as SVG and PNG (plotters), for experiments and reports. The font
+//! (DejaVu Sans, `assets/`, under its own free licence) is built in, so a plot looks the
+//! same on every machine and needs no system font library.
+
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        // The font is ours and valid; a failure would only leave plots without text.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// One line: its legend and its points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart's labels and options.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Write `stem.svg` and `stem.png`; returns the files written.
+pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<PathBuf>, String> {
+    register_font();
+    let svg = stem.with_extension("svg");
+    let png = stem.with_extension("png");
+    draw(
+        SVGBackend::new(&svg, (800, 500)).into_drawing_area(),
+        chart,
+        series,
+    )
+    .map_err(|e| format!("{}: {e}", svg.display()))?;
+    draw(
+        BitMapBackend::new(&png, (800, 500)).into_drawing_area(),
+        chart,
+        series,
+    )
+    .map_err(|e| format!("{}: {e}", png.display()))?;
+    Ok(vec![svg, png])
+}
+
+fn bounds(series: &[Series], log_x: bool) -> ((f64, f64), (f64, f64)) {
+    let pts = || series.iter().flat_map(|s| s.points.iter());
+    let xs = pts().map(|p| p.0).filter(|x| !log_x || *x > 0.0);
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (y0, y1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (x0, x1) = if x0 > x1 { (0.0, 1.0) } else { (x0, x1) };
+    let (y0, y1) = if y0 > y1 {
+        (0.0, 1.0)
+    } else {
+        (y0.min(0.0), y1)
+    };
+    let widen = |a: f64, b: f64| {
+        if (b - a).abs() < 1e-12 {
+            (a - 1.0, b + 1.0)
+        } else {
+            (a, b)
+        }
+    };
+    let (y0, y1) = widen(y0, y1);
+    let (x0, x1) = if log_x && x0 == x1 {
+        (x0 / 2.0, x1 * 2.0)
+    } else {
+        widen(x0, x1)
+    };
+    ((x0, x1), (y0, y1 + (y1 - y0) * 0.05))
+}
+
+fn draw<DB: DrawingBackend>(
+    area: DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Chart,
+    series: &[Series],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(err)?;
+    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x);
+    let mut builder = ChartBuilder::on(&area);
+    builder
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(65);
+    macro_rules! body {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_desc(&chart.x_label)
+                .y_desc(&chart.y_label)
+                .label_style(("sans-serif", 14))
+                .draw()
+                .map_err(err)?;
+            for (i, s) in series.iter().enumerate() {
+                let color = COLORS[i % COLORS.len()];
+                let pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|p| !chart.log_x || p.0 > 0.0)
+                    .collect();
+                ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(err)?
+                    .label(&s.name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                ctx.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                    .map_err(err)?;
+            }
+            if series.len() > 1 || series.iter().any(|s| !s.name.is_empty()) {
+                ctx.configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .label_font(("sans-serif", 14))
+                    .position(SeriesLabelPosition::UpperRight)
+                    .draw()
+                    .map_err(err)?;
+            }
+        }};
+    }
+    if chart.log_x {
+        body!(builder
+            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+            .map_err(err)?);
+    } else {
+        body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
+    }
+    area.present().map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_an_svg_and_a_png_with_text() {
+        let dir = std::env::temp_dir().join(format!("coalloc-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = line_chart(
+            &dir.join("chart"),
+            &Chart {
+                title: "Success rate".into(),
+                x_label: "λg (1/s)".into(),
+                y_label: "%".into(),
+                log_x: false,
+            },
+            &[Series {
+                name: "Lp = 0.7".into(),
+                points: vec![(0.001, 90.0), (0.002, 80.0)],
+            }],
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(svg.contains("Success rate") && svg.contains("Lp = 0.7"));
+        let png = std::fs::read(&files[1]).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,334 @@
+//! One run's inputs from a resolved experiment file and a seed: the sites, the scheduler's
+//! configuration, the workload and the simulator's parameters.
+
+use super::spec::{ExperimentDoc, LocalDoc, SimDoc, WorkloadDoc};
+use crate::engine::site::Local;
+use crate::engine::{Failures, Outage, SimJob, SimParams, Workload};
+use crate::replay::trace_jobs;
+use crate::swf;
+use crate::workload::rsd::Rsd;
+use crate::workload::seed001::{self, GlobalParams, LocalParams, Sizes};
+use crate::workload::seed003::{self, BatchKind};
+use crate::workload::trace::{sim_jobs, Split};
+use crate::workload::{seed000, Purpose};
+use coalloc_core::model::{Job, JobKind, Site, Time};
+use coalloc_core::scheduler::SchedulerConfig;
+use coalloc_core::spec::scheduler::scheduler_config;
+use coalloc_core::spec::sites::sites_from_docs;
+use coalloc_core::spec::units::{parse_duration, parse_size, Scalar};
+use std::path::Path;
+
+/// Everything [`crate::engine::simulate`] needs.
+#[derive(Debug, Clone)]
+pub struct RunInput {
+    pub sites: Vec<Site>,
+    pub config: SchedulerConfig,
+    pub workload: Workload,
+    pub params: SimParams,
+}
+
+/// Build one run. `base` is the experiment file's folder (trace paths are relative to it).
+pub fn build(doc: &ExperimentDoc, seed: u64, base: &Path) -> Result<RunInput, String> {
+    let mut sites = sites_from_docs(&doc.site).map_err(|e| e.to_string())?;
+    if sites.is_empty() {
+        return Err("the experiment has no [[site]]".to_owned());
+    }
+    let config = scheduler_config(&doc.scheduler, &sites).map_err(|e| e.to_string())?;
+    let w = &doc.workload;
+    let jobs = jobs(w, seed, &mut sites, base)?;
+    let horizon = jobs.iter().filter_map(|j| j.job.submit).max().unwrap_or(0);
+    let local = match &w.local {
+        Some(l) => local(l, &sites, seed, horizon)?,
+        None => Vec::new(),
+    };
+    let params = params(&doc.sim, seed, &sites)?;
+    Ok(RunInput {
+        sites,
+        config,
+        workload: Workload { jobs, local },
+        params,
+    })
+}
+
+fn need<T: Copy>(v: Option<T>, kind: &str, key: &str) -> Result<T, String> {
+    v.ok_or_else(|| format!("workload: kind \"{kind}\" needs `{key}`"))
+}
+
+/// Refuse keys the workload kind does not use, so a typo'd experiment does not silently run
+/// something else.
+fn only(w: &WorkloadDoc, allowed: &[&str]) -> Result<(), String> {
+    let set = [
+        ("jobs", w.jobs.is_some()),
+        ("arrival_rate", w.arrival_rate.is_some()),
+        ("load", w.load.is_some()),
+        ("service_rate", w.service_rate.is_some()),
+        ("sizes", w.sizes.is_some()),
+        ("q", w.q.is_some()),
+        ("min_size", w.min_size.is_some()),
+        ("deadline", w.deadline.is_some()),
+        ("batch", w.batch.is_some()),
+        ("size", w.size.is_some()),
+        ("count", w.count.is_some()),
+        ("runtime", w.runtime.is_some()),
+        ("trace", w.trace.is_some()),
+        ("max_procs", w.max_procs.is_some()),
+        ("split", w.split.is_some()),
+        ("max_component", w.max_component.is_some()),
+    ];
+    match set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
+        Some((k, _)) => Err(format!(
+            "workload: `{k}` does not apply to kind \"{}\"",
+            w.kind
+        )),
+        None => Ok(()),
+    }
+}
+
+fn jobs(
+    w: &WorkloadDoc,
+    seed: u64,
+    sites: &mut [Site],
+    base: &Path,
+) -> Result<Vec<SimJob>, String> {
+    let kind = w.kind.as_str();
+    match kind {
+        "seed001" => {
+            only(
+                w,
+                &[
+                    "jobs",
+                    "arrival_rate",
+                    "load",
+                    "service_rate",
+                    "sizes",
+                    "q",
+                    "min_size",
+                    "deadline",
+                ],
+            )?;
+            let clusters = sites.len() as u32;
+            let cluster_size = sites.iter().map(|s| s.processors).min().unwrap_or(0);
+            let q = w.q.unwrap_or(0.9);
+            let min_size = w.min_size.unwrap_or(4);
+            let sizes = match w.sizes.as_deref().unwrap_or("realistic") {
+                "realistic" => Sizes::Realistic { q },
+                "uniform" => Sizes::Uniform,
+                other => {
+                    return Err(format!(
+                        "workload.sizes: \"{other}\" is not one of realistic, uniform"
+                    ))
+                }
+            };
+            let service_rate = w.service_rate.unwrap_or(0.005);
+            let arrival_rate = match (w.arrival_rate, w.load) {
+                (Some(r), None) => r,
+                (None, Some(load)) => {
+                    // Ug = λg · E[Nc] · E[Sg] / (μg · N · C), seed 001 §3.1.
+                    let e_nc = (2.0 + f64::from(clusters)) / 2.0;
+                    let e_sg = match sizes {
+                        Sizes::Realistic { q } => Rsd::new(min_size, cluster_size, q)?.mean(),
+                        Sizes::Uniform => (f64::from(min_size) + f64::from(cluster_size)) / 2.0,
+                    };
+                    load * service_rate * f64::from(cluster_size) * f64::from(clusters)
+                        / (e_nc * e_sg)
+                }
+                _ => return Err("workload: give one of `arrival_rate` and `load`".to_owned()),
+            };
+            let p = GlobalParams {
+                clusters,
+                cluster_size,
+                min_size,
+                sizes,
+                arrival_rate,
+                service_rate,
+                deadline: w.deadline.map_or((1, 3599), |[a, b]| (a, b)),
+            };
+            let jobs = seed001::global_jobs(&p, seed, need(w.jobs, kind, "jobs")?)?;
+            Ok(jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let mut job = Job::new(
+                        JobKind::Unordered,
+                        g.components
+                            .iter()
+                            .map(|&n| coalloc_core::model::Component::new(n))
+                            .collect(),
+                    );
+                    job.submit = Some(g.submit);
+                    job.deadline = Some(g.deadline);
+                    job.runtime_estimate = Some(g.runtime);
+                    SimJob {
+                        tag: i as i64,
+                        job,
+                        runtime: g.runtime,
+                    }
+                })
+                .collect())
+        }
+        "seed000" => {
+            only(w, &["jobs", "arrival_rate"])?;
+            let rate = need(w.arrival_rate, kind, "arrival_rate")?;
+            let jobs = seed000::jobs(rate, sites.len(), seed, need(w.jobs, kind, "jobs")?)?;
+            Ok(jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    if let Some(f) = g.job.input_file() {
+                        for &s in &g.replicas {
+                            sites[s].files.push(f.name.clone());
+                        }
+                    }
+                    let mut job = g.job;
+                    job.runtime_estimate = Some(g.runtime);
+                    SimJob {
+                        tag: i as i64,
+                        job,
+                        runtime: g.runtime,
+                    }
+                })
+                .collect())
+        }
+        "seed003" => {
+            only(w, &["batch", "size", "count", "runtime"])?;
+            let batch = match w.batch.as_deref().unwrap_or("unordered") {
+                "ordered" => BatchKind::Ordered,
+                "unordered" => BatchKind::Unordered,
+                "mixed" => BatchKind::Mixed,
+                other => {
+                    return Err(format!(
+                        "workload.batch: \"{other}\" is not one of ordered, unordered, mixed"
+                    ))
+                }
+            };
+            let names: Vec<String> = sites.iter().map(|s| s.name.clone()).collect();
+            let runtime = duration(
+                need(w.runtime.as_ref(), kind, "runtime")?,
+                "workload.runtime",
+            )?;
+            let jobs = seed003::batch(
+                batch,
+                need(w.size, kind, "size")?,
+                w.count.unwrap_or(40),
+                &names,
+            )?;
+            Ok(jobs
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut job)| {
+                    job.runtime_estimate = Some(runtime);
+                    SimJob {
+                        tag: i as i64,
+                        job,
+                        runtime,
+                    }
+                })
+                .collect())
+        }
+        "swf" => {
+            only(w, &["trace", "jobs", "max_procs", "split", "max_component"])?;
+            let path = base.join(need(w.trace.as_ref(), kind, "trace")?);
+            let filter = swf::Filter {
+                max_processors: w.max_procs.map(i64::from),
+                first: w.jobs,
+                ..swf::Filter::default()
+            };
+            let trace = swf::read(&path, &filter)
+                .map_err(|e| e.with_file(&path.display().to_string()).to_string())?;
+            let split = match (w.split, w.max_component) {
+                (None, None) => Split::Whole,
+                (Some(k), None) => Split::Components(k),
+                (None, Some(s)) => Split::MaxSize(s),
+                _ => return Err("workload: give at most one of `split` and `max_component`".into()),
+            };
+            Ok(sim_jobs(&trace_jobs(&trace), split))
+        }
+        other => Err(format!(
+            "workload.kind: \"{other}\" is not one of seed001, seed000, seed003, swf"
+        )),
+    }
+}
+
+/// Every site's local jobs up to `horizon` (the last arrival of the workload).
+fn local(
+    l: &LocalDoc,
+    sites: &[Site],
+    seed: u64,
+    horizon: Time,
+) -> Result<Vec<Vec<Local>>, String> {
+    let q = l.q.unwrap_or(0.9);
+    let service_rate = l.service_rate.unwrap_or(0.01);
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let arrival_rate = match (l.arrival_rate, l.load) {
+                (Some(r), None) => r,
+                // Ul = λl · E[Sl] / (μl · N), seed 001 §3.1.
+                (None, Some(load)) => {
+                    load * service_rate * f64::from(s.processors)
+                        / Rsd::new(1, s.processors, q)?.mean()
+                }
+                _ => return Err("workload.local: give one of `arrival_rate` and `load`".into()),
+            };
+            let p = LocalParams {
+                cluster_size: s.processors,
+                q,
+                arrival_rate,
+                service_rate,
+            };
+            Ok(seed001::local_jobs(&p, seed, i as u32, horizon)?
+                .into_iter()
+                .map(|j| Local {
+                    submit: j.submit,
+                    size: j.size,
+                    runtime: j.runtime,
+                })
+                .collect())
+        })
+        .collect()
+}
+
+fn duration(v: &Scalar, key: &str) -> Result<i64, String> {
+    parse_duration(v).map_err(|e| format!("{key}: {e}"))
+}
+
+fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> {
+    let d = SimParams::default();
+    let dur = |v: &Option<Scalar>, key: &str| v.as_ref().map(|v| duration(v, key)).transpose();
+    let outages = doc
+        .outages
+        .iter()
+        .map(|o| {
+            let site = sites
+                .iter()
+                .position(|s| s.name == o.site)
+                .ok_or_else(|| format!("sim.outages: no site named \"{}\"", o.site))?;
+            Ok(Outage {
+                site,
+                from: duration(&o.from, "sim.outages.from")?,
+                to: duration(&o.to, "sim.outages.to")?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(SimParams {
+        // Fault draws get their own seed space, away from the workload's streams.
+        seed: seed ^ ((Purpose::Failures as u64) << 56),
+        start_latency: dur(&doc.start_latency, "sim.start_latency")?.unwrap_or(0),
+        monitor_interval: dur(&doc.monitor_interval, "sim.monitor_interval")?,
+        bandwidth: match &doc.bandwidth {
+            Some(v) => parse_size(v).map_err(|e| format!("sim.bandwidth: {e}"))?,
+            None => d.bandwidth,
+        },
+        failures: Failures {
+            start: doc.start_failure.unwrap_or(0.0),
+            mtbf: dur(&doc.mtbf, "sim.mtbf")?,
+            transfer: doc.transfer_failure.unwrap_or(0.0),
+            outages,
+        },
+        reenable_after_outage: doc.reenable_after_outage.unwrap_or(true),
+        sample_interval: dur(&doc.sample_interval, "sim.sample_interval")?,
+        window_end: dur(&doc.window_end, "sim.window_end")?,
+        give_up_after: d.give_up_after,
+    })
+}

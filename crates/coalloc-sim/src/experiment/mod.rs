@@ -1,0 +1,179 @@
+//! Parameter studies (issue "Simulator", part 5): an experiment file ([`spec`]) expands into
+//! runs, one per grid point and seed ([`Experiment::runs`]); each run is built ([`build`])
+//! and simulated, the runs spread over worker threads ([`run_all`]), and the results come
+//! back in run order whatever thread finished first, so the output is deterministic.
+
+pub mod build;
+pub mod spec;
+
+use crate::engine::{simulate, Outcome};
+use crate::metrics::Metrics;
+use spec::{label, set_path, ExperimentDoc};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use toml::Value;
+
+/// A parsed experiment file.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The file as written (grid values are set into copies of it).
+    pub raw: Value,
+    pub doc: ExperimentDoc,
+    /// The file's folder.
+    pub base: PathBuf,
+}
+
+/// One run: a grid point and a seed.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub index: usize,
+    /// (axis column, value) for every axis.
+    pub point: Vec<(String, Value)>,
+    pub seed: u64,
+    doc: ExperimentDoc,
+}
+
+impl Run {
+    /// A file-name-safe name (`r007-s3`).
+    pub fn name(&self) -> String {
+        format!("r{:03}-s{}", self.index, self.seed)
+    }
+
+    pub fn doc(&self) -> &ExperimentDoc {
+        &self.doc
+    }
+}
+
+/// What one run gave.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub run: Run,
+    pub metrics: Result<Metrics, String>,
+}
+
+impl Experiment {
+    /// Parse an experiment file's text (`path` names it in errors and sets the base folder).
+    pub fn parse(text: &str, path: &Path) -> Result<Experiment, String> {
+        let raw: Value = text
+            .parse::<toml::Table>()
+            .map(Value::Table)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let doc: ExperimentDoc =
+            toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let exp = Experiment { raw, doc, base };
+        // Check every grid point now, so a bad value fails before hours of runs.
+        for run in exp.runs()? {
+            build::build(&run.doc, run.seed, &exp.base)
+                .map_err(|e| format!("{}: {}{e}", path.display(), point_label(&run.point)))?;
+        }
+        Ok(exp)
+    }
+
+    /// Every run: the grid's points in order (the first axis varies slowest), each with
+    /// every seed.
+    pub fn runs(&self) -> Result<Vec<Run>, String> {
+        let seeds = self.doc.seeds.as_ref().map_or(vec![1], |s| s.list());
+        if seeds.is_empty() {
+            return Err("seeds: give at least one".to_owned());
+        }
+        let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+        for axis in &self.doc.grid {
+            if axis.values.is_empty() {
+                return Err(format!("grid `{}`: no values", axis.key));
+            }
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    axis.values.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push((axis.key.clone(), v.clone()));
+                        q
+                    })
+                })
+                .collect();
+        }
+        let mut runs = Vec::new();
+        for point in points {
+            let mut raw = self.raw.clone();
+            if let Value::Table(t) = &mut raw {
+                t.remove("grid");
+                t.remove("plot");
+            }
+            for (key, v) in &point {
+                set_path(&mut raw, key, v.clone()).map_err(|e| format!("grid {e}"))?;
+            }
+            let doc: ExperimentDoc = raw
+                .try_into()
+                .map_err(|e| format!("{}{e}", point_label(&point)))?;
+            let columns: Vec<(String, Value)> = point
+                .iter()
+                .zip(&self.doc.grid)
+                .map(|((_, v), axis)| (axis.column().to_owned(), v.clone()))
+                .collect();
+            for &seed in &seeds {
+                runs.push(Run {
+                    index: runs.len(),
+                    point: columns.clone(),
+                    seed,
+                    doc: doc.clone(),
+                });
+            }
+        }
+        Ok(runs)
+    }
+}
+
+fn point_label(point: &[(String, Value)]) -> String {
+    if point.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = point
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", label(v)))
+        .collect();
+    format!("at {}: ", parts.join(", "))
+}
+
+/// Simulate one run.
+pub fn run_one(run: &Run, base: &Path) -> Result<Outcome, String> {
+    let input = build::build(&run.doc, run.seed, base)?;
+    simulate(input.sites, input.config, &input.workload, &input.params).map_err(|e| e.to_string())
+}
+
+/// Simulate every run on `threads` workers. `done` is called (from the workers) after each
+/// run with its outcome, e.g. to write its per-job log and move a progress bar.
+pub fn run_all(
+    runs: &[Run],
+    base: &Path,
+    threads: usize,
+    done: &(dyn Fn(&Run, Option<&Outcome>) + Sync),
+) -> Vec<RunResult> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; runs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1).min(runs.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(run) = runs.get(i) else {
+                    break;
+                };
+                let outcome = run_one(run, base);
+                done(run, outcome.as_ref().ok());
+                let metrics = outcome.map(|o| Metrics::of(&o, None));
+                let mut r = results.lock().unwrap_or_else(|e| e.into_inner());
+                r[i] = Some(RunResult {
+                    run: run.clone(),
+                    metrics,
+                });
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect()
+}
