@@ -200,7 +200,7 @@ fn summarize(results: &[RunResult]) -> Vec<Point> {
     let mut sums: Vec<BTreeMap<String, (f64, usize)>> = Vec::new();
     let mut order: Vec<Vec<String>> = Vec::new();
     for r in results {
-        let Ok(m) = &r.metrics else { continue };
+        let Some(cols) = r.columns() else { continue };
         let k = match points.iter().position(|p| p.point == r.run.point) {
             Some(k) => k,
             None => {
@@ -215,7 +215,7 @@ fn summarize(results: &[RunResult]) -> Vec<Point> {
             }
         };
         points[k].seeds += 1;
-        for (name, v) in m.columns() {
+        for (name, v) in cols {
             let Ok(x) = v.parse::<f64>() else { continue };
             if !sums[k].contains_key(&name) {
                 order[k].push(name.clone());
@@ -249,8 +249,8 @@ fn runs_csv(axes: &[String], results: &[RunResult]) -> String {
     let mut out = String::new();
     let metric_names: Vec<String> = results
         .iter()
-        .find_map(|r| r.metrics.as_ref().ok())
-        .map(|m| m.columns().into_iter().map(|(k, _)| k).collect())
+        .find_map(RunResult::columns)
+        .map(|c| c.into_iter().map(|(k, _)| k).collect())
         .unwrap_or_default();
     let mut header = vec!["run".to_owned(), "seed".to_owned()];
     header.extend(axes.iter().cloned());
@@ -268,15 +268,16 @@ fn runs_csv(axes: &[String], results: &[RunResult]) -> String {
     for r in results {
         let mut row = vec![r.run.name(), r.run.seed.to_string()];
         row.extend(r.run.point.iter().map(|(_, v)| label(v)));
-        match &r.metrics {
-            Ok(m) => {
-                row.extend(m.columns().into_iter().map(|(_, v)| v));
+        match (r.columns(), &r.metrics) {
+            (Some(cols), _) => {
+                row.extend(cols.into_iter().map(|(_, v)| v));
                 row.push(String::new());
             }
-            Err(e) => {
+            (None, Err(e)) => {
                 row.extend(metric_names.iter().map(|_| String::new()));
                 row.push(e.clone());
             }
+            (None, Ok(_)) => {}
         }
         let _ = writeln!(
             out,
@@ -379,7 +380,16 @@ fn check_plot(plot: &PlotDoc, exp: &Experiment) -> Result<(), String> {
     }
     let known = coalloc_sim::metrics::Metrics::default().columns();
     for y in &plot.y {
-        if !known.iter().any(|(k, _)| k == y) {
+        let (subset, metric) = match y.split_once('.') {
+            Some((s, m)) => (Some(s), m),
+            None => (None, y.as_str()),
+        };
+        if let Some(s) = subset {
+            if !exp.doc.subset.iter().any(|x| x.name == s) {
+                return Err(ctx(format!("y: \"{y}\" names no [[subset]] \"{s}\"")));
+            }
+        }
+        if !known.iter().any(|(k, _)| k == metric) {
             let names: Vec<&str> = known.iter().map(|(k, _)| k.as_str()).collect();
             return Err(ctx(format!(
                 "y: no metric \"{y}\"; metrics: {}",
@@ -394,14 +404,6 @@ fn check_plot(plot: &PlotDoc, exp: &Experiment) -> Result<(), String> {
         return Err(ctx("file: a plain file name without folders".into()));
     }
     Ok(())
-}
-
-fn numeric(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        _ => None,
-    }
 }
 
 fn draw_plot(
@@ -422,12 +424,11 @@ fn draw_plot(
     for y in &plot.y {
         for p in points.iter().filter(|p| keep(p)) {
             let x_value = &p.point[xi].1;
-            // A string axis (a policy name) is plotted at its position in the grid.
-            let x = numeric(x_value).unwrap_or_else(|| {
-                exp.doc.grid[xi]
-                    .values
-                    .iter()
-                    .position(|v| v == x_value)
+            // A value that is not a number (a policy name) is plotted at its position.
+            let axis = &exp.doc.grid[xi];
+            let x = label(x_value).parse::<f64>().unwrap_or_else(|_| {
+                (0..axis.values.len())
+                    .position(|i| axis.label(i) == label(x_value))
                     .unwrap_or(0) as f64
             });
             let Some(v) = p.means.iter().find(|(k, _)| k == y).map(|(_, v)| *v) else {

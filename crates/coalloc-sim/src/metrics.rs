@@ -10,8 +10,8 @@
 //! *success rate* is the share of jobs that finished, and, for jobs with a deadline, started
 //! by it (seed 001's "started successfully at their deadline").
 
-use crate::engine::{JobFate, Outcome};
-use coalloc_core::model::{Priority, SECOND};
+use crate::engine::{JobFate, JobOutcome, Outcome};
+use coalloc_core::model::SECOND;
 
 /// Every metric of one run.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
@@ -72,13 +72,15 @@ fn secs(ms: i64) -> f64 {
 }
 
 impl Metrics {
-    /// The metrics of `out`; `priority` keeps only jobs of one priority (seed 000's split).
-    pub fn of(out: &Outcome, priority: Option<Priority>) -> Metrics {
-        let jobs: Vec<_> = out
-            .jobs
-            .iter()
-            .filter(|j| priority.is_none_or(|p| j.priority == p))
-            .collect();
+    /// The metrics of every job of `out`.
+    pub fn of(out: &Outcome) -> Metrics {
+        Metrics::of_jobs(out, &|_| true)
+    }
+
+    /// The metrics of the jobs of `out` that `keep` keeps (e.g. one priority, seed 000's
+    /// split); the site metrics (loads, local jobs) stay the whole run's.
+    pub fn of_jobs(out: &Outcome, keep: &dyn Fn(&JobOutcome) -> bool) -> Metrics {
+        let jobs: Vec<_> = out.jobs.iter().filter(|j| keep(j)).collect();
         let done: Vec<_> = jobs
             .iter()
             .filter(|j| j.fate == JobFate::Finished)

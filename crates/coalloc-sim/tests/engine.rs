@@ -99,13 +99,13 @@ fn the_same_seed_gives_the_same_run_and_another_seed_other_failures() {
     let a = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
     let b = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
     assert_eq!(a, b);
-    let m = Metrics::of(&a, None);
+    let m = Metrics::of(&a);
     assert_eq!(m.finished, 40, "every job finishes in the end: {m:?}");
     assert!(m.submit_failures > 0 && m.completion_failures > 0, "{m:?}");
     params.seed = 2;
     let c = simulate(sites(&[32, 32]), cfg(), &work, &params).unwrap();
     assert_ne!(
-        Metrics::of(&c, None).submit_failures + Metrics::of(&c, None).completion_failures * 1000,
+        Metrics::of(&c).submit_failures + Metrics::of(&c).completion_failures * 1000,
         m.submit_failures + m.completion_failures * 1000
     );
 }
@@ -124,7 +124,7 @@ fn start_latency_delays_the_barrier_and_holds_processors_meanwhile() {
     let out = simulate(sites(&[16, 16]), config("fcfs"), &work, &params).unwrap();
     let r = out.jobs[0].record.as_ref().unwrap();
     assert_eq!((r.start(), r.end()), (Some(3_000), Some(53_000)));
-    let m = Metrics::of(&out, None);
+    let m = Metrics::of(&out);
     // 20 processors held 3 s before the barrier, 50 s after, over 32 × 100 s.
     assert!((m.wasted - 60.0 / 3200.0).abs() < 1e-9, "{m:?}");
     assert!((m.global_load - 1000.0 / 3200.0).abs() < 1e-9, "{m:?}");
@@ -166,7 +166,7 @@ fn local_jobs_run_fcfs_and_gp_kills_them_at_a_deadline() {
         (out.local[0][1].start, out.local[0][1].killed),
         (Some(10 * SECOND), false)
     );
-    let m = Metrics::of(&out, None);
+    let m = Metrics::of(&out);
     assert_eq!((m.local_jobs, m.local_killed, m.success_rate), (2, 1, 1.0));
 }
 
@@ -266,7 +266,7 @@ fn samples_never_show_a_site_over_allocated() {
     for s in &out.samples {
         assert!(s.coalloc + s.others + s.idle == 32, "{s:?}");
     }
-    let m = Metrics::of(&out, None);
+    let m = Metrics::of(&out);
     assert_eq!(m.finished, 60, "{m:?}");
     assert_eq!(m.local_finished, 160);
 }

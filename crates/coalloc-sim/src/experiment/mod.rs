@@ -6,9 +6,11 @@
 pub mod build;
 pub mod spec;
 
-use crate::engine::{simulate, Outcome};
+use crate::engine::{simulate, JobOutcome, Outcome};
 use crate::metrics::Metrics;
-use spec::{label, set_path, ExperimentDoc};
+use coalloc_core::model::Priority;
+use coalloc_core::spec::units::parse_duration;
+use spec::{label, set_path, ExperimentDoc, SubsetDoc};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -49,7 +51,68 @@ impl Run {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub run: Run,
-    pub metrics: Result<Metrics, String>,
+    /// Every job's metrics, then each subset's (name, metrics).
+    pub metrics: Result<(Metrics, Vec<(String, Metrics)>), String>,
+}
+
+impl RunResult {
+    /// Column names and values: every metric, then `SUBSET.METRIC` for each subset.
+    pub fn columns(&self) -> Option<Vec<(String, String)>> {
+        let (all, subsets) = self.metrics.as_ref().ok()?;
+        let mut cols = all.columns();
+        for (name, m) in subsets {
+            cols.extend(
+                m.columns()
+                    .into_iter()
+                    .map(|(k, v)| (format!("{name}.{k}"), v)),
+            );
+        }
+        Some(cols)
+    }
+}
+
+/// The filter of a subset.
+fn subset_filter(s: &SubsetDoc) -> Result<impl Fn(&JobOutcome) -> bool, String> {
+    let runtime = match &s.runtime {
+        Some([a, b]) => Some((
+            parse_duration(a).map_err(|e| format!("subset {}: runtime: {e}", s.name))?,
+            parse_duration(b).map_err(|e| format!("subset {}: runtime: {e}", s.name))?,
+        )),
+        None => None,
+    };
+    let priority = match s.priority.as_deref() {
+        None => None,
+        Some("high") => Some(Priority::High),
+        Some("low") => Some(Priority::Low),
+        Some(other) => {
+            return Err(format!(
+                "subset {}: priority \"{other}\" is not high or low",
+                s.name
+            ))
+        }
+    };
+    let (size, components) = (s.size.clone(), s.components.clone());
+    Ok(move |j: &JobOutcome| {
+        runtime.is_none_or(|(a, b)| j.runtime >= a && j.runtime < b)
+            && priority.is_none_or(|p| j.priority == p)
+            && size.as_ref().is_none_or(|v| v.contains(&j.size))
+            && components
+                .as_ref()
+                .is_none_or(|v| v.contains(&j.components))
+    })
+}
+
+/// Every metric of one outcome: all jobs, then each subset.
+pub fn measure(
+    doc: &ExperimentDoc,
+    out: &Outcome,
+) -> Result<(Metrics, Vec<(String, Metrics)>), String> {
+    let mut subsets = Vec::new();
+    for s in &doc.subset {
+        let keep = subset_filter(s)?;
+        subsets.push((s.name.clone(), Metrics::of_jobs(out, &keep)));
+    }
+    Ok((Metrics::of(out), subsets))
 }
 
 impl Experiment {
@@ -62,6 +125,9 @@ impl Experiment {
         let doc: ExperimentDoc =
             toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for sub in &doc.subset {
+            let _check = subset_filter(sub).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         let exp = Experiment { raw, doc, base };
         // Check every grid point now, so a bad value fails before hours of runs.
         for run in exp.runs()? {
@@ -78,17 +144,28 @@ impl Experiment {
         if seeds.is_empty() {
             return Err("seeds: give at least one".to_owned());
         }
-        let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+        // A point is the index of its value on every axis.
+        let mut points: Vec<Vec<usize>> = vec![Vec::new()];
         for axis in &self.doc.grid {
             if axis.values.is_empty() {
                 return Err(format!("grid `{}`: no values", axis.key));
             }
+            if let Some(l) = &axis.labels {
+                if l.len() != axis.values.len() {
+                    return Err(format!(
+                        "grid `{}`: {} labels for {} values",
+                        axis.key,
+                        l.len(),
+                        axis.values.len()
+                    ));
+                }
+            }
             points = points
                 .into_iter()
                 .flat_map(|p| {
-                    axis.values.iter().map(move |v| {
+                    (0..axis.values.len()).map(move |i| {
                         let mut q = p.clone();
-                        q.push((axis.key.clone(), v.clone()));
+                        q.push(i);
                         q
                     })
                 })
@@ -101,17 +178,19 @@ impl Experiment {
                 t.remove("grid");
                 t.remove("plot");
             }
-            for (key, v) in &point {
-                set_path(&mut raw, key, v.clone()).map_err(|e| format!("grid {e}"))?;
-            }
-            let doc: ExperimentDoc = raw
-                .try_into()
-                .map_err(|e| format!("{}{e}", point_label(&point)))?;
             let columns: Vec<(String, Value)> = point
                 .iter()
                 .zip(&self.doc.grid)
-                .map(|((_, v), axis)| (axis.column().to_owned(), v.clone()))
+                .map(|(&i, axis)| (axis.column().to_owned(), Value::String(axis.label(i))))
                 .collect();
+            for (&i, axis) in point.iter().zip(&self.doc.grid) {
+                for (key, v) in axis.settings(i)? {
+                    set_path(&mut raw, &key, v).map_err(|e| format!("grid {e}"))?;
+                }
+            }
+            let doc: ExperimentDoc = raw
+                .try_into()
+                .map_err(|e| format!("{}{e}", point_label(&columns)))?;
             for &seed in &seeds {
                 runs.push(Run {
                     index: runs.len(),
@@ -161,7 +240,7 @@ pub fn run_all(
                 };
                 let outcome = run_one(run, base);
                 done(run, outcome.as_ref().ok());
-                let metrics = outcome.map(|o| Metrics::of(&o, None));
+                let metrics = outcome.and_then(|o| measure(&run.doc, &o));
                 let mut r = results.lock().unwrap_or_else(|e| e.into_inner());
                 r[i] = Some(RunResult {
                     run: run.clone(),

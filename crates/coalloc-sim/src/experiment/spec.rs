@@ -27,6 +27,10 @@
 //! key = "scheduler.rpp.lp"        # a dotted path into this file
 //! values = [0.1, 0.5, 0.9]
 //!
+//! [[subset]]                      # metrics of some jobs only, columns `short.METRIC`
+//! name = "short"
+//! runtime = [0, "25m"]            # also: size = [36], components = [3, 4], priority = "high"
+//!
 //! [[plot]]
 //! file = "success"
 //! x = "scheduler.rpp.lp"
@@ -63,6 +67,9 @@ pub struct ExperimentDoc {
     pub grid: Vec<Axis>,
     #[serde(default)]
     pub plot: Vec<PlotDoc>,
+    /// Subsets of the jobs whose metrics get their own columns, `NAME.METRIC`.
+    #[serde(default)]
+    pub subset: Vec<SubsetDoc>,
     /// Write one JSON line per job of every run (`jobs/RUN.jsonl`).
     #[serde(default)]
     pub jobs_jsonl: bool,
@@ -167,6 +174,23 @@ pub struct OutageDoc {
     pub to: Scalar,
 }
 
+/// A subset of the jobs (every given condition must hold), e.g. short jobs, or seed 000's
+/// jobs of size 36, of high priority, of 4 components.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SubsetDoc {
+    /// Column prefix.
+    pub name: String,
+    /// Real runtime in [min, max).
+    pub runtime: Option<[Scalar; 2]>,
+    /// Total processors, one of these.
+    pub size: Option<Vec<u64>>,
+    /// Number of components, one of these.
+    pub components: Option<Vec<usize>>,
+    /// "high" or "low".
+    pub priority: Option<String>,
+}
+
 /// One axis of the grid.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -174,14 +198,51 @@ pub struct Axis {
     /// A dotted path into the file (`workload.arrival_rate`, `scheduler.rpp.lp`,
     /// `site.0.processors`).
     pub key: String,
+    /// More paths set together with `key` (linked axes): every value is then a list of one
+    /// value for `key` followed by one for each of these, e.g. a site list and the chains
+    /// over it.
+    #[serde(default)]
+    pub with: Vec<String>,
     pub values: Vec<Value>,
     /// A short column name for the CSV and plots (default: the key).
     pub name: Option<String>,
+    /// Labels for the values in the CSV and plots (default: the values themselves).
+    pub labels: Option<Vec<String>>,
 }
 
 impl Axis {
     pub fn column(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.key)
+    }
+
+    /// The (path, value) settings of value `i`.
+    pub fn settings(&self, i: usize) -> Result<Vec<(String, Value)>, String> {
+        let v = &self.values[i];
+        if self.with.is_empty() {
+            return Ok(vec![(self.key.clone(), v.clone())]);
+        }
+        let keys = std::iter::once(&self.key).chain(&self.with);
+        match v {
+            Value::Array(parts) if parts.len() == self.with.len() + 1 => {
+                Ok(keys.cloned().zip(parts.iter().cloned()).collect())
+            }
+            _ => Err(format!(
+                "grid `{}`: value {} must be a list of {} values (for {} and {})",
+                self.key,
+                i + 1,
+                self.with.len() + 1,
+                self.key,
+                self.with.join(", ")
+            )),
+        }
+    }
+
+    /// The label of value `i`.
+    pub fn label(&self, i: usize) -> String {
+        match self.labels.as_ref().and_then(|l| l.get(i)) {
+            Some(l) => l.clone(),
+            None => label(&self.values[i]),
+        }
     }
 }
 
