@@ -41,6 +41,8 @@ pub struct Metrics {
     pub limit_kills: u64,
     /// Share of finished jobs whose last run used more than one site.
     pub coallocated_share: f64,
+    /// Most jobs running (after their barrier) at one time.
+    pub max_concurrent: usize,
     pub local_jobs: usize,
     pub local_finished: usize,
     pub local_killed: usize,
@@ -65,6 +67,19 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
     } else {
         sum / n as f64
     }
+}
+
+/// The most intervals `[start, end)` that overlap at one time.
+fn max_concurrent(runs: impl Iterator<Item = (i64, i64)>) -> usize {
+    let mut edges: Vec<(i64, i32)> = runs.flat_map(|(s, e)| [(s, 1), (e, -1)]).collect();
+    // At equal times ends (-1) come first: a job ending as another starts does not overlap.
+    edges.sort_unstable();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
 }
 
 fn secs(ms: i64) -> f64 {
@@ -177,6 +192,10 @@ impl Metrics {
                     0.0
                 }
             })),
+            max_concurrent: max_concurrent(
+                done.iter()
+                    .filter_map(|(_, r)| Some((r.start()?, r.end()?))),
+            ),
             local_jobs: locals.len(),
             local_finished: local_done.len(),
             local_killed: killed,
@@ -208,5 +227,17 @@ impl Metrics {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_concurrent;
+
+    #[test]
+    fn concurrency_counts_overlaps_and_not_touching_runs() {
+        assert_eq!(max_concurrent([(0, 10), (10, 20)].into_iter()), 1);
+        assert_eq!(max_concurrent([(0, 10), (5, 20), (6, 7)].into_iter()), 3);
+        assert_eq!(max_concurrent(std::iter::empty()), 0);
     }
 }
