@@ -30,6 +30,27 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub log_x: bool,
+    /// "upper-right" (default), "upper-left", "lower-left", "lower-right", "middle-right".
+    pub legend: Option<String>,
+}
+
+/// The legend positions [`Chart::legend`] may name.
+pub const LEGENDS: [&str; 5] = [
+    "upper-right",
+    "upper-left",
+    "lower-left",
+    "lower-right",
+    "middle-right",
+];
+
+fn legend_position(name: Option<&str>) -> SeriesLabelPosition {
+    match name {
+        Some("upper-left") => SeriesLabelPosition::UpperLeft,
+        Some("lower-left") => SeriesLabelPosition::LowerLeft,
+        Some("lower-right") => SeriesLabelPosition::LowerRight,
+        Some("middle-right") => SeriesLabelPosition::MiddleRight,
+        _ => SeriesLabelPosition::UpperRight,
+    }
 }
 
 const COLORS: [RGBColor; 8] = [
@@ -138,7 +159,7 @@ where
                     .background_style(WHITE.mix(0.8))
                     .border_style(BLACK)
                     .label_font(("sans-serif", 14))
-                    .position(SeriesLabelPosition::UpperRight)
+                    .position(legend_position(chart.legend.as_deref()))
                     .draw()
                     .map_err(err)?;
             }
@@ -170,6 +191,7 @@ mod tests {
                 x_label: "λg (1/s)".into(),
                 y_label: "%".into(),
                 log_x: false,
+                legend: None,
             },
             &[Series {
                 name: "Lp = 0.7".into(),

@@ -400,6 +400,14 @@ fn check_plot(plot: &PlotDoc, exp: &Experiment) -> Result<(), String> {
     if plot.y.is_empty() {
         return Err(ctx("y: name at least one metric".into()));
     }
+    if let Some(l) = &plot.legend {
+        if !crate::plot::LEGENDS.contains(&l.as_str()) {
+            return Err(ctx(format!(
+                "legend: \"{l}\" is not one of {}",
+                crate::plot::LEGENDS.join(", ")
+            )));
+        }
+    }
     if plot.file.contains(['/', '\\']) || plot.file.is_empty() {
         return Err(ctx("file: a plain file name without folders".into()));
     }
@@ -464,6 +472,7 @@ fn draw_plot(
         x_label: plot.x_label.clone().unwrap_or_else(|| plot.x.clone()),
         y_label: plot.y_label.clone().unwrap_or_else(|| plot.y.join(", ")),
         log_x: plot.log_x,
+        legend: plot.legend.clone(),
     };
     line_chart(&out.join(&plot.file), &chart, &series)
 }

@@ -268,6 +268,9 @@ pub struct PlotDoc {
     pub scale: Option<f64>,
     #[serde(default)]
     pub log_x: bool,
+    /// Where the legend goes: "upper-right" (default), "upper-left", "lower-left",
+    /// "lower-right", "middle-right".
+    pub legend: Option<String>,
 }
 
 /// Set `path` (dotted; numeric segments index arrays) in `doc` to `value`, making tables on
