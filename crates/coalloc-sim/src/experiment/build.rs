@@ -311,6 +311,14 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    for (key, p) in [
+        ("sim.start_failure", doc.start_failure),
+        ("sim.transfer_failure", doc.transfer_failure),
+    ] {
+        if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+            return Err(format!("{key}: must be a probability in [0, 1]"));
+        }
+    }
     Ok(SimParams {
         // Fault draws get their own seed space, away from the workload's streams.
         seed: seed ^ ((Purpose::Failures as u64) << 56),
