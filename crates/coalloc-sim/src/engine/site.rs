@@ -91,6 +91,10 @@ impl SimSite {
 
     /// Advance the processor-time integrals to `now` (clipped to the measurement window).
     pub fn advance(&mut self, now: Time) {
+        debug_assert!(
+            self.busy_local + self.busy_held + self.busy_running <= self.total,
+            "site over-allocated"
+        );
         let to = now.min(self.window_end);
         if to > self.clock {
             let dt = (to - self.clock) as u128;
