@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Regenerate every result of seed 000 §4–5 (KOALA on the DAS with failure injection).
+# Usage: experiments/seed-000/run.sh [path/to/coalloc]   (default: build it with cargo)
+# Takes about a minute on one core (threshold.toml's stalled runs take most of it).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+coalloc="${1:-}"
+if [ -z "$coalloc" ]; then
+  target="${CARGO_TARGET_DIR:-$root/target}"
+  (cd "$root" && cargo build --release --bin coalloc)
+  coalloc="$target/release/coalloc"
+fi
+cd "$here"
+rm -rf results
+for f in koala.toml utilization.toml threshold.toml; do
+  "$coalloc" sim "$f" -j 1 -q
+done
+python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
+python3 analyze.py
