@@ -515,3 +515,22 @@ fn events_of_one_instant_are_decided_together() {
         assert_eq!(started, if together { vec![big] } else { vec![small] });
     }
 }
+
+#[test]
+fn a_component_that_dies_before_the_barrier_is_a_submission_error() {
+    // Regression: a launch that started its processes but failed before reporting at the
+    // barrier was counted as a completion error, which only a finished component resets.
+    let mut h = H::new(SchedulerConfig::default(), &[16]);
+    let (_, cmds) = h.submit(unordered(&[4]));
+    let (launch, ..) = starts(&cmds)[0];
+    h.at(1, Event::ComponentStarted { launch });
+    h.at(
+        2,
+        Event::ComponentFailed {
+            launch,
+            reason: "crashed at start-up".into(),
+        },
+    );
+    let st = h.s.site_state(0).unwrap();
+    assert_eq!((st.submit_errors, st.completion_errors), (1, 0));
+}

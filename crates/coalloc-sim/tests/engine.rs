@@ -270,3 +270,40 @@ fn samples_never_show_a_site_over_allocated() {
     assert_eq!(m.finished, 60, "{m:?}");
     assert_eq!(m.local_finished, 160);
 }
+
+#[test]
+fn a_full_queue_holds_jobs_back_and_samples_go_on_after_a_batch() {
+    // Five jobs arrive at once; the queue takes two at a time. The held jobs enter as room
+    // appears, and the load samples keep coming after the instant of the batch.
+    let work = Workload {
+        jobs: (0..5)
+            .map(|i| SimJob {
+                tag: i,
+                ..job(&[32], 0, 100)
+            })
+            .collect(),
+        local: vec![],
+    };
+    let cfg = SchedulerConfig {
+        max_queued: Some(2),
+        ..config("fcfs")
+    };
+    let params = SimParams {
+        sample_interval: Some(50 * SECOND),
+        ..SimParams::default()
+    };
+    let out = simulate(sites(&[32]), cfg, &work, &params).unwrap();
+    let starts: Vec<i64> = out
+        .jobs
+        .iter()
+        .map(|j| j.record.as_ref().unwrap().start().unwrap() / SECOND)
+        .collect();
+    assert_eq!(starts, vec![0, 100, 200, 300, 400]);
+    assert!(out.jobs.iter().all(|j| j.fate == JobFate::Finished));
+    // Job 4 entered the queue when job 1 started (at 100 s), the queue holding 2 again.
+    assert!(out.jobs[4].submit > 0);
+    assert!(out
+        .samples
+        .iter()
+        .any(|s| s.time >= 400 * SECOND && s.coalloc == 32));
+}

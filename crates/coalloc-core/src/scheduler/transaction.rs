@@ -347,10 +347,13 @@ impl Core {
         };
         let c = self.jobs[&id].comps[i].clone();
         let site = c.site.unwrap_or(0);
-        let before_start = c.phase == CompPhase::Submitted;
-        self.sites.release(site, c.count, before_start);
+        // A component that dies before it reports at the barrier failed to *start* (seed 000
+        // §3.4's submission error), even if its processes were already running.
+        let was_pending = c.phase == CompPhase::Submitted;
+        let start_error = matches!(c.phase, CompPhase::Submitted | CompPhase::Started);
+        self.sites.release(site, c.count, was_pending);
         self.launches.remove(&launch);
-        self.site_error(site, before_start);
+        self.site_error(site, start_error);
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;
         j.comps[i].launch = None;

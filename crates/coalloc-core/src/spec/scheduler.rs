@@ -261,20 +261,19 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
         }
     };
     let mut site_faults = d.site_faults;
-    if let Some(n) = limit(
+    // "none" means no threshold: a site is never made unusable by its errors (0).
+    site_faults.submit_errors = limit(
         "site_errors",
         &doc.site_errors,
         Some(site_faults.submit_errors),
-    )? {
-        site_faults.submit_errors = n;
-    }
-    if let Some(n) = limit(
+    )?
+    .unwrap_or(0);
+    site_faults.completion_errors = limit(
         "completion_errors",
         &doc.completion_errors,
         Some(site_faults.completion_errors),
-    )? {
-        site_faults.completion_errors = n;
-    }
+    )?
+    .unwrap_or(0);
     Ok(SchedulerConfig {
         queue,
         fit,
@@ -421,6 +420,21 @@ mod tests {
         parse_config(&format!("{SITES}{extra}"))
             .map(|(_, c)| c)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn none_means_no_error_threshold() {
+        let c =
+            parse("[scheduler]\nsite_errors = \"none\"\ncompletion_errors = \"none\"\n").unwrap();
+        assert_eq!(
+            (c.site_faults.submit_errors, c.site_faults.completion_errors),
+            (0, 0)
+        );
+        let d = parse("[scheduler]\nsite_errors = 5\n").unwrap();
+        assert_eq!(
+            (d.site_faults.submit_errors, d.site_faults.completion_errors),
+            (5, 3)
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@ use super::site::{LocalFate, SimSite, Usage};
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::scheduler::{
-    Command, Event, JobId, JobRecord, LaunchId, Notice, Reply, Scheduler, SchedulerConfig, SiteId,
-    Start, TransferId,
+    Command, Event, JobId, JobRecord, LaunchId, Notice, Rejected, Reply, Scheduler,
+    SchedulerConfig, SiteId, Start, TransferId,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -146,6 +146,11 @@ struct Sim<'a> {
     crashes: ChaCha8Rng,
     transfers: ChaCha8Rng,
     samples: Vec<super::SiteSample>,
+    /// Periodic events taken at this instant, to schedule again after it (and whether a
+    /// monitor reading changed something).
+    due: Vec<(Ev, bool)>,
+    /// Workload jobs held back while the scheduler's queue is full, in arrival order.
+    held: std::collections::VecDeque<usize>,
 }
 
 /// Run `workload` on `sites` under `config`.
@@ -215,6 +220,8 @@ pub fn simulate(
         crashes: stream_of(seed, Purpose::Failures, 1),
         transfers: stream_of(seed, Purpose::Failures, 2),
         samples: Vec::new(),
+        due: Vec::new(),
+        held: std::collections::VecDeque::new(),
     };
     sim.seed_events();
     sim.run(last_arrival);
@@ -316,20 +323,70 @@ impl Sim<'_> {
                         self.index_of.insert(id, i);
                     }
                     Ok(Reply::Done) => {}
+                    Err(Rejected::QueueFull(_)) => self.held.push_back(i),
                     Err(e) => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
                 }
             }
-            loop {
-                while let Some(cmd) = self.core.poll_command() {
-                    self.carry_out(cmd);
+            self.quiesce();
+            self.resubmit_held();
+            // Periodic readings go on while anything can still happen: decided after the
+            // instant, so jobs that arrived at it count.
+            let alive = self.busy()
+                || !self.held.is_empty()
+                || (self.core.queued() > 0
+                    && self.core.next_wakeup().is_some()
+                    && now <= last_arrival + self.params.give_up_after);
+            for (ev, changed) in std::mem::take(&mut self.due) {
+                let iv = match ev {
+                    Ev::Monitor => self.params.monitor_interval,
+                    _ => self.params.sample_interval,
+                };
+                if alive || changed {
+                    self.push(now + iv.unwrap_or(1).max(1), ev);
                 }
-                self.settle_sites();
-                if self.follow.is_empty() {
-                    break;
-                }
-                let events = std::mem::take(&mut self.follow);
-                self.core.handle_all(now, events);
             }
+        }
+    }
+
+    /// Jobs refused because the queue was full are submitted again, in order, as soon as
+    /// there is room (the workload's users hold them back, seed 000 §4.2's "at most 100").
+    fn resubmit_held(&mut self) {
+        while let Some(&i) = self.held.front() {
+            let mut job = self.work.jobs[i].job.clone();
+            job.submit = Some(self.now);
+            let reply = self.core.handle(self.now, Event::Submit(Box::new(job)));
+            let full = matches!(reply, Err(Rejected::QueueFull(_)));
+            if !full {
+                self.held.pop_front();
+            }
+            match reply {
+                Ok(Reply::Submitted(id)) => {
+                    self.index_of.insert(id, i);
+                    self.outcomes[i].submit = self.now;
+                }
+                Err(e) if !full => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
+                _ => {}
+            }
+            self.quiesce();
+            if full {
+                break;
+            }
+        }
+    }
+
+    /// Carry out the core's commands and hand back what they cause at this instant, until
+    /// the instant is quiet.
+    fn quiesce(&mut self) {
+        loop {
+            while let Some(cmd) = self.core.poll_command() {
+                self.carry_out(cmd);
+            }
+            self.settle_sites();
+            if self.follow.is_empty() {
+                break;
+            }
+            let events = std::mem::take(&mut self.follow);
+            self.core.handle_all(self.now, events);
         }
     }
 
@@ -409,10 +466,7 @@ impl Sim<'_> {
             }
             Ev::Monitor => {
                 let changed = self.report_sites(batch);
-                if self.busy() || changed {
-                    let iv = self.params.monitor_interval.unwrap_or(1).max(1);
-                    self.push(now + iv, Ev::Monitor);
-                }
+                self.due.push((Ev::Monitor, changed));
             }
             Ev::Sample => {
                 for (site, s) in self.sites.iter().enumerate() {
@@ -424,10 +478,7 @@ impl Sim<'_> {
                         idle: s.free(),
                     });
                 }
-                if self.busy() {
-                    let iv = self.params.sample_interval.unwrap_or(1).max(1);
-                    self.push(now + iv, Ev::Sample);
-                }
+                self.due.push((Ev::Sample, false));
             }
         }
     }

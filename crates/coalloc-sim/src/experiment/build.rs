@@ -38,7 +38,14 @@ pub fn build(doc: &ExperimentDoc, seed: u64, base: &Path) -> Result<RunInput, St
     let jobs = jobs(w, seed, &mut sites, base)?;
     let horizon = jobs.iter().filter_map(|j| j.job.submit).max().unwrap_or(0);
     let local = match &w.local {
-        Some(l) => local(l, &sites, seed, horizon)?,
+        Some(l) => {
+            let until = l
+                .until
+                .as_ref()
+                .map(|u| duration(u, "workload.local.until"))
+                .transpose()?;
+            local(l, &sites, seed, horizon.max(until.unwrap_or(0)))?
+        }
         None => Vec::new(),
     };
     let params = params(&doc.sim, seed, &sites)?;

@@ -145,6 +145,9 @@ pub struct LocalDoc {
     pub service_rate: Option<f64>,
     /// q of the sizes on [1, N] (default 0.9).
     pub q: Option<f64>,
+    /// Local jobs keep arriving until this time (default: the last workload arrival; a
+    /// batch that arrives at once needs it to have local jobs beside it).
+    pub until: Option<Scalar>,
 }
 
 /// The simulated sites' behaviour and the injected faults.
