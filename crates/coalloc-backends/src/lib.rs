@@ -1,0 +1,109 @@
+//! Resource-manager adapters: what the server (never the core) calls to run components on a
+//! site. This is the GRAM role of seed 003 §2.2 / §4.3: submit a component, ask for the states
+//! of what was submitted, cancel, and report the site's idle and total processors and health
+//! for the resource monitor (seed 003 §4.3.2).
+//!
+//! Every call is blocking and may be slow (a dead Slurm controller takes seconds to fail); the
+//! server calls each site's backend from its own worker so that one site never holds up
+//! another. A backend makes no scheduling decision: it does what it is told and reports.
+//!
+//! Backends:
+//! - [`local`]: the embedded default, virtual clusters of processor slots on this machine;
+//! - `slurm`: one independent Slurm cluster per site.
+
+pub mod local;
+
+use std::path::PathBuf;
+
+/// A backend's handle for one submitted component (a local launch directory name, a Slurm job
+/// id). It is journaled by the server, so that after a restart the component is found again
+/// ("adopted") by this handle.
+pub type RemoteId = String;
+
+/// One component to run: everything a resource manager needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubmitRequest {
+    /// The scheduler's launch number (unique for the server's life, also across restarts).
+    pub launch: u64,
+    /// The job's number and the component's index in it (for names and logs).
+    pub job: u64,
+    pub component: usize,
+    /// Processors.
+    pub count: u32,
+    /// Processes to start: `count` for job types `multiple` and `mpi`, 1 for `single`.
+    pub processes: u32,
+    pub executable: String,
+    pub arguments: Vec<String>,
+    /// The component's environment: the job's own variables, then the runtime's
+    /// configuration (`COALLOC_*`, see coalloc-runtime). Per-process variables
+    /// (`COALLOC_LOCAL_RANK`, `COALLOC_RANK`) are added by the backend for each process.
+    pub environment: Vec<(String, String)>,
+    /// Working directory; the backend's default when `None`.
+    pub directory: Option<PathBuf>,
+    /// Kill it after this many milliseconds.
+    pub wall_time_ms: Option<i64>,
+    /// Where the processes' standard output and error go (one file each for the component;
+    /// processes of one component append to the same files).
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// What a resource manager says of one submitted component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteState {
+    /// Accepted, waiting in the site's queue.
+    Queued,
+    /// Its processes run.
+    Running,
+    /// Every process ended with exit code 0.
+    Finished,
+    /// It ended badly (a process exited non-zero, was killed, hit its wall time, could not
+    /// start); the reason says which.
+    Failed(String),
+    /// The resource manager does not know it (any more).
+    Unknown,
+}
+
+impl RemoteState {
+    /// Whether the component has ended, one way or another.
+    pub fn is_final(&self) -> bool {
+        !matches!(self, RemoteState::Queued | RemoteState::Running)
+    }
+}
+
+/// The resource monitor's reading of a site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SiteLoad {
+    /// Processors free now.
+    pub idle: u32,
+    /// Processors in all (up ones).
+    pub total: u32,
+    /// Processors held by jobs that did not come through coalloc (the "other users").
+    pub other: u32,
+}
+
+/// Why a backend call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The request cannot be run here at all (too many processors, no such executable...).
+    #[error("rejected: {0}")]
+    Rejected(String),
+    /// The resource manager did not answer or failed; the site may be down.
+    #[error("resource manager unavailable: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A resource-manager adapter for one site.
+pub trait Backend: Send + Sync {
+    /// Submit a component. Returns once the resource manager has accepted it (not when it
+    /// runs).
+    fn submit(&self, request: &SubmitRequest) -> Result<RemoteId, BackendError>;
+    /// The states of these components, in the same order.
+    fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError>;
+    /// Cancel (kill) a component; cancelling one that has ended is not an error.
+    fn cancel(&self, id: &RemoteId) -> Result<(), BackendError>;
+    /// Idle, total and other users' processors; an error means the site is unhealthy.
+    fn load(&self) -> Result<SiteLoad, BackendError>;
+}

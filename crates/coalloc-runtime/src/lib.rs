@@ -1,0 +1,35 @@
+//! The component runtime (seed 002 §3.3, §4.1): what a component of a co-allocated job links
+//! or calls. Being written; the contract with the server is below and is fixed.
+//!
+//! # Environment (set by the server for every process of every component)
+//!
+//! | variable | meaning |
+//! | --- | --- |
+//! | `COALLOC_URL` | the server's base URL, e.g. `http://127.0.0.1:4417` |
+//! | `COALLOC_BARRIER_URL` | `{COALLOC_URL}/v1/jobs/{job}/barrier` |
+//! | `COALLOC_SECRET` | the job's own secret: the bearer token of barrier and rendezvous calls |
+//! | `COALLOC_JOB_ID` | the job's number |
+//! | `COALLOC_LAUNCH` | this start of this component (a number unique in the server's life) |
+//! | `COALLOC_COMPONENT` | this component's index, from 0 |
+//! | `COALLOC_COMPONENTS` | components in the job |
+//! | `COALLOC_SIZES` | every component's size, by index, comma-separated (`8,8,16`) |
+//! | `COALLOC_RANK_OFFSET` | the job-wide rank of this component's first process |
+//! | `COALLOC_TOTAL` | the job's total size |
+//! | `COALLOC_SITE` | the site's name |
+//! | `COALLOC_PROCESSES` | processes in this component |
+//! | `COALLOC_LOCAL_RANK` | this process's index in its component, from 0 (per process) |
+//! | `COALLOC_RANK` | `COALLOC_RANK_OFFSET + COALLOC_LOCAL_RANK` (per process) |
+//!
+//! # HTTP protocol (JSON bodies, `Authorization: Bearer {COALLOC_SECRET}`)
+//!
+//! - Barrier check-in: `POST {COALLOC_BARRIER_URL}` with
+//!   `{"launch": L, "local_rank": r, "ok": true|false, "reason": "..."}`. The server holds the
+//!   request up to about 25 s and answers `200 {"state": "released"}`, `200 {"state":
+//!   "aborted", "reason": "..."}` or `200 {"state": "waiting"}` (post again: check-in is
+//!   idempotent). A component is at the barrier when all its processes checked in with ok;
+//!   one `ok: false` fails the component. On a connection error (the server restarting) the
+//!   client retries with a back-off.
+//! - Rendezvous: `PUT {COALLOC_URL}/v1/jobs/{job}/kv/{key}` with the raw value as body (204);
+//!   `GET {COALLOC_URL}/v1/jobs/{job}/kv/{key}?wait_ms=N` answers `200` with the raw value, or
+//!   `404` when the key is still missing after waiting up to N ms (at most 25 s a call).
+//! - Another job's secret gets `403`; a missing or bad one `401`.

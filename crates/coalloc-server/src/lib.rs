@@ -1,0 +1,1 @@
+//! The coalloc server. Being written.
