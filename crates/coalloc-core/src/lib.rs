@@ -17,6 +17,8 @@
 //!   `next_wakeup()` — with the co-allocation transaction (seed 002 §3.2) and fault handling
 //!   (seed 000 §3.4, seed 003 §4.3.4–4.3.5).
 //! - [`queue`]: queue policies, each in a module named after it.
+//! - [`provisioning`]: cloud sites' leased VMs, their bill, and the On-Demand provisioning
+//!   policy (seed 004 §III-A, §III-B).
 //! - [`predictor`]: job runtime prediction (the mean of the user's last two runtimes) and the
 //!   wait-time estimate, for SJF and HSDF (seed 004 §III-B).
 //! - [`error`]: the one error type of job and site input, with line and column.
@@ -25,6 +27,7 @@ pub mod error;
 pub mod model;
 pub mod placement;
 pub mod predictor;
+pub mod provisioning;
 pub mod queue;
 pub mod rsl;
 pub mod scheduler;

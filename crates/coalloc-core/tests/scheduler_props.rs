@@ -641,6 +641,9 @@ impl<'c> Driver<'c> {
                 }
                 _ => {}
             },
+            Command::LeaseVm { .. } | Command::ReleaseVm { .. } => {
+                prop_assert!(false, "no cloud site here, yet {cmd:?}");
+            }
             Command::JobFinished { job, .. } | Command::JobFailed { job, .. } => {
                 prop_assert!(self.ended.insert(job), "job {job} ended twice");
                 self.end_run(job, "ended")?;

@@ -82,3 +82,12 @@ impl Site {
         }
     }
 }
+
+/// A named set of sites — a *subsystem* (seed 004 §III-A: "the KOALA-C resource manager can
+/// configure this set into multiple subsets of sites"). Subsystems may share sites.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Subsystem {
+    pub name: String,
+    /// Indexes into the site list, in the order given.
+    pub sites: Vec<usize>,
+}

@@ -292,6 +292,11 @@ impl QueuePolicy for KoalaC {
     fn finished(&mut self, _id: JobId, job: &Job, runtime: Millis) {
         self.predictor.record(job.extra().user.as_deref(), runtime);
     }
+
+    /// The queue in its order (HSDF's by arrival: its order depends on the time), any site.
+    fn demand(&self, _sites: usize) -> Option<Vec<super::Demand>> {
+        Some(self.queue.values().map(|&id| (id, None)).collect())
+    }
 }
 
 /// Passes only at multiples of a period (seed 004 §IV-A's periodic invocation); see the

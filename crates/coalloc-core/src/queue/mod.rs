@@ -131,7 +131,18 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     fn runtime_limit(&self, _id: JobId) -> Option<Millis> {
         None
     }
+    /// The queued jobs in the order the policy would try them, each with the sites it may
+    /// use there (`None` = any): the demand On-Demand provisioning leases for (seed 004
+    /// §III-B). `sites` is the number of sites. `None` (the default) lets the scheduler take
+    /// every queued job in submission order, on any site.
+    fn demand(&self, _sites: usize) -> Option<Vec<Demand>> {
+        None
+    }
 }
+
+/// One queued job as provisioning sees it: its number and the sites it may use (`None` =
+/// any), one flag per site.
+pub type Demand = (JobId, Option<Vec<bool>>);
 
 /// Jobs in arrival order, where arriving is entering the queue: a job that comes back after
 /// an abort goes to the tail (seed 003 §4.3.4). Shared by the policies that scan in arrival

@@ -540,6 +540,33 @@ impl QueuePolicy for Tags {
         self.jobs.remove(&id);
     }
 
+    /// Every level's queue in scan order, restricted to the level's sites; returned jobs
+    /// not yet resolved count at the level they ran from.
+    fn demand(&self, sites: usize) -> Option<Vec<super::Demand>> {
+        let mask = |level: usize| {
+            let mut allowed = vec![false; sites];
+            for &s in self.levels.get(level).map_or(&[][..], |l| &l.sites[..]) {
+                if let Some(a) = allowed.get_mut(s) {
+                    *a = true;
+                }
+            }
+            allowed
+        };
+        let mut out = Vec::with_capacity(self.len());
+        for &level in &self.scan {
+            let allowed = mask(level);
+            for &id in self.levels[level].queue.values() {
+                out.push((id, Some(allowed.clone())));
+            }
+        }
+        for &id in self.returned.values() {
+            if let Some(&Where::Returned { level, .. }) = self.jobs.get(&id) {
+                out.push((id, Some(mask(level))));
+            }
+        }
+        Some(out)
+    }
+
     fn runtime_limit(&self, id: JobId) -> Option<Millis> {
         match self.jobs.get(&id) {
             Some(&Where::Started { level, .. }) => self.levels.get(level)?.limit,

@@ -6,6 +6,7 @@
 //! aborted start can never be mistaken for the current one.
 
 use crate::model::{Component, Job, Millis, Time};
+pub use crate::provisioning::VmId;
 use std::fmt;
 
 /// A job's number, given by the scheduler at submission (1, 2, 3, ...).
@@ -71,6 +72,13 @@ pub enum Event {
     ComponentFinished { launch: LaunchId },
     /// A file transfer ended.
     TransferDone { transfer: TransferId, ok: bool },
+    /// A VM asked for with [`Command::LeaseVm`] runs and may be used; billing starts now
+    /// (seed 004 §III-B).
+    VmLeased { vm: VmId },
+    /// A VM asked for with [`Command::LeaseVm`] will not come.
+    LeaseFailed { vm: VmId, reason: String },
+    /// A VM given back with [`Command::ReleaseVm`] is gone; billing stops now.
+    VmReleased { vm: VmId },
     /// Time passed; nothing else happened.
     Tick,
 }
@@ -134,6 +142,12 @@ pub enum Command {
     /// Kill local (non-coalloc) jobs on a site until this many processors are free
     /// (seed 001 §2.2, the GP policy).
     KillLocal { site: SiteId, processors: u32 },
+    /// Lease one VM on a cloud site (seed 004 §III-B's On-Demand provisioning); answer with
+    /// [`Event::VmLeased`] when it runs or [`Event::LeaseFailed`].
+    LeaseVm { site: SiteId, vm: VmId },
+    /// Give back an idle VM of a cloud site; answer with [`Event::VmReleased`] when it is
+    /// gone. Nothing of coalloc's runs on it.
+    ReleaseVm { site: SiteId, vm: VmId },
     /// A state change worth telling users about (seed 002 §3.4's monitoring callbacks).
     Notify(Notice),
     /// The job ended well.

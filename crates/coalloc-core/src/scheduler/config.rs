@@ -158,6 +158,10 @@ pub struct SchedulerConfig {
     /// How many placement-try times each job's record keeps (`JobRecord::try_times`); the
     /// tries are always counted. 0 by default, so that a waiting job stays small.
     pub record_try_times: usize,
+    /// How cloud sites grow and shrink (seed 004 §III-B); On-Demand by default.
+    pub provisioning: crate::provisioning::Provisioning,
+    /// Named sets of sites, which may overlap (seed 004 §III-A); policies may refer to them.
+    pub subsystems: Vec<crate::model::Subsystem>,
 }
 
 impl Default for SchedulerConfig {
@@ -175,6 +179,8 @@ impl Default for SchedulerConfig {
             interactive_default: InteractiveDefault::Substitute,
             default_estimate: crate::model::HOUR,
             record_try_times: 0,
+            provisioning: crate::provisioning::Provisioning::default(),
+            subsystems: Vec::new(),
         }
     }
 }

@@ -18,6 +18,7 @@
 //! ([`crate::placement`]).
 
 pub mod api;
+mod clouds;
 pub mod config;
 mod edit;
 pub mod icp;
@@ -80,6 +81,14 @@ struct Core {
     finished: Vec<(JobId, crate::model::Millis)>,
     /// Jobs that committed during this event, to ask the policy for a runtime limit.
     committed: Vec<JobId>,
+    /// Cloud sites' VMs under On-Demand provisioning, by site (`None`: a cluster, or a cloud
+    /// under static provisioning).
+    clouds: Vec<Option<crate::provisioning::CloudState>>,
+    next_vm: u64,
+    /// Provisioning must decide again at this event (a VM came or went, a first event).
+    provision_now: bool,
+    /// When provisioning wants to decide again if nothing else happens.
+    provision_at: Option<Time>,
 }
 
 /// The scheduling core. See the module documentation.
@@ -92,9 +101,15 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(config: SchedulerConfig, sites: Vec<Site>) -> Scheduler {
         let queue = config.queue.build();
+        let mut sites = SiteTable::new(sites, config.site_faults);
+        let clouds = clouds::init(&mut sites, &config.provisioning);
         Scheduler {
             core: Core {
-                sites: SiteTable::new(sites, config.site_faults),
+                provision_now: clouds.iter().any(Option::is_some),
+                clouds,
+                next_vm: 1,
+                provision_at: None,
+                sites,
                 config,
                 jobs: jobs::JobTable::default(),
                 active: BTreeSet::new(),
@@ -186,6 +201,11 @@ impl Scheduler {
                 core.transfer_done(transfer, ok);
                 Ok(Reply::Done)
             }
+            Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
+            Event::LeaseFailed { vm, reason } => {
+                core.lease_failed(vm, &reason).map(|()| Reply::Done)
+            }
+            Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
         }
     }
@@ -198,10 +218,26 @@ impl Scheduler {
     /// When the scheduler wants to be called (with [`Event::Tick`]) if nothing else happens.
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.core.timers.first().map(|(t, _)| *t);
-        match (timer, self.queue.next_wakeup()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [timer, self.queue.next_wakeup(), self.core.provision_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// A cloud site's VMs and bill under On-Demand provisioning (`None` for a cluster or a
+    /// static cloud).
+    pub fn cloud(&self, site: SiteId) -> Option<&crate::provisioning::CloudState> {
+        self.core.clouds.get(site)?.as_ref()
+    }
+
+    /// Every cloud site's bill up to `now` (VMs gone, plus running ones billed per started
+    /// hour so far), by site; clusters and static clouds owe nothing.
+    pub fn bills(&self, now: Time) -> Vec<crate::provisioning::Bill> {
+        self.core
+            .clouds
+            .iter()
+            .map(|c| c.as_ref().map(|c| c.bill_until(now)).unwrap_or_default())
+            .collect()
     }
 
     /// The sites, in [`SiteId`] order.
@@ -261,7 +297,8 @@ impl Scheduler {
                 self.queue.finished(id, &j.job, runtime);
             }
         }
-        if core.dirty || self.queue.next_wakeup().is_some_and(|t| t <= core.now) {
+        let pass = core.dirty || self.queue.next_wakeup().is_some_and(|t| t <= core.now);
+        if pass {
             core.dirty = false;
             self.queue.pass(core);
         }
@@ -276,6 +313,10 @@ impl Scheduler {
                     },
                 ));
             }
+        }
+        if core.wants_provisioning(pass) {
+            let demand = self.queue.demand(core.sites.len());
+            core.provision(demand, self.queue.fit());
         }
     }
 }
@@ -317,6 +358,11 @@ impl Core {
             return Err(Rejected::UnknownSite(site));
         }
         let was = self.sites.state[site].usable();
+        // A provisioned cloud's size is what the scheduler has leased, whatever the reading.
+        let (idle, total) = match self.clouds.get(site).and_then(Option::as_ref) {
+            Some(c) => (idle.min(c.capacity()), c.capacity()),
+            None => (idle, total),
+        };
         if self.sites.report(site, idle, total, healthy) {
             self.dirty = true;
         }

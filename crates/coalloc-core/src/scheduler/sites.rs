@@ -148,6 +148,21 @@ impl SiteTable {
         self.epoch += 1;
     }
 
+    /// A cloud site gained a running VM of `processors` processors (seed 004 §III-B).
+    pub fn grow(&mut self, site: SiteId, processors: u32) {
+        let s = &mut self.state[site];
+        s.processors += processors;
+        s.idle += processors;
+        self.epoch += 1;
+    }
+
+    /// A cloud site gave back an idle VM of `processors` processors.
+    pub fn shrink(&mut self, site: SiteId, processors: u32) {
+        let s = &mut self.state[site];
+        s.processors = s.processors.saturating_sub(processors);
+        s.idle = s.idle.saturating_sub(processors);
+    }
+
     /// A launch here finished well.
     pub fn success(&mut self, site: SiteId) {
         self.state[site].completion_errors = 0;

@@ -206,6 +206,9 @@ impl Core {
             spec: j.job.components[i].clone(),
         };
         self.sites.claim(site, count);
+        if let Some(Some(c)) = self.clouds.get_mut(site) {
+            c.allocate(launch, count);
+        }
         self.launches.insert(launch, (id, i));
         self.commands
             .push_back(Command::StartComponent(Box::new(start)));
@@ -312,8 +315,7 @@ impl Core {
         };
         let c = self.jobs[&id].comps[i].clone();
         let site = c.site.unwrap_or(0);
-        self.sites
-            .release(site, c.count, c.phase == CompPhase::Submitted);
+        self.release_launch(site, launch, c.count, c.phase == CompPhase::Submitted);
         self.sites.success(site);
         self.launches.remove(&launch);
         let j = self.jobs.get_mut(&id).expect("current");
@@ -351,7 +353,7 @@ impl Core {
         // §3.4's submission error), even if its processes were already running.
         let was_pending = c.phase == CompPhase::Submitted;
         let start_error = matches!(c.phase, CompPhase::Submitted | CompPhase::Started);
-        self.sites.release(site, c.count, was_pending);
+        self.release_launch(site, launch, c.count, was_pending);
         self.launches.remove(&launch);
         self.site_error(site, start_error);
         let j = self.jobs.get_mut(&id).expect("current");
@@ -527,8 +529,7 @@ impl Core {
                 component: i,
                 site,
             });
-            self.sites
-                .release(site, c.count, c.phase == CompPhase::Submitted);
+            self.release_launch(site, launch, c.count, c.phase == CompPhase::Submitted);
             self.launches.remove(&launch);
             self.dirty = true;
         }

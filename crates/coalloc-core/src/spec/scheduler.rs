@@ -41,24 +41,45 @@
 //! default_runtime = "1h"
 //!
 //! [scheduler.tags]           # seed 004 §IV-B, §IV-C
-//! sets = [["fs0", "fs1", "fs2"], ["fs1", "fs2"], ["fs2"]]   # tags-sets
+//! sets = [["fs0", "fs1", "fs2"], ["fs1", "fs2"], ["fs2"]]   # tags-sets; a set may also be
+//!                                                           # a subsystem's name
 //! chains = [["a1", "a2"], ["b1", "b2"]]                     # tags-chain
 //! limits = ["10m", "1h"]
 //! dispatch = "rr"            # rr, or random (with seed = N)
+//!
+//! [scheduler.subsystems]     # seed 004 §III-A: named sets of sites, which may overlap
+//! all = ["fs0", "fs1", "fs2"]
+//! long = ["fs1", "fs2"]
+//! ```
+//!
+//! Cloud sites (`kind = "cloud"` in the site list) are provisioned by a policy (seed 004
+//! §III-B):
+//!
+//! ```toml
+//! [scheduler]
+//! provisioning = "on-demand" # on-demand (the default), static (clouds are fixed pools)
+//!
+//! [scheduler.on_demand]
+//! idle_time = "5m"           # free clouds: release a VM idle this long
+//! release_margin = "1m"      # paid clouds: release an idle VM this close to its next hour
+//! lease_retry = "1m"         # after a failed lease, wait this long before leasing there again
 //! ```
 
 use super::native::toml_doc;
 use super::sites::{sites_from_docs, SiteDoc};
 use super::units::{parse_duration, Scalar};
 use crate::error::SpecError;
+use crate::model::Subsystem;
 use crate::model::{Millis, Site};
 use crate::placement::{Fit, FlexibleFit};
+use crate::provisioning::{OnDemandParams, Provisioning};
 use crate::queue::koala::KoalaParams;
 use crate::queue::koala_c::KoalaCParams;
 use crate::queue::rpp::{GlobalPriority, RppParams};
 use crate::queue::tags::{ChainDispatch, TagsChainParams, TagsSetsParams};
 use crate::scheduler::{Claiming, IcpParams, InteractiveDefault, QueueConfig, SchedulerConfig};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// `[scheduler]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -82,6 +103,27 @@ pub struct SchedulerDoc {
     pub rpp: Option<RppDoc>,
     pub koala_c: Option<KoalaCDoc>,
     pub tags: Option<TagsDoc>,
+    pub provisioning: Option<String>,
+    pub on_demand: Option<OnDemandDoc>,
+    /// Subsystem name → site names (seed 004 §III-A).
+    pub subsystems: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// `[scheduler.on_demand]` (seed 004 §III-B).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnDemandDoc {
+    pub idle_time: Option<Scalar>,
+    pub release_margin: Option<Scalar>,
+    pub lease_retry: Option<Scalar>,
+}
+
+/// A set of sites in `tags.sets`: site names, or a subsystem's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SiteSetDoc {
+    Subsystem(String),
+    Sites(Vec<String>),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -123,7 +165,7 @@ pub struct KoalaCDoc {
 #[serde(deny_unknown_fields)]
 pub struct TagsDoc {
     #[serde(default)]
-    pub sets: Vec<Vec<String>>,
+    pub sets: Vec<SiteSetDoc>,
     #[serde(default)]
     pub chains: Vec<Vec<String>>,
     #[serde(default)]
@@ -297,7 +339,71 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
             .unwrap_or(d.default_estimate),
         record_try_times: limit("record_try_times", &doc.record_try_times, Some(0))?.unwrap_or(0)
             as usize,
+        provisioning: provisioning(doc)?,
+        subsystems: subsystems(doc, sites)?,
     })
+}
+
+/// `provisioning` and `[scheduler.on_demand]`.
+fn provisioning(doc: &SchedulerDoc) -> Result<Provisioning, SpecError> {
+    let name = doc.provisioning.as_deref().unwrap_or("on-demand");
+    let chosen = Provisioning::from_name(name).map_err(|r| bad("provisioning", r))?;
+    let Provisioning::OnDemand(d) = chosen else {
+        return Ok(chosen);
+    };
+    let o = doc.on_demand.clone().unwrap_or_default();
+    let p = OnDemandParams {
+        idle_time: dur("on_demand.idle_time", &o.idle_time)?.unwrap_or(d.idle_time),
+        release_margin: dur("on_demand.release_margin", &o.release_margin)?
+            .unwrap_or(d.release_margin),
+        lease_retry: dur("on_demand.lease_retry", &o.lease_retry)?.unwrap_or(d.lease_retry),
+    };
+    p.validate().map_err(|r| bad("on_demand", r))?;
+    Ok(Provisioning::OnDemand(p))
+}
+
+/// `[scheduler.subsystems]`: every set non-empty, its sites known and named once.
+fn subsystems(doc: &SchedulerDoc, sites: &[Site]) -> Result<Vec<Subsystem>, SpecError> {
+    let mut out = Vec::new();
+    for (name, list) in doc.subsystems.iter().flatten() {
+        let field = format!("subsystems.{name}");
+        if list.is_empty() {
+            return Err(bad(&field, "names no site"));
+        }
+        let ids = site_lists(&field, std::slice::from_ref(list), sites)?.remove(0);
+        if let Some(dup) = list
+            .iter()
+            .enumerate()
+            .find(|(i, n)| list[..*i].contains(n))
+        {
+            return Err(bad(&field, format!("names site `{}` twice", dup.1)));
+        }
+        out.push(Subsystem {
+            name: name.clone(),
+            sites: ids,
+        });
+    }
+    Ok(out)
+}
+
+/// `tags.sets`: each a list of site names or a subsystem's name, as site names.
+fn tags_sets(doc: &SchedulerDoc, sets: &[SiteSetDoc]) -> Result<Vec<Vec<String>>, SpecError> {
+    sets.iter()
+        .map(|set| match set {
+            SiteSetDoc::Sites(names) => Ok(names.clone()),
+            SiteSetDoc::Subsystem(name) => doc
+                .subsystems
+                .as_ref()
+                .and_then(|m| m.get(name))
+                .cloned()
+                .ok_or_else(|| {
+                    bad(
+                        "tags.sets",
+                        format!("names subsystem `{name}`, which [scheduler.subsystems] lacks"),
+                    )
+                }),
+        })
+        .collect()
 }
 
 fn queue_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<QueueConfig, SpecError> {
@@ -367,7 +473,7 @@ fn queue_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<QueueConfig, SpecE
             let period = dur("tags.period", &t.period)?;
             if matches!(queue, QueueConfig::TagsSets(_)) {
                 let p = TagsSetsParams {
-                    sets: site_lists("tags.sets", &t.sets, sites)?,
+                    sets: site_lists("tags.sets", &tags_sets(doc, &t.sets)?, sites)?,
                     limits,
                     period,
                 };
