@@ -56,8 +56,16 @@ pub struct Metrics {
     pub makespan: f64,
     /// Processor-time of coalloc's finished jobs over (processors × makespan).
     pub utilization: f64,
-    /// Money spent on leased resources (cloud sites; 0 without them).
+    /// Money spent on leased resources, dollars (cloud sites; 0 without them): VM-hours
+    /// billed per started hour times each site's price (seed 004 §V-A).
     pub cost: f64,
+    /// VM-hours billed on every cloud site, free or paid.
+    pub vm_hours: u64,
+    /// VM-hours billed on paid cloud sites (what `cost` is made of).
+    pub paid_vm_hours: u64,
+    /// VM leases asked for, and those that failed.
+    pub leases: u64,
+    pub lease_failures: u64,
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -215,7 +223,16 @@ impl Metrics {
             } else {
                 0.0
             },
-            cost: 0.0,
+            cost: out.clouds.iter().map(|c| c.bill.cost_micros).sum::<u64>() as f64 / 1e6,
+            vm_hours: out.clouds.iter().map(|c| c.bill.vm_hours).sum(),
+            paid_vm_hours: out
+                .clouds
+                .iter()
+                .filter(|c| c.bill.cost_micros > 0)
+                .map(|c| c.bill.vm_hours)
+                .sum(),
+            leases: out.clouds.iter().map(|c| c.leases).sum(),
+            lease_failures: out.clouds.iter().map(|c| c.lease_failures).sum(),
         }
     }
 

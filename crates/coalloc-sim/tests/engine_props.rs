@@ -118,6 +118,7 @@ fn run(c: &Case) -> coalloc_sim::engine::Outcome {
             start: c.start_failure,
             mtbf: c.mtbf.map(|m| m * SECOND),
             transfer: 0.0,
+            lease: 0.0,
             outages: c
                 .outage
                 .map(|(site, from, len)| Outage {

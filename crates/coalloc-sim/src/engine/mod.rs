@@ -17,4 +17,4 @@ mod run;
 pub mod site;
 
 pub use params::{Failures, Outage, SimJob, SimParams, Workload};
-pub use run::{simulate, JobFate, JobOutcome, Outcome, SimError, SiteSample};
+pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};

@@ -44,6 +44,9 @@ pub struct Failures {
     pub mtbf: Option<Millis>,
     /// Probability that a file transfer fails.
     pub transfer: f64,
+    /// Probability that a cloud VM lease fails (the VM never comes; the failure is reported
+    /// after the lease latency).
+    pub lease: f64,
     pub outages: Vec<Outage>,
 }
 

@@ -4,9 +4,10 @@ use super::params::{SimParams, Workload};
 use super::site::{LocalFate, SimSite, Usage};
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
+use coalloc_core::provisioning::{billed_hours, Bill, Provisioning};
 use coalloc_core::scheduler::{
     Command, Event, JobId, JobRecord, LaunchId, Notice, Rejected, Reply, Scheduler,
-    SchedulerConfig, SiteId, Start, TransferId,
+    SchedulerConfig, SiteId, Start, TransferId, VmId,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -53,6 +54,42 @@ pub struct SiteSample {
     pub idle: u32,
 }
 
+/// What one cloud site leased and what it cost, from the simulated provider's own records
+/// (seed 004 §V-A's cost): every VM billed per started hour from when it ran until it was
+/// gone, or until the end of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct CloudUsage {
+    pub leases: u64,
+    pub lease_failures: u64,
+    /// Most VMs running at one time.
+    pub peak_vms: u32,
+    pub bill: BillRow,
+}
+
+/// [`Bill`] as a plain row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct BillRow {
+    pub vm_hours: u64,
+    pub cost_micros: u64,
+}
+
+impl From<Bill> for BillRow {
+    fn from(b: Bill) -> BillRow {
+        BillRow {
+            vm_hours: b.vm_hours,
+            cost_micros: b.cost_micros,
+        }
+    }
+}
+
+/// One VM's life in the simulated provider's records.
+#[derive(Debug, Clone, Copy)]
+struct VmLife {
+    site: SiteId,
+    up: Option<Time>,
+    down: Option<Time>,
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -67,6 +104,8 @@ pub struct Outcome {
     pub window_end: Time,
     /// When the last event happened.
     pub end: Time,
+    /// Per site: what it leased and cost (all zero for clusters and static clouds).
+    pub clouds: Vec<CloudUsage>,
 }
 
 /// Why a run could not be made.
@@ -96,6 +135,8 @@ enum Ev {
     Monitor,
     Sample,
     Arrive(usize),
+    /// A leased VM runs (true) or its lease failed (false).
+    VmUp(VmId, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +192,15 @@ struct Sim<'a> {
     due: Vec<(Ev, bool)>,
     /// Workload jobs held back while the scheduler's queue is full, in arrival order.
     held: std::collections::VecDeque<usize>,
+    /// Per site: processors per VM (0: not a provisioned cloud), lease latency, price.
+    vm_processors: Vec<u32>,
+    lease_latency: Vec<Millis>,
+    price: Vec<u64>,
+    /// Processors per site as configured (a cloud's most).
+    configured: Vec<u32>,
+    vms: BTreeMap<VmId, VmLife>,
+    cloud_usage: Vec<CloudUsage>,
+    leases: ChaCha8Rng,
 }
 
 /// Run `workload` on `sites` under `config`.
@@ -166,6 +216,7 @@ pub fn simulate(
     for (name, p) in [
         ("the start failure probability", params.failures.start),
         ("the transfer failure probability", params.failures.transfer),
+        ("the lease failure probability", params.failures.lease),
     ] {
         if !(0.0..=1.0).contains(&p) {
             return Err(SimError::Probability(name));
@@ -187,15 +238,39 @@ pub fn simulate(
         .max()
         .unwrap_or(0);
     let window_end = params.window_end.unwrap_or(last_arrival);
+    // A provisioned cloud starts with no VMs; the scheduler leases them.
+    let provisioned = matches!(config.provisioning, Provisioning::OnDemand(_));
+    let cloud_of = |s: &Site| s.cloud.clone().filter(|_| provisioned);
+    let start_size = |s: &Site| {
+        if cloud_of(s).is_some() {
+            0
+        } else {
+            s.processors
+        }
+    };
     let sim_sites: Vec<SimSite> = sites
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let locals = workload.local.get(i).cloned().unwrap_or_default();
-            SimSite::new(s.processors, locals, window_end)
+            SimSite::new(start_size(s), locals, window_end)
         })
         .collect();
-    let reported = sites.iter().map(|s| (s.processors, true)).collect();
+    let reported = sites.iter().map(|s| (start_size(s), true)).collect();
+    let vm_processors = sites
+        .iter()
+        .map(|s| cloud_of(s).map_or(0, |c| c.vm_processors))
+        .collect();
+    let lease_latency = sites
+        .iter()
+        .map(|s| cloud_of(s).map_or(0, |c| c.lease_latency))
+        .collect();
+    let price = sites
+        .iter()
+        .map(|s| cloud_of(s).map_or(0, |c| c.price_micros_per_vm_hour))
+        .collect();
+    let configured = sites.iter().map(|s| s.processors).collect();
+    let cloud_usage = vec![CloudUsage::default(); sites.len()];
     let seed = params.seed;
     let mut sim = Sim {
         site_names: sites.iter().map(|s| s.name.clone()).collect(),
@@ -222,8 +297,20 @@ pub fn simulate(
         samples: Vec::new(),
         due: Vec::new(),
         held: std::collections::VecDeque::new(),
+        vm_processors,
+        lease_latency,
+        price,
+        configured,
+        vms: BTreeMap::new(),
+        cloud_usage,
+        leases: stream_of(seed, Purpose::Failures, 3),
     };
     sim.seed_events();
+    if sim.vm_processors.iter().any(|&p| p > 0) {
+        // Provisioned clouds lease their minimum before anything arrives.
+        sim.core.handle(0, Event::Tick).ok();
+        sim.quiesce();
+    }
     sim.run(last_arrival);
     Ok(sim.finish(window_end))
 }
@@ -444,6 +531,32 @@ impl Sim<'_> {
                 });
             }
             Ev::Transfer(transfer, ok) => batch.push(Event::TransferDone { transfer, ok }),
+            Ev::VmUp(vm, ok) => {
+                let Some(life) = self.vms.get_mut(&vm) else {
+                    return;
+                };
+                let site = life.site;
+                if ok {
+                    life.up = Some(now);
+                    self.sites[site].total += self.vm_processors[site];
+                    let running = self
+                        .vms
+                        .values()
+                        .filter(|v| v.site == site && v.up.is_some() && v.down.is_none())
+                        .count() as u32;
+                    let u = &mut self.cloud_usage[site];
+                    u.peak_vms = u.peak_vms.max(running);
+                    self.dirty.insert(site);
+                    batch.push(Event::VmLeased { vm });
+                } else {
+                    self.vms.remove(&vm);
+                    self.cloud_usage[site].lease_failures += 1;
+                    batch.push(Event::LeaseFailed {
+                        vm,
+                        reason: "the lease failed (injected)".into(),
+                    });
+                }
+            }
             Ev::OutageStart(k) => {
                 let site = self.params.failures.outages[k].site;
                 self.outage(site, batch);
@@ -542,6 +655,30 @@ impl Sim<'_> {
             Command::KillLocal { site, processors } => {
                 self.sites[site].kill_local(processors, now);
                 self.dirty.insert(site);
+            }
+            Command::LeaseVm { site, vm } => {
+                let ok = !self.leases.random_bool(self.params.failures.lease);
+                self.vms.insert(
+                    vm,
+                    VmLife {
+                        site,
+                        up: None,
+                        down: None,
+                    },
+                );
+                self.cloud_usage[site].leases += 1;
+                self.push(now + self.lease_latency[site].max(0), Ev::VmUp(vm, ok));
+            }
+            Command::ReleaseVm { site, vm } => {
+                if let Some(life) = self.vms.get_mut(&vm) {
+                    let per = self.vm_processors[site];
+                    let s = &mut self.sites[site];
+                    debug_assert!(s.free() >= per, "a VM released while in use");
+                    s.total = s.total.saturating_sub(per);
+                    life.down = Some(now);
+                    self.dirty.insert(site);
+                    self.follow.push(Event::VmReleased { vm });
+                }
             }
             Command::Notify(Notice::Requeued { job, .. }) => {
                 self.released.remove(&job);
@@ -722,7 +859,22 @@ impl Sim<'_> {
         (u128::from(bytes) * 1000).div_ceil(u128::from(bw)) as Millis
     }
 
-    fn finish(self, window_end: Time) -> Outcome {
+    fn finish(mut self, window_end: Time) -> Outcome {
+        // The provider's bill: every VM that ran, until it was gone or the run ended.
+        for life in self.vms.values() {
+            if let Some(up) = life.up {
+                let hours = billed_hours(up, life.down.unwrap_or(self.now));
+                let bill = Bill::of(hours, self.price[life.site]);
+                let u = &mut self.cloud_usage[life.site];
+                u.bill = Bill::of(u.bill.vm_hours, 0)
+                    .plus(Bill {
+                        vm_hours: 0,
+                        cost_micros: u.bill.cost_micros,
+                    })
+                    .plus(bill)
+                    .into();
+            }
+        }
         let mut sites = self.sites;
         for s in &mut sites {
             s.advance(window_end);
@@ -735,10 +887,11 @@ impl Sim<'_> {
                 .map(|s| s.locals.iter().map(|l| l.submit).collect())
                 .collect(),
             local: sites.iter().map(|s| s.fates.clone()).collect(),
-            processors: sites.iter().map(|s| s.total).collect(),
+            processors: self.configured,
             samples: self.samples,
             window_end,
             end: self.now,
+            clouds: self.cloud_usage,
         }
     }
 }

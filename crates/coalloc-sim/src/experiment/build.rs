@@ -321,6 +321,7 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
     for (key, p) in [
         ("sim.start_failure", doc.start_failure),
         ("sim.transfer_failure", doc.transfer_failure),
+        ("sim.lease_failure", doc.lease_failure),
     ] {
         if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
             return Err(format!("{key}: must be a probability in [0, 1]"));
@@ -339,6 +340,7 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
             start: doc.start_failure.unwrap_or(0.0),
             mtbf: dur(&doc.mtbf, "sim.mtbf")?,
             transfer: doc.transfer_failure.unwrap_or(0.0),
+            lease: doc.lease_failure.unwrap_or(0.0),
             outages,
         },
         reenable_after_outage: doc.reenable_after_outage.unwrap_or(true),

@@ -161,6 +161,8 @@ pub struct SimDoc {
     pub start_failure: Option<f64>,
     pub mtbf: Option<Scalar>,
     pub transfer_failure: Option<f64>,
+    /// Probability that a cloud VM lease fails (seed 004 §III-B's provisioning).
+    pub lease_failure: Option<f64>,
     #[serde(default)]
     pub outages: Vec<OutageDoc>,
     pub reenable_after_outage: Option<bool>,
