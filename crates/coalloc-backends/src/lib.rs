@@ -12,6 +12,8 @@
 //! - `slurm`: one independent Slurm cluster per site.
 
 pub mod local;
+pub mod provider;
+pub mod slurm;
 
 use std::path::PathBuf;
 
@@ -106,4 +108,10 @@ pub trait Backend: Send + Sync {
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError>;
     /// Idle, total and other users' processors; an error means the site is unhealthy.
     fn load(&self) -> Result<SiteLoad, BackendError>;
+    /// The site grew or shrank by this many processors: a cloud VM was leased or released
+    /// (seed 004 §III-B). Resource managers that see their nodes come and go by themselves
+    /// (Slurm with power saving) ignore it, which is the default.
+    fn resize(&self, processors: i64) {
+        let _ = processors;
+    }
 }

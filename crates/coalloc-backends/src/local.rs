@@ -1,2 +1,382 @@
-//! The local backend: a virtual cluster of processor slots on this machine (the embedded
-//! default). Being written.
+//! The local backend, the embedded default: a virtual cluster of `slots` processor slots on
+//! this machine, standing in for one site's resource manager (seed 003 §4.3's GRAM role).
+//!
+//! A component of count n takes n slots and runs `processes` processes (n for job types
+//! `multiple` / `mpi`, 1 for `single`). Components that do not fit wait in a FIFO queue, the
+//! way a plain local batch queue does. Each launch gets a directory `L{launch}` under the
+//! work directory holding `launch.json` (what to run, and once started its process group and
+//! start time), one `exit.R` file per process written by a `/bin/sh` wrapper when that
+//! process ends, and `final.json` once the backend has seen the launch end. Because all of
+//! that is on disk and the processes run in their own session, they outlive a crashed server:
+//! a new `LocalCluster` on the same work directory adopts them (see [`adopt`]).
+//!
+//! Standard output and error of all processes of a component go to the request's files. The
+//! wall time is enforced by killing the process group. The "other users" of the cluster are a
+//! background load of slots taken outside coalloc ([`LocalCluster::set_background_slots`], or
+//! a varying load from [`BackgroundLoad`]).
+
+mod adopt;
+mod process;
+
+use crate::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
+use process::Running;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How often the reaper looks at running launches.
+const REAP_EVERY: Duration = Duration::from_millis(5);
+
+/// One virtual cluster.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// The site's name (for messages).
+    pub name: String,
+    /// Processor slots: the most the cluster ever has (a bigger component is rejected).
+    pub slots: u32,
+    /// Slots usable at start when fewer than `slots`: a cloud site whose VMs come and go
+    /// ([`Backend::resize`]). `None`: all of them.
+    pub initial_slots: Option<u32>,
+    /// Where launch directories go (created if missing).
+    pub work_dir: PathBuf,
+    /// A varying background load; `None` for none (a fixed one can still be set).
+    pub background: Option<BackgroundLoad>,
+}
+
+/// "Other users": every `period` the slots they hold are drawn again, uniformly on
+/// `[min, max]`, from a generator seeded with `seed` (so two runs see the same sequence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackgroundLoad {
+    pub min: u32,
+    pub max: u32,
+    pub period: Duration,
+    pub seed: u64,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Queued,
+    Running(Running),
+    Done(RemoteState),
+}
+
+#[derive(Debug)]
+struct Launch {
+    request: SubmitRequest,
+    phase: Phase,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Slots usable now (grows and shrinks with leased VMs).
+    slots: u32,
+    launches: BTreeMap<RemoteId, Launch>,
+    queue: VecDeque<RemoteId>,
+    busy: u32,
+    background: u32,
+    stopping: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    name: String,
+    slots: u32,
+    work_dir: PathBuf,
+    inner: Mutex<Inner>,
+    wake: Condvar,
+}
+
+/// A virtual cluster of processor slots on this machine.
+#[derive(Debug)]
+pub struct LocalCluster {
+    shared: Arc<Shared>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// The handle of launch `launch`.
+pub fn remote_id(launch: u64) -> RemoteId {
+    format!("L{launch}")
+}
+
+impl LocalCluster {
+    /// Open the cluster on its work directory, adopting what a previous server left running.
+    pub fn new(config: LocalConfig) -> Result<LocalCluster, BackendError> {
+        std::fs::create_dir_all(&config.work_dir)?;
+        let mut inner = Inner {
+            slots: config
+                .initial_slots
+                .unwrap_or(config.slots)
+                .min(config.slots),
+            ..Inner::default()
+        };
+        adopt::adopt(&config.work_dir, &mut inner)?;
+        let shared = Arc::new(Shared {
+            name: config.name.clone(),
+            slots: config.slots,
+            work_dir: config.work_dir,
+            inner: Mutex::new(inner),
+            wake: Condvar::new(),
+        });
+        let mut threads = Vec::new();
+        let s = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("local-{}", config.name))
+                .spawn(move || reaper(&s))?,
+        );
+        if let Some(load) = config.background {
+            let s = shared.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("background-{}", config.name))
+                    .spawn(move || background(&s, load))?,
+            );
+        }
+        {
+            let mut inner = shared.lock();
+            shared.start_queued(&mut inner);
+        }
+        Ok(LocalCluster { shared, threads })
+    }
+
+    /// Hold `slots` slots for the cluster's other users from now on (0 releases them). Running
+    /// components are never killed for it; queued ones wait.
+    pub fn set_background_slots(&self, slots: u32) {
+        let mut inner = self.shared.lock();
+        inner.background = slots.min(inner.slots);
+        self.shared.start_queued(&mut inner);
+    }
+
+    /// Slots held by coalloc's components now.
+    pub fn busy_slots(&self) -> u32 {
+        self.shared.lock().busy
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn launch_dir(&self, id: &str) -> PathBuf {
+        self.work_dir.join(id)
+    }
+
+    /// Start queued launches in FIFO order while the head fits.
+    fn start_queued(&self, inner: &mut Inner) {
+        while let Some(id) = inner.queue.front().cloned() {
+            let Some(launch) = inner.launches.get(&id) else {
+                inner.queue.pop_front();
+                continue;
+            };
+            let count = launch.request.count;
+            let free = inner.slots.saturating_sub(inner.busy + inner.background);
+            if count > free {
+                return;
+            }
+            inner.queue.pop_front();
+            let dir = self.launch_dir(&id);
+            let launch = inner.launches.get_mut(&id).expect("looked up above");
+            match process::start(&launch.request, &dir) {
+                Ok(running) => {
+                    launch.phase = Phase::Running(running);
+                    inner.busy += count;
+                    // The reaper sleeps long while nothing runs: wake it to watch this one.
+                    self.wake.notify_all();
+                }
+                Err(e) => {
+                    let state = RemoteState::Failed(format!("could not start: {e}"));
+                    process::write_final(&dir, &state);
+                    launch.phase = Phase::Done(state);
+                }
+            }
+        }
+    }
+
+    /// Collect ended launches, enforce wall times; true if anything changed.
+    fn reap(&self, inner: &mut Inner) -> bool {
+        let mut freed = 0;
+        for (id, launch) in inner.launches.iter_mut() {
+            let Phase::Running(running) = &mut launch.phase else {
+                continue;
+            };
+            let dir = self.work_dir.join(id);
+            if let Some(state) = running.poll(&dir, launch.request.processes) {
+                process::write_final(&dir, &state);
+                freed += launch.request.count;
+                launch.phase = Phase::Done(state);
+            }
+        }
+        inner.busy -= freed;
+        freed > 0
+    }
+}
+
+fn reaper(shared: &Shared) {
+    let mut inner = shared.lock();
+    loop {
+        if inner.stopping {
+            return;
+        }
+        if shared.reap(&mut inner) {
+            shared.start_queued(&mut inner);
+        }
+        let running = inner
+            .launches
+            .values()
+            .any(|l| matches!(l.phase, Phase::Running(_)));
+        let wait = if running {
+            REAP_EVERY
+        } else {
+            Duration::from_secs(1)
+        };
+        inner = shared
+            .wake
+            .wait_timeout(inner, wait)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+fn background(shared: &Shared, load: BackgroundLoad) {
+    // SplitMix64: a tiny seeded generator; the draws need no statistical quality.
+    let mut state = load.seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let (lo, hi) = (load.min.min(load.max), load.max.max(load.min));
+    let mut inner = shared.lock();
+    loop {
+        if inner.stopping {
+            return;
+        }
+        let span = u64::from(hi - lo) + 1;
+        inner.background = (lo + (next() % span) as u32).min(inner.slots);
+        shared.start_queued(&mut inner);
+        inner = shared
+            .wake
+            .wait_timeout(inner, load.period)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+impl Backend for LocalCluster {
+    fn submit(&self, request: &SubmitRequest) -> Result<RemoteId, BackendError> {
+        let shared = &self.shared;
+        if request.count > shared.slots {
+            return Err(BackendError::Rejected(format!(
+                "{} processors asked, cluster `{}` has {}",
+                request.count, shared.name, shared.slots
+            )));
+        }
+        if request.processes == 0 {
+            return Err(BackendError::Rejected("no process to start".into()));
+        }
+        process::check_executable(request)?;
+        let id = remote_id(request.launch);
+        let mut inner = shared.lock();
+        if inner.launches.contains_key(&id) {
+            // The same launch sent again (a server that restarted before it heard back).
+            return Ok(id);
+        }
+        let dir = shared.launch_dir(&id);
+        process::write_request(&dir, request)?;
+        inner.launches.insert(
+            id.clone(),
+            Launch {
+                request: request.clone(),
+                phase: Phase::Queued,
+            },
+        );
+        inner.queue.push_back(id.clone());
+        shared.start_queued(&mut inner);
+        Ok(id)
+    }
+
+    fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+        let inner = self.shared.lock();
+        Ok(ids
+            .iter()
+            .map(|id| match inner.launches.get(id).map(|l| &l.phase) {
+                Some(Phase::Queued) => RemoteState::Queued,
+                Some(Phase::Running(_)) => RemoteState::Running,
+                Some(Phase::Done(s)) => s.clone(),
+                None => RemoteState::Unknown,
+            })
+            .collect())
+    }
+
+    fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {
+        let shared = &self.shared;
+        let mut inner = shared.lock();
+        let dir = shared.launch_dir(id);
+        let Some(launch) = inner.launches.get_mut(id) else {
+            return Ok(());
+        };
+        match &mut launch.phase {
+            Phase::Queued => {
+                let state = RemoteState::Failed("cancelled".into());
+                process::write_final(&dir, &state);
+                launch.phase = Phase::Done(state);
+                inner.queue.retain(|q| q != id);
+            }
+            Phase::Running(running) => {
+                running.kill(&dir, "cancelled");
+                // Reap at once so that no process is left when cancel returns.
+                if shared.reap(&mut inner) {
+                    shared.start_queued(&mut inner);
+                }
+            }
+            Phase::Done(_) => {}
+        }
+        Ok(())
+    }
+
+    fn load(&self) -> Result<SiteLoad, BackendError> {
+        let inner = self.shared.lock();
+        Ok(SiteLoad {
+            idle: inner.slots.saturating_sub(inner.busy + inner.background),
+            total: inner.slots,
+            other: inner.background,
+        })
+    }
+
+    fn resize(&self, processors: i64) {
+        let mut inner = self.shared.lock();
+        let slots = (i64::from(inner.slots) + processors).clamp(0, i64::from(self.shared.slots));
+        inner.slots = slots as u32;
+        self.shared.start_queued(&mut inner);
+    }
+}
+
+impl Drop for LocalCluster {
+    /// Stops the cluster's threads. Components keep running (a resource manager does not kill
+    /// its jobs when a client goes away); a later `LocalCluster` on the same directory adopts
+    /// them.
+    fn drop(&mut self) {
+        self.shared.lock().stopping = true;
+        self.shared.wake.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The launch directories under `work_dir` (for tests and tools).
+pub fn launch_dirs(work_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(work_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("launch.json").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}

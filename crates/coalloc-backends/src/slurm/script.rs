@@ -1,0 +1,125 @@
+//! The batch script and the `sbatch` options of one component.
+//!
+//! The script is a generated `#!/bin/sh` program handed to `sbatch` on standard input. It
+//! exports the component's environment, then starts `processes` copies of the executable in
+//! the background, each with its per-process variables of the runtime contract
+//! (`COALLOC_LOCAL_RANK` = 0.., `COALLOC_RANK` = `COALLOC_RANK_OFFSET` + local rank, see
+//! coalloc-runtime), waits for all of them and exits with the first non-zero exit code, so
+//! that Slurm marks the job `FAILED` when any process fails. A shell loop rather than
+//! `srun`: the ranks need no wrapper, and it runs on any Slurm without MPI support.
+//!
+//! The environment goes into the script rather than into `sbatch`'s own environment: a job
+//! variable such as `SBATCH_TIMELIMIT` must not change how `sbatch` itself behaves. Every
+//! word is single-quoted, so no value is ever interpreted by the shell.
+
+use crate::SubmitRequest;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Job names of coalloc's components start with this; `load` counts every other job as
+/// "other users".
+pub const NAME_PREFIX: &str = "coalloc-";
+
+/// A request that cannot be expressed as a batch job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    #[error("{0} holds a NUL byte")]
+    Nul(&'static str),
+    #[error("environment variable name {0:?} is not a shell identifier")]
+    BadName(String),
+    #[error("{0} is not valid UTF-8: {1:?}")]
+    NotUtf8(&'static str, String),
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+}
+
+/// `'text'`, with each `'` written as `'\''`: one shell word, taken literally.
+pub fn quote(text: &str, what: &'static str) -> Result<String, ScriptError> {
+    if text.contains('\0') {
+        return Err(ScriptError::Nul(what));
+    }
+    Ok(format!("'{}'", text.replace('\'', r"'\''")))
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut b = name.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// `coalloc-J{job}-c{component}-L{launch}`.
+pub fn job_name(r: &SubmitRequest) -> String {
+    format!("{NAME_PREFIX}J{}-c{}-L{}", r.job, r.component, r.launch)
+}
+
+/// `sbatch -t` minutes: the wall time rounded up, at least 1 (0 would mean "no limit").
+pub fn time_limit_minutes(wall_time_ms: i64) -> i64 {
+    let minutes = wall_time_ms.max(0) / 60_000 + i64::from(wall_time_ms.max(0) % 60_000 != 0);
+    minutes.max(1)
+}
+
+/// A path for `sbatch -o/-e`: `%` doubled, since sbatch expands `%j` and friends there.
+pub fn output_path(path: &Path, what: &'static str) -> Result<String, ScriptError> {
+    let text = path
+        .to_str()
+        .ok_or_else(|| ScriptError::NotUtf8(what, path.display().to_string()))?;
+    if text.contains('\0') {
+        return Err(ScriptError::Nul(what));
+    }
+    // A backslash turns all replacement off, and then `%%` would stay doubled.
+    Ok(if text.contains('\\') {
+        text.to_string()
+    } else {
+        text.replace('%', "%%")
+    })
+}
+
+/// The batch script of a component.
+pub fn batch_script(r: &SubmitRequest) -> Result<String, ScriptError> {
+    if r.processes == 0 {
+        return Err(ScriptError::Zero("processes"));
+    }
+    let mut s = String::from("#!/bin/sh\n");
+    let _ = writeln!(
+        s,
+        "# coalloc job {} component {} launch {}: {} process(es)",
+        r.job, r.component, r.launch, r.processes
+    );
+    for (name, value) in &r.environment {
+        if !is_identifier(name) {
+            return Err(ScriptError::BadName(name.clone()));
+        }
+        let _ = writeln!(s, "export {name}={}", quote(value, "an environment value")?);
+    }
+    let mut command = quote(&r.executable, "the executable")?;
+    for a in &r.arguments {
+        command.push(' ');
+        command.push_str(&quote(a, "an argument")?);
+    }
+    let _ = write!(
+        s,
+        r#"n={processes}
+off=${{COALLOC_RANK_OFFSET:-0}}
+i=0
+pids=
+while [ "$i" -lt "$n" ]; do
+  COALLOC_LOCAL_RANK=$i COALLOC_RANK=$((off + i)) {command} </dev/null &
+  pids="$pids $!"
+  i=$((i + 1))
+done
+rc=0
+for p in $pids; do
+  wait "$p"
+  s=$?
+  [ "$rc" -ne 0 ] || rc=$s
+done
+exit "$rc"
+"#,
+        processes = r.processes
+    );
+    Ok(s)
+}
+
+#[cfg(test)]
+#[path = "script_tests.rs"]
+mod tests;

@@ -1,0 +1,278 @@
+//! The local backend with real processes: running, failing, queueing, cancelling, wall
+//! times, the background load, and adoption by a new cluster on the same directory.
+
+use coalloc_backends::local::{launch_dirs, remote_id, LocalCluster, LocalConfig};
+use coalloc_backends::{Backend, BackendError, RemoteState, SubmitRequest};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("coalloc-local-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn cluster(dir: &Path, slots: u32) -> LocalCluster {
+    LocalCluster::new(LocalConfig {
+        name: "test".into(),
+        slots,
+        initial_slots: None,
+        work_dir: dir.join("site"),
+        background: None,
+    })
+    .unwrap()
+}
+
+fn sh(dir: &Path, launch: u64, count: u32, processes: u32, script: &str) -> SubmitRequest {
+    SubmitRequest {
+        launch,
+        job: 1,
+        component: 0,
+        count,
+        processes,
+        executable: "/bin/sh".into(),
+        arguments: vec!["-c".into(), script.into()],
+        environment: vec![("COALLOC_RANK_OFFSET".into(), "10".into())],
+        directory: None,
+        wall_time_ms: None,
+        stdout: dir.join(format!("out/{launch}.out")),
+        stderr: dir.join(format!("out/{launch}.err")),
+    }
+}
+
+fn state(c: &LocalCluster, launch: u64) -> RemoteState {
+    c.query(&[remote_id(launch)]).unwrap().remove(0)
+}
+
+fn wait_final(c: &LocalCluster, launch: u64) -> RemoteState {
+    let t = Instant::now();
+    loop {
+        let s = state(c, launch);
+        if s.is_final() {
+            return s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "launch {launch} still {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn pgid(dir: &Path, launch: u64) -> i32 {
+    let json =
+        std::fs::read_to_string(dir.join("site").join(remote_id(launch)).join("launch.json"))
+            .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["pgid"].as_i64().unwrap() as i32
+}
+
+fn group_alive(pgid: i32) -> bool {
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+/// Killed processes are reaped by init a moment after the kill.
+fn group_gone(pgid: i32) -> bool {
+    let t = Instant::now();
+    while group_alive(pgid) {
+        if t.elapsed() > Duration::from_secs(2) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+#[test]
+fn processes_run_with_their_ranks_and_finish() {
+    let d = temp_dir("run");
+    let c = cluster(&d, 8);
+    let id = c
+        .submit(&sh(
+            &d,
+            1,
+            4,
+            3,
+            "echo rank $COALLOC_LOCAL_RANK of $COALLOC_RANK",
+        ))
+        .unwrap();
+    assert_eq!(id, "L1");
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    let out = std::fs::read_to_string(d.join("out/1.out")).unwrap();
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["rank 0 of 10", "rank 1 of 11", "rank 2 of 12"]);
+    assert_eq!(c.busy_slots(), 0);
+    assert_eq!(c.load().unwrap().idle, 8);
+    assert_eq!(launch_dirs(&d.join("site")).len(), 1);
+}
+
+#[test]
+fn a_missing_executable_or_an_oversize_request_is_rejected_before_anything_starts() {
+    let d = temp_dir("reject");
+    let c = cluster(&d, 8);
+    let mut r = sh(&d, 1, 2, 1, "true");
+    r.executable = "/no/such/program".into();
+    assert!(matches!(c.submit(&r), Err(BackendError::Rejected(m)) if m.contains("not found")));
+    r.executable = "no-such-program-on-path".into();
+    assert!(matches!(c.submit(&r), Err(BackendError::Rejected(_))));
+    let big = sh(&d, 2, 9, 1, "true");
+    assert!(matches!(c.submit(&big), Err(BackendError::Rejected(m)) if m.contains("9 processors")));
+    assert!(launch_dirs(&d.join("site")).is_empty());
+    assert_eq!(state(&c, 1), RemoteState::Unknown);
+}
+
+#[test]
+fn a_failing_process_fails_the_component_with_its_code() {
+    let d = temp_dir("fail");
+    let c = cluster(&d, 8);
+    c.submit(&sh(
+        &d,
+        1,
+        2,
+        2,
+        "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0",
+    ))
+    .unwrap();
+    assert_eq!(
+        wait_final(&c, 1),
+        RemoteState::Failed("process 1 exited with 3".into())
+    );
+}
+
+#[test]
+fn components_that_do_not_fit_wait_in_fifo_order() {
+    let d = temp_dir("fifo");
+    let c = cluster(&d, 4);
+    c.submit(&sh(&d, 1, 3, 1, "sleep 0.4")).unwrap();
+    c.submit(&sh(&d, 2, 3, 1, "true")).unwrap();
+    c.submit(&sh(&d, 3, 1, 1, "true")).unwrap();
+    assert_eq!(state(&c, 1), RemoteState::Running);
+    assert_eq!(state(&c, 2), RemoteState::Queued);
+    // FIFO: the one-slot launch waits behind the head even though it would fit.
+    assert_eq!(state(&c, 3), RemoteState::Queued);
+    assert_eq!(c.load().unwrap().idle, 1);
+    assert_eq!(wait_final(&c, 2), RemoteState::Finished);
+    assert_eq!(wait_final(&c, 3), RemoteState::Finished);
+    assert_eq!(state(&c, 1), RemoteState::Finished);
+}
+
+#[test]
+fn cancel_kills_every_process_and_frees_the_slots() {
+    let d = temp_dir("cancel");
+    let c = cluster(&d, 4);
+    c.submit(&sh(&d, 1, 4, 4, "sleep 60")).unwrap();
+    c.submit(&sh(&d, 2, 1, 1, "sleep 60")).unwrap();
+    assert_eq!(state(&c, 2), RemoteState::Queued);
+    let g = pgid(&d, 1);
+    assert!(group_alive(g));
+    c.cancel(&remote_id(1)).unwrap();
+    assert!(group_gone(g), "processes left after cancel");
+    assert_eq!(state(&c, 1), RemoteState::Failed("cancelled".into()));
+    c.cancel(&remote_id(2)).unwrap();
+    assert_eq!(state(&c, 2), RemoteState::Failed("cancelled".into()));
+    c.cancel(&remote_id(1)).unwrap();
+    c.cancel(&"L99".to_string()).unwrap();
+    assert_eq!(c.load().unwrap().idle, 4);
+}
+
+#[test]
+fn the_wall_time_is_enforced() {
+    let d = temp_dir("wall");
+    let c = cluster(&d, 4);
+    let mut r = sh(&d, 1, 1, 2, "sleep 30");
+    r.wall_time_ms = Some(300);
+    c.submit(&r).unwrap();
+    let t = Instant::now();
+    let s = wait_final(&c, 1);
+    assert!(
+        matches!(&s, RemoteState::Failed(m) if m.contains("wall time")),
+        "{s:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(group_gone(pgid(&d, 1)));
+}
+
+#[test]
+fn background_load_takes_slots_outside_coalloc() {
+    let d = temp_dir("background");
+    let c = cluster(&d, 8);
+    c.set_background_slots(6);
+    let l = c.load().unwrap();
+    assert_eq!((l.idle, l.total, l.other), (2, 8, 6));
+    c.submit(&sh(&d, 1, 4, 1, "true")).unwrap();
+    assert_eq!(state(&c, 1), RemoteState::Queued);
+    c.set_background_slots(0);
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+}
+
+#[test]
+fn a_new_cluster_adopts_what_the_last_one_left_running_or_queued() {
+    let d = temp_dir("adopt");
+    let c = cluster(&d, 4);
+    c.submit(&sh(&d, 1, 4, 2, "sleep 0.6; echo done $COALLOC_LOCAL_RANK"))
+        .unwrap();
+    c.submit(&sh(&d, 2, 2, 1, "echo second")).unwrap();
+    c.submit(&sh(&d, 3, 1, 1, "exit 0")).unwrap();
+    assert_eq!(state(&c, 2), RemoteState::Queued);
+    drop(c);
+    let c = cluster(&d, 4);
+    // Submitting the same launch again changes nothing.
+    assert_eq!(c.submit(&sh(&d, 1, 4, 2, "echo twice")).unwrap(), "L1");
+    assert_eq!(state(&c, 1), RemoteState::Running);
+    assert_eq!(state(&c, 2), RemoteState::Queued);
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    assert_eq!(wait_final(&c, 2), RemoteState::Finished);
+    assert_eq!(wait_final(&c, 3), RemoteState::Finished);
+    let out = std::fs::read_to_string(d.join("out/1.out")).unwrap();
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(!out.contains("twice"));
+    drop(c);
+    // Ended launches keep their state across another restart.
+    let c = cluster(&d, 4);
+    assert_eq!(state(&c, 1), RemoteState::Finished);
+    assert_eq!(c.load().unwrap().idle, 4);
+}
+
+#[test]
+fn a_launch_that_ended_while_no_server_watched_is_read_from_its_files() {
+    let d = temp_dir("unwatched");
+    let c = cluster(&d, 4);
+    c.submit(&sh(&d, 1, 1, 1, "sleep 0.3; exit 4")).unwrap();
+    c.submit(&sh(&d, 2, 1, 1, "sleep 0.3")).unwrap();
+    drop(c);
+    std::thread::sleep(Duration::from_millis(800));
+    let c = cluster(&d, 4);
+    assert_eq!(
+        state(&c, 1),
+        RemoteState::Failed("process 0 exited with 4".into())
+    );
+    assert_eq!(state(&c, 2), RemoteState::Finished);
+}
+
+#[test]
+fn a_cloud_site_grows_and_shrinks_with_its_vms() {
+    let d = temp_dir("resize");
+    let c = LocalCluster::new(LocalConfig {
+        name: "cloud".into(),
+        slots: 8,
+        initial_slots: Some(0),
+        work_dir: d.join("site"),
+        background: None,
+    })
+    .unwrap();
+    assert_eq!(c.load().unwrap().total, 0);
+    c.submit(&sh(&d, 1, 4, 1, "true")).unwrap();
+    assert_eq!(state(&c, 1), RemoteState::Queued);
+    c.resize(4);
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    c.resize(100);
+    assert_eq!(c.load().unwrap().total, 8, "never more than its most");
+    c.resize(-6);
+    assert_eq!(c.load().unwrap().total, 2);
+    assert!(matches!(
+        c.submit(&sh(&d, 2, 9, 1, "true")),
+        Err(BackendError::Rejected(_))
+    ));
+}

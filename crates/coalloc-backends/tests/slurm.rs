@@ -1,0 +1,467 @@
+//! The Slurm backend against real Slurm clusters: the rig of scripts/slurm/ (three
+//! independent clusters on loopback). Skipped, with a line on stderr, unless
+//! `COALLOC_SLURM_RIG` names the rig's base directory (up.sh's BASE_DIR); each cluster's
+//! `slurm.conf` is read from `$COALLOC_SLURM_RIG/clusters.tsv`. scripts/slurm/test.sh brings
+//! the rig up, runs these, and takes it down.
+//!
+//! The tests share the clusters. `load_*` needs a quiet cluster, so it takes a write lock
+//! that every other test takes for reading.
+
+use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
+use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad, SubmitRequest};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+static QUIET: RwLock<()> = RwLock::new(());
+
+struct Rig {
+    /// (name, slurm.conf) per cluster, in clusters.tsv order.
+    clusters: Vec<(String, PathBuf)>,
+}
+
+impl Rig {
+    /// The rig, or `None` (test skipped) when `COALLOC_SLURM_RIG` is unset.
+    fn get(test: &str) -> Option<Rig> {
+        let Some(base) = std::env::var_os("COALLOC_SLURM_RIG") else {
+            eprintln!("{test}: skipped (COALLOC_SLURM_RIG is unset; see scripts/slurm/README.md)");
+            return None;
+        };
+        let tsv = Path::new(&base).join("clusters.tsv");
+        let text = std::fs::read_to_string(&tsv).unwrap_or_else(|e| {
+            panic!(
+                "COALLOC_SLURM_RIG is set but {} is unreadable: {e}",
+                tsv.display()
+            )
+        });
+        let clusters: Vec<(String, PathBuf)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let mut f = l.split('\t');
+                let name = f.next().unwrap_or_default().to_string();
+                let conf = PathBuf::from(f.next().unwrap_or_default());
+                (name, conf)
+            })
+            .collect();
+        assert!(!clusters.is_empty(), "{} lists no cluster", tsv.display());
+        Some(Rig { clusters })
+    }
+
+    fn name(&self, i: usize) -> &str {
+        &self.clusters[i % self.clusters.len()].0
+    }
+
+    fn conf(&self, i: usize) -> &Path {
+        &self.clusters[i % self.clusters.len()].1
+    }
+
+    fn backend(&self, i: usize) -> SlurmCluster {
+        SlurmCluster::new(SlurmConfig {
+            slurm_conf: Some(self.conf(i).to_path_buf()),
+            command_timeout: Duration::from_secs(10),
+            ..SlurmConfig::new(self.name(i))
+        })
+    }
+
+    /// A Slurm command run straight against cluster `i` (not through the backend).
+    fn slurm(&self, i: usize, program: &str, args: &[&str]) -> String {
+        let out = Command::new(program)
+            .args(args)
+            .env("SLURM_CONF", self.conf(i))
+            .current_dir("/")
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh directory for one test's output files.
+fn out_dir(test: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("slurm")
+        .join(format!("{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn request(
+    dir: &Path,
+    launch: u64,
+    count: u32,
+    processes: u32,
+    exe: &str,
+    args: &[&str],
+) -> SubmitRequest {
+    SubmitRequest {
+        launch,
+        job: 1,
+        component: 0,
+        count,
+        processes,
+        executable: exe.into(),
+        arguments: args.iter().map(|a| a.to_string()).collect(),
+        environment: vec![("COALLOC_RANK_OFFSET".into(), "10".into())],
+        directory: Some(dir.to_path_buf()),
+        wall_time_ms: Some(120_000),
+        stdout: dir.join(format!("L{launch}.out")),
+        stderr: dir.join(format!("L{launch}.err")),
+    }
+}
+
+fn state(b: &SlurmCluster, id: &str) -> RemoteState {
+    b.query(&[id.to_string()]).unwrap().remove(0)
+}
+
+/// Polls until the job's state is final; returns every distinct state seen, in order.
+fn until_final(b: &SlurmCluster, id: &str, limit: Duration) -> Vec<RemoteState> {
+    let t0 = Instant::now();
+    let mut seen: Vec<RemoteState> = Vec::new();
+    loop {
+        let s = state(b, id);
+        if seen.last() != Some(&s) {
+            seen.push(s.clone());
+        }
+        if s.is_final() {
+            return seen;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "job {id} not final after {limit:?}: {seen:?}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Polls until the job runs; returns how long that took.
+fn until_running(b: &SlurmCluster, id: &str) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        match state(b, id) {
+            RemoteState::Running => return t0.elapsed(),
+            RemoteState::Queued => {}
+            other => panic!("job {id} is {other:?}, expected it to run"),
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "job {id} did not start"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn two_processes_run_with_their_ranks_and_finish() {
+    let Some(rig) = Rig::get("two_processes_run_with_their_ranks_and_finish") else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(0), out_dir("ranks"));
+    let mut r = request(
+        &dir,
+        1,
+        2,
+        2,
+        "/bin/sh",
+        &["-c", "echo $COALLOC_LOCAL_RANK $COALLOC_RANK; sleep 1"],
+    );
+    // Output into a directory that does not exist yet: the backend makes it.
+    r.stdout = dir.join("new/sub/L1.out");
+    let t0 = Instant::now();
+    let id = b.submit(&r).unwrap();
+    let seen = until_final(&b, &id, Duration::from_secs(20));
+    eprintln!("{}: job {id}: {seen:?} in {:?}", rig.name(0), t0.elapsed());
+    assert!(
+        matches!(seen[0], RemoteState::Queued | RemoteState::Running),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&RemoteState::Running), "{seen:?}");
+    assert_eq!(seen.last(), Some(&RemoteState::Finished));
+    let text = std::fs::read_to_string(&r.stdout).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0 10", "1 11"]);
+    // The job name and CPUs as Slurm has them.
+    let line = rig.slurm(0, "squeue", &["-h", "-t", "all", "-j", &id, "-o", "%j|%C"]);
+    assert_eq!(line, "coalloc-J1-c0-L1|2");
+}
+
+#[test]
+fn a_failing_command_fails_with_its_exit_code() {
+    let Some(rig) = Rig::get("a_failing_command_fails_with_its_exit_code") else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(1), out_dir("failing"));
+    let id = b
+        .submit(&request(
+            &dir,
+            2,
+            2,
+            2,
+            "/bin/sh",
+            &["-c", "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0"],
+        ))
+        .unwrap();
+    let seen = until_final(&b, &id, Duration::from_secs(20));
+    match seen.last() {
+        Some(RemoteState::Failed(why)) => assert!(why.starts_with("FAILED, exit code 3"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    // A missing executable fails too (the shell's 127).
+    let id = b
+        .submit(&request(&dir, 3, 1, 1, "/nonexistent/program", &[]))
+        .unwrap();
+    match until_final(&b, &id, Duration::from_secs(20)).last() {
+        Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn cancel_removes_a_running_job() {
+    let Some(rig) = Rig::get("cancel_removes_a_running_job") else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(2), out_dir("cancel"));
+    let id = b
+        .submit(&request(&dir, 4, 1, 1, "/bin/sleep", &["60"]))
+        .unwrap();
+    let latency = until_running(&b, &id);
+    eprintln!("{}: sbatch to RUNNING {latency:?}", rig.name(2));
+    let t0 = Instant::now();
+    b.cancel(&id).unwrap();
+    // Gone from the live queue (squeue without -t all lists live jobs only).
+    while !rig
+        .slurm(2, "squeue", &["-h", "-j", &id, "-o", "%i"])
+        .is_empty()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "job {id} still in squeue"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "{}: cancel to gone from squeue {:?}",
+        rig.name(2),
+        t0.elapsed()
+    );
+    match state(&b, &id) {
+        RemoteState::Failed(why) => assert!(why.starts_with("CANCELLED"), "{why}"),
+        other => panic!("expected Failed(CANCELLED), got {other:?}"),
+    }
+    b.cancel(&id).unwrap(); // again, after the end: not an error
+}
+
+#[test]
+fn unknown_ids_are_unknown() {
+    let Some(rig) = Rig::get("unknown_ids_are_unknown") else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(0), out_dir("unknown"));
+    // A single unknown id makes squeue fail: the backend falls back to scontrol.
+    assert_eq!(b.query(&["987654".into()]).unwrap(), [RemoteState::Unknown]);
+    let id = b.submit(&request(&dir, 5, 1, 1, "/bin/true", &[])).unwrap();
+    until_final(&b, &id, Duration::from_secs(20));
+    let ids = ["987654".to_string(), id.clone(), "garbage".into(), id];
+    let got = b.query(&ids).unwrap();
+    use RemoteState::*;
+    assert_eq!(got, [Unknown, Finished, Unknown, Finished]);
+}
+
+#[test]
+fn oversize_and_malformed_requests_are_rejected() {
+    let Some(rig) = Rig::get("oversize_and_malformed_requests_are_rejected") else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(0), out_dir("rejected"));
+    let e = b
+        .submit(&request(&dir, 6, 100_000, 1, "/bin/true", &[]))
+        .unwrap_err();
+    assert!(matches!(e, BackendError::Rejected(_)), "{e}");
+    eprintln!("oversize: {e}");
+    let mut r = request(&dir, 7, 1, 1, "/bin/true", &[]);
+    r.environment.push(("BAD NAME".into(), "x".into()));
+    assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
+}
+
+#[test]
+fn a_dead_controller_is_unavailable_within_the_timeout() {
+    let Some(rig) = Rig::get("a_dead_controller_is_unavailable_within_the_timeout") else {
+        return;
+    };
+    let dir = out_dir("dead");
+    // The first cluster's config, pointed at a port where no controller listens.
+    let text = std::fs::read_to_string(rig.conf(0)).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("SlurmctldPort=") {
+                "SlurmctldPort=9".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("slurm.conf"), text + "\n").unwrap();
+    let b = SlurmCluster::new(SlurmConfig {
+        slurm_conf: Some(dir.join("slurm.conf")),
+        command_timeout: Duration::from_secs(2),
+        ..SlurmConfig::new("dead")
+    });
+    let t0 = Instant::now();
+    let e = b.load().unwrap_err();
+    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    let e = b
+        .submit(&request(&dir, 8, 1, 1, "/bin/true", &[]))
+        .unwrap_err();
+    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+    eprintln!(
+        "dead controller: {e} after {:?} for two calls",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn three_clusters_in_parallel() {
+    let Some(rig) = Rig::get("three_clusters_in_parallel") else {
+        return;
+    };
+    let _g = shared();
+    let dir = out_dir("parallel");
+    let n = rig.clusters.len().min(3);
+    let t0 = Instant::now();
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (b, dir, rig) = (rig.backend(i), &dir, &rig);
+                s.spawn(move || {
+                    let r = request(
+                        dir,
+                        10 + i as u64,
+                        2,
+                        1,
+                        "/bin/sh",
+                        &["-c", "echo $SLURM_CLUSTER_NAME; sleep 1"],
+                    );
+                    let id = b.submit(&r).unwrap();
+                    let running = until_running(&b, &id);
+                    let seen = until_final(&b, &id, Duration::from_secs(20));
+                    assert_eq!(seen.last(), Some(&RemoteState::Finished), "{}", rig.name(i));
+                    assert_eq!(
+                        std::fs::read_to_string(&r.stdout).unwrap().trim(),
+                        rig.name(i)
+                    );
+                    let load = b.load().unwrap();
+                    assert!(load.total > 0 && load.idle <= load.total, "{load:?}");
+                    running
+                })
+            })
+            .collect();
+        for (i, h) in handles.into_iter().enumerate() {
+            let running = h.join().unwrap();
+            eprintln!("{}: sbatch to RUNNING {running:?}", rig.name(i));
+        }
+    });
+    eprintln!("{n} clusters, submit to all finished: {:?}", t0.elapsed());
+}
+
+/// Waits until cluster `i` runs no job and two load readings agree.
+fn quiet_load(rig: &Rig, i: usize, b: &SlurmCluster) -> SiteLoad {
+    let t0 = Instant::now();
+    let mut last = b.load().unwrap();
+    loop {
+        thread::sleep(Duration::from_millis(300));
+        let now = b.load().unwrap();
+        let busy = rig.slurm(i, "squeue", &["-h", "-t", "PD,R,CG,CF", "-o", "%i"]);
+        if now == last && busy.is_empty() && now.idle == now.total {
+            return now;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "cluster {} never quiet: {now:?}, jobs {busy}",
+            rig.name(i)
+        );
+        last = now;
+    }
+}
+
+#[test]
+fn load_counts_other_users_jobs() {
+    let Some(rig) = Rig::get("load_counts_other_users_jobs") else {
+        return;
+    };
+    let _quiet = QUIET.write().unwrap_or_else(|e| e.into_inner());
+    let i = 1;
+    let (b, dir) = (rig.backend(i), out_dir("load"));
+    let before = quiet_load(&rig, i, &b);
+    assert_eq!(before.other, 0, "{before:?}");
+    // Someone else's 5-CPU job, straight through sbatch.
+    let foreign = rig.slurm(
+        i,
+        "sbatch",
+        &[
+            "--parsable",
+            "-n",
+            "5",
+            "-J",
+            "not-ours",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 30",
+        ],
+    );
+    let t0 = Instant::now();
+    while rig.slurm(i, "squeue", &["-h", "-j", &foreign, "-o", "%T"]) != "RUNNING" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "foreign job did not start"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let with_foreign = b.load().unwrap();
+    // And a 3-CPU job of ours.
+    let ours = b
+        .submit(&request(&dir, 20, 3, 1, "/bin/sleep", &["30"]))
+        .unwrap();
+    until_running(&b, &ours);
+    let with_both = b.load().unwrap();
+    rig.slurm(i, "scancel", &[&foreign]);
+    b.cancel(&ours).unwrap();
+    eprintln!("load: quiet {before:?}, +foreign 5 {with_foreign:?}, +ours 3 {with_both:?}");
+    assert_eq!(
+        with_foreign,
+        SiteLoad {
+            idle: before.idle - 5,
+            total: before.total,
+            other: 5
+        }
+    );
+    assert_eq!(
+        with_both,
+        SiteLoad {
+            idle: before.idle - 8,
+            total: before.total,
+            other: 5
+        }
+    );
+}
