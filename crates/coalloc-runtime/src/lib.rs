@@ -1,5 +1,5 @@
 //! The component runtime (seed 002 §3.3, §4.1): what a component of a co-allocated job links
-//! or calls. Being written; the contract with the server is below and is fixed.
+//! or calls. The contract with the server is below and is fixed.
 //!
 //! # Environment (set by the server for every process of every component)
 //!
@@ -33,3 +33,27 @@
 //!   `GET {COALLOC_URL}/v1/jobs/{job}/kv/{key}?wait_ms=N` answers `200` with the raw value, or
 //!   `404` when the key is still missing after waiting up to N ms (at most 25 s a call).
 //! - Another job's secret gets `403`; a missing or bad one `401`.
+//!
+//! # What this crate offers
+//!
+//! - [`Config`]: the variables above, parsed and checked ([`Config::from_env`]).
+//! - [`barrier`] / [`barrier_or_exit`]: the start barrier of seed 002 §3.3 — a component
+//!   reports whether its start-up succeeded and learns whether the whole job commits
+//!   (seed 002 §4.1: the job is released only when every required component checked in).
+//! - [`kv_put`] / [`kv_get`]: the job's rendezvous store, how components find each other
+//!   (addresses of listening sockets and the like) once the job is released.
+//!
+//! Every call is blocking (plain HTTP through `ureq`); connection failures are retried with
+//! a back-off for [`Config::patience`] (5 minutes by default) because the server may be
+//! restarting. Nothing here panics on what the environment or the server says.
+
+mod barrier;
+mod config;
+mod error;
+mod http;
+mod kv;
+
+pub use barrier::{barrier, barrier_or_exit, BarrierOutcome};
+pub use config::Config;
+pub use error::RuntimeError;
+pub use kv::{kv_get, kv_put};

@@ -1,0 +1,163 @@
+//! The HTTP exchange under every runtime call: the bearer token, the retry of an unreachable
+//! server with a back-off (seed 002 §3.3: the co-allocator may restart while components wait),
+//! the mapping of refusals to [`RuntimeError`], and the percent-encoding of rendezvous keys.
+
+use crate::config::Config;
+use crate::error::RuntimeError;
+use std::time::{Duration, Instant};
+
+/// Longest a single exchange may take: the server holds a call up to about 25 s.
+const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+/// First and longest pause between two attempts to reach the server.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The verbs the protocol uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Method {
+    Get,
+    Put,
+    Post,
+}
+
+/// A completed exchange with a success status (2xx or 404, which callers interpret).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// An agent that reports every status as an answer rather than as an error.
+pub(crate) fn agent() -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(CALL_TIMEOUT))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+/// One request, repeated while the server cannot be reached (connection refused or reset, a
+/// timeout, `502`/`503`/`504`) until `cfg.patience` has passed since the first attempt.
+/// Answers 2xx and 404 are returned; other statuses become errors carrying the message.
+pub(crate) fn exchange(
+    cfg: &Config,
+    agent: &ureq::Agent,
+    method: Method,
+    url: &str,
+    body: Option<(&[u8], &str)>,
+) -> Result<Answer, RuntimeError> {
+    let start = Instant::now();
+    let mut pause = FIRST_BACKOFF;
+    loop {
+        let failure = match attempt(cfg, agent, method, url, body) {
+            Ok(a) if (200..300).contains(&a.status) || a.status == 404 => return Ok(a),
+            Ok(a) if matches!(a.status, 502..=504) => refusal(a.status, &a.body).to_string(),
+            Ok(a) => return Err(refusal(a.status, &a.body)),
+            Err(e) if transient(&e) => e.to_string(),
+            Err(e) => return Err(RuntimeError::Transport(e.to_string())),
+        };
+        if start.elapsed() + pause > cfg.patience {
+            return Err(RuntimeError::Unreachable(format!(
+                "{url}: {failure} (gave up after {:?})",
+                start.elapsed()
+            )));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn attempt(
+    cfg: &Config,
+    agent: &ureq::Agent,
+    method: Method,
+    url: &str,
+    body: Option<(&[u8], &str)>,
+) -> Result<Answer, ureq::Error> {
+    let auth = format!("Bearer {}", cfg.secret);
+    let (bytes, content_type) = body.unwrap_or((&[], "application/octet-stream"));
+    let mut response = match method {
+        Method::Get => agent.get(url).header("Authorization", &auth).call()?,
+        Method::Put => agent
+            .put(url)
+            .header("Authorization", &auth)
+            .header("Content-Type", content_type)
+            .send(bytes)?,
+        Method::Post => agent
+            .post(url)
+            .header("Authorization", &auth)
+            .header("Content-Type", content_type)
+            .send(bytes)?,
+    };
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_vec()?;
+    Ok(Answer { status, body })
+}
+
+/// Whether a failed exchange may succeed later (the server restarting or overloaded).
+fn transient(e: &ureq::Error) -> bool {
+    matches!(
+        e,
+        ureq::Error::Io(_)
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::HostNotFound
+            | ureq::Error::Timeout(_)
+            | ureq::Error::Protocol(_)
+    )
+}
+
+/// The error of a refused request; the message is the server's `{"error": "..."}` field
+/// when there is one, else the body as text.
+pub(crate) fn refusal(status: u16, body: &[u8]) -> RuntimeError {
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    match status {
+        401 => RuntimeError::Unauthorized(message),
+        403 => RuntimeError::Forbidden(message),
+        _ => RuntimeError::Http { status, message },
+    }
+}
+
+/// Percent-encode `key` into a single path segment: every byte but the unreserved ones of
+/// RFC 3986 (`A-Z a-z 0-9 - . _ ~`) is written `%XX`, so `/` becomes `%2F`. A key made only
+/// of dots is fully encoded so that it cannot read as `.` or `..`.
+pub(crate) fn encode_segment(key: &str) -> String {
+    let only_dots = key.bytes().all(|b| b == b'.');
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let plain = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'~')
+            || (b == b'.' && !only_dots);
+        if plain {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_keys_as_one_segment() {
+        assert_eq!(encode_segment("poisson/addr/0"), "poisson%2Faddr%2F0");
+        assert_eq!(encode_segment("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(encode_segment("é ?"), "%C3%A9%20%3F");
+        assert_eq!(encode_segment(".."), "%2E%2E");
+    }
+
+    #[test]
+    fn refusals_carry_the_server_message() {
+        let e = refusal(403, br#"{"error":"not your job"}"#);
+        assert!(matches!(e, RuntimeError::Forbidden(ref m) if m == "not your job"));
+        let e = refusal(401, b"no token");
+        assert!(matches!(e, RuntimeError::Unauthorized(ref m) if m == "no token"));
+        let e = refusal(500, b"{}");
+        assert!(matches!(e, RuntimeError::Http { status: 500, .. }));
+    }
+}
