@@ -1,1 +1,20 @@
-//! The coalloc server. Being written.
+//! The coalloc server (`coalloc serve`): it drives the scheduling core with the wall clock,
+//! journals every accepted input to SQLite before acting on it, runs components through the
+//! site backends, and serves the HTTP API, the barrier and the rendezvous store.
+//!
+//! - [`config`]: the TOML configuration and the embedded default;
+//! - [`driver`]: the thread that owns the core (journal, replay, reconcile, commands);
+//! - [`sites`]: one worker per site between the driver and its backend;
+//! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document;
+//! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
+//! - [`state`]: the state directory; [`server`]: putting it all together.
+
+pub mod api;
+pub mod config;
+pub mod driver;
+pub mod entry;
+pub mod journal;
+pub mod logs;
+pub mod server;
+pub mod sites;
+pub mod state;

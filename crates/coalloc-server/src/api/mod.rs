@@ -1,0 +1,77 @@
+//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), sites, the event stream
+//! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
+//! rendezvous store (seed 002 §3.3), health, and the OpenAPI document at `/openapi.json`.
+//!
+//! Every route but `/v1/health` and `/openapi.json` takes `Authorization: Bearer TOKEN`: the
+//! server's token (state directory, mode 0600), or, for a job's barrier and rendezvous
+//! routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
+
+mod auth;
+mod jobs;
+pub mod openapi;
+mod runtime;
+
+use crate::driver::msg::{ApiError, Msg, Reply, Request};
+use crate::driver::Shared;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde_json::json;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    pub shared: Shared,
+    pub token: String,
+    /// How long a barrier check-in or rendezvous wait is held at most.
+    pub hold: Duration,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+impl AppState {
+    /// Send a request to the driver and wait for its answer.
+    pub async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T, ApiError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Msg::Api(make(tx)))
+            .map_err(|_| ApiError::new(503, "the server is stopping"))?;
+        rx.await
+            .map_err(|_| ApiError::new(503, "the server is stopping"))
+    }
+}
+
+/// The whole API.
+pub fn router(state: AppState) -> Router {
+    let authed = Router::new()
+        .route("/v1/jobs", post(jobs::submit).get(jobs::list))
+        .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
+        .route("/v1/jobs/{id}/edit", post(jobs::edit))
+        .route("/v1/sites", get(jobs::sites))
+        .route("/v1/sites/{name}/usable", put(jobs::set_usable))
+        .route("/v1/events", get(jobs::events))
+        .route("/v1/jobs/{id}/barrier", post(runtime::barrier))
+        .route(
+            "/v1/jobs/{id}/kv/{key}",
+            put(runtime::kv_put).get(runtime::kv_get),
+        );
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/openapi.json", get(openapi::document))
+        .merge(authed)
+        .fallback(|| async { ApiError::not_found("no such route; see /openapi.json") })
+        .with_state(state)
+}
+
+async fn health() -> Json<serde_json::Value> {
+    Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION") }))
+}

@@ -1,0 +1,118 @@
+//! The component runtime's routes (seed 002 §3.3): barrier check-in, held until the job
+//! commits or aborts or the hold runs out, and the job-scoped rendezvous store. The wire
+//! format is fixed in coalloc-runtime's documentation.
+
+use super::auth::job_or_admin;
+use super::AppState;
+use crate::driver::msg::{ApiError, BarrierAnswer, Request};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use std::time::Duration;
+use tokio::time::Instant;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckIn {
+    launch: u64,
+    #[serde(default)]
+    local_rank: u32,
+    ok: bool,
+    reason: Option<String>,
+}
+
+pub async fn barrier(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(job): Path<u64>,
+    body: String,
+) -> Result<Json<BarrierAnswer>, ApiError> {
+    job_or_admin(&s, &headers, job).await?;
+    let c: CheckIn =
+        serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("check-in: {e}")))?;
+    let deadline = Instant::now() + s.hold;
+    let mut generation = s.shared.generation.clone();
+    let mut check_in = true;
+    loop {
+        generation.borrow_and_update();
+        let reason = c.reason.clone();
+        let answer = s
+            .ask(|reply| Request::Barrier {
+                job,
+                launch: c.launch,
+                local_rank: c.local_rank,
+                ok: c.ok,
+                reason,
+                check_in,
+                reply,
+            })
+            .await??;
+        check_in = false;
+        if answer != BarrierAnswer::Waiting || !wait_change(&mut generation, deadline).await {
+            return Ok(Json(answer));
+        }
+    }
+}
+
+/// Wait for the driver's next turn; false when the deadline passed first.
+async fn wait_change(g: &mut tokio::sync::watch::Receiver<u64>, deadline: Instant) -> bool {
+    matches!(
+        tokio::time::timeout_at(deadline, g.changed()).await,
+        Ok(Ok(()))
+    )
+}
+
+pub async fn kv_put(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path((job, key)): Path<(u64, String)>,
+    value: String,
+) -> Result<StatusCode, ApiError> {
+    job_or_admin(&s, &headers, job).await?;
+    if key.is_empty() || key.len() > 1024 || value.len() > 1 << 20 {
+        return Err(ApiError::bad(
+            "rendezvous keys are 1 to 1024 bytes, values at most 1 MiB",
+        ));
+    }
+    s.ask(|reply| Request::KvPut {
+        job,
+        key,
+        value,
+        reply,
+    })
+    .await??;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvQuery {
+    wait_ms: Option<u64>,
+}
+
+pub async fn kv_get(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path((job, key)): Path<(u64, String)>,
+    Query(q): Query<KvQuery>,
+) -> Result<Response, ApiError> {
+    job_or_admin(&s, &headers, job).await?;
+    let wait = Duration::from_millis(q.wait_ms.unwrap_or(0)).min(s.hold);
+    let deadline = Instant::now() + wait;
+    let mut generation = s.shared.generation.clone();
+    loop {
+        generation.borrow_and_update();
+        let k = key.clone();
+        if let Some(v) = s
+            .ask(|reply| Request::KvGet { job, key: k, reply })
+            .await??
+        {
+            return Ok(v.into_response());
+        }
+        if wait.is_zero() || !wait_change(&mut generation, deadline).await {
+            return Err(ApiError::not_found(format!("no value for `{key}` yet")));
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! The server's configuration: one TOML file with a `[server]` table, the `[[site]]` list
+//! (each site's `manager` table names its backend) and the `[scheduler]` table of the core
+//! (`coalloc_core::spec::scheduler`). With no file, the embedded default: three local
+//! clusters of processes on this machine and the modified worst fit under FCFS.
+//!
+//! ```toml
+//! [server]
+//! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
+//! monitor_interval = "200ms"    # how often each site's resource manager is polled
+//! sample_interval = "5s"        # surveillance log period
+//!
+//! [[site]]
+//! name = "alpha"
+//! processors = 16
+//! manager = { type = "local" }  # or { type = "slurm", slurm_conf = "/path/slurm.conf" }
+//! # Other users of a local cluster: `background = 4` holds 4 slots; with
+//! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
+//! # period, uniformly on [background, background_max].
+//! ```
+
+use coalloc_core::model::{Millis, Site};
+use coalloc_core::scheduler::SchedulerConfig;
+use coalloc_core::spec::native::toml_doc;
+use coalloc_core::spec::scheduler::{scheduler_config, SchedulerDoc};
+use coalloc_core::spec::sites::{sites_from_docs, SiteDoc};
+use coalloc_core::spec::units::{parse_duration, Scalar};
+use coalloc_core::SpecError;
+use serde::Deserialize;
+
+/// The embedded default: three local clusters, FCFS with the modified worst fit.
+pub const DEFAULT_CONFIG: &str = r#"
+[server]
+bind = "127.0.0.1:0"
+
+[[site]]
+name = "alpha"
+processors = 16
+manager = { type = "local" }
+
+[[site]]
+name = "beta"
+processors = 16
+manager = { type = "local" }
+
+[[site]]
+name = "gamma"
+processors = 16
+manager = { type = "local" }
+
+[scheduler]
+policy = "fcfs"
+fit = "worst"
+"#;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    #[serde(default)]
+    server: ServerDoc,
+    #[serde(default)]
+    site: Vec<SiteDoc>,
+    #[serde(default)]
+    scheduler: SchedulerDoc,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerDoc {
+    bind: Option<String>,
+    monitor_interval: Option<Scalar>,
+    sample_interval: Option<Scalar>,
+    barrier_hold: Option<Scalar>,
+}
+
+/// How a site's components are run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Processor slots on this machine (coalloc-backends' local backend).
+    Local {
+        /// Slots held by simulated other users: a background load, in slots (0: none).
+        background: u32,
+        /// A varying background load instead: every `period` ms the held slots are drawn
+        /// again on `[background, max]` (`background_max`, `background_period`).
+        varying: Option<(u32, Millis)>,
+    },
+    /// An independent Slurm cluster, by its slurm.conf or its `-M` name.
+    Slurm {
+        conf: Option<String>,
+        cluster: Option<String>,
+        partition: Option<String>,
+    },
+}
+
+/// Everything the server runs with.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub monitor_interval: Millis,
+    pub sample_interval: Millis,
+    /// How long a barrier check-in is held before it answers "waiting".
+    pub barrier_hold: Millis,
+    pub sites: Vec<Site>,
+    pub backends: Vec<BackendKind>,
+    /// The provider of each cloud site's VMs (`None` for clusters).
+    pub providers: Vec<Option<ProviderKind>>,
+    pub scheduler: SchedulerConfig,
+}
+
+/// How a cloud site's VMs are leased and released (coalloc-backends' providers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Extra local slots after the site's lease latency: the default of a local cloud site.
+    Local,
+    /// `lease_program SITE VM` prints the node; `release_program SITE VM NODE` gives it back.
+    Command {
+        lease: String,
+        release: String,
+        timeout: Millis,
+    },
+}
+
+const PROVIDER_KEYS: &[&str] = &[
+    "provider",
+    "lease_program",
+    "release_program",
+    "provider_timeout",
+];
+
+fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind>, SpecError> {
+    let field = |k: &str| format!("site `{}`: manager.{k}", site.name);
+    let get = |k: &str| site.manager.get(k).cloned();
+    if site.cloud.is_none() {
+        return match PROVIDER_KEYS.iter().find(|k| get(k).is_some()) {
+            Some(k) => Err(SpecError::invalid(
+                field(k),
+                "only cloud sites (`kind = \"cloud\"`) have a provider",
+            )),
+            None => Ok(None),
+        };
+    }
+    let default = match backend {
+        BackendKind::Local { .. } => "local",
+        BackendKind::Slurm { .. } => "command",
+    };
+    match get("provider").as_deref().unwrap_or(default) {
+        "local" => Ok(Some(ProviderKind::Local)),
+        "command" => {
+            let program = |k: &str| {
+                get(k).filter(|p| !p.trim().is_empty()).ok_or_else(|| {
+                    SpecError::invalid(field(k), "a command provider needs this program")
+                })
+            };
+            let timeout = match get("provider_timeout") {
+                None => 600_000,
+                Some(t) => parse_duration(&Scalar::Str(t))
+                    .map_err(|r| SpecError::invalid(field("provider_timeout"), r))?,
+            };
+            Ok(Some(ProviderKind::Command {
+                lease: program("lease_program")?,
+                release: program("release_program")?,
+                timeout,
+            }))
+        }
+        other => Err(SpecError::invalid(
+            field("provider"),
+            format!("unknown provider `{other}` (known: local, command)"),
+        )),
+    }
+}
+
+impl ServerConfig {
+    /// Read a configuration from TOML text.
+    pub fn parse(text: &str) -> Result<ServerConfig, SpecError> {
+        let doc: FileDoc = toml_doc(text)?;
+        if doc.site.is_empty() {
+            return Err(SpecError::invalid(
+                "site",
+                "the configuration lists no `[[site]]`",
+            ));
+        }
+        let sites = sites_from_docs(&doc.site)?;
+        let scheduler = scheduler_config(&doc.scheduler, &sites)?;
+        let backends = sites
+            .iter()
+            .map(backend_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let providers = sites
+            .iter()
+            .zip(&backends)
+            .map(|(s, b)| provider_of(s, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
+            match v {
+                None => Ok(default),
+                Some(v) => {
+                    parse_duration(v).map_err(|r| SpecError::invalid(format!("server.{name}"), r))
+                }
+            }
+        };
+        let s = &doc.server;
+        Ok(ServerConfig {
+            bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
+            monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
+            sample_interval: dur("sample_interval", &s.sample_interval, 5_000)?.max(100),
+            barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
+            sites,
+            backends,
+            providers,
+            scheduler,
+        })
+    }
+
+    /// The embedded default.
+    pub fn embedded() -> ServerConfig {
+        ServerConfig::parse(DEFAULT_CONFIG).expect("the embedded default parses")
+    }
+}
+
+fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
+    let field = |k: &str| format!("site `{}`: manager.{k}", site.name);
+    let get = |k: &str| site.manager.get(k).cloned();
+    let known: &[&str] = match get("type").as_deref().unwrap_or("local") {
+        "local" => &[
+            "type",
+            "background",
+            "background_max",
+            "background_period",
+            "provider",
+            "lease_program",
+            "release_program",
+            "provider_timeout",
+        ],
+        "slurm" => &[
+            "type",
+            "slurm_conf",
+            "cluster",
+            "partition",
+            "provider",
+            "lease_program",
+            "release_program",
+            "provider_timeout",
+        ],
+        other => {
+            return Err(SpecError::invalid(
+                field("type"),
+                format!("unknown backend `{other}` (known: local, slurm)"),
+            ))
+        }
+    };
+    if let Some(k) = site.manager.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(SpecError::invalid(
+            field(k),
+            format!("unknown key (known: {})", known.join(", ")),
+        ));
+    }
+    Ok(match get("type").as_deref().unwrap_or("local") {
+        "slurm" => {
+            let (conf, cluster) = (get("slurm_conf"), get("cluster"));
+            if conf.is_none() && cluster.is_none() {
+                return Err(SpecError::invalid(
+                    field("slurm_conf"),
+                    "a Slurm site needs `slurm_conf` (its slurm.conf) or `cluster` (its -M name)",
+                ));
+            }
+            BackendKind::Slurm {
+                conf,
+                cluster,
+                partition: get("partition"),
+            }
+        }
+        _ => {
+            let background = match get("background") {
+                None => 0,
+                Some(v) => v.parse::<u32>().map_err(|_| {
+                    SpecError::invalid(field("background"), "must be a whole number of slots")
+                })?,
+            };
+            if background > site.processors {
+                return Err(SpecError::invalid(
+                    field("background"),
+                    format!("is more than the site's {} processors", site.processors),
+                ));
+            }
+            let varying = match get("background_max") {
+                None => None,
+                Some(v) => {
+                    let max = v.parse::<u32>().ok().filter(|m| *m >= background && *m <= site.processors).ok_or_else(|| {
+                        SpecError::invalid(
+                            field("background_max"),
+                            format!("must be a whole number of slots between background and the site's {} processors", site.processors),
+                        )
+                    })?;
+                    let period = get("background_period").unwrap_or_else(|| "30s".into());
+                    let period = parse_duration(&Scalar::Str(period))
+                        .ok()
+                        .filter(|p| *p > 0)
+                        .ok_or_else(|| {
+                            SpecError::invalid(
+                                field("background_period"),
+                                "must be a duration such as \"30s\"",
+                            )
+                        })?;
+                    Some((max, period))
+                }
+            };
+            BackendKind::Local {
+                background,
+                varying,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_has_three_local_clusters() {
+        let c = ServerConfig::embedded();
+        assert_eq!(c.sites.len(), 3);
+        assert!(c.backends.iter().all(|b| *b
+            == BackendKind::Local {
+                background: 0,
+                varying: None
+            }));
+        assert_eq!(c.bind, "127.0.0.1:0");
+        assert_eq!(c.monitor_interval, 200);
+    }
+
+    #[test]
+    fn bad_configurations_name_the_field() {
+        let cases = [
+            (
+                "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"pbs\" }\n",
+                "manager.type",
+            ),
+            (
+                "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"slurm\" }\n",
+                "slurm_conf",
+            ),
+            (
+                "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { colour = \"x\" }\n",
+                "manager.colour",
+            ),
+            ("[server]\nbind = \"x\"\n", "site"),
+            (
+                "[server]\nport = 3\n[[site]]\nname = \"a\"\nprocessors = 4\n",
+                "port",
+            ),
+            (
+                "[server]\nmonitor_interval = \"soon\"\n[[site]]\nname = \"a\"\nprocessors = 4\n",
+                "monitor_interval",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = ServerConfig::parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_varying_background_load_is_checked() {
+        let site = |m: &str| {
+            format!(
+                "[[site]]\nname = \"a\"\nprocessors = 8\nmanager = {{ type = \"local\", {m} }}\n"
+            )
+        };
+        let c = ServerConfig::parse(&site(
+            "background = 2, background_max = 6, background_period = \"500ms\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            c.backends[0],
+            BackendKind::Local {
+                background: 2,
+                varying: Some((6, 500))
+            }
+        );
+        for bad in [
+            "background = 2, background_max = 9",
+            "background = 4, background_max = 3",
+            "background_max = 4, background_period = \"soon\"",
+        ] {
+            assert!(ServerConfig::parse(&site(bad)).is_err(), "{bad}");
+        }
+    }
+}

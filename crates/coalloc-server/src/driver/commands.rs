@@ -1,0 +1,255 @@
+//! Carrying out the core's commands: a start becomes a resource-manager submission with the
+//! component's configuration in its environment (seed 002 §3.3), a cancel a kill, a
+//! transfer is done at once (local sites share one file system), a finished job a line of
+//! the result log. During replay the commands are only booked.
+
+use super::{Driver, LaunchInfo};
+use crate::entry::Entry;
+use crate::logs::ResultRecord;
+use coalloc_backends::SubmitRequest;
+use coalloc_core::model::{JobType, Value};
+use coalloc_core::scheduler::{Command, JobRecord, Notice, Start};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+impl Driver {
+    /// Drain the core's commands.
+    pub(crate) fn run_commands(&mut self) {
+        while let Some(cmd) = self.core.poll_command() {
+            match cmd {
+                Command::StartComponent(s) => self.start_component(*s),
+                Command::CancelComponent { launch, .. } => {
+                    if let Some(l) = self.launches.get_mut(&launch.0) {
+                        l.ended = true;
+                        if !self.replaying {
+                            if let Some(r) = &l.remote {
+                                self.workers[l.site].cancel(r.clone());
+                                self.workers[l.site].forget(launch.0);
+                            }
+                        }
+                    }
+                }
+                Command::ReleaseBarrier { job } => {
+                    self.emit(json!({"event": "committed", "job": job}));
+                }
+                Command::StartTransfer { transfer, .. } => {
+                    if !self.replaying {
+                        self.internal.push_back(Entry::TransferDone {
+                            transfer: transfer.0,
+                            ok: true,
+                        });
+                    }
+                }
+                Command::KillLocal { site, processors } => {
+                    tracing::info!(
+                        site,
+                        processors,
+                        "KillLocal ignored: the server never kills other users' jobs"
+                    );
+                }
+                Command::Notify(n) => self.notice(n),
+                Command::LeaseVm { site, vm } => self.lease_vm(site, vm.0),
+                Command::ReleaseVm { site, vm } => self.release_vm(site, vm.0),
+                Command::JobFinished { job, record } => self.ended(job, None, &record),
+                Command::JobFailed {
+                    job,
+                    reason,
+                    record,
+                } => self.ended(job, Some(reason), &record),
+            }
+        }
+    }
+
+    fn start_component(&mut self, s: Start) {
+        let processes = match s.spec.job_type {
+            JobType::Single => 1,
+            JobType::Multiple | JobType::Mpi => s.count.max(1),
+        };
+        let auto_ready = s.spec.attributes().iter().any(|a| {
+            a.name.eq_ignore_ascii_case("barrier")
+                && matches!(a.values.as_slice(), [Value::Str(v)] if v.eq_ignore_ascii_case("auto"))
+        });
+        self.launches.insert(
+            s.launch.0,
+            LaunchInfo {
+                job: s.job,
+                component: s.component,
+                site: s.site,
+                count: s.count,
+                remote: None,
+                processes,
+                checkins: BTreeSet::new(),
+                ended: false,
+                auto_ready,
+            },
+        );
+        if self.replaying {
+            return;
+        }
+        let Some(exe) = s.spec.executable().map(str::to_owned) else {
+            self.internal.push_back(Entry::Failed {
+                launch: s.launch.0,
+                reason: "the component names no executable".into(),
+            });
+            return;
+        };
+        let c = &s.config;
+        let secret = self.secrets.get(&s.job).cloned().unwrap_or_default();
+        let sizes: Vec<String> = c.sizes.iter().map(u32::to_string).collect();
+        let mut env: Vec<(String, String)> = s.spec.environment().to_vec();
+        let site = self.config.sites[s.site].name.clone();
+        env.extend([
+            ("COALLOC_URL".into(), self.url.clone()),
+            (
+                "COALLOC_BARRIER_URL".into(),
+                format!("{}/v1/jobs/{}/barrier", self.url, s.job),
+            ),
+            ("COALLOC_SECRET".into(), secret),
+            ("COALLOC_JOB_ID".into(), s.job.to_string()),
+            ("COALLOC_LAUNCH".into(), s.launch.0.to_string()),
+            ("COALLOC_COMPONENT".into(), c.index.to_string()),
+            ("COALLOC_COMPONENTS".into(), c.count.to_string()),
+            ("COALLOC_SIZES".into(), sizes.join(",")),
+            ("COALLOC_RANK_OFFSET".into(), c.rank_offset.to_string()),
+            ("COALLOC_TOTAL".into(), c.total.to_string()),
+            ("COALLOC_SITE".into(), site),
+            ("COALLOC_PROCESSES".into(), processes.to_string()),
+        ]);
+        let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
+        let req = SubmitRequest {
+            launch: s.launch.0,
+            job: s.job,
+            component: s.component,
+            count: s.count,
+            processes,
+            executable: exe,
+            arguments: s.spec.arguments().to_vec(),
+            environment: env,
+            directory: s.spec.directory().map(PathBuf::from),
+            wall_time_ms: s.wall_time,
+            stdout,
+            stderr,
+        };
+        self.emit(
+            json!({"event": "component_submitted", "job": s.job, "component": s.component,
+            "launch": s.launch.0, "site": self.config.sites[s.site].name}),
+        );
+        self.workers[s.site].submit(req);
+    }
+
+    fn notice(&mut self, n: Notice) {
+        let site_name = |s: usize| self.config.sites.get(s).map(|x| x.name.clone());
+        let v = match &n {
+            Notice::Placed { job, sites } => {
+                let names: Vec<_> = sites.iter().map(|s| site_name(*s)).collect();
+                json!({"event": "placed", "job": job, "sites": names})
+            }
+            Notice::Committed { job } => json!({"event": "committed", "job": job}),
+            Notice::Requeued { job, reason } => {
+                self.abort_reasons.insert(*job, reason.clone());
+                json!({"event": "requeued", "job": job, "reason": reason})
+            }
+            Notice::InteractiveFailed {
+                job,
+                component,
+                reason,
+            } => {
+                json!({"event": "interactive_failed", "job": job, "component": component, "reason": reason})
+            }
+            Notice::OptionalFailed {
+                job,
+                component,
+                reason,
+            } => {
+                json!({"event": "optional_failed", "job": job, "component": component, "reason": reason})
+            }
+            Notice::Preempted { job, by } => json!({"event": "preempted", "job": job, "by": by}),
+            Notice::SiteUnusable { site, reason } => {
+                json!({"event": "site_unusable", "site": site_name(*site), "reason": reason})
+            }
+            Notice::SiteUsable { site } => {
+                json!({"event": "site_usable", "site": site_name(*site)})
+            }
+            Notice::Cancelled { job } => {
+                self.abort_reasons.insert(*job, "cancelled".into());
+                json!({"event": "cancelled", "job": job})
+            }
+        };
+        self.emit(v);
+    }
+
+    fn ended(&mut self, job: u64, failure: Option<String>, r: &JobRecord) {
+        if let Some(reason) = &failure {
+            self.abort_reasons.insert(job, reason.clone());
+            self.failed.insert(job);
+        }
+        let outcome = if failure.is_some() {
+            "failed"
+        } else {
+            "finished"
+        };
+        self.emit(json!({"event": outcome, "job": job, "reason": failure}));
+        if self.replaying {
+            return;
+        }
+        let Some(state) = self.core.job(job) else {
+            return;
+        };
+        let rec = ResultRecord {
+            job,
+            name: state.job.name().map(str::to_owned),
+            outcome: outcome.into(),
+            reason: failure,
+            components: state.job.components.len(),
+            processors: state.job.total_processors(),
+            submit: r.submit,
+            barrier_release: r.barrier_release(),
+            start: r.start(),
+            end: r.end(),
+            wait_ms: r.wait(),
+            response_ms: r.response(),
+            run_ms: r.runtime(),
+            sites: r
+                .sites()
+                .iter()
+                .map(|s| self.config.sites[*s].name.clone())
+                .collect(),
+            placement_tries: r.placement_tries,
+            placement_failures: r.placement_failures,
+            submit_failures: r.submit_failures,
+            completion_failures: r.completion_failures,
+        };
+        self.results.append(&[rec]);
+    }
+
+    /// After replay: adopt what still runs, report what vanished.
+    pub(crate) fn reconcile(&mut self) {
+        let open: Vec<(u64, LaunchInfo)> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| !l.ended)
+            .map(|(k, l)| (*k, l.clone()))
+            .collect();
+        for (launch, l) in open {
+            if !self.is_current(launch) {
+                continue;
+            }
+            match &l.remote {
+                Some(remote) => {
+                    tracing::info!(launch, remote, "adopting");
+                    self.workers[l.site].watch(launch, remote.clone());
+                }
+                None => {
+                    self.launches.get_mut(&launch).expect("open launch").ended = true;
+                    self.internal.push_back(Entry::Failed {
+                        launch,
+                        reason: "the server stopped while submitting it".into(),
+                    });
+                }
+            }
+        }
+        self.resume_vms();
+        self.turn();
+    }
+}

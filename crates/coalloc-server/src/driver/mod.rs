@@ -1,0 +1,371 @@
+//! The driver: one thread that owns the scheduling core and feeds it the wall clock
+//! (DESIGN.md principle 1; the simulator is the other driver of the same core).
+//!
+//! Each turn it takes every message that has arrived (API requests, site reports), turns
+//! them into core events, and hands those to the core in arrival order. An event the core
+//! refuses changes nothing and is not journaled; an accepted one is appended to the journal,
+//! and the whole turn's entries are committed in one transaction (group commit) before any
+//! reply is sent or any command leaves for a resource manager. So what a client was told,
+//! and what a resource manager was asked to do, always follows from the journal.
+//!
+//! On start the journal is replayed into a fresh core (commands are then only booked, not
+//! carried out), then reconciled with the backends: launches still running are adopted,
+//! vanished ones are reported failed, and launches the server was submitting when it died
+//! are looked up by their launch number.
+
+mod clouds;
+mod commands;
+pub mod msg;
+mod reports;
+mod requests;
+mod view;
+
+use crate::config::ServerConfig;
+use crate::entry::Entry;
+use crate::journal::{Journal, JournalError, Record};
+use crate::logs::JsonLines;
+use crate::sites::SiteWorker;
+use crate::state::StateDir;
+use coalloc_backends::{Backend, SiteLoad};
+use coalloc_core::model::Time;
+use coalloc_core::scheduler::{Rejected, Reply as CoreReply, Scheduler};
+use msg::{Msg, Request};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+
+/// What the driver knows of one launch beyond the core.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchInfo {
+    pub job: u64,
+    pub component: usize,
+    pub site: usize,
+    pub count: u32,
+    /// The resource manager's handle, once it accepted the launch.
+    pub remote: Option<String>,
+    pub processes: u32,
+    /// Local ranks that checked in at the barrier with ok.
+    pub checkins: BTreeSet<u32>,
+    /// Cancelled, failed or finished: nothing more is reported about it.
+    pub ended: bool,
+    /// Ready as soon as it runs: the component does not call the barrier itself.
+    pub auto_ready: bool,
+}
+
+/// Channels shared with the API.
+#[derive(Clone)]
+pub struct Shared {
+    pub tx: Sender<Msg>,
+    /// Bumped after every turn: barrier and rendezvous waiters look again.
+    pub generation: watch::Receiver<u64>,
+    /// Job, component and site state changes, as JSON (the event stream).
+    pub events: broadcast::Sender<String>,
+}
+
+/// The driver's state.
+pub struct Driver {
+    core: Scheduler,
+    journal: Journal,
+    now: Time,
+    state: StateDir,
+    url: String,
+    config: ServerConfig,
+    workers: Vec<SiteWorker>,
+    launches: BTreeMap<u64, LaunchInfo>,
+    secrets: BTreeMap<u64, String>,
+    kv: BTreeMap<(u64, String), String>,
+    /// Why each job's last start was aborted.
+    abort_reasons: BTreeMap<u64, String>,
+    /// Launches that failed, per site, since this server started (the core's counts are of
+    /// consecutive errors and fall back to 0 on a success).
+    site_failures: Vec<u64>,
+    /// Every site's backend (the workers own clones), for resizing cloud sites on replay.
+    backends: Vec<Arc<dyn Backend>>,
+    /// Cloud VMs asked for and not yet given back, by the core's number.
+    vms: BTreeMap<u64, clouds::VmInfo>,
+    /// Read requests held until the end of the turn.
+    reads: Vec<Request>,
+    /// Jobs that ended badly (failed or cancelled).
+    failed: std::collections::BTreeSet<u64>,
+    /// The last load each site's backend reported, and whether it answered.
+    loads: Vec<(SiteLoad, bool)>,
+    /// The last SiteStatus given to the core, per site.
+    statuses: Vec<Option<(u32, u32, bool)>>,
+    /// Entries of this turn, to commit.
+    pending: Vec<Record>,
+    /// Replies waiting for the commit.
+    replies: Vec<Box<dyn FnOnce() + Send>>,
+    /// Entries the driver makes itself (ready, failed, transfer done), for the next apply.
+    internal: VecDeque<Entry>,
+    /// Replaying the journal: commands are booked, not carried out.
+    replaying: bool,
+    generation: watch::Sender<u64>,
+    events: broadcast::Sender<String>,
+    results: JsonLines,
+    surveillance: JsonLines,
+    next_sample: Time,
+}
+
+/// The wall clock in milliseconds since the Unix epoch.
+pub fn wall_ms() -> Time {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as Time)
+        .unwrap_or(0)
+}
+
+/// Why the driver could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("journal entry {0}: {1}")]
+    Replay(usize, String),
+}
+
+impl Driver {
+    /// Open the journal, replay it into a fresh core and start the site workers.
+    /// `tx` is the sender of the channel `run` will read.
+    pub fn start(
+        config: ServerConfig,
+        parts: Vec<crate::server::SiteParts>,
+        state: StateDir,
+        url: String,
+        tx: Sender<Msg>,
+    ) -> Result<(Driver, Shared), StartError> {
+        let (journal, records) = Journal::open(&state.journal())?;
+        let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
+        let (generation, generation_rx) = watch::channel(0);
+        let (events, _) = broadcast::channel(4096);
+        let n = config.sites.len();
+        let backends: Vec<Arc<dyn Backend>> = parts.iter().map(|p| p.backend.clone()).collect();
+        let mut d = Driver {
+            backends,
+            vms: BTreeMap::new(),
+            core,
+            journal,
+            now: Time::MIN,
+            results: JsonLines::new(&state.result_log()),
+            surveillance: JsonLines::new(&state.surveillance_log()),
+            state,
+            url,
+            workers: Vec::new(),
+            launches: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+            kv: BTreeMap::new(),
+            abort_reasons: BTreeMap::new(),
+            failed: Default::default(),
+            reads: Vec::new(),
+            site_failures: vec![0; config.sites.len()],
+            loads: vec![(SiteLoad::default(), true); n],
+            statuses: vec![None; n],
+            pending: Vec::new(),
+            replies: Vec::new(),
+            internal: VecDeque::new(),
+            replaying: true,
+            generation,
+            events: events.clone(),
+            next_sample: 0,
+            config,
+        };
+        let replayed = records.len();
+        for (i, r) in records.into_iter().enumerate() {
+            d.replay(r).map_err(|e| StartError::Replay(i + 1, e))?;
+        }
+        d.replaying = false;
+        let interval = Duration::from_millis(d.config.monitor_interval as u64);
+        d.workers = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| SiteWorker::spawn(i, p.backend, p.provider, interval, tx.clone()))
+            .collect();
+        d.now = d.now.max(wall_ms());
+        d.reconcile();
+        tracing::info!(replayed, "journal replayed");
+        Ok((
+            d,
+            Shared {
+                tx,
+                generation: generation_rx,
+                events,
+            },
+        ))
+    }
+
+    /// Feed one journal record to the core, booking (not carrying out) what it commands.
+    fn replay(&mut self, r: Record) -> Result<(), String> {
+        self.now = self.now.max(r.at);
+        self.book(&r.entry);
+        if let Some(ev) = r.entry.to_event()? {
+            let reply = self.core.handle(r.at, ev);
+            if reply.is_ok() {
+                self.vm_effect(&r.entry);
+            }
+            if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
+            {
+                self.secrets.insert(id, secret.clone());
+            }
+        }
+        self.run_commands();
+        Ok(())
+    }
+
+    /// The driver's own bookkeeping of an entry (secrets, handles, rendezvous values).
+    fn book(&mut self, e: &Entry) {
+        match e {
+            Entry::Launched { launch, remote } => {
+                if let Some(l) = self.launches.get_mut(launch) {
+                    l.remote = Some(remote.clone());
+                }
+            }
+            Entry::KvPut { job, key, value } => {
+                self.kv.insert((*job, key.clone()), value.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// Hand an entry to the core now; journal it if the core took it.
+    pub(crate) fn apply(&mut self, entry: Entry) -> Result<CoreReply, Rejected> {
+        let ev = match entry.to_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => {
+                self.book(&entry);
+                self.pending.push(Record {
+                    at: self.now,
+                    entry,
+                });
+                return Ok(CoreReply::Done);
+            }
+            Err(e) => return Err(Rejected::Invalid(e)),
+        };
+        let reply = self.core.handle(self.now, ev)?;
+        self.vm_effect(&entry);
+        if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
+            self.secrets.insert(*id, secret.clone());
+        }
+        self.pending.push(Record {
+            at: self.now,
+            entry,
+        });
+        Ok(reply)
+    }
+
+    /// Run until `Msg::Stop` or until every sender is gone.
+    pub fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            let timeout = self.timeout();
+            let first = match rx.recv_timeout(timeout) {
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+            };
+            self.now = self.now.max(wall_ms());
+            let mut stop = false;
+            if let Some(m) = first {
+                self.on_msg(m);
+                // Group commit: everything that is already waiting goes in this turn.
+                for _ in 0..8192 {
+                    match rx.try_recv() {
+                        Ok(Msg::Stop) => {
+                            stop = true;
+                            break;
+                        }
+                        Ok(m) => self.on_msg(m),
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.turn();
+            if stop {
+                break;
+            }
+        }
+        tracing::info!("driver stopped");
+    }
+
+    fn timeout(&self) -> Duration {
+        let now = wall_ms();
+        let mut until = self.next_sample;
+        if let Some(w) = self.core.next_wakeup() {
+            until = until.min(w);
+        }
+        Duration::from_millis((until - now).clamp(1, 1000) as u64)
+    }
+
+    fn on_msg(&mut self, m: Msg) {
+        match m {
+            // Reads wait for the end of the turn, so that they see its effects complete (a job
+            // the core ended in this turn is shown with its outcome).
+            Msg::Api(r @ (Request::Jobs { .. } | Request::Job { .. } | Request::Sites { .. })) => {
+                self.reads.push(r)
+            }
+            Msg::Api(r) => self.on_request(r),
+            Msg::Site(r) => self.on_report(r),
+            Msg::Stop => {}
+        }
+    }
+
+    /// Ticks, then apply, commit and carry out until nothing new is made.
+    fn turn(&mut self) {
+        if self.core.next_wakeup().is_some_and(|w| w <= self.now) {
+            let _ = self.apply(Entry::Tick);
+        }
+        loop {
+            while let Some(e) = self.internal.pop_front() {
+                let _ = self.apply(e);
+            }
+            self.commit();
+            self.run_commands();
+            if self.internal.is_empty() {
+                break;
+            }
+        }
+        for r in std::mem::take(&mut self.reads) {
+            self.on_request(r);
+        }
+        if self.now >= self.next_sample {
+            self.sample();
+            self.next_sample = self.now + self.config.sample_interval;
+        }
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Journal this turn's entries, then send the replies that waited for them.
+    fn commit(&mut self) {
+        if let Err(e) = self.journal.append(&self.pending) {
+            // Nothing may be acknowledged that is not on disk: stop here; a restart replays
+            // what was committed.
+            tracing::error!("{e}");
+            eprintln!("coalloc serve: fatal: {e}");
+            std::process::exit(1);
+        }
+        self.pending.clear();
+        for r in self.replies.drain(..) {
+            r();
+        }
+    }
+
+    /// Queue a reply to send after the commit.
+    fn reply_later<T: Send + 'static>(&mut self, to: msg::Reply<T>, value: T) {
+        self.replies.push(Box::new(move || {
+            let _ = to.send(value);
+        }));
+    }
+
+    /// Tell the event stream.
+    fn emit(&self, value: serde_json::Value) {
+        if !self.replaying {
+            let _ = self.events.send(value.to_string());
+        }
+    }
+
+    fn sample(&mut self) {
+        let samples: Vec<_> = (0..self.config.sites.len())
+            .map(|i| self.site_sample(i))
+            .collect();
+        self.surveillance.append(&samples);
+    }
+}

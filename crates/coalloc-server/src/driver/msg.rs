@@ -1,0 +1,138 @@
+//! The messages the driver thread takes: requests from the HTTP API (each with a one-shot
+//! reply), and reports from the site workers.
+
+use coalloc_backends::{BackendError, RemoteState, SiteLoad};
+use coalloc_core::model::{Component, Job};
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+/// A reply channel.
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// A request from the API.
+pub enum Request {
+    /// Submit jobs; one answer per job (its number, or why it was refused).
+    Submit {
+        jobs: Vec<Job>,
+        reply: Reply<Vec<Result<u64, String>>>,
+    },
+    Cancel {
+        job: u64,
+        reply: Reply<Result<(), ApiError>>,
+    },
+    Edit {
+        job: u64,
+        edit: EditRequest,
+        reply: Reply<Result<(), ApiError>>,
+    },
+    Jobs {
+        reply: Reply<Vec<serde_json::Value>>,
+    },
+    Job {
+        job: u64,
+        reply: Reply<Option<serde_json::Value>>,
+    },
+    Sites {
+        reply: Reply<serde_json::Value>,
+    },
+    /// Is this the job's secret?
+    Secret {
+        job: u64,
+        secret: String,
+        reply: Reply<Result<(), ApiError>>,
+    },
+    /// A process checks in at the barrier (`check_in: false`: only asks again).
+    Barrier {
+        job: u64,
+        launch: u64,
+        local_rank: u32,
+        ok: bool,
+        reason: Option<String>,
+        check_in: bool,
+        reply: Reply<Result<BarrierAnswer, ApiError>>,
+    },
+    KvPut {
+        job: u64,
+        key: String,
+        value: String,
+        reply: Reply<Result<(), ApiError>>,
+    },
+    KvGet {
+        job: u64,
+        key: String,
+        reply: Reply<Result<Option<String>, ApiError>>,
+    },
+    SetUsable {
+        site: String,
+        usable: bool,
+        reply: Reply<Result<(), ApiError>>,
+    },
+}
+
+/// An edit as the API takes it.
+pub enum EditRequest {
+    Add(Component),
+    Delete(usize),
+    Substitute(usize, Component),
+}
+
+/// What a barrier check-in hears.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BarrierAnswer {
+    Released,
+    Aborted { reason: String },
+    Waiting,
+}
+
+/// A refused request: an HTTP status and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(404, message)
+    }
+    pub fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, message)
+    }
+}
+
+/// A report from a site worker.
+pub enum Report {
+    /// The resource manager took (or refused) a launch.
+    Submitted {
+        launch: u64,
+        result: Result<String, BackendError>,
+    },
+    /// A provider leased a VM (its node's name) or failed to.
+    Leased {
+        site: usize,
+        vm: u64,
+        result: Result<String, String>,
+    },
+    /// A provider released a VM (a failed release is retried by the worker).
+    Released { site: usize, vm: u64 },
+    /// A poll of the site: its load, and the states of the launches asked about.
+    Polled {
+        site: usize,
+        load: Result<SiteLoad, String>,
+        states: Vec<(u64, RemoteState)>,
+    },
+}
+
+/// Everything the driver thread receives.
+pub enum Msg {
+    Api(Request),
+    Site(Report),
+    Stop,
+}

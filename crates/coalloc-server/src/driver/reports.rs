@@ -1,0 +1,200 @@
+//! Site reports into core events: the resource monitor's readings become `SiteStatus`
+//! events when they change (seed 003 §4.3.2), and what a resource manager says of a launch
+//! becomes `ComponentStarted` / `Finished` / `Failed` against the core's own view of it.
+
+use super::msg::Report;
+use super::Driver;
+use crate::entry::Entry;
+use crate::logs::SiteSample;
+use coalloc_backends::{RemoteState, SiteLoad};
+use coalloc_core::scheduler::jobs::CompPhase;
+use coalloc_core::scheduler::LaunchId;
+use serde_json::json;
+
+impl Driver {
+    pub(crate) fn on_report(&mut self, r: Report) {
+        match r {
+            Report::Submitted { launch, result } => self.submitted(launch, result),
+            Report::Leased { site, vm, result } => self.leased(site, vm, result),
+            Report::Released { site, vm } => self.released(site, vm),
+            Report::Polled { site, load, states } => {
+                self.polled(site, load);
+                for (launch, state) in states {
+                    self.remote_state(launch, state);
+                }
+            }
+        }
+    }
+
+    fn submitted(&mut self, launch: u64, result: Result<String, coalloc_backends::BackendError>) {
+        let Some(l) = self.launches.get(&launch).cloned() else {
+            return;
+        };
+        match result {
+            Ok(remote) => {
+                let _ = self.apply(Entry::Launched {
+                    launch,
+                    remote: remote.clone(),
+                });
+                if l.ended || !self.is_current(launch) {
+                    // Cancelled while it was being submitted.
+                    self.workers[l.site].cancel(remote);
+                    return;
+                }
+                self.workers[l.site].watch(launch, remote);
+                let _ = self.apply(Entry::Queued { launch });
+            }
+            Err(e) => {
+                if !l.ended {
+                    self.end_launch(
+                        launch,
+                        Entry::Failed {
+                            launch,
+                            reason: format!("submission failed: {e}"),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn polled(&mut self, site: usize, load: Result<SiteLoad, String>) {
+        let (idle, total, healthy) = match &load {
+            Ok(l) => {
+                self.loads[site] = (*l, true);
+                (l.idle, l.total, true)
+            }
+            Err(e) => {
+                if self.loads[site].1 {
+                    tracing::warn!(site, "resource manager unavailable: {e}");
+                    self.emit(json!({"event": "site_down", "site": self.config.sites[site].name, "reason": e}));
+                }
+                self.loads[site].1 = false;
+                let (l, _) = self.loads[site];
+                (l.idle, l.total, false)
+            }
+        };
+        if self.statuses[site] != Some((idle, total, healthy)) {
+            if self.statuses[site].is_some_and(|s| !s.2) && healthy {
+                self.emit(json!({"event": "site_up", "site": self.config.sites[site].name}));
+            }
+            self.statuses[site] = Some((idle, total, healthy));
+            let _ = self.apply(Entry::SiteStatus {
+                site,
+                idle,
+                total,
+                healthy,
+            });
+        }
+    }
+
+    fn remote_state(&mut self, launch: u64, state: RemoteState) {
+        let Some(l) = self.launches.get(&launch).cloned() else {
+            return;
+        };
+        if l.ended {
+            return;
+        }
+        let Some(phase) = self.phase_of(launch) else {
+            // The core has moved on from this launch.
+            self.launches.get_mut(&launch).expect("known launch").ended = true;
+            self.workers[l.site].forget(launch);
+            return;
+        };
+        match state {
+            RemoteState::Queued => {}
+            RemoteState::Running => {
+                if phase == CompPhase::Submitted {
+                    let _ = self.apply(Entry::Started { launch });
+                    self.emit(json!({"event": "component_started", "job": l.job, "component": l.component, "launch": launch}));
+                    if l.auto_ready {
+                        let _ = self.apply(Entry::Ready { launch });
+                    }
+                }
+            }
+            RemoteState::Finished => {
+                let before_barrier = matches!(phase, CompPhase::Submitted | CompPhase::Started);
+                if before_barrier && !l.auto_ready {
+                    // It ended without checking in: it never reached the barrier, which is a
+                    // failed start (seed 002 §3.3), not a finished component.
+                    let reason = "ended before reaching the barrier".to_string();
+                    self.end_launch(launch, Entry::Failed { launch, reason });
+                    return;
+                }
+                if phase == CompPhase::Submitted {
+                    let _ = self.apply(Entry::Started { launch });
+                }
+                // A component that needs no check-in may end between two polls.
+                if before_barrier {
+                    let _ = self.apply(Entry::Ready { launch });
+                }
+                self.end_launch(launch, Entry::Finished { launch });
+            }
+            RemoteState::Failed(reason) => {
+                self.end_launch(launch, Entry::Failed { launch, reason })
+            }
+            RemoteState::Unknown => self.end_launch(
+                launch,
+                Entry::Failed {
+                    launch,
+                    reason: "vanished from the resource manager".into(),
+                },
+            ),
+        }
+    }
+
+    /// A launch's last report: apply it and stop watching.
+    pub(crate) fn end_launch(&mut self, launch: u64, e: Entry) {
+        if let Some(l) = self.launches.get_mut(&launch) {
+            l.ended = true;
+            let (site, job, component) = (l.site, l.job, l.component);
+            if matches!(e, Entry::Failed { .. }) {
+                if let Some(n) = self.site_failures.get_mut(site) {
+                    *n += 1;
+                }
+            }
+            self.workers[site].forget(launch);
+            let what = match &e {
+                Entry::Finished { .. } => {
+                    json!({"event": "component_finished", "job": job, "component": component, "launch": launch})
+                }
+                Entry::Failed { reason, .. } => {
+                    json!({"event": "component_failed", "job": job, "component": component, "launch": launch, "reason": reason})
+                }
+                _ => json!(null),
+            };
+            self.emit(what);
+        }
+        let _ = self.apply(e);
+    }
+
+    /// The core's phase of this launch's component, if the launch is its current one.
+    pub(crate) fn phase_of(&self, launch: u64) -> Option<CompPhase> {
+        let l = self.launches.get(&launch)?;
+        let c = self.core.job(l.job)?.comps.get(l.component)?;
+        (c.launch == Some(LaunchId(launch))).then_some(c.phase)
+    }
+
+    pub(crate) fn is_current(&self, launch: u64) -> bool {
+        self.phase_of(launch).is_some()
+    }
+
+    pub(crate) fn site_sample(&self, i: usize) -> SiteSample {
+        let (load, healthy) = self.loads[i];
+        let coalloc: u32 = self
+            .launches
+            .values()
+            .filter(|l| l.site == i && !l.ended && l.remote.is_some())
+            .map(|l| l.count)
+            .sum();
+        SiteSample {
+            time: self.now,
+            site: self.config.sites[i].name.clone(),
+            total: load.total,
+            idle: load.idle,
+            coalloc: coalloc.min(load.total),
+            other: load.other,
+            healthy,
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! What the journal holds: the core's input events in a stable, serializable form, plus the
+//! driver's own bookkeeping that a restart needs (which resource-manager handle a launch got,
+//! the rendezvous store's values).
+
+use coalloc_core::model::{Component, Job};
+use coalloc_core::scheduler::{Edit, Event, LaunchId};
+use coalloc_core::spec::native;
+use serde::{Deserialize, Serialize};
+
+/// One journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "e", rename_all = "snake_case")]
+pub enum Entry {
+    /// A job, in the native JSON spec (lossless), and the job's secret.
+    Submit {
+        job: String,
+        secret: String,
+    },
+    Cancel {
+        job: u64,
+    },
+    /// An edit before commit; `component` is a native JSON job with the one new component.
+    Edit {
+        job: u64,
+        op: EditOp,
+        index: usize,
+        component: Option<String>,
+    },
+    SiteStatus {
+        site: usize,
+        idle: u32,
+        total: u32,
+        healthy: bool,
+    },
+    SetUsable {
+        site: usize,
+        usable: bool,
+    },
+    Queued {
+        launch: u64,
+    },
+    Started {
+        launch: u64,
+    },
+    Ready {
+        launch: u64,
+    },
+    Failed {
+        launch: u64,
+        reason: String,
+    },
+    Finished {
+        launch: u64,
+    },
+    TransferDone {
+        transfer: u64,
+        ok: bool,
+    },
+    Tick,
+    /// A cloud VM is leased (as `node`) on `site` (seed 004 §III-B).
+    VmLeased {
+        site: usize,
+        vm: u64,
+        node: String,
+    },
+    LeaseFailed {
+        site: usize,
+        vm: u64,
+        reason: String,
+    },
+    VmReleased {
+        site: usize,
+        vm: u64,
+    },
+    /// Bookkeeping: the resource manager accepted a launch under this handle.
+    Launched {
+        launch: u64,
+        remote: String,
+    },
+    /// Bookkeeping: a rendezvous value.
+    KvPut {
+        job: u64,
+        key: String,
+        value: String,
+    },
+}
+
+/// The kinds of edit (seed 002 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditOp {
+    Add,
+    Delete,
+    Substitute,
+}
+
+impl Entry {
+    /// The journal form of a job.
+    pub fn submit(job: &Job, secret: String) -> Entry {
+        Entry::Submit {
+            job: native::to_json(job),
+            secret,
+        }
+    }
+
+    /// The core event this entry stands for (`None` for bookkeeping entries).
+    ///
+    /// A job or component that no longer parses is an error: the journal was written by a
+    /// different version of coalloc.
+    pub fn to_event(&self) -> Result<Option<Event>, String> {
+        use coalloc_core::provisioning::VmId;
+        use coalloc_core::scheduler::TransferId;
+        let l = |launch: &u64| LaunchId(*launch);
+        Ok(Some(match self {
+            Entry::Submit { job, .. } => {
+                Event::Submit(Box::new(native::from_json(job).map_err(|e| e.to_string())?))
+            }
+            Entry::Cancel { job } => Event::Cancel { job: *job },
+            Entry::Edit {
+                job,
+                op,
+                index,
+                component,
+            } => {
+                let comp = component.as_deref().map(one_component).transpose()?;
+                let edit = match (op, comp) {
+                    (EditOp::Delete, _) => Edit::Delete(*index),
+                    (EditOp::Add, Some(c)) => Edit::Add(c),
+                    (EditOp::Substitute, Some(c)) => Edit::Substitute(*index, c),
+                    _ => return Err("an add or substitute edit without a component".into()),
+                };
+                Event::Edit { job: *job, edit }
+            }
+            Entry::SiteStatus {
+                site,
+                idle,
+                total,
+                healthy,
+            } => Event::SiteStatus {
+                site: *site,
+                idle: *idle,
+                total: *total,
+                healthy: *healthy,
+            },
+            Entry::SetUsable { site, usable } => Event::SetUsable {
+                site: *site,
+                usable: *usable,
+            },
+            Entry::Queued { launch } => Event::ComponentQueued { launch: l(launch) },
+            Entry::Started { launch } => Event::ComponentStarted { launch: l(launch) },
+            Entry::Ready { launch } => Event::ComponentReady { launch: l(launch) },
+            Entry::Failed { launch, reason } => Event::ComponentFailed {
+                launch: l(launch),
+                reason: reason.clone(),
+            },
+            Entry::Finished { launch } => Event::ComponentFinished { launch: l(launch) },
+            Entry::TransferDone { transfer, ok } => Event::TransferDone {
+                transfer: TransferId(*transfer),
+                ok: *ok,
+            },
+            Entry::Tick => Event::Tick,
+            Entry::VmLeased { vm, .. } => Event::VmLeased { vm: VmId(*vm) },
+            Entry::LeaseFailed { vm, reason, .. } => Event::LeaseFailed {
+                vm: VmId(*vm),
+                reason: reason.clone(),
+            },
+            Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
+            Entry::Launched { .. } | Entry::KvPut { .. } => return Ok(None),
+        }))
+    }
+}
+
+/// The one component of a native JSON job text.
+pub fn one_component(text: &str) -> Result<Component, String> {
+    let job = native::from_json(text).map_err(|e| e.to_string())?;
+    match <[Component; 1]>::try_from(job.components) {
+        Ok([c]) => Ok(c),
+        Err(v) => Err(format!("expected one component, got {}", v.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_through_json() {
+        let e = Entry::Failed {
+            launch: 3,
+            reason: "exit 2".into(),
+        };
+        let text = serde_json::to_string(&e).unwrap();
+        assert_eq!(text, r#"{"e":"failed","launch":3,"reason":"exit 2"}"#);
+        assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), e);
+        assert_eq!(
+            e.to_event().unwrap(),
+            Some(Event::ComponentFailed {
+                launch: LaunchId(3),
+                reason: "exit 2".into()
+            })
+        );
+        assert_eq!(
+            Entry::KvPut {
+                job: 1,
+                key: "k".into(),
+                value: "v".into()
+            }
+            .to_event(),
+            Ok(None)
+        );
+    }
+}

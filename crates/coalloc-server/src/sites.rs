@@ -1,0 +1,170 @@
+//! Site workers: one thread per site between the driver and that site's backend, so that a
+//! slow or dead resource manager holds up only its own site. A worker submits and cancels
+//! on short-lived threads of their own (the components of one job go out in parallel), and
+//! every monitor interval it polls the backend: the site's load for the resource monitor
+//! (seed 003 §4.3.2) and the states of the launches it watches.
+
+use crate::driver::msg::{Msg, Report};
+use coalloc_backends::provider::Provider;
+use coalloc_backends::{Backend, SubmitRequest};
+use std::collections::BTreeMap;
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+enum Cmd {
+    Submit(Box<SubmitRequest>),
+    Cancel(String),
+    Watch { launch: u64, remote: String },
+    Forget(u64),
+    Lease(u64),
+    Release { vm: u64, node: String },
+    Stop,
+}
+
+/// The driver's handle on one site's worker.
+pub struct SiteWorker {
+    tx: Sender<Cmd>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SiteWorker {
+    /// Start the worker of site `site`.
+    pub fn spawn(
+        site: usize,
+        backend: Arc<dyn Backend>,
+        provider: Option<Arc<dyn Provider>>,
+        interval: Duration,
+        driver: Sender<Msg>,
+    ) -> SiteWorker {
+        let (tx, rx) = channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("site-{site}"))
+            .spawn(move || {
+                let mut watched: BTreeMap<u64, String> = BTreeMap::new();
+                let mut next_poll = Instant::now();
+                loop {
+                    let wait = next_poll.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Ok(Cmd::Submit(req)) => {
+                            let (b, d) = (backend.clone(), driver.clone());
+                            std::thread::spawn(move || {
+                                let result = b.submit(&req);
+                                let _ = d.send(Msg::Site(Report::Submitted {
+                                    launch: req.launch,
+                                    result,
+                                }));
+                            });
+                        }
+                        Ok(Cmd::Cancel(remote)) => {
+                            let b = backend.clone();
+                            std::thread::spawn(move || {
+                                if let Err(e) = b.cancel(&remote) {
+                                    tracing::warn!(site, remote, "cancel failed: {e}");
+                                }
+                            });
+                        }
+                        Ok(Cmd::Watch { launch, remote }) => {
+                            watched.insert(launch, remote);
+                        }
+                        Ok(Cmd::Forget(launch)) => {
+                            watched.remove(&launch);
+                        }
+                        Ok(Cmd::Lease(vm)) => {
+                            let (p, d) = (provider.clone(), driver.clone());
+                            std::thread::spawn(move || {
+                                let result = match p {
+                                    Some(p) => p.lease(vm).map_err(|e| e.to_string()),
+                                    None => Err("this site has no cloud provider".into()),
+                                };
+                                let _ = d.send(Msg::Site(Report::Leased { site, vm, result }));
+                            });
+                        }
+                        Ok(Cmd::Release { vm, node }) => {
+                            let (p, d) = (provider.clone(), driver.clone());
+                            std::thread::spawn(move || {
+                                // A VM that is not given back goes on costing: retry.
+                                let mut wait = Duration::from_millis(200);
+                                while let Some(p) = &p {
+                                    match p.release(vm, &node) {
+                                        Ok(()) => break,
+                                        Err(e) => {
+                                            tracing::warn!(site, vm, "release failed: {e}");
+                                            std::thread::sleep(wait);
+                                            wait = (wait * 2).min(Duration::from_secs(30));
+                                        }
+                                    }
+                                }
+                                let _ = d.send(Msg::Site(Report::Released { site, vm }));
+                            });
+                        }
+                        Ok(Cmd::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                        Err(RecvTimeoutError::Timeout) => {
+                            next_poll = Instant::now() + interval;
+                            let load = backend.load().map_err(|e| e.to_string());
+                            let (launches, remotes): (Vec<u64>, Vec<String>) =
+                                watched.iter().map(|(l, r)| (*l, r.clone())).unzip();
+                            let states = if remotes.is_empty() {
+                                Vec::new()
+                            } else {
+                                match backend.query(&remotes) {
+                                    Ok(states) => launches.into_iter().zip(states).collect(),
+                                    Err(e) => {
+                                        tracing::warn!(site, "query failed: {e}");
+                                        Vec::new()
+                                    }
+                                }
+                            };
+                            if driver
+                                .send(Msg::Site(Report::Polled { site, load, states }))
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                }
+            })
+            .expect("a site worker thread starts");
+        SiteWorker {
+            tx,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn submit(&self, request: SubmitRequest) {
+        let _ = self.tx.send(Cmd::Submit(Box::new(request)));
+    }
+
+    pub fn cancel(&self, remote: String) {
+        let _ = self.tx.send(Cmd::Cancel(remote));
+    }
+
+    /// Poll this launch's state from now on.
+    pub fn watch(&self, launch: u64, remote: String) {
+        let _ = self.tx.send(Cmd::Watch { launch, remote });
+    }
+
+    /// Lease a VM through the site's provider.
+    pub fn lease(&self, vm: u64) {
+        let _ = self.tx.send(Cmd::Lease(vm));
+    }
+
+    /// Release a VM through the site's provider.
+    pub fn release(&self, vm: u64, node: String) {
+        let _ = self.tx.send(Cmd::Release { vm, node });
+    }
+
+    pub fn forget(&self, launch: u64) {
+        let _ = self.tx.send(Cmd::Forget(launch));
+    }
+}
+
+impl Drop for SiteWorker {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Cmd::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
