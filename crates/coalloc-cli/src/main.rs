@@ -3,16 +3,23 @@
 //! Exit codes: 0 success, 2 bad input (a malformed or invalid file, a bad argument),
 //! 1 an internal error, 3 (`place`) the job does not fit.
 
+mod client;
 mod config_cmd;
+mod demo_cmd;
 mod error;
 mod job_cmd;
+mod jobs_cmd;
 mod load;
 mod place_cmd;
 mod plot;
 mod replay_cmd;
+mod report_cmd;
+mod runtime_cmd;
+mod serve_cmd;
 mod sim_cmd;
 mod table;
 mod trace_cmd;
+mod watch_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
@@ -68,6 +75,50 @@ enum Command {
     /// sites (local FCFS jobs, start latency, injected failures and outages, file transfers).
     /// Examples: `experiments/*/`.
     Sim(sim_cmd::SimArgs),
+    /// The embedded default end to end: a server with three local clusters, the co-allocated
+    /// Poisson solver and a small batch, their progress, the answer and the report.
+    Demo(demo_cmd::DemoArgs),
+    /// Run the server: it drives the scheduler with the wall clock, runs components on the
+    /// configured sites, and serves the HTTP API, the barrier and the rendezvous store.
+    ///
+    /// Every accepted input is journaled in SQLite (STATE_DIR/journal.sqlite) before it takes
+    /// effect; a restart replays the journal and adopts the components that still run. The
+    /// address and a bearer token (mode 0600) are written to the state directory, where the
+    /// client commands find them. Stops on Ctrl-C or SIGTERM.
+    Serve(serve_cmd::ServeArgs),
+    /// Submit job files to the running server (RSL, .uno, .bat, TOML, JSON).
+    Submit(jobs_cmd::SubmitArgs),
+    /// Jobs of the running server, as a table like squeue's; with a job number, that job's
+    /// components, sites, launches and times.
+    #[command(visible_alias = "jobs")]
+    Status(jobs_cmd::StatusArgs),
+    /// Cancel jobs: every started component is killed.
+    Cancel(jobs_cmd::CancelArgs),
+    /// Sites of the running server: processors in all, idle, held by coalloc and by other
+    /// users, state and error counts.
+    Sites(jobs_cmd::SitesArgs),
+    /// Standard output (or error) of a job's components, every launch.
+    Logs(jobs_cmd::LogsArgs),
+    /// A live view of sites and jobs, redrawn every second.
+    Watch(watch_cmd::WatchArgs),
+    /// Plots and a summary from the server's result and surveillance logs: utilization over
+    /// time and the load of each site (SVG and PNG).
+    Report(report_cmd::ReportArgs),
+    /// Inside a component: check in at the job's start barrier and wait until the job commits
+    /// (exit 0) or is aborted (exit 1). `--fail` reports a failed start-up instead.
+    ///
+    /// Reads the component's COALLOC_* environment, which coalloc sets for every process.
+    Barrier(runtime_cmd::BarrierArgs),
+    /// Inside a component: the job's rendezvous store, so that components find each other
+    /// (put an address, get a peer's).
+    #[command(subcommand)]
+    Kv(runtime_cmd::KvCommand),
+    /// The co-allocated Poisson solver of the demo (examples/poisson), built in.
+    #[command(hide = true, disable_help_flag = true)]
+    Poisson {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -83,6 +134,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Trace(cmd) => trace_cmd::run(cmd),
         Command::Replay(args) => replay_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Demo(args) => demo_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Submit(args) => jobs_cmd::submit(args),
+        Command::Status(args) => jobs_cmd::status(args),
+        Command::Cancel(args) => jobs_cmd::cancel(args),
+        Command::Sites(args) => jobs_cmd::sites(args),
+        Command::Logs(args) => jobs_cmd::logs(args),
+        Command::Watch(args) => watch_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Barrier(args) => runtime_cmd::run_barrier(args),
+        Command::Kv(cmd) => runtime_cmd::run_kv(cmd),
+        Command::Poisson { args } => std::process::exit(coalloc_poisson::run(&args)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());

@@ -28,3 +28,5 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
+pub mod server;
+pub mod slurm;

@@ -1,0 +1,213 @@
+//! Server benchmarks (issue 5), run by `bench/server.sh`:
+//!
+//! 1. co-allocation latency on the local backend: submit a job of k one-process components
+//!    (each runs `coalloc barrier`), time from the submit request to the barrier's release
+//!    (the server's own timestamps: `barrier_release - submit`), and the client's view (until
+//!    the last component printed that it passed), k = 1, 2, 4, 8, 16, 25;
+//! 2. durable submissions per second over HTTP: T client threads with keep-alive post small
+//!    jobs as fast as they can; every answer comes after the job is committed to the journal
+//!    (SQLite, synchronous=FULL). The sites are marked unusable first, so the jobs queue and
+//!    nothing runs: the figure is the submission path alone.
+//!
+//! Usage: server_bench COALLOC_BINARY [--reps N] [--jobs N] [--threads T]
+
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    url: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl Server {
+    fn start(coalloc: &str, dir: &PathBuf, config: &str) -> Server {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let cfg = dir.join("config.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let state = dir.join("state");
+        let child = Command::new(coalloc)
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        let url = loop {
+            if let Ok(v) = std::fs::read_to_string(state.join("server.json")) {
+                if let Ok(v) = serde_json::from_str::<Value>(&v) {
+                    break v["url"].as_str().unwrap().to_string();
+                }
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let token = std::fs::read_to_string(state.join("token"))
+            .unwrap()
+            .trim()
+            .to_string();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        Server {
+            child,
+            url,
+            token,
+            agent,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> Value {
+        let url = format!("{}{path}", self.url);
+        let auth = format!("Bearer {}", self.token);
+        let r = match method {
+            "GET" => self.agent.get(&url).header("Authorization", &auth).call(),
+            "PUT" => self
+                .agent
+                .put(&url)
+                .header("Authorization", &auth)
+                .send(body.unwrap_or("")),
+            _ => self
+                .agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .send(body.unwrap_or("")),
+        };
+        let text = r.unwrap().body_mut().read_to_string().unwrap();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let coalloc = args
+        .get(1)
+        .expect("usage: server_bench COALLOC_BINARY [--reps N] [--jobs N] [--threads T]")
+        .clone();
+    let reps = arg(&args, "--reps", 10);
+    let jobs = arg(&args, "--jobs", 20000);
+    let threads = arg(&args, "--threads", 16);
+    let base = std::env::temp_dir().join(format!("coalloc-bench-{}", std::process::id()));
+
+    // 1. Latency: 25 slots on each of three clusters, components spread by the worst fit.
+    let config = "[server]\nmonitor_interval = \"100ms\"\n\
+        [[site]]\nname = \"alpha\"\nprocessors = 25\n[[site]]\nname = \"beta\"\nprocessors = 25\n\
+        [[site]]\nname = \"gamma\"\nprocessors = 25\n[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n";
+    let s = Server::start(&coalloc, &base.join("latency"), config);
+    // The component: `coalloc barrier` (the full binary), or the small `coalloc-barrier`
+    // program of coalloc-runtime when it is beside it.
+    let small = PathBuf::from(&coalloc).with_file_name("coalloc-barrier");
+    let mut programs = vec![(coalloc.clone(), vec!["barrier".to_string()])];
+    if small.is_file() {
+        programs.push((small.display().to_string(), vec![]));
+    }
+    for (exe, exe_args) in &programs {
+        println!("\ncomponent: `{exe} {}`\n", exe_args.join(" "));
+        println!("| components | server: submit -> barrier released, median ms | min | max | client: submit -> job ended, median ms |");
+        println!("| ---: | ---: | ---: | ---: | ---: |");
+        for k in [1usize, 2, 4, 8, 16, 25] {
+            let mut server_ms = Vec::new();
+            let mut client_ms = Vec::new();
+            for _ in 0..reps {
+                let comps: Vec<Value> = (0..k)
+                .map(|_| json!({"count": 1, "job_type": "single", "executable": exe, "arguments": exe_args}))
+                .collect();
+                let job = json!({"kind": "unordered", "component": comps}).to_string();
+                let t = Instant::now();
+                let id = s.call("POST", "/v1/jobs", Some(&job))["job"]
+                    .as_u64()
+                    .expect("submitted");
+                let j = loop {
+                    let j = s.call("GET", &format!("/v1/jobs/{id}"), None);
+                    if j["state"] == "finished" || j["state"] == "failed" {
+                        break j;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                };
+                assert_eq!(j["state"], "finished", "{j}");
+                client_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                server_ms.push(
+                    (j["barrier_release"].as_i64().unwrap() - j["submit"].as_i64().unwrap()) as f64,
+                );
+            }
+            let med = |v: &mut Vec<f64>| {
+                v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                v[v.len() / 2]
+            };
+            let (lo, hi) = (
+                server_ms.iter().cloned().fold(f64::MAX, f64::min),
+                server_ms.iter().cloned().fold(0.0, f64::max),
+            );
+            println!(
+                "| {k} | {:.0} | {lo:.0} | {hi:.0} | {:.0} |",
+                med(&mut server_ms),
+                med(&mut client_ms)
+            );
+        }
+    }
+    drop(s);
+
+    // 2. Durable submissions per second.
+    let s = Server::start(&coalloc, &base.join("submit"), config);
+    for site in ["alpha", "beta", "gamma"] {
+        s.call(
+            "PUT",
+            &format!("/v1/sites/{site}/usable"),
+            Some("{\"usable\": false}"),
+        );
+    }
+    let job = json!({"kind": "unordered", "component": [{"count": 1, "executable": "/bin/true"}, {"count": 1, "executable": "/bin/true"}]}).to_string();
+    let per = jobs / threads;
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            let (s, job) = (&s, &job);
+            sc.spawn(move || {
+                for _ in 0..per {
+                    let v = s.call("POST", "/v1/jobs", Some(job));
+                    assert!(v["job"].as_u64().is_some(), "{v}");
+                }
+            });
+        }
+    });
+    let secs = t.elapsed().as_secs_f64();
+    let n = per * threads;
+    let listed = s.call("GET", "/v1/jobs", None)["jobs"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(listed, n, "every acknowledged job is there");
+    println!(
+        "\ndurable submissions: {n} two-component jobs from {threads} client threads in {secs:.2} s = {:.0} jobs/s (all {listed} listed afterwards)",
+        n as f64 / secs
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&base);
+}

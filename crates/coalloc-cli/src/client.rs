@@ -1,0 +1,139 @@
+//! The client side of the server's HTTP API: finds the server through its state directory
+//! (`--state-dir`, else `COALLOC_STATE_DIR`, else `~/.coalloc`; the way HyperQueue's server
+//! directory works) and talks to it with the token kept there.
+
+use crate::error::CliError;
+use clap::Args;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the server keeps its state (every client command takes it).
+#[derive(Args, Debug, Clone)]
+pub struct StateArgs {
+    /// The server's state directory [default: $COALLOC_STATE_DIR, else ~/.coalloc].
+    #[arg(long, value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl StateArgs {
+    pub fn dir(&self) -> PathBuf {
+        resolve_state_dir(self.state_dir.clone())
+    }
+}
+
+/// `--state-dir`, else `COALLOC_STATE_DIR`, else `~/.coalloc`.
+pub fn resolve_state_dir(given: Option<PathBuf>) -> PathBuf {
+    given
+        .or_else(|| std::env::var_os("COALLOC_STATE_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(".coalloc")
+        })
+}
+
+/// A connection to a running server.
+pub struct Client {
+    pub url: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    /// Find the server of a state directory.
+    pub fn connect(args: &StateArgs) -> Result<Client, CliError> {
+        Client::at(&args.dir())
+    }
+
+    pub fn at(dir: &std::path::Path) -> Result<Client, CliError> {
+        let not_running = || {
+            CliError::bad(format!(
+                "no server is running with state directory {} (start one with `coalloc serve --state-dir {}`)",
+                dir.display(),
+                dir.display()
+            ))
+        };
+        let info = std::fs::read_to_string(dir.join("server.json")).map_err(|_| not_running())?;
+        let info: Value = serde_json::from_str(&info).map_err(|_| not_running())?;
+        let url = info["url"].as_str().ok_or_else(not_running)?.to_string();
+        let token = std::fs::read_to_string(dir.join("token"))
+            .map_err(|e| CliError::bad(format!("{}: {e}", dir.join("token").display())))?
+            .trim()
+            .to_string();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .new_agent();
+        Ok(Client { url, token, agent })
+    }
+
+    fn answer(
+        &self,
+        r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<Value, CliError> {
+        let mut r =
+            r.map_err(|e| CliError::bad(format!("cannot reach the server at {}: {e}", self.url)))?;
+        let status = r.status().as_u16();
+        let text = r
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| CliError::Internal(format!("reading the answer: {e}")))?;
+        let v: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status >= 400 {
+            let msg = v["error"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            return Err(if status >= 500 {
+                CliError::Internal(format!("server: {msg}"))
+            } else {
+                CliError::bad(msg)
+            });
+        }
+        Ok(v)
+    }
+
+    pub fn get(&self, path: &str) -> Result<Value, CliError> {
+        let r = self
+            .agent
+            .get(format!("{}{path}", self.url))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        self.answer(r)
+    }
+
+    pub fn delete(&self, path: &str) -> Result<Value, CliError> {
+        let r = self
+            .agent
+            .delete(format!("{}{path}", self.url))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        self.answer(r)
+    }
+
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Result<Value, CliError> {
+        let url = format!("{}{path}", self.url);
+        let b = match method {
+            "PUT" => self.agent.put(url),
+            _ => self.agent.post(url),
+        };
+        let r = b
+            .header("Authorization", format!("Bearer {}", self.token))
+            .header("Content-Type", content_type)
+            .send(body);
+        self.answer(r)
+    }
+}

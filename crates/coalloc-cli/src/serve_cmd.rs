@@ -1,0 +1,73 @@
+//! `coalloc serve`: run the server in the foreground until SIGINT or SIGTERM.
+
+use crate::client::resolve_state_dir;
+use crate::error::CliError;
+use clap::Args;
+use coalloc_server::config::ServerConfig;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The configuration (TOML: `[server]`, `[[site]]` with `manager`, `[scheduler]`).
+    /// Without it, the embedded default: local clusters alpha, beta and gamma of 16
+    /// processor slots each, FCFS with the modified worst fit.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the journal, logs, token and address live [default: $COALLOC_STATE_DIR, else
+    /// ~/.coalloc].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Listen here instead of the configuration's `bind` (default 127.0.0.1, any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+}
+
+/// Read a configuration file, or the embedded default.
+pub fn load_config(path: Option<&PathBuf>) -> Result<ServerConfig, CliError> {
+    match path {
+        None => Ok(ServerConfig::embedded()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| CliError::bad(format!("{}: cannot read: {e}", p.display())))?;
+            ServerConfig::parse(&text).map_err(|e| CliError::bad(crate::load::locate(p, &e)))
+        }
+    }
+}
+
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    let config = load_config(args.config.as_ref())?;
+    let dir = resolve_state_dir(args.state_dir);
+    init_tracing();
+    let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;
+    let shown = dir.display().to_string();
+    rt.block_on(coalloc_server::server::serve(
+        config,
+        &dir,
+        args.bind,
+        shutdown_signal(),
+        move |url| {
+            eprintln!("coalloc serve: listening on {url}; state directory {shown}");
+        },
+    ))
+    .map_err(|e| CliError::bad(e.to_string()))
+}
+
+/// Log to standard error; `RUST_LOG` sets the level (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    eprintln!("coalloc serve: stopping");
+}

@@ -1,0 +1,255 @@
+//! A real `coalloc serve` process for end-to-end tests: its own state directory and
+//! configuration, HTTP calls with its token, `kill -9` and restart.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const COALLOC: &str = env!("CARGO_BIN_EXE_coalloc");
+
+pub struct Server {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub url: String,
+    pub token: String,
+    child: Option<Child>,
+    agent: ureq::Agent,
+}
+
+/// Three local clusters of `slots` each, with whatever the `[scheduler]` table says.
+pub fn three_clusters(slots: [u32; 3], scheduler: &str) -> String {
+    let mut s =
+        String::from("[server]\nmonitor_interval = \"50ms\"\nsample_interval = \"200ms\"\n");
+    for (name, n) in ["alpha", "beta", "gamma"].iter().zip(slots) {
+        s += &format!(
+            "[[site]]\nname = \"{name}\"\nprocessors = {n}\nmanager = {{ type = \"local\" }}\n"
+        );
+    }
+    s + "[scheduler]\n" + scheduler + "\n"
+}
+
+impl Server {
+    pub fn start(name: &str, config: &str) -> Server {
+        let dir = std::env::temp_dir().join(format!("coalloc-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = dir.join("config.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .new_agent();
+        let mut s = Server {
+            dir: dir.join("state"),
+            config: cfg,
+            url: String::new(),
+            token: String::new(),
+            child: None,
+            agent,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let _ = std::fs::remove_file(self.dir.join("server.json"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.parent().unwrap().join("server.log"))
+            .unwrap();
+        let child = Command::new(COALLOC)
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .arg("--state-dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let t = Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(self.dir.join("server.json")) {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    self.url = v["url"].as_str().unwrap().to_string();
+                    break;
+                }
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the server did not start: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.token = std::fs::read_to_string(self.dir.join("token"))
+            .unwrap()
+            .trim()
+            .to_string();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.parent().unwrap().join("server.log")).unwrap_or_default()
+    }
+
+    /// `kill -9` the server, then start it again on the same state directory.
+    pub fn kill_and_restart(&mut self) {
+        let mut c = self.child.take().unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        self.spawn();
+    }
+
+    pub fn call(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> (u16, Value) {
+        let url = format!("{}{path}", self.url);
+        let auth = format!("Bearer {token}");
+        let r = match (method, body) {
+            ("GET", _) => self.agent.get(&url).header("Authorization", &auth).call(),
+            ("DELETE", _) => self
+                .agent
+                .delete(&url)
+                .header("Authorization", &auth)
+                .call(),
+            ("PUT", b) => self
+                .agent
+                .put(&url)
+                .header("Authorization", &auth)
+                .send(b.unwrap_or("")),
+            (_, b) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .send(b.unwrap_or("")),
+        };
+        let mut r = r.unwrap();
+        let status = r.status().as_u16();
+        let text = r.body_mut().read_to_string().unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    pub fn get(&self, path: &str) -> Value {
+        let (s, v) = self.call("GET", path, &self.token, None);
+        assert_eq!(s, 200, "GET {path}: {v}");
+        v
+    }
+
+    /// Submit a native JSON job; its number.
+    pub fn submit(&self, job: &Value) -> u64 {
+        let (s, v) = self.call("POST", "/v1/jobs", &self.token, Some(&job.to_string()));
+        assert_eq!(s, 201, "submit: {v}");
+        v["job"].as_u64().unwrap()
+    }
+
+    pub fn job(&self, id: u64) -> Value {
+        self.get(&format!("/v1/jobs/{id}"))
+    }
+
+    /// Wait until the job has ended; the job.
+    pub fn wait_ended(&self, id: u64, secs: u64) -> Value {
+        let t = Instant::now();
+        loop {
+            let j = self.job(id);
+            if matches!(j["state"].as_str(), Some("finished" | "failed")) {
+                return j;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "job {id} did not end: {j}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Wait until `pred` holds for the job.
+    pub fn wait_for(&self, id: u64, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let t = Instant::now();
+        loop {
+            let j = self.job(id);
+            if pred(&j) {
+                return j;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "job {id}: not {what}: {j}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The component's output files' text (every launch).
+    pub fn output(&self, job: u64, component: usize) -> String {
+        let dir = self.dir.join("output").join(job.to_string());
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+            .iter()
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().to_string();
+                n.starts_with(&format!("{component}.L")) && n.ends_with(".out")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // Cancel what is left, then stop.
+            if let Some(jobs) = self.call("GET", "/v1/jobs", &self.token, None).1["jobs"].as_array()
+            {
+                for j in jobs {
+                    let _ = self.call(
+                        "DELETE",
+                        &format!("/v1/jobs/{}", j["id"]),
+                        &self.token,
+                        None,
+                    );
+                }
+            }
+            unsafe_kill(c.id() as i32, 15);
+            let _ = c.wait();
+        }
+    }
+}
+
+fn unsafe_kill(pid: i32, sig: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// Processes whose command line contains `needle` (from /proc).
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .starts_with(needle)
+                })
+                .unwrap_or(false)
+        })
+        .filter(|pid| {
+            // Not zombies.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+                .unwrap_or(false)
+        })
+        .collect()
+}

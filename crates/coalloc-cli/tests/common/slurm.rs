@@ -1,0 +1,446 @@
+//! The Slurm test rig of scripts/slurm/ (independent Slurm clusters on loopback) for
+//! end-to-end tests of `coalloc serve` with Slurm sites. Found through `COALLOC_SLURM_RIG`
+//! (up.sh's BASE_DIR), like the backend's own tests: unset, a test prints "skipped" and
+//! passes; set but unusable, it fails.
+//!
+//! The clusters are shared, so every scenario holds [`Scenario`], which serializes the
+//! scenarios of this test binary, checks that the rig is usable on entry, and on exit (even
+//! after a failed assertion) restarts any daemon a scenario killed, cancels every job left
+//! and waits until every node is idle again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static RIG_LOCK: Mutex<()> = Mutex::new(());
+
+/// Job states in which a Slurm job is queued or holds (or may still hold) its CPUs.
+const ACTIVE: &str = "PD,R,CG,S,CF,RQ,RS,RF,SE,SO,ST";
+
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub name: String,
+    pub conf: PathBuf,
+    pub cpus: u32,
+    pub nodes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rig {
+    pub base: PathBuf,
+    pub clusters: Vec<Cluster>,
+}
+
+/// One scenario's hold on the rig: the lock, and the clean-up on drop.
+pub struct Scenario {
+    pub rig: Rig,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Scenario {
+    /// The rig, locked for this scenario; `None` (skipped) when `COALLOC_SLURM_RIG` is
+    /// unset. Panics when it is set but the rig is not up.
+    pub fn begin(test: &str) -> Option<Scenario> {
+        let Some(base) = std::env::var_os("COALLOC_SLURM_RIG") else {
+            eprintln!("{test}: skipped (COALLOC_SLURM_RIG is unset; see scripts/slurm/README.md)");
+            return None;
+        };
+        let lock = RIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let rig = Rig::read(Path::new(&base));
+        rig.check_usable();
+        // A scenario starts on empty clusters (a previous run may have left jobs).
+        rig.cancel_all();
+        rig.wait_quiet(Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{test}: the rig is not quiet: {e}"));
+        Some(Scenario { rig, _lock: lock })
+    }
+}
+
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        if let Err(e) = self.rig.restore() {
+            if std::thread::panicking() {
+                eprintln!("restoring the Slurm rig failed too: {e}");
+            } else {
+                panic!("restoring the Slurm rig failed: {e}");
+            }
+        }
+    }
+}
+
+fn pid_of(pid_file: &Path, comm: &str) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let zombie = stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'));
+    (name.trim() == comm && !zombie).then_some(pid)
+}
+
+fn kill(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+}
+
+impl Rig {
+    /// Reads `BASE/clusters.tsv`; panics when it is missing or empty.
+    pub fn read(base: &Path) -> Rig {
+        let tsv = base.join("clusters.tsv");
+        let text = std::fs::read_to_string(&tsv).unwrap_or_else(|e| {
+            panic!(
+                "COALLOC_SLURM_RIG is set but {} is unreadable: {e} (run scripts/slurm/up.sh)",
+                tsv.display()
+            )
+        });
+        let clusters: Vec<Cluster> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                assert!(f.len() >= 6, "{}: bad line {l:?}", tsv.display());
+                let per_node: u32 = f[3].parse().expect("cpus per node");
+                let nodes: Vec<String> = f[5].split_whitespace().map(String::from).collect();
+                Cluster {
+                    name: f[0].to_string(),
+                    conf: PathBuf::from(f[1]),
+                    cpus: per_node * nodes.len() as u32,
+                    nodes,
+                }
+            })
+            .collect();
+        assert!(
+            clusters.len() >= 3,
+            "{} lists {} clusters; these tests need three",
+            tsv.display(),
+            clusters.len()
+        );
+        Rig {
+            base: base.to_path_buf(),
+            clusters,
+        }
+    }
+
+    pub fn index(&self, name: &str) -> usize {
+        self.clusters
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no cluster {name}"))
+    }
+
+    fn dir(&self, i: usize) -> PathBuf {
+        self.base.join(&self.clusters[i].name)
+    }
+
+    /// A server configuration with one Slurm site per cluster, then `scheduler`.
+    pub fn config(&self, scheduler: &str) -> String {
+        let mut s = String::from(
+            "[server]\nmonitor_interval = \"100ms\"\nsample_interval = \"500ms\"\nbarrier_hold = \"2s\"\n",
+        );
+        for c in &self.clusters {
+            s += &format!(
+                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"slurm\", slurm_conf = \"{}\" }}\n",
+                c.name,
+                c.cpus,
+                c.conf.display()
+            );
+        }
+        s + "[scheduler]\n" + scheduler + "\n"
+    }
+
+    /// Runs a Slurm client command against cluster `i` (with a 20 s limit).
+    pub fn run(&self, i: usize, program: &str, args: &[&str]) -> Output {
+        Command::new("timeout")
+            .arg("20")
+            .arg(program)
+            .args(args)
+            .env("SLURM_CONF", &self.clusters[i].conf)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"))
+    }
+
+    /// The same, which must succeed; its standard output.
+    pub fn slurm(&self, i: usize, program: &str, args: &[&str]) -> String {
+        let out = self.run(i, program, args);
+        assert!(
+            out.status.success(),
+            "{} {program} {args:?}: {}",
+            self.clusters[i].name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// `id|state|name` of the cluster's queued or running jobs; `Err` if squeue fails.
+    pub fn active_jobs(&self, i: usize) -> Result<Vec<String>, String> {
+        let out = self.run(i, "squeue", &["-h", "-t", ACTIVE, "-o", "%i|%T|%j"]);
+        if !out.status.success() {
+            return Err(format!(
+                "{}: squeue: {}",
+                self.clusters[i].name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect())
+    }
+
+    /// Node states (`sinfo -N %T`) of cluster `i`.
+    pub fn node_states(&self, i: usize) -> Result<Vec<String>, String> {
+        let out = self.run(i, "sinfo", &["-h", "-N", "-o", "%T"]);
+        if !out.status.success() {
+            return Err(format!(
+                "{}: sinfo: {}",
+                self.clusters[i].name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect())
+    }
+
+    /// Every daemon of the rig runs and every node is up; panics otherwise.
+    pub fn check_usable(&self) {
+        assert!(
+            pid_of(&self.base.join("munge/munged.pid"), "munged").is_some(),
+            "COALLOC_SLURM_RIG={}: munged is not running (run scripts/slurm/up.sh)",
+            self.base.display()
+        );
+        for (i, c) in self.clusters.iter().enumerate() {
+            assert!(
+                self.slurmctld_pid(i).is_some(),
+                "{}: slurmctld is not running (run scripts/slurm/up.sh)",
+                c.name
+            );
+            for n in &c.nodes {
+                assert!(
+                    self.slurmd_pid(i, n).is_some(),
+                    "{}: slurmd {n} is not running (run scripts/slurm/up.sh)",
+                    c.name
+                );
+            }
+            let states = self
+                .node_states(i)
+                .unwrap_or_else(|e| panic!("the rig is not usable: {e}"));
+            assert!(
+                !states.is_empty()
+                    && states
+                        .iter()
+                        .all(|s| matches!(s.as_str(), "idle" | "mixed" | "allocated")),
+                "{}: nodes not up: {states:?}",
+                c.name
+            );
+        }
+    }
+
+    pub fn slurmctld_pid(&self, i: usize) -> Option<u32> {
+        pid_of(&self.dir(i).join("run/slurmctld.pid"), "slurmctld")
+    }
+
+    pub fn slurmd_pid(&self, i: usize, node: &str) -> Option<u32> {
+        pid_of(
+            &self.dir(i).join(format!("run/slurmd-{node}.pid")),
+            "slurmd",
+        )
+    }
+
+    /// A node crash on cluster `i`: SIGKILL its slurmd(s) and the job steps they ran (the
+    /// rig's own `kill_stray_stepds`), then mark the node(s) DOWN at once, as a health check
+    /// would, rather than waiting for `SlurmdTimeout`. Slurm ends the jobs there as
+    /// `NODE_FAIL` (the backend submits with `--no-requeue`).
+    pub fn crash_nodes(&self, i: usize) {
+        let c = &self.clusters[i];
+        for n in &c.nodes {
+            if let Some(pid) = self.slurmd_pid(i, n) {
+                kill(pid, "-KILL");
+            }
+        }
+        let common = super::repo().join("scripts/slurm/common.sh");
+        let spool = self.dir(i).join("spool");
+        let st = Command::new("bash")
+            .arg("-c")
+            .arg(r#". "$1"; kill_stray_stepds "$2""#)
+            .arg("bash")
+            .arg(&common)
+            .arg(&spool)
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill_stray_stepds failed");
+        let nodes = c.nodes.join(",");
+        self.slurm(
+            i,
+            "scontrol",
+            &[
+                "update",
+                &format!("nodename={nodes}"),
+                "state=down",
+                "reason=coalloc-test-crash",
+            ],
+        );
+    }
+
+    /// Stop cluster `i`'s controller (SIGTERM: it saves its state first, so no job is
+    /// forgotten) and wait until it is gone. Its slurmd(s) and their jobs run on.
+    pub fn stop_controller(&self, i: usize) {
+        let pid = self
+            .slurmctld_pid(i)
+            .unwrap_or_else(|| panic!("{}: slurmctld is not running", self.clusters[i].name));
+        kill(pid, "-TERM");
+        let t = Instant::now();
+        while self.slurmctld_pid(i).is_some() {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{}: slurmctld {pid} ignored SIGTERM",
+                self.clusters[i].name
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the daemons of cluster `i` that are not running, the way up.sh starts them
+    /// (same slurm.conf; slurmctld keeps its saved state), and wait until its nodes are up.
+    pub fn restart_missing(&self, i: usize) -> Result<(), String> {
+        let c = &self.clusters[i];
+        let dir = self.dir(i);
+        let start = |args: &[&str], log: &str| -> Result<(), String> {
+            let out = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("log").join(log))
+                .map_err(|e| e.to_string())?;
+            let st = Command::new("setsid")
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(out.try_clone().map_err(|e| e.to_string())?)
+                .stderr(out)
+                .status()
+                .map_err(|e| e.to_string())?;
+            if st.success() {
+                Ok(())
+            } else {
+                Err(format!("{}: {args:?} failed: {st}", c.name))
+            }
+        };
+        let conf = c.conf.to_string_lossy().to_string();
+        if self.slurmctld_pid(i).is_none() {
+            start(&["slurmctld", "-f", &conf], "slurmctld.out")?;
+            let t = Instant::now();
+            loop {
+                let out = self.run(i, "scontrol", &["ping"]);
+                if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("UP") {
+                    break;
+                }
+                if t.elapsed() > Duration::from_secs(30) {
+                    return Err(format!("{}: slurmctld does not answer", c.name));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        for n in &c.nodes {
+            if self.slurmd_pid(i, n).is_none() {
+                let _ = std::fs::create_dir_all(dir.join("spool").join(n));
+                start(
+                    &["slurmd", "-f", &conf, "-N", n],
+                    &format!("slurmd-{n}.out"),
+                )?;
+            }
+        }
+        // ReturnToService=2 makes a DOWN node idle when its slurmd registers; resume it
+        // otherwise.
+        let t = Instant::now();
+        let mut resumed = false;
+        loop {
+            let states = self.node_states(i).unwrap_or_default();
+            if !states.is_empty()
+                && states
+                    .iter()
+                    .all(|s| matches!(s.as_str(), "idle" | "mixed" | "allocated"))
+            {
+                return Ok(());
+            }
+            if t.elapsed() > Duration::from_secs(5) && !resumed {
+                resumed = true;
+                let _ = self.run(
+                    i,
+                    "scontrol",
+                    &[
+                        "update",
+                        &format!("nodename={}", c.nodes.join(",")),
+                        "state=resume",
+                    ],
+                );
+            }
+            if t.elapsed() > Duration::from_secs(40) {
+                return Err(format!("{}: nodes not up: {states:?}", c.name));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `scancel` every queued or running job of every cluster.
+    pub fn cancel_all(&self) {
+        for i in 0..self.clusters.len() {
+            if let Ok(jobs) = self.active_jobs(i) {
+                let ids: Vec<&str> = jobs.iter().filter_map(|j| j.split('|').next()).collect();
+                if !ids.is_empty() {
+                    let _ = self.run(i, "scancel", &ids);
+                }
+            }
+        }
+    }
+
+    /// Wait until no cluster has a queued or running job and every node is idle.
+    pub fn wait_quiet(&self, limit: Duration) -> Result<(), String> {
+        let t = Instant::now();
+        loop {
+            let mut left = Vec::new();
+            for (i, c) in self.clusters.iter().enumerate() {
+                match (self.active_jobs(i), self.node_states(i)) {
+                    (Ok(jobs), Ok(states)) => {
+                        if !jobs.is_empty() || states.iter().any(|s| s != "idle") {
+                            left.push(format!("{}: jobs {jobs:?}, nodes {states:?}", c.name));
+                        }
+                    }
+                    (Err(e), _) | (_, Err(e)) => left.push(e),
+                }
+            }
+            if left.is_empty() {
+                return Ok(());
+            }
+            if t.elapsed() > limit {
+                return Err(left.join("; "));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Back to the state of a fresh rig: daemons running, no job left, nodes idle.
+    pub fn restore(&self) -> Result<(), String> {
+        let mut errors = Vec::new();
+        for i in 0..self.clusters.len() {
+            if let Err(e) = self.restart_missing(i) {
+                errors.push(e);
+            }
+        }
+        self.cancel_all();
+        if let Err(e) = self.wait_quiet(Duration::from_secs(30)) {
+            errors.push(e);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
