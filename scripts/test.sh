@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
-# It installs what the suite needs, then runs every test of the workspace and ends with one
-# summary line, `tests: N passed, M failed`.
+# It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
+# apt-get when they are missing), brings up the three-cluster Slurm rig, runs every test of
+# the workspace (the real-Slurm tests included), stops exactly what it started, and ends with
+# one summary line, `tests: N passed, M failed`.
+#
+#   bash scripts/test.sh                 # everything
+#   NO_SLURM=1 bash scripts/test.sh      # without the rig (the real-Slurm tests then skip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,11 +15,24 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
-# Everything the current suite needs is built by cargo from crates.io. Later suites add
-# their services here (Slurm and munge for the real-cluster tests).
-
+rig=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm-test}
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+cleanup() {
+    rm -f "$log"
+    if [ "${NO_SLURM:-0}" != 1 ]; then
+        PURGE=1 scripts/slurm/down.sh "$rig" >/dev/null 2>&1 || true
+    fi
+}
+trap cleanup EXIT
+
+if [ "${NO_SLURM:-0}" != 1 ]; then
+    echo "== bringing up the Slurm test rig in $rig (installs slurm-wlm and munge if missing)"
+    scripts/slurm/up.sh "$rig"
+    export COALLOC_SLURM_RIG="$rig"
+    # The real-Slurm tests fail, rather than skip, when the rig is not there.
+    export COALLOC_REQUIRE_SLURM=1
+fi
+
 status=0
 cargo test --workspace --locked 2>&1 | tee "$log" || status=$?
 summary=$(grep -E '^test result:' "$log" | awk '{p += $4; f += $6} END {printf "%d passed, %d failed", p, f}')
