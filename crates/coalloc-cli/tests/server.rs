@@ -431,6 +431,8 @@ fn edits_before_commit_and_the_event_stream() {
     assert!(pos("placed").is_some(), "{seen:?}");
     assert!(pos("placed") < pos("committed"), "{seen:?}");
     assert!(pos("committed") < pos("finished"), "{seen:?}");
+    let once = |e: &str| seen.iter().filter(|x| *x == e).count() == 1;
+    assert!(once("committed") && once("finished"), "{seen:?}");
     // The API describes itself.
     let (st, doc) = s.call("GET", "/openapi.json", "", None);
     assert_eq!(st, 200);

@@ -104,7 +104,9 @@ impl SiteWorker {
                             let load = backend.load().map_err(|e| e.to_string());
                             let (launches, remotes): (Vec<u64>, Vec<String>) =
                                 watched.iter().map(|(l, r)| (*l, r.clone())).unzip();
-                            let states = if remotes.is_empty() {
+                            // A resource manager that cannot say its load is down: asking
+                            // it for states too would only wait out a second timeout.
+                            let states = if remotes.is_empty() || load.is_err() {
                                 Vec::new()
                             } else {
                                 match backend.query(&remotes) {

@@ -30,9 +30,8 @@ impl Driver {
                         }
                     }
                 }
-                Command::ReleaseBarrier { job } => {
-                    self.emit(json!({"event": "committed", "job": job}));
-                }
+                // The job's `committed` event goes out with its Notice::Committed.
+                Command::ReleaseBarrier { .. } => {}
                 Command::StartTransfer { transfer, .. } => {
                     if !self.replaying {
                         self.internal.push_back(Entry::TransferDone {

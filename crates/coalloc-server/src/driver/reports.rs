@@ -66,7 +66,7 @@ impl Driver {
             }
             Err(e) => {
                 if self.loads[site].1 {
-                    tracing::warn!(site, "resource manager unavailable: {e}");
+                    tracing::warn!(site, "site down: {e}");
                     self.emit(json!({"event": "site_down", "site": self.config.sites[site].name, "reason": e}));
                 }
                 self.loads[site].1 = false;
