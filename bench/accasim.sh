@@ -135,9 +135,11 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 print("| simulator | run | rep | jobs | time (s) | jobs/s | wall (s) | CPU (s) | load |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for r in rows:
+    # A run stopped at its timeout: the rate is of the jobs it completed.
     note = " (stopped at timeout, %d completed)" % r["completed"] if r.get("timeout") else ""
+    done = r["completed"] if r.get("timeout") else r["jobs"]
     print(f"| {r['sim']} | {r['tag']}{note} | {r['rep']} | {r['jobs']:,} | {r['seconds']:.3f} |"
-          f" {r['jobs'] / r['seconds']:,.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['load']:.1f} |")
+          f" {done / r['seconds']:,.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['load']:.1f} |")
 print()
 print("ratio per repetition, coalloc / AccaSim jobs per second: (a) coalloc's replay time vs")
 print("AccaSim's loop time; (b) coalloc's whole process, parse included, vs AccaSim's loop;")
