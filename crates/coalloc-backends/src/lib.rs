@@ -23,7 +23,7 @@ use std::path::PathBuf;
 pub type RemoteId = String;
 
 /// One component to run: everything a resource manager needs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SubmitRequest {
     /// The scheduler's launch number (unique for the server's life, also across restarts).
     pub launch: u64,

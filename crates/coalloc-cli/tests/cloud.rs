@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::server::{Server, COALLOC};
+use common::server::{barrier_component, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -21,11 +21,7 @@ fn config(manager: &str) -> String {
 }
 
 fn one(count: u32, then: &str) -> Value {
-    json!({ "kind": "unordered", "component": [{
-        "count": count, "job_type": "single", "executable": "/bin/sh",
-        "arguments": ["-c", format!("\"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
-    }]})
+    json!({ "kind": "unordered", "component": [barrier_component(count, "", then)] })
 }
 
 fn cloud(s: &Server) -> Value {

@@ -5,17 +5,13 @@
 
 mod common;
 
-use common::server::{processes_with, three_clusters, Server, COALLOC};
+use common::server::{barrier_component, processes_with, three_clusters, Server, COALLOC};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 /// A component that checks in at the barrier, then runs `then` (a shell snippet).
 fn comp(count: u32, then: &str) -> Value {
-    json!({
-        "count": count, "job_type": "single", "executable": "/bin/sh",
-        "arguments": ["-c", format!("\"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
-    })
+    barrier_component(count, "", then)
 }
 
 fn job(components: Vec<Value>) -> Value {

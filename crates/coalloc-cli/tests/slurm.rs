@@ -19,20 +19,11 @@
 
 mod common;
 
-use common::server::{Server, COALLOC};
+use common::server::{barrier_component as comp, Server, COALLOC};
 use common::slurm::{Rig, Scenario};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-
-/// A component of `count` CPUs: `before` (a shell snippet), the barrier, then `then`.
-fn comp(count: u32, before: &str, then: &str) -> Value {
-    json!({
-        "count": count, "job_type": "single", "executable": "/bin/sh",
-        "arguments": ["-c", format!("{before} \"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
-    })
-}
 
 fn job(components: Vec<Value>) -> Value {
     json!({ "kind": "unordered", "max_wall_time": "5m", "component": components })

@@ -23,19 +23,14 @@ fn job(count: u32) -> Job {
 }
 
 fn cloud(name: &str, min: u32, max: u32, price_micros: u64) -> Site {
-    Site {
-        name: name.to_owned(),
-        kind: SiteKind::Cloud,
-        processors: max,
-        cloud: Some(CloudLimits {
-            vm_processors: 1,
-            min_vms: min,
-            max_vms: max,
-            lease_latency: 0,
-            price_micros_per_vm_hour: price_micros,
-        }),
-        ..Site::default()
-    }
+    let limits = CloudLimits {
+        vm_processors: 1,
+        min_vms: min,
+        max_vms: max,
+        lease_latency: 0,
+        price_micros_per_vm_hour: price_micros,
+    };
+    Site::cloud(name, limits)
 }
 
 struct H {

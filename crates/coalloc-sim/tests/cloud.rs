@@ -1,7 +1,7 @@
 //! Cloud sites in the simulator (seed 004 §III-B, §V-A): lease latency, On-Demand leases and
 //! releases, and the bill, checked against a hand computation.
 
-use coalloc_core::model::{CloudLimits, Component, Job, JobKind, Site, SiteKind, MINUTE};
+use coalloc_core::model::{CloudLimits, Component, Job, JobKind, Site, MINUTE};
 use coalloc_core::provisioning::{Bill, OnDemandParams, Provisioning};
 use coalloc_core::queue::koala_c::KoalaCParams;
 use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
@@ -21,19 +21,14 @@ fn job(count: u32, submit: i64, runtime: i64) -> SimJob {
 }
 
 fn cloud(name: &str, min: u32, max: u32, latency: i64, price_micros: u64) -> Site {
-    Site {
-        name: name.to_owned(),
-        kind: SiteKind::Cloud,
-        processors: max,
-        cloud: Some(CloudLimits {
-            vm_processors: 1,
-            min_vms: min,
-            max_vms: max,
-            lease_latency: latency,
-            price_micros_per_vm_hour: price_micros,
-        }),
-        ..Site::default()
-    }
+    let limits = CloudLimits {
+        vm_processors: 1,
+        min_vms: min,
+        max_vms: max,
+        lease_latency: latency,
+        price_micros_per_vm_hour: price_micros,
+    };
+    Site::cloud(name, limits)
 }
 
 fn ff(provisioning: Provisioning) -> SchedulerConfig {

@@ -2,6 +2,8 @@
 //! server: the distributed answer must equal the standalone one (red-black Gauss-Seidel does
 //! the same arithmetic whatever the split, so this checks the halo exchange and reductions).
 
+// The runtime's own mock server (test crates cannot share a module across packages).
+#[path = "../../../crates/coalloc-runtime/tests/mock/mod.rs"]
 mod mock;
 
 use mock::Mock;

@@ -22,12 +22,12 @@ pub(super) fn adopt(work_dir: &Path, inner: &mut Inner) -> Result<(), BackendErr
             tracing_warn(&dir, "launch.json unreadable; ignored");
             continue;
         };
-        found.push((stored.launch, name, stored));
+        found.push((stored.request.launch, name, stored));
     }
     found.sort_by_key(|(launch, _, _)| *launch);
     for (_, id, stored) in found {
         let dir = work_dir.join(&id);
-        let request = stored.request();
+        let request = stored.request;
         let phase = if let Ok(bytes) = std::fs::read(dir.join("final.json")) {
             match serde_json::from_slice::<Final>(&bytes) {
                 Ok(Final::Finished) => Phase::Done(RemoteState::Finished),

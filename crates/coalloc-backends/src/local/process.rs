@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,18 +38,8 @@ wait
 /// What `launch.json` holds: the request, and once started the process group and start time.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Stored {
-    pub launch: u64,
-    pub job: u64,
-    pub component: usize,
-    pub count: u32,
-    pub processes: u32,
-    pub executable: String,
-    pub arguments: Vec<String>,
-    pub environment: Vec<(String, String)>,
-    pub directory: Option<PathBuf>,
-    pub wall_time_ms: Option<i64>,
-    pub stdout: PathBuf,
-    pub stderr: PathBuf,
+    #[serde(flatten)]
+    pub request: SubmitRequest,
     #[serde(default)]
     pub pgid: Option<i32>,
     #[serde(default)]
@@ -59,37 +49,9 @@ pub(super) struct Stored {
 impl Stored {
     fn new(r: &SubmitRequest) -> Stored {
         Stored {
-            launch: r.launch,
-            job: r.job,
-            component: r.component,
-            count: r.count,
-            processes: r.processes,
-            executable: r.executable.clone(),
-            arguments: r.arguments.clone(),
-            environment: r.environment.clone(),
-            directory: r.directory.clone(),
-            wall_time_ms: r.wall_time_ms,
-            stdout: r.stdout.clone(),
-            stderr: r.stderr.clone(),
+            request: r.clone(),
             pgid: None,
             started_ms: None,
-        }
-    }
-
-    pub fn request(&self) -> SubmitRequest {
-        SubmitRequest {
-            launch: self.launch,
-            job: self.job,
-            component: self.component,
-            count: self.count,
-            processes: self.processes,
-            executable: self.executable.clone(),
-            arguments: self.arguments.clone(),
-            environment: self.environment.clone(),
-            directory: self.directory.clone(),
-            wall_time_ms: self.wall_time_ms,
-            stdout: self.stdout.clone(),
-            stderr: self.stderr.clone(),
         }
     }
 }

@@ -8,6 +8,16 @@ use std::time::{Duration, Instant};
 
 pub const COALLOC: &str = env!("CARGO_BIN_EXE_coalloc");
 
+/// A one-process component of `count` processors: `before` (a shell snippet), the check-in
+/// at the start barrier with `coalloc barrier`, then `then`.
+pub fn barrier_component(count: u32, before: &str, then: &str) -> serde_json::Value {
+    serde_json::json!({
+        "count": count, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", format!("{before} \"$COALLOC\" barrier || exit 1; {then}")],
+        "environment": { "COALLOC": COALLOC },
+    })
+}
+
 pub struct Server {
     pub dir: PathBuf,
     pub config: PathBuf,

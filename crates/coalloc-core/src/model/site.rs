@@ -81,6 +81,17 @@ impl Site {
             ..Site::default()
         }
     }
+
+    /// A cloud site with these limits; its processors are `max_vms * vm_processors`.
+    pub fn cloud(name: impl Into<String>, limits: CloudLimits) -> Site {
+        Site {
+            name: name.into(),
+            kind: SiteKind::Cloud,
+            processors: limits.max_vms.saturating_mul(limits.vm_processors),
+            cloud: Some(limits),
+            ..Site::default()
+        }
+    }
 }
 
 /// A named set of sites — a *subsystem* (seed 004 §III-A: "the KOALA-C resource manager can
