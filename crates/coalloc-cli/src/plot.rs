@@ -30,6 +30,11 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub log_x: bool,
+    /// A logarithmic y axis (seed 004's figures 3–6 use one): points with y ≤ 0 are left out.
+    pub log_y: bool,
+    /// Names of the x positions 0, 1, 2, … when the x axis is a list of categories (trace or
+    /// policy names): the ticks show these names instead of the numbers.
+    pub x_categories: Vec<String>,
     /// "upper-right" (default), "upper-left", "lower-left", "lower-right", "middle-right".
     pub legend: Option<String>,
 }
@@ -84,12 +89,28 @@ pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<P
     Ok(vec![svg, png])
 }
 
-fn bounds(series: &[Series], log_x: bool) -> ((f64, f64), (f64, f64)) {
-    let pts = || series.iter().flat_map(|s| s.points.iter());
-    let xs = pts().map(|p| p.0).filter(|x| !log_x || *x > 0.0);
-    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+fn bounds(series: &[Series], log_x: bool, log_y: bool) -> ((f64, f64), (f64, f64)) {
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| (!log_x || p.0 > 0.0) && (!log_y || p.1 > 0.0))
+    };
+    let (x0, x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (y0, y1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let (x0, x1) = if x0 > x1 { (0.0, 1.0) } else { (x0, x1) };
+    if log_y {
+        // Whole decades around the points, so the ticks are 1, 10, 100, ...
+        let (y0, y1) = if y0 > y1 { (1.0, 10.0) } else { (y0, y1) };
+        let lo = 10f64.powf(y0.log10().floor());
+        let hi = 10f64.powf(y1.log10().ceil()).max(lo * 10.0);
+        let (x0, x1) = match (log_x && x0 == x1, (x1 - x0).abs() < 1e-12) {
+            (true, _) => (x0 / 2.0, x1 * 2.0),
+            (false, true) => (x0 - 1.0, x1 + 1.0),
+            _ => (x0, x1),
+        };
+        return ((x0, x1), (lo, hi));
+    }
     let (y0, y1) = if y0 > y1 {
         (0.0, 1.0)
     } else {
@@ -121,7 +142,24 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     area.fill(&WHITE).map_err(err)?;
-    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x);
+    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x, chart.log_y);
+    // Category names for the ticks at 0, 1, 2, ...; the axis gets a half-step margin.
+    let cats = &chart.x_categories;
+    let (x0, x1) = if cats.is_empty() {
+        (x0, x1)
+    } else {
+        (-0.5, (cats.len() as f64 - 0.5).max(x1 + 0.5))
+    };
+    let x_fmt = |x: &f64| -> String {
+        if cats.is_empty() {
+            return format!("{x}");
+        }
+        let i = x.round();
+        match cats.get(i as usize) {
+            Some(name) if (x - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
+            _ => String::new(),
+        }
+    };
     let mut builder = ChartBuilder::on(&area);
     builder
         .caption(&chart.title, ("sans-serif", 22))
@@ -131,8 +169,11 @@ where
     macro_rules! body {
         ($ctx:expr) => {{
             let mut ctx = $ctx;
-            ctx.configure_mesh()
-                .x_desc(&chart.x_label)
+            let mut mesh = ctx.configure_mesh();
+            if !cats.is_empty() {
+                mesh.x_labels(cats.len() * 2 + 1).x_label_formatter(&x_fmt);
+            }
+            mesh.x_desc(&chart.x_label)
                 .y_desc(&chart.y_label)
                 .label_style(("sans-serif", 14))
                 .draw()
@@ -143,7 +184,7 @@ where
                     .points
                     .iter()
                     .copied()
-                    .filter(|p| !chart.log_x || p.0 > 0.0)
+                    .filter(|p| (!chart.log_x || p.0 > 0.0) && (!chart.log_y || p.1 > 0.0))
                     .collect();
                 ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                     .map_err(err)?
@@ -165,12 +206,17 @@ where
             }
         }};
     }
-    if chart.log_x {
-        body!(builder
+    match (chart.log_x, chart.log_y) {
+        (true, true) => body!(builder
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(err)?),
+        (true, false) => body!(builder
             .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(err)?);
-    } else {
-        body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
+            .map_err(err)?),
+        (false, true) => body!(builder
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .map_err(err)?),
+        (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?),
     }
     area.present().map_err(err)?;
     Ok(())
@@ -179,6 +225,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log y axis spans whole decades around the positive points (seed 004's log axes).
+    #[test]
+    fn a_log_y_axis_spans_whole_decades_and_skips_zeros() {
+        let s = [Series {
+            name: String::new(),
+            points: vec![(0.0, 0.0), (1.0, 1.3), (2.0, 68.0)],
+        }];
+        assert_eq!(bounds(&s, false, true), ((1.0, 2.0), (1.0, 100.0)));
+    }
 
     #[test]
     fn writes_an_svg_and_a_png_with_text() {
@@ -191,7 +247,7 @@ mod tests {
                 x_label: "λg (1/s)".into(),
                 y_label: "%".into(),
                 log_x: false,
-                legend: None,
+                ..Chart::default()
             },
             &[Series {
                 name: "Lp = 0.7".into(),

@@ -472,9 +472,22 @@ fn draw_plot(
         x_label: plot.x_label.clone().unwrap_or_else(|| plot.x.clone()),
         y_label: plot.y_label.clone().unwrap_or_else(|| plot.y.join(", ")),
         log_x: plot.log_x,
+        log_y: plot.log_y,
+        x_categories: categories(&exp.doc.grid[xi]),
         legend: plot.legend.clone(),
     };
     line_chart(&out.join(&plot.file), &chart, &series)
+}
+
+/// The labels of an axis whose values are not all numbers (those are plotted at their
+/// positions 0, 1, 2, …, and the ticks name them); none for a numeric axis.
+fn categories(axis: &coalloc_sim::experiment::spec::Axis) -> Vec<String> {
+    let labels: Vec<String> = (0..axis.values.len()).map(|i| axis.label(i)).collect();
+    if labels.iter().all(|l| l.parse::<f64>().is_ok()) {
+        Vec::new()
+    } else {
+        labels
+    }
 }
 
 /// One JSON line per job: its fate, its size and shape, and every time of its record.

@@ -36,6 +36,7 @@
 //! x = "scheduler.rpp.lp"
 //! y = ["success_rate"]
 //! series = "workload.local.load"  # one line per value of another axis
+//! log_y = true                    # logarithmic y axis (also log_x)
 //! ```
 
 use coalloc_core::spec::scheduler::SchedulerDoc;
@@ -273,6 +274,9 @@ pub struct PlotDoc {
     pub scale: Option<f64>,
     #[serde(default)]
     pub log_x: bool,
+    /// A logarithmic y axis, as in seed 004's figures 3–6 (points with y ≤ 0 are left out).
+    #[serde(default)]
+    pub log_y: bool,
     /// Where the legend goes: "upper-right" (default), "upper-left", "lower-left",
     /// "lower-right", "middle-right".
     pub legend: Option<String>,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerate every result of seed 004's multicluster-and-multicloud experiments in results/:
+# figure 4 (TAGS-sets vs. the short-job limit, limit.toml) and figure 6 (all policies per
+# trace, policies.toml).
+# Usage: experiments/seed-004/cloud/run.sh [path/to/coalloc]   (default: build it with cargo)
+# The traces are read from $COALLOC_TRACES (default: ../shared/traces beside the repository),
+# linked here as traces/. Took 5 min 15 s on 2 busy cores, binary built (see README).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+coalloc="${1:-}"
+if [ -z "$coalloc" ]; then
+  target="${CARGO_TARGET_DIR:-$root/target}"
+  (cd "$root" && cargo build --release --bin coalloc)
+  coalloc="$target/release/coalloc"
+fi
+traces="${COALLOC_TRACES:-$root/../shared/traces}"
+for t in KTH-SP2-1996-2.1-cln CTC-SP2-1996-3.1-cln SDSC-BLUE-2000-4.2-cln LCG-2005-1; do
+  [ -f "$traces/$t.swf.gz" ] || { echo "missing $traces/$t.swf.gz (set COALLOC_TRACES)" >&2; exit 1; }
+done
+cd "$here"
+ln -sfn "$traces" traces
+rm -rf results/limit results/policies
+for f in limit.toml policies.toml; do
+  start=$(date +%s)
+  "$coalloc" sim "$f" -q
+  echo "$f: $(( $(date +%s) - start )) s"
+done
