@@ -30,6 +30,8 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub log_x: bool,
+    /// A logarithmic vertical axis; points with y ≤ 0 are left out.
+    pub log_y: bool,
     /// "upper-right" (default), "upper-left", "lower-left", "lower-right", "middle-right".
     pub legend: Option<String>,
 }
@@ -84,12 +86,30 @@ pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<P
     Ok(vec![svg, png])
 }
 
-fn bounds(series: &[Series], log_x: bool) -> ((f64, f64), (f64, f64)) {
-    let pts = || series.iter().flat_map(|s| s.points.iter());
-    let xs = pts().map(|p| p.0).filter(|x| !log_x || *x > 0.0);
-    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+fn bounds(series: &[Series], log_x: bool, log_y: bool) -> ((f64, f64), (f64, f64)) {
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| (!log_x || p.0 > 0.0) && (!log_y || p.1 > 0.0))
+    };
+    let (x0, x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (y0, y1) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let (x0, x1) = if x0 > x1 { (0.0, 1.0) } else { (x0, x1) };
+    if log_y {
+        // Whole decades around the data, so the ticks are readable.
+        let (lo, hi) = if y0 > y1 { (1.0, 10.0) } else { (y0, y1) };
+        let (lo, hi) = (
+            10f64.powf(lo.log10().floor()),
+            10f64.powf(hi.log10().ceil()),
+        );
+        let (x0, x1) = match (log_x, x0 == x1) {
+            (true, true) => (x0 / 2.0, x1 * 2.0),
+            (false, true) => (x0 - 1.0, x1 + 1.0),
+            _ => (x0, x1),
+        };
+        return ((x0, x1), (lo, if hi > lo { hi } else { lo * 10.0 }));
+    }
     let (y0, y1) = if y0 > y1 {
         (0.0, 1.0)
     } else {
@@ -121,7 +141,7 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     area.fill(&WHITE).map_err(err)?;
-    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x);
+    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x, chart.log_y);
     let mut builder = ChartBuilder::on(&area);
     builder
         .caption(&chart.title, ("sans-serif", 22))
@@ -143,7 +163,7 @@ where
                     .points
                     .iter()
                     .copied()
-                    .filter(|p| !chart.log_x || p.0 > 0.0)
+                    .filter(|p| (!chart.log_x || p.0 > 0.0) && (!chart.log_y || p.1 > 0.0))
                     .collect();
                 ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                     .map_err(err)?
@@ -165,12 +185,17 @@ where
             }
         }};
     }
-    if chart.log_x {
-        body!(builder
+    match (chart.log_x, chart.log_y) {
+        (true, true) => body!(builder
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(err)?),
+        (true, false) => body!(builder
             .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(err)?);
-    } else {
-        body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?);
+            .map_err(err)?),
+        (false, true) => body!(builder
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .map_err(err)?),
+        (false, false) => body!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?),
     }
     area.present().map_err(err)?;
     Ok(())
@@ -191,6 +216,7 @@ mod tests {
                 x_label: "λg (1/s)".into(),
                 y_label: "%".into(),
                 log_x: false,
+                log_y: false,
                 legend: None,
             },
             &[Series {
@@ -203,6 +229,29 @@ mod tests {
         assert!(svg.contains("Success rate") && svg.contains("Lp = 0.7"));
         let png = std::fs::read(&files[1]).unwrap();
         assert_eq!(&png[1..4], b"PNG");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Seed 004's figures use logarithmic vertical axes: whole decades around the data,
+    /// non-positive values left out.
+    #[test]
+    fn log_y_bounds_are_decades_and_skip_non_positive_values() {
+        let s = [Series {
+            name: "a".into(),
+            points: vec![(1.0, 0.0), (2.0, 3.5), (3.0, 420.0)],
+        }];
+        assert_eq!(bounds(&s, false, true), ((1.0, 3.0), (1.0, 1000.0)));
+        let dir = std::env::temp_dir().join(format!("coalloc-plot-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let chart = Chart {
+            title: "slowdown".into(),
+            log_y: true,
+            ..Chart::default()
+        };
+        let files = line_chart(&dir.join("log"), &chart, &s).unwrap();
+        assert!(std::fs::read_to_string(&files[0])
+            .unwrap()
+            .contains("slowdown"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -472,6 +472,7 @@ fn draw_plot(
         x_label: plot.x_label.clone().unwrap_or_else(|| plot.x.clone()),
         y_label: plot.y_label.clone().unwrap_or_else(|| plot.y.join(", ")),
         log_x: plot.log_x,
+        log_y: plot.log_y,
         legend: plot.legend.clone(),
     };
     line_chart(&out.join(&plot.file), &chart, &series)

@@ -81,6 +81,7 @@ fn only(w: &WorkloadDoc, allowed: &[&str]) -> Result<(), String> {
         ("max_procs", w.max_procs.is_some()),
         ("split", w.split.is_some()),
         ("max_component", w.max_component.is_some()),
+        ("estimate", w.estimate.is_some()),
     ];
     match set.iter().find(|(k, on)| *on && !allowed.contains(k)) {
         Some((k, _)) => Err(format!(
@@ -233,7 +234,26 @@ fn jobs(
                 .collect())
         }
         "swf" => {
-            only(w, &["trace", "jobs", "max_procs", "split", "max_component"])?;
+            only(
+                w,
+                &[
+                    "trace",
+                    "jobs",
+                    "max_procs",
+                    "split",
+                    "max_component",
+                    "estimate",
+                ],
+            )?;
+            let exact = match w.estimate.as_deref() {
+                None | Some("requested") => false,
+                Some("exact") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "workload.estimate: \"{other}\" is not one of requested, exact"
+                    ))
+                }
+            };
             let path = base.join(need(w.trace.as_ref(), kind, "trace")?);
             let filter = swf::Filter {
                 max_processors: w.max_procs.map(i64::from),
@@ -248,7 +268,14 @@ fn jobs(
                 (None, Some(s)) => Split::MaxSize(s),
                 _ => return Err("workload: give at most one of `split` and `max_component`".into()),
             };
-            Ok(sim_jobs(&trace_jobs(&trace), split))
+            let mut jobs = sim_jobs(&trace_jobs(&trace), split);
+            if exact {
+                // Seed 004 §IV-A 3: SJF-ideal knows every runtime exactly.
+                for j in &mut jobs {
+                    j.job.runtime_estimate = Some(j.runtime);
+                }
+            }
+            Ok(jobs)
         }
         other => Err(format!(
             "workload.kind: \"{other}\" is not one of seed001, seed000, seed003, swf"
@@ -348,4 +375,55 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
         window_end: dur(&doc.window_end, "sim.window_end")?,
         give_up_after: d.give_up_after,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-job SWF trace (runtimes 100 s and 50 s, requested 600 s and 900 s).
+    const SWF: &str = "; Version: 2.2\n\
+        1 0 0 100 4 -1 -1 4 600 -1 1 1 1 -1 -1 -1 -1 -1\n\
+        2 10 0 50 8 -1 -1 8 900 -1 1 2 1 -1 -1 -1 -1 -1\n";
+
+    fn doc(estimate: Option<&str>) -> ExperimentDoc {
+        let extra = estimate.map_or(String::new(), |e| format!("estimate = \"{e}\"\n"));
+        toml::from_str(&format!(
+            "name = \"t\"\n[[site]]\nname = \"a\"\nprocessors = 32\n\
+             [workload]\nkind = \"swf\"\ntrace = \"t.swf\"\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    /// Seed 004 §IV-A 3: SJF-ideal needs the real runtimes as estimates; by default a trace
+    /// job's estimate is its requested time.
+    #[test]
+    fn swf_estimates_are_requested_or_exact() {
+        let dir = std::env::temp_dir().join(format!("coalloc-build-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("t.swf"), SWF).unwrap();
+        let estimates = |e: Option<&str>| -> Result<Vec<Option<i64>>, String> {
+            let input = build(&doc(e), 1, &dir)?;
+            Ok(input
+                .workload
+                .jobs
+                .iter()
+                .map(|j| j.job.runtime_estimate)
+                .collect())
+        };
+        assert_eq!(estimates(None).unwrap(), [Some(600_000), Some(900_000)]);
+        assert_eq!(
+            estimates(Some("requested")).unwrap(),
+            [Some(600_000), Some(900_000)]
+        );
+        assert_eq!(
+            estimates(Some("exact")).unwrap(),
+            [Some(100_000), Some(50_000)]
+        );
+        assert_eq!(
+            estimates(Some("oracle")).unwrap_err(),
+            "workload.estimate: \"oracle\" is not one of requested, exact"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -129,6 +129,10 @@ pub struct WorkloadDoc {
     pub split: Option<u32>,
     /// swf: split each job into components of at most this size.
     pub max_component: Option<u32>,
+    /// swf: what a job's `runtime_estimate` is: `"requested"` (default: the trace's
+    /// requested time, the user's estimate) or `"exact"` (its real runtime: seed 004
+    /// §IV-A 3's SJF-ideal, "perfect prior knowledge of the job runtimes").
+    pub estimate: Option<String>,
     /// Local jobs on every site.
     pub local: Option<LocalDoc>,
 }
@@ -273,6 +277,10 @@ pub struct PlotDoc {
     pub scale: Option<f64>,
     #[serde(default)]
     pub log_x: bool,
+    /// A logarithmic vertical axis (seed 004's figures: "Logarithmic scale on vertical
+    /// axes"); values of 0 or less are left out.
+    #[serde(default)]
+    pub log_y: bool,
     /// Where the legend goes: "upper-right" (default), "upper-left", "lower-left",
     /// "lower-right", "middle-right".
     pub legend: Option<String>,
