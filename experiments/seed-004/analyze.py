@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Tables of seed 004 from the simulator's CSVs (standard library only).
+
+- results/best_limits.csv: per trace and chain set-up, the TAGS-chain runtime limit with the
+  lowest average bounded slowdown (and, beside it, the lowest plain slowdown), from
+  results/sweep/summary.csv: our stand-in for the document's withheld Table III.
+- results/ranking.csv: per trace, the policies ordered by the geometric mean over 1..10
+  chains of the average bounded slowdown, from results/compare/summary.csv, with the number
+  of chain counts at which each policy is the best (with and without SJF-ideal).
+- checks that compare.toml uses the best limits (4 chains, RR) of the sweep.
+
+Prints both tables as Markdown.
+"""
+import csv
+import math
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RES = HERE / "results"
+TRACES = ["KTH-SP2", "CTC-SP2", "SDSC-BLUE", "LCG"]
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def best_limits():
+    sweep = rows(RES / "sweep" / "summary.csv")
+    by = defaultdict(list)
+    for r in sweep:
+        by[(r["trace"], r["chains"])].append(r)
+    out = []
+    for (trace, chains), rs in sorted(by.items(), key=lambda kv: (TRACES.index(kv[0][0]), kv[0][1])):
+        b = min(rs, key=lambda r: float(r["mean_bounded_slowdown"]))
+        s = min(rs, key=lambda r: float(r["mean_slowdown"]))
+        worst = max(rs, key=lambda r: float(r["mean_bounded_slowdown"]))
+        out.append({
+            "trace": trace,
+            "chains": chains,
+            "best_limit_min": b["limit_min"],
+            "bounded_slowdown": f'{float(b["mean_bounded_slowdown"]):.2f}',
+            "wait_s": f'{float(b["mean_wait"]):.0f}',
+            "short_wait_s": f'{float(b["short.mean_wait"]):.0f}',
+            "long_wait_s": f'{float(b["long.mean_wait"]):.0f}',
+            "worst_limit_min": worst["limit_min"],
+            "worst_bounded_slowdown": f'{float(worst["mean_bounded_slowdown"]):.2f}',
+            "best_limit_plain_slowdown_min": s["limit_min"],
+            "plain_slowdown": f'{float(s["mean_slowdown"]):.2f}',
+        })
+    with open(RES / "best_limits.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0]))
+        w.writeheader()
+        w.writerows(out)
+    return out
+
+
+def ranking():
+    comp = rows(RES / "compare" / "summary.csv")
+    by = defaultdict(dict)
+    for r in comp:
+        by[(r["trace"], r["policy"])][int(r["chains"])] = float(r["mean_bounded_slowdown"])
+    out = []
+    for trace in TRACES:
+        policies = sorted({p for (t, p) in by if t == trace})
+        chains = sorted({c for (t, p), v in by.items() if t == trace for c in v})
+        wins = defaultdict(int)
+        wins_real = defaultdict(int)  # without SJF-ideal, which no real system can run
+        for c in chains:
+            best = min(policies, key=lambda p: by[(trace, p)].get(c, math.inf))
+            wins[best] += 1
+            real = [p for p in policies if p != "SJF-ideal"]
+            wins_real[min(real, key=lambda p: by[(trace, p)].get(c, math.inf))] += 1
+        gm = {p: math.exp(sum(math.log(v) for v in by[(trace, p)].values()) / len(by[(trace, p)]))
+              for p in policies}
+        for rank, p in enumerate(sorted(policies, key=lambda p: gm[p]), 1):
+            d = by[(trace, p)]
+            out.append({
+                "trace": trace,
+                "rank": rank,
+                "policy": p,
+                "geomean_bounded_slowdown": f"{gm[p]:.2f}",
+                "chains_1": f"{d.get(1, math.nan):.1f}",
+                "chains_2": f"{d.get(2, math.nan):.1f}",
+                "chains_4": f"{d.get(4, math.nan):.2f}",
+                "chains_10": f"{d.get(10, math.nan):.2f}",
+                "best_at_chain_counts": wins.get(p, 0),
+                "best_without_sjf_ideal": wins_real.get(p, 0) if p != "SJF-ideal" else "",
+            })
+    with open(RES / "ranking.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0]))
+        w.writeheader()
+        w.writerows(out)
+    return out
+
+
+def check_compare(best):
+    """compare.toml's TAGS-chain limits must be the sweep's best at 4 chains (RR)."""
+    text = (HERE / "compare.toml").read_text()
+    used = dict(zip(TRACES, re.findall(r'\.swf\.gz", \["(\d+)m"\]\]', text)))
+    ok = True
+    for b in best:
+        if b["chains"] == "4-RR" and used.get(b["trace"]) != b["best_limit_min"]:
+            print(f'WARNING: compare.toml uses {used.get(b["trace"])} min for {b["trace"]}, '
+                  f'the sweep says {b["best_limit_min"]} min', file=sys.stderr)
+            ok = False
+    return ok
+
+
+def markdown(table):
+    keys = list(table[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in table]
+    return "\n".join(lines)
+
+
+def main():
+    best = best_limits()
+    print(markdown(best))
+    print()
+    if (RES / "compare" / "summary.csv").exists():
+        print(markdown(ranking()))
+        check_compare(best)
+
+
+if __name__ == "__main__":
+    main()
