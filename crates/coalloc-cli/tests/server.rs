@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::server::{barrier_component, processes_with, three_clusters, Server, COALLOC};
+use common::server::{
+    barrier_component, component_sites as sites, processes_with, three_clusters, Server, COALLOC,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -49,15 +51,6 @@ fn find_secret(url: &str, job: u64) -> Option<String> {
         }
     }
     None
-}
-
-fn sites(j: &Value) -> Vec<String> {
-    j["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["site"].as_str().unwrap_or("-").to_string())
-        .collect()
 }
 
 #[test]

@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::server::{barrier_component as comp, Server, COALLOC};
+use common::server::{barrier_component as comp, component_sites as sites_of, Server, COALLOC};
 use common::slurm::{Rig, Scenario};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -27,15 +27,6 @@ use std::time::{Duration, Instant};
 
 fn job(components: Vec<Value>) -> Value {
     json!({ "kind": "unordered", "max_wall_time": "5m", "component": components })
-}
-
-fn sites_of(j: &Value) -> Vec<String> {
-    j["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["site"].as_str().unwrap_or("-").to_string())
-        .collect()
 }
 
 fn site(s: &Server, name: &str) -> Value {

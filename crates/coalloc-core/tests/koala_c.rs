@@ -1,11 +1,14 @@
 //! KOALA-C's queue policies (seed 004 §IV): FF, RR, SJF, SJF-ideal, HSDF, TAGS-chain and
 //! TAGS-sets, driven event by event through the scheduler.
 
+mod common;
+
 use coalloc_core::model::*;
 use coalloc_core::predictor::RuntimePredictor;
 use coalloc_core::queue::koala_c::KoalaCParams;
 use coalloc_core::queue::tags::{ChainDispatch, SplitMix64, TagsChainParams, TagsSetsParams};
 use coalloc_core::scheduler::*;
+use common::{drain, job_starts as starts};
 use std::collections::BTreeMap;
 
 /// A one-site job (seed 004's jobs; our `JobKind::Total`).
@@ -46,7 +49,7 @@ impl H {
     }
 
     fn drain(&mut self) -> Vec<Command> {
-        let cmds: Vec<Command> = std::iter::from_fn(|| self.s.poll_command()).collect();
+        let cmds: Vec<Command> = drain(&mut self.s);
         for c in &cmds {
             if let Command::StartComponent(s) = c {
                 self.launches.insert(s.job, s.launch);
@@ -93,16 +96,6 @@ impl H {
     fn record(&self, id: JobId) -> &JobRecord {
         &self.s.job(id).expect("known job").record
     }
-}
-
-/// `(job, site)` of every component start, in order.
-fn starts(cmds: &[Command]) -> Vec<(JobId, SiteId)> {
-    cmds.iter()
-        .filter_map(|c| match c {
-            Command::StartComponent(s) => Some((s.job, s.site)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn params() -> KoalaCParams {

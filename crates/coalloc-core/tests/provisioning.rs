@@ -3,11 +3,14 @@
 //! clouds near the end of a paid hour), the minimum, failed leases, the bill, TAGS-sets over
 //! clusters and clouds, and static clouds.
 
+mod common;
+
 use coalloc_core::model::*;
 use coalloc_core::provisioning::{Bill, OnDemandParams, Provisioning};
 use coalloc_core::queue::koala_c::KoalaCParams;
 use coalloc_core::queue::tags::TagsSetsParams;
 use coalloc_core::scheduler::*;
+use common::{drain, job_starts as starts};
 use std::collections::BTreeMap;
 
 const M: Millis = MINUTE;
@@ -60,7 +63,7 @@ impl H {
 
     fn at(&mut self, t: Time, e: Event) -> Vec<Command> {
         self.s.handle(t, e).expect("event accepted");
-        let cmds: Vec<Command> = std::iter::from_fn(|| self.s.poll_command()).collect();
+        let cmds: Vec<Command> = drain(&mut self.s);
         for c in &cmds {
             if let Command::StartComponent(s) = c {
                 self.launches.insert(s.job, s.launch);
@@ -106,15 +109,6 @@ fn releases(cmds: &[Command]) -> Vec<(SiteId, VmId)> {
     cmds.iter()
         .filter_map(|c| match c {
             Command::ReleaseVm { site, vm } => Some((*site, *vm)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn starts(cmds: &[Command]) -> Vec<(JobId, SiteId)> {
-    cmds.iter()
-        .filter_map(|c| match c {
-            Command::StartComponent(s) => Some((s.job, s.site)),
             _ => None,
         })
         .collect()

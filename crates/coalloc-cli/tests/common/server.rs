@@ -8,6 +8,16 @@ use std::time::{Duration, Instant};
 
 pub const COALLOC: &str = env!("CARGO_BIN_EXE_coalloc");
 
+/// The site of every component of a job as `GET /v1/jobs/{id}` shows it (`-` if none yet).
+pub fn component_sites(j: &serde_json::Value) -> Vec<String> {
+    j["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["site"].as_str().unwrap_or("-").to_string())
+        .collect()
+}
+
 /// A one-process component of `count` processors: `before` (a shell snippet), the check-in
 /// at the start barrier with `coalloc barrier`, then `then`.
 pub fn barrier_component(count: u32, before: &str, then: &str) -> serde_json::Value {

@@ -27,6 +27,16 @@ pub fn starts(cmds: &[Command]) -> Vec<(LaunchId, usize, SiteId)> {
         .collect()
 }
 
+/// The starts among `cmds` by job: job and site, in order.
+pub fn job_starts(cmds: &[Command]) -> Vec<(JobId, SiteId)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::StartComponent(s) => Some((s.job, s.site)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The launches started among `cmds`.
 pub fn launches(cmds: &[Command]) -> Vec<LaunchId> {
     starts(cmds).into_iter().map(|s| s.0).collect()
