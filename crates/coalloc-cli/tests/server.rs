@@ -427,3 +427,29 @@ fn edits_before_commit_and_the_event_stream() {
     assert_eq!(st, 200);
     assert!(doc["paths"]["/v1/jobs/{id}/edit"].is_object(), "{doc}");
 }
+
+#[test]
+fn sigterm_stops_the_server_even_with_an_event_stream_open() {
+    use std::io::{Read, Write};
+    let mut s = Server::start("sigterm", &three_clusters([2, 2, 2], "policy = \"fcfs\""));
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
+        s.token
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut head = [0u8; 12];
+    conn.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // Graceful shutdown must not wait for the endless stream: the stream ends, the server exits.
+    assert!(
+        s.terminate(std::time::Duration::from_secs(5)),
+        "the server was still running 5 s after SIGTERM"
+    );
+    let mut rest = Vec::new();
+    conn.read_to_end(&mut rest).unwrap();
+}

@@ -198,11 +198,17 @@ pub async fn serve(
     let info = serde_json::json!({ "url": url, "pid": std::process::id() });
     std::fs::write(state.server_file(), format!("{info}\n"))?;
     on_ready(&url);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let app = router(AppState {
         shared,
         token,
         hold,
+        stopping,
     });
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;

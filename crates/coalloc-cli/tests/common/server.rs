@@ -123,6 +123,24 @@ impl Server {
         self.spawn();
     }
 
+    /// SIGTERM the server; whether it exited within `within` (else it is killed with -9).
+    pub fn terminate(&mut self, within: Duration) -> bool {
+        let Some(mut c) = self.child.take() else {
+            return true;
+        };
+        unsafe_kill(c.id() as i32, 15);
+        let t = Instant::now();
+        while t.elapsed() < within {
+            if let Ok(Some(_)) = c.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        false
+    }
+
     pub fn call(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> (u16, Value) {
         let url = format!("{}{path}", self.url);
         let auth = format!("Bearer {token}");

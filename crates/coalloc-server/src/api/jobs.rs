@@ -14,7 +14,7 @@ use coalloc_core::spec::{parse_job, Format};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::convert::Infallible;
-use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 use tokio_stream::{Stream, StreamExt};
 
 #[derive(Deserialize)]
@@ -180,10 +180,18 @@ pub async fn events(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     admin(&s, &headers)?;
-    let stream = BroadcastStream::new(s.shared.events.subscribe()).filter_map(|m| match m {
+    let events = BroadcastStream::new(s.shared.events.subscribe()).map(|m| match m {
         Ok(text) => Some(Ok(Event::default().data(text))),
         // A slow reader missed some: say so in the stream.
         Err(e) => Some(Ok(Event::default().event("lagged").data(e.to_string()))),
     });
+    // The stream ends (`None`) when the server begins to stop.
+    let stop = WatchStream::new(s.stopping.clone())
+        .filter(|stopping| *stopping)
+        .map(|_| None);
+    let stream = events
+        .merge(stop)
+        .take_while(Option::is_some)
+        .filter_map(|e| e);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

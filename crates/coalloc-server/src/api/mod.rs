@@ -28,6 +28,9 @@ pub struct AppState {
     pub token: String,
     /// How long a barrier check-in or rendezvous wait is held at most.
     pub hold: Duration,
+    /// Becomes `true` when the server begins to stop: endless responses (the event stream)
+    /// end then, or graceful shutdown would wait for them for ever.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl IntoResponse for ApiError {
