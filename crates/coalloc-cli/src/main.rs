@@ -25,6 +25,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
 use std::process::ExitCode;
 
+/// The allocator: the simulator's replays allocate and free a great many small objects
+/// (about a third of a trace replay's time went to glibc's malloc and free; see the replay
+/// section of bench/RESULTS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// coalloc — a co-allocating meta-scheduler for multicluster and multicloud systems.
 ///
 /// A job is made of components. coalloc picks a site for each component, starts them all at

@@ -77,6 +77,10 @@ pub trait PassCtx {
     /// queued job is edited. A job that could not be placed is still unplaceable as long as
     /// it has not changed, so policies can skip jobs they already tried at this epoch.
     fn epoch(&self) -> u64;
+    /// Changes whenever a job starts or stops holding processors, or commits (its estimated
+    /// end then counts from its start): whatever changes [`PassCtx::running`]. Submissions
+    /// do not change it.
+    fn running_version(&self) -> u64;
     /// Whether the job could be placed now, without starting it.
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool;
     /// Idle processors per site now.
@@ -174,6 +178,10 @@ impl Arrivals {
 
     pub fn len(&self) -> usize {
         self.queue.len()
+    }
+
+    pub fn contains(&self, id: JobId) -> bool {
+        self.seq_of.contains_key(&id)
     }
 
     pub fn is_empty(&self) -> bool {

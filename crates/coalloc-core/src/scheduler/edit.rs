@@ -120,6 +120,8 @@ impl Core {
                 }
             }
         }
+        // A queued job's demand or a starting job's holdings changed.
+        self.active_version += 1;
         Ok(())
     }
 }

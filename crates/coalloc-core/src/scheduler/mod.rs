@@ -63,6 +63,9 @@ struct Core {
     /// Jobs placed and not ended (claiming, starting or running), so that policies can look
     /// at them without scanning every job ever submitted.
     active: BTreeSet<JobId>,
+    /// Bumped whenever `active` changes or one of its jobs commits (see
+    /// [`PassCtx::running_version`]).
+    active_version: u64,
     launches: HashMap<LaunchId, (JobId, usize)>,
     transfers: HashMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
@@ -101,6 +104,15 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(config: SchedulerConfig, sites: Vec<Site>) -> Scheduler {
         let queue = config.queue.build();
+        Scheduler::with_queue(config, sites, queue)
+    }
+
+    /// A scheduler with this queue policy instead of the one `config.queue` names.
+    pub fn with_queue(
+        config: SchedulerConfig,
+        sites: Vec<Site>,
+        queue: Box<dyn QueuePolicy>,
+    ) -> Scheduler {
         let mut sites = SiteTable::new(sites, config.site_faults);
         let clouds = clouds::init(&mut sites, &config.provisioning);
         Scheduler {
@@ -113,6 +125,7 @@ impl Scheduler {
                 config,
                 jobs: jobs::JobTable::default(),
                 active: BTreeSet::new(),
+                active_version: 0,
                 launches: HashMap::new(),
                 transfers: HashMap::new(),
                 next_transfer: 1,
@@ -500,6 +513,10 @@ impl PassCtx for Core {
 
     fn epoch(&self) -> u64 {
         self.sites.epoch
+    }
+
+    fn running_version(&self) -> u64 {
+        self.active_version
     }
 
     fn usable(&self) -> Vec<bool> {

@@ -141,6 +141,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
         j.phase = Phase::Starting;
         self.active.insert(id);
+        self.active_version += 1;
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(now);
         j.record.run_mut().last_jst = Some(now);
@@ -260,6 +261,7 @@ impl Core {
             return;
         }
         j.phase = Phase::Running;
+        self.active_version += 1;
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
         j.record.run_mut().start = Some(now);
@@ -493,6 +495,7 @@ impl Core {
         j.comps = Vec::new();
         j.phase = Phase::Queued;
         self.active.remove(&id);
+        self.active_version += 1;
         j.generation += 1;
         j.record.run_mut().start = None;
         j.record.run_mut().barrier_release = None;
@@ -506,6 +509,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
         self.active.remove(&id);
+        self.active_version += 1;
         j.generation += 1;
         j.record.run_mut().end = Some(now);
         let record = Box::new(j.record.clone());

@@ -5,13 +5,14 @@
 //!
 //! 1. In arrival order, start jobs while they fit (as FCFS). The first job that does not fit
 //!    is the *head*. If no processor is idle then, the pass ends (nothing could backfill).
-//! 2. The head's *shadow time*: walk the [`Profile`] of the running jobs — by estimated end,
-//!    ties by job number, jobs that end together at once, a job past its estimate at now —
-//!    adding their processors back, until [`PassCtx::place_on`] places the head on the free
-//!    processors of that step. That step's time is the shadow time; that placement is the
-//!    head's reservation (processors per site at the shadow time), and the *extra*
-//!    processors are the free ones at the shadow time minus the reservation, per site. This
-//!    is computed once per pass.
+//! 2. The head's *shadow time*: walk the steps of the running jobs' profile (those of
+//!    [`Profile`](super::Profile), without building it) — by estimated end, ties by job
+//!    number, jobs that end together at once, a job past its estimate at now — adding their
+//!    processors back, until [`PassCtx::place_on`] places the head on the free processors
+//!    of that step. That step's time is the shadow time; that placement is the head's
+//!    reservation (processors per site at the shadow time), and the *extra* processors are
+//!    the free ones at the shadow time minus the reservation, per site. This is computed
+//!    once per pass (and kept for the next pass when that would find the same; see below).
 //! 3. Every later job, in arrival order, starts now if it fits now and either
 //!    - it ends by the shadow time (now + estimate <= shadow), on any idle processors, or
 //!    - on every site it takes no more than the extra processors there ([`start_within`]);
@@ -29,6 +30,21 @@
 //! This is textbook EASY: the reservation is protected by both rules (unlike AccaSim's
 //! backfilling, which does not protect it).
 //!
+//! # Passes that only add jobs
+//!
+//! Most passes of a busy queue follow an arrival and nothing else: the same jobs run, the
+//! sites hold the same idle processors, the head is the same. Such a pass would build the
+//! same profile and find the same reservation (a step before the reservation's time that
+//! `now` has passed merges into `now` with a free count the head did not fit in), and every
+//! job it already looked at would be refused again (it sees no more idle or extra
+//! processors than it did, and a later `now` makes no job shorter; placement is taken to
+//! need no fewer processors when it has fewer, as [FCFS](crate::queue::fcfs) takes it). So a
+//! pass keeps its reservation and where the queue ended, and the next pass, when it sees the
+//! same epoch, [`PassCtx::running_version`], idle, usable and local processors, the same
+//! head still queued, and comes no later than the reservation's time, only looks at the jobs
+//! that arrived since. A pass in which a job backfilled onto extra processors keeps nothing:
+//! on several sites a fresh reservation may then put the head elsewhere.
+//!
 //! # Complexity
 //!
 //! With `Q` queued jobs, `R` running jobs and `S` sites, a pass builds one profile
@@ -41,9 +57,8 @@
 //! `O(Q·P + R·(S + P))` for a placement cost `P` (about `S log S`), with no work quadratic
 //! in `Q`.
 
-use super::{
-    min_of, minus, need_of, relaxed, start_within, usable_stats, Arrivals, Demand, Profile,
-};
+use super::profile::{by_end, walk_steps};
+use super::{min_of, minus, need_of, relaxed, start_within, usable_stats, Arrivals, Demand};
 use crate::model::{Job, Time};
 use crate::queue::{PassCtx, QueuePolicy};
 use crate::scheduler::api::JobId;
@@ -52,11 +67,24 @@ use crate::scheduler::api::JobId;
 #[derive(Debug, Default)]
 pub struct Easy {
     queue: Arrivals,
+    /// The last pass's head reservation, while the next pass would find the same.
+    carry: Option<Carry>,
+    /// Never carry (see [`Easy::without_carry`]).
+    no_carry: bool,
 }
 
 impl Easy {
     pub fn new() -> Easy {
         Easy::default()
+    }
+
+    /// EASY that computes every pass from scratch: the reference the carried passes are
+    /// tested against (`tests/backfill_carry.rs`).
+    pub fn without_carry() -> Easy {
+        Easy {
+            no_carry: true,
+            ..Easy::default()
+        }
     }
 }
 
@@ -86,42 +114,45 @@ pub enum HeadReservation {
 pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let now = ctx.now();
     let usable = ctx.usable();
-    let profile = Profile::new(now, ctx.idle(), &usable, &ctx.running());
+    let idle = ctx.idle();
+    let running = ctx.running();
+    // The steps of the pass's profile, walked without building it.
+    let ends = by_end(now, &running);
     let demand = Demand::of(ctx.job(head));
     let sites = usable.len();
-    for (t, step) in profile.steps_from(now) {
-        if !demand.may_fit(step) {
-            continue;
+    let at = walk_steps(now, &idle, &ends, |t, free| {
+        if !demand.may_fit_stats(usable_stats(free, &usable)) {
+            return None;
         }
-        if let Some(p) = ctx.place_on(head, &step.free, &usable) {
-            let reserved = need_of(&p, sites);
-            let extra = minus(&step.free, &reserved);
-            return HeadReservation::At {
-                shadow: t,
-                reserved,
-                extra,
-            };
-        }
+        let reserved = need_of(&ctx.place_on(head, free, &usable)?, sites);
+        let extra = minus(free, &reserved);
+        Some(HeadReservation::At {
+            shadow: t,
+            reserved,
+            extra,
+        })
+    });
+    if let Some(at) = at {
+        return at;
     }
     let local = ctx.local_busy();
     let local_total: u64 = local.iter().map(|&l| u64::from(l)).sum();
     let all = vec![true; sites];
-    for (t, step) in profile.steps_from(now) {
-        if step.total + local_total < demand.total {
-            continue;
+    let never = walk_steps(now, &idle, &ends, |t, free| {
+        let total: u64 = free.iter().map(|&f| u64::from(f)).sum();
+        if total + local_total < demand.total {
+            return None;
         }
-        let avail = relaxed(&step.free, &local);
-        if let Some(p) = ctx.place_on(head, &avail, &all) {
-            let reserved = need_of(&p, sites);
-            let extra = minus(&avail, &reserved);
-            return HeadReservation::Never {
-                relaxed_at: t,
-                reserved,
-                extra,
-            };
-        }
-    }
-    HeadReservation::Hopeless
+        let avail = relaxed(free, &local);
+        let reserved = need_of(&ctx.place_on(head, &avail, &all)?, sites);
+        let extra = minus(&avail, &reserved);
+        Some(HeadReservation::Never {
+            relaxed_at: t,
+            reserved,
+            extra,
+        })
+    });
+    never.unwrap_or(HeadReservation::Hopeless)
 }
 
 impl QueuePolicy for Easy {
@@ -142,10 +173,35 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
+        let seen = Seen::now(ctx);
+        let now = ctx.now();
+        let carried = self.carry.take();
+        if let Some(carry) = carried.filter(|c| c.holds(&seen, now, &self.queue)) {
+            // Only jobs arrived since: the ones before them would decide as they did.
+            let mut fresh = Vec::new();
+            let mut from = carry.cursor;
+            while let Some((seq, id)) = self.queue.first_from(from) {
+                fresh.push(id);
+                from = seq + 1;
+            }
+            let cursor = self.queue.next_seq();
+            let (extra, kept) = self.backfill(ctx, fresh, carry.shadow, carry.extra);
+            self.keep(
+                ctx,
+                kept,
+                carry.head,
+                carry.shadow,
+                carry.until,
+                extra,
+                cursor,
+            );
+            return;
+        }
         let order = self.queue.snapshot();
+        let cursor = self.queue.next_seq();
         let mut rest = order.into_iter();
         // 1. FCFS until the head.
-        let (shadow, mut extra) = loop {
+        let (head, shadow, until, extra) = loop {
             let Some(id) = rest.next() else {
                 return;
             };
@@ -158,19 +214,40 @@ impl QueuePolicy for Easy {
                 return;
             }
             match head_reservation(ctx, id) {
-                HeadReservation::At { shadow, extra, .. } => break (Some(shadow), extra),
-                HeadReservation::Never { extra, .. } => break (None, extra),
+                HeadReservation::At { shadow, extra, .. } => {
+                    break (id, Some(shadow), shadow, extra)
+                }
+                HeadReservation::Never {
+                    relaxed_at, extra, ..
+                } => break (id, None, relaxed_at, extra),
                 HeadReservation::Hopeless => continue,
             }
         };
         // 2. Backfill the later jobs.
+        let (extra, kept) = self.backfill(ctx, rest.collect(), shadow, extra);
+        self.keep(ctx, kept, head, shadow, until, extra, cursor);
+    }
+}
+
+impl Easy {
+    /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
+    /// head's `shadow` time and `extra` processors. Returns the extra processors left, and
+    /// whether they are still those a new [`head_reservation`] would find (no job took any).
+    fn backfill(
+        &mut self,
+        ctx: &mut dyn PassCtx,
+        jobs: Vec<JobId>,
+        shadow: Option<Time>,
+        mut extra: Vec<u32>,
+    ) -> (Vec<u32>, bool) {
         let now = ctx.now();
         let usable = ctx.usable();
         let mut idle = ctx.idle();
+        let mut untouched = true;
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
         let mut room = usable_stats(&idle, &usable);
         let mut extra_room = usable_stats(&min_of(&idle, &extra), &usable);
-        for id in rest {
+        for id in jobs {
             if room.0 == 0 {
                 break;
             }
@@ -192,10 +269,78 @@ impl QueuePolicy for Easy {
             self.queue.remove(id);
             if !short {
                 extra = minus(&extra, &took);
+                untouched = false;
             }
             idle = ctx.idle();
             room = usable_stats(&idle, &usable);
             extra_room = usable_stats(&min_of(&idle, &extra), &usable);
         }
+        (extra, untouched)
+    }
+
+    /// Remember the head's reservation for the next pass, when it would find the same one.
+    #[allow(clippy::too_many_arguments)]
+    fn keep(
+        &mut self,
+        ctx: &dyn PassCtx,
+        untouched: bool,
+        head: JobId,
+        shadow: Option<Time>,
+        until: Time,
+        extra: Vec<u32>,
+        cursor: u64,
+    ) {
+        self.carry = (untouched && !self.no_carry).then(|| Carry {
+            seen: Seen::now(ctx),
+            head,
+            shadow,
+            until,
+            extra,
+            cursor,
+        });
+    }
+}
+
+/// What a pass saw of everything but the queue: a later pass that sees the same (and comes
+/// no later than the reservation's time) would build the same profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    epoch: u64,
+    running: u64,
+    idle: Vec<u32>,
+    usable: Vec<bool>,
+    local: Vec<u32>,
+}
+
+impl Seen {
+    fn now(ctx: &dyn PassCtx) -> Seen {
+        Seen {
+            epoch: ctx.epoch(),
+            running: ctx.running_version(),
+            idle: ctx.idle(),
+            usable: ctx.usable(),
+            local: ctx.local_busy(),
+        }
+    }
+}
+
+/// The head's reservation, carried from one pass to the next (see "Passes that only add
+/// jobs" in the module documentation).
+#[derive(Debug, Clone)]
+struct Carry {
+    seen: Seen,
+    head: JobId,
+    shadow: Option<Time>,
+    /// The reservation's time: the shadow time, or the relaxed step of a head that fits at
+    /// no time.
+    until: Time,
+    extra: Vec<u32>,
+    /// Every job that arrived before this sequence number was looked at.
+    cursor: u64,
+}
+
+impl Carry {
+    fn holds(&self, seen: &Seen, now: Time, queue: &Arrivals) -> bool {
+        self.seen == *seen && now <= self.until && queue.contains(self.head)
     }
 }

@@ -52,10 +52,7 @@ impl Profile {
     /// taken by end, then job number; jobs that end together make one step. `usable` says
     /// which sites count in [`Step::usable_total`].
     pub fn new(now: Time, idle: Vec<u32>, usable: &[bool], running: &[RunningJob]) -> Profile {
-        let mut ends: Vec<(Time, &RunningJob)> =
-            running.iter().map(|r| (r.end.max(now), r)).collect();
-        ends.sort_by_key(|(end, r)| (*end, r.job));
-        let mut ends = ends.into_iter().peekable();
+        let mut ends = by_end(now, running).into_iter().peekable();
         let mut free = idle;
         let mut steps = BTreeMap::new();
         let mut t = now;
@@ -159,6 +156,43 @@ impl Profile {
             let s = self.step_at(t).clone();
             self.steps.insert(t, s);
         }
+    }
+}
+
+/// Running jobs in the order [`Profile::new`] takes them back: by estimated end (an end not
+/// after `now` counts as `now`), then job number.
+pub fn by_end(now: Time, running: &[RunningJob]) -> Vec<(Time, &RunningJob)> {
+    let mut ends: Vec<(Time, &RunningJob)> = running.iter().map(|r| (r.end.max(now), r)).collect();
+    ends.sort_by_key(|(end, r)| (*end, r.job));
+    ends
+}
+
+/// The steps [`Profile::new`] would make, one at a time and without making them: `f` gets
+/// each step's time and free processors per site, in time order, until it returns a value.
+/// `ends` comes from [`by_end`]. One vector is updated in place, where a profile keeps one
+/// per step: what a single walk (EASY's shadow time) needs.
+pub fn walk_steps<R>(
+    now: Time,
+    idle: &[u32],
+    ends: &[(Time, &RunningJob)],
+    mut f: impl FnMut(Time, &[u32]) -> Option<R>,
+) -> Option<R> {
+    let mut free = idle.to_vec();
+    let mut t = now;
+    let mut i = 0;
+    loop {
+        while let Some((_, r)) = ends.get(i).filter(|(end, _)| *end == t) {
+            for &(site, n) in &r.holds {
+                if let Some(x) = free.get_mut(site) {
+                    *x = x.saturating_add(n);
+                }
+            }
+            i += 1;
+        }
+        if let Some(found) = f(t, &free) {
+            return Some(found);
+        }
+        t = ends.get(i)?.0;
     }
 }
 

@@ -1,0 +1,155 @@
+//! EASY keeps its head reservation from one pass to the next while nothing but arrivals
+//! happened (module documentation of `queue::backfill::easy`, "Passes that only add jobs").
+//! That must change no decision: random workloads on one to three sites (jobs of one to three
+//! components, estimates above and below the runtimes, bursts of arrivals at one instant) run
+//! under EASY and under EASY that computes every pass from scratch, and every job must start
+//! at the same time on the same sites in both.
+
+use coalloc_core::model::*;
+use coalloc_core::queue::backfill::Easy;
+use coalloc_core::queue::QueuePolicy;
+use coalloc_core::scheduler::*;
+use proptest::prelude::*;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// One generated job: submit time, component sizes, estimate and real runtime (ms).
+#[derive(Debug, Clone)]
+struct Gen {
+    submit: Time,
+    counts: Vec<u32>,
+    estimate: Millis,
+    runtime: Millis,
+}
+
+fn job(g: &Gen) -> Job {
+    let kind = if g.counts.len() == 1 {
+        JobKind::Total
+    } else {
+        JobKind::Unordered
+    };
+    let components = g
+        .counts
+        .iter()
+        .map(|&count| Component {
+            count,
+            ..Component::default()
+        })
+        .collect();
+    let mut j = Job::new(kind, components);
+    j.runtime_estimate = Some(g.estimate);
+    j
+}
+
+/// Per job (in submission order): start time and `(site, processors)` per component.
+type Schedule = Vec<Option<(Time, Vec<(SiteId, u32)>)>>;
+
+/// Run the workload to the end: arrivals and ends of an instant go in together, ends first.
+fn run(sizes: &[u32], jobs: &[Gen], queue: Box<dyn QueuePolicy>) -> Schedule {
+    let sites = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| Site::cluster(format!("s{i}"), p))
+        .collect();
+    let mut s = Scheduler::with_queue(SchedulerConfig::default(), sites, queue);
+    // (time, 0 = end / 1 = arrival, index)
+    let mut heap: BinaryHeap<Reverse<(Time, u8, u64)>> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Reverse((g.submit, 1, i as u64)))
+        .collect();
+    let mut index_of: BTreeMap<JobId, usize> = BTreeMap::new();
+    let mut out: Schedule = vec![None; jobs.len()];
+    let mut launches: BTreeMap<JobId, Vec<LaunchId>> = BTreeMap::new();
+    while let Some(&Reverse((now, _, _))) = heap.peek() {
+        let mut events = Vec::new();
+        let mut arriving = Vec::new();
+        while let Some(&Reverse((t, kind, x))) = heap.peek() {
+            if t != now {
+                break;
+            }
+            heap.pop();
+            if kind == 0 {
+                events.push(Event::ComponentFinished {
+                    launch: LaunchId(x),
+                });
+            } else {
+                arriving.push(x as usize);
+                events.push(Event::Submit(Box::new(job(&jobs[x as usize]))));
+            }
+        }
+        let ends = events.len() - arriving.len();
+        let replies = s.handle_all(now, events);
+        for (reply, &i) in replies.into_iter().skip(ends).zip(&arriving) {
+            if let Ok(Reply::Submitted(id)) = reply {
+                index_of.insert(id, i);
+            }
+        }
+        loop {
+            let mut ready = Vec::new();
+            while let Some(cmd) = s.poll_command() {
+                match cmd {
+                    Command::StartComponent(st) => {
+                        launches.entry(st.job).or_default().push(st.launch);
+                        let i = index_of[&st.job];
+                        let entry = out[i].get_or_insert((now, Vec::new()));
+                        entry.1.push((st.site, st.count));
+                        ready.push(Event::ComponentReady { launch: st.launch });
+                    }
+                    Command::ReleaseBarrier { job } => {
+                        let end = now + jobs[index_of[&job]].runtime;
+                        for &l in launches.get(&job).into_iter().flatten() {
+                            heap.push(Reverse((end, 0, l.0)));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if ready.is_empty() {
+                break;
+            }
+            s.handle_all(now, ready);
+        }
+    }
+    out
+}
+
+fn workload(sites: usize) -> impl Strategy<Value = Vec<Gen>> {
+    let one = (
+        0i64..4,                                          // gap to the previous job, in 100 ms steps
+        prop::collection::vec(1u32..9, 1..=sites.min(3)), // component sizes
+        1i64..40,                                         // estimate, in 100 ms steps
+        0i64..50,                                         // runtime, in 100 ms steps
+    );
+    prop::collection::vec(one, 1..60).prop_map(|v| {
+        let mut t = 0;
+        v.into_iter()
+            .map(|(gap, counts, est, run)| {
+                t += gap * 100;
+                Gen {
+                    submit: t,
+                    counts,
+                    estimate: est * 100,
+                    runtime: run * 100,
+                }
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn carried_passes_decide_as_fresh_ones(
+        (sizes, jobs) in (1usize..=3).prop_flat_map(|n| {
+            (prop::collection::vec(8u32..17, n), workload(n))
+        })
+    ) {
+        let carried = run(&sizes, &jobs, Box::new(Easy::new()));
+        let fresh = run(&sizes, &jobs, Box::new(Easy::without_carry()));
+        prop_assert_eq!(&carried, &fresh);
+        // Every job fits somewhere empty, so every job ran.
+        prop_assert!(carried.iter().all(Option::is_some));
+    }
+}
