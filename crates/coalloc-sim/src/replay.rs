@@ -60,14 +60,6 @@ pub enum ReplayError {
     Stuck(usize),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Ev {
-    /// A launch ends (ordered before arrivals at the same instant).
-    End(LaunchId),
-    /// Job `i` of the workload arrives.
-    Arrive(usize),
-}
-
 /// Replay `jobs` (in file order) on `sites` under `config`.
 pub fn replay(
     jobs: &[TraceJob],
@@ -75,11 +67,13 @@ pub fn replay(
     config: SchedulerConfig,
 ) -> Result<Replay, ReplayError> {
     let mut s = Scheduler::new(config, sites);
-    let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| Reverse((j.submit * SECOND, Ev::Arrive(i))))
-        .collect();
+    // Arrivals by submit time, then file order; ends (by time, then launch) in a heap. At an
+    // instant the ends go first.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (jobs[i].submit, i));
+    let mut next_arrival = order.into_iter().peekable();
+    let arrival_time = |i: usize| jobs[i].submit * SECOND;
+    let mut heap: BinaryHeap<Reverse<(Time, LaunchId)>> = BinaryHeap::new();
     let mut out: Vec<Scheduled> = jobs
         .iter()
         .map(|j| Scheduled {
@@ -97,7 +91,11 @@ pub fn replay(
     let mut batch: Vec<Event> = Vec::new();
     let mut arrivals: Vec<usize> = Vec::new();
     loop {
-        let next_event = heap.peek().map(|Reverse((t, _))| *t);
+        let next_end = heap.peek().map(|Reverse((t, _))| *t);
+        let next_event = match (next_end, next_arrival.peek().map(|&i| arrival_time(i))) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let now = match (next_event, s.next_wakeup()) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
@@ -106,15 +104,13 @@ pub fn replay(
         };
         batch.clear();
         arrivals.clear();
-        while let Some(Reverse((t, ev))) = heap.peek().copied() {
-            if t != now {
-                break;
-            }
-            heap.pop();
-            match ev {
-                Ev::End(launch) => batch.push(Event::ComponentFinished { launch }),
-                Ev::Arrive(i) => arrivals.push(i),
-            }
+        while let Some(Reverse((_, launch))) = heap.peek_mut().and_then(|top| {
+            (top.0 .0 == now).then(|| std::collections::binary_heap::PeekMut::pop(top))
+        }) {
+            batch.push(Event::ComponentFinished { launch });
+        }
+        while let Some(i) = next_arrival.next_if(|&i| arrival_time(i) == now) {
+            arrivals.push(i);
         }
         let ends = batch.len();
         for &i in &arrivals {
@@ -147,7 +143,7 @@ pub fn replay(
                             out[i].start = Some(now / SECOND);
                             let end = now + jobs[i].runtime.max(0) * SECOND;
                             for &launch in launches.get(&job).into_iter().flatten() {
-                                heap.push(Reverse((end, Ev::End(launch))));
+                                heap.push(Reverse((end, launch)));
                             }
                         }
                     }

@@ -34,7 +34,49 @@ pub struct RunningJob {
     /// When it is expected to end: its start plus its runtime estimate.
     pub end: Time,
     /// Processors it holds, per site.
-    pub holds: Vec<(SiteId, u32)>,
+    pub holds: Holds,
+}
+
+/// Processors per site, `(site, processors)`, one entry per site: the first entry kept
+/// inline, so that a job on one site (most of them) costs no allocation when a pass lists
+/// the running jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holds {
+    first: Option<(SiteId, u32)>,
+    more: Vec<(SiteId, u32)>,
+}
+
+impl Holds {
+    /// Add `n` processors on `site`.
+    pub fn add(&mut self, site: SiteId, n: u32) {
+        let entry = match &mut self.first {
+            None => {
+                self.first = Some((site, n));
+                return;
+            }
+            Some(first) if first.0 == site => Some(first),
+            Some(_) => self.more.iter_mut().find(|(s, _)| *s == site),
+        };
+        match entry {
+            Some((_, held)) => *held += n,
+            None => self.more.push((site, n)),
+        }
+    }
+
+    /// Every `(site, processors)`, in the order the sites were first added.
+    pub fn iter(&self) -> impl Iterator<Item = (SiteId, u32)> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+}
+
+impl FromIterator<(SiteId, u32)> for Holds {
+    fn from_iter<I: IntoIterator<Item = (SiteId, u32)>>(iter: I) -> Holds {
+        let mut holds = Holds::default();
+        for (site, n) in iter {
+            holds.add(site, n);
+        }
+        holds
+    }
 }
 
 /// How to start a job, beyond the configured defaults.

@@ -543,14 +543,12 @@ impl PassCtx for Core {
                     .start
                     .or(j.record.run().placed)
                     .unwrap_or(self.now);
-                let mut holds: Vec<(SiteId, u32)> = Vec::new();
-                for c in j.comps.iter().filter(|c| c.live()) {
-                    let site = c.site.unwrap_or(0);
-                    match holds.iter_mut().find(|(s, _)| *s == site) {
-                        Some((_, n)) => *n += c.count,
-                        None => holds.push((site, c.count)),
-                    }
-                }
+                let holds = j
+                    .comps
+                    .iter()
+                    .filter(|c| c.live())
+                    .map(|c| (c.site.unwrap_or(0), c.count))
+                    .collect();
                 RunningJob {
                     job: j.id,
                     end: since + self.estimate(j.id),

@@ -58,7 +58,7 @@ impl Profile {
         let mut t = now;
         loop {
             while let Some((_, r)) = ends.next_if(|(end, _)| *end == t) {
-                for &(site, n) in &r.holds {
+                for (site, n) in r.holds.iter() {
                     if let Some(f) = free.get_mut(site) {
                         *f = f.saturating_add(n);
                     }
@@ -182,7 +182,7 @@ pub fn walk_steps<R>(
     let mut i = 0;
     loop {
         while let Some((_, r)) = ends.get(i).filter(|(end, _)| *end == t) {
-            for &(site, n) in &r.holds {
+            for (site, n) in r.holds.iter() {
                 if let Some(x) = free.get_mut(site) {
                     *x = x.saturating_add(n);
                 }
@@ -262,7 +262,7 @@ mod tests {
         RunningJob {
             job,
             end,
-            holds: holds.to_vec(),
+            holds: holds.iter().copied().collect(),
         }
     }
 
