@@ -78,6 +78,20 @@ impl Core {
         self.place_against(job, idle, usable, fit)
     }
 
+    /// Whether the idle processors of the usable (and `allowed`) sites may hold the job: the
+    /// quick reject of [`Demand`](crate::queue::backfill::Demand), a necessary condition of
+    /// every placement.
+    fn may_fit_now(&self, job: &Job, allowed: Option<&[bool]>) -> bool {
+        let (mut total, mut most) = (0u64, 0u32);
+        for (i, s) in self.sites.state.iter().enumerate() {
+            if s.usable() && allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true)) {
+                total += u64::from(s.idle);
+                most = most.max(s.idle);
+            }
+        }
+        crate::queue::backfill::Demand::of(job).may_fit_stats((total, most))
+    }
+
     pub(super) fn try_place_and_start(&mut self, id: JobId, options: &StartOptions) -> bool {
         let Some(j) = self.jobs.get(&id) else {
             return false;
@@ -85,12 +99,20 @@ impl Core {
         if j.phase != Phase::Queued {
             return false;
         }
-        let result = self.place(
-            &j.job,
-            options.allowed.as_deref(),
-            options.fit,
-            options.kill_local,
-        );
+        // Most tries of a busy queue fail; a job that needs more processors in all, or on one
+        // site, than the usable sites have idle fails without a dry run.
+        let result = if !options.kill_local && !self.may_fit_now(&j.job, options.allowed.as_deref())
+        {
+            Err(())
+        } else {
+            self.place(
+                &j.job,
+                options.allowed.as_deref(),
+                options.fit,
+                options.kill_local,
+            )
+            .map_err(drop)
+        };
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("checked above");
         j.record.placement_tries += 1;
