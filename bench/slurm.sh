@@ -16,12 +16,22 @@
 # Latency of coalloc is read from the job (GET /v1/jobs/{id}: barrier_release - submit, the
 # server's clock, ms); of sbatch, from the client's clock around `sbatch` and a 20 ms
 # `squeue` poll.
+#
+# Every sample starts at a random moment on quiet clusters (SETTLE=1, the default): first
+# no job may be left in any state but a final one on any cluster, then a pause of 0.3 s plus
+# a uniform 0-1 s. Slurm 22.05 starts a batch job only in a scheduling pass: its background
+# loop's pass (once a second, when a submission is queued), the backfill pass (every
+# bf_interval) or the pass that the end of any job triggers (epilog complete). Without the
+# pause a sample would inherit the phase of those passes from the previous sample (the jobs
+# it just cancelled or that just ended trigger passes 30-50 ms later), which favours
+# whatever kind of sample comes next. SETTLE=0 submits back to back as before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 REPS=${1:-10}
 BASE=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm}
 MONITOR=${MONITOR:-100ms}
+SETTLE=${SETTLE:-1}
 SIZES=(1 2 3 6)
 
 cargo build --release --bin coalloc --bin coalloc-barrier -p coalloc-cli -p coalloc-runtime >&2
@@ -76,6 +86,23 @@ TOKEN=$(cat "$WORK/state/token")
 api() { curl -sf -H "Authorization: Bearer $TOKEN" "$@"; }
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# settle: wait until no job on any cluster is pending, running or completing, then pause
+# 0.3 s plus a uniform 0-1 s, so that the next submission falls at a random phase of every
+# cluster's scheduling passes (see the header)
+settle() {
+    [ "$SETTLE" = 1 ] || return 0
+    local i busy
+    for _ in $(seq 500); do   # up to 10 s
+        busy=0
+        for i in "${!CONFS[@]}"; do
+            [ -z "$(SLURM_CONF=${CONFS[$i]} squeue -h -t PD,CF,R,CG,S -o %i 2>/dev/null)" ] || busy=1
+        done
+        [ "$busy" = 0 ] && break
+        sleep 0.02
+    done
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", 0.3 + r / 32768 }')"
+}
 
 # submit_and_wait K: one co-allocated job of K one-CPU components; prints its latency (ms)
 submit_and_wait() {
@@ -135,16 +162,20 @@ EOF
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u +%FT%TZ)"
 echo "rig: $BASE, clusters ${NAMES[*]} (${CPUS[*]} CPUs); SchedulerParameters=${sched:-<Slurm defaults>}; $(SLURM_CONF=${CONFS[0]} sbatch --version)"
-echo "server: monitor_interval=$MONITOR, release build; $REPS repetitions; latencies in ms"
+echo "server: monitor_interval=$MONITOR, release build; $REPS repetitions; SETTLE=$SETTLE; latencies in ms"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| what | n | median | p90 | min | max |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 declare -A samples
 # Interleave the kinds of measurement so that a slow phase of the machine hits all alike.
 for ((r = 0; r < REPS; r++)); do
+    settle
     samples[sbatch1]+=" $(sbatch_to_running 0)"
+    settle
     samples[sbatch3]+=" $(sbatch_to_running 0 1 2)"
     for k in "${SIZES[@]}"; do
+        settle
         samples[c$k]+=" $(submit_and_wait "$k")"
     done
 done
@@ -156,6 +187,8 @@ for k in "${SIZES[@]}"; do
     # shellcheck disable=SC2086
     stats "coalloc, $k component(s), submit to barrier released" ${samples[c$k]}
 done
+echo
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 m1=$(python3 -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' ${samples[c1]})
 m6=$(python3 -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' ${samples[c6]})
 echo

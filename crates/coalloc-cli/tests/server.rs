@@ -428,6 +428,61 @@ fn edits_before_commit_and_the_event_stream() {
     assert!(doc["paths"]["/v1/jobs/{id}/edit"].is_object(), "{doc}");
 }
 
+/// CPU seconds (user + system) the process `pid` has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which is in parentheses: utime and stime are 14 and 15.
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = rest[11].parse::<f64>().unwrap() + rest[12].parse::<f64>().unwrap();
+    let out = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .unwrap();
+    let hz: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    ticks / hz
+}
+
+#[test]
+fn a_check_in_waiting_at_the_barrier_keeps_the_server_idle() {
+    let s = Server::start("idle-wait", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    // The second component checks in only when the mark exists; the first waits for it.
+    let mark = s.dir.join("go");
+    let late = format!(
+        "while [ ! -e {m} ]; do sleep 0.05; done; \"$COALLOC\" barrier || exit 1; echo second",
+        m = mark.display()
+    );
+    let c = json!({ "count": 1, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", late], "environment": { "COALLOC": COALLOC } });
+    let id = s.submit(&job(vec![comp(1, "echo first"), c]));
+    s.wait_for(id, 30, "the first component at the barrier", |j| {
+        j["components"][0]["state"] == "ready"
+    });
+    // While it waits, the server does next to nothing (it used to answer the waiting
+    // check-in again after every turn of its own making: about 80% of a core).
+    let pid = s.pid().unwrap();
+    let (c0, t0) = (cpu_seconds(pid), std::time::Instant::now());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let used = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+    assert!(
+        used < 0.25,
+        "the server used {:.0}% of a core while a check-in waited",
+        used * 100.0
+    );
+    let j = s.job(id);
+    assert!(j["barrier_release"].is_null(), "{j}");
+    // ... and still hears the second check-in and releases both.
+    std::fs::write(&mark, "").unwrap();
+    let j = s.wait_ended(id, 30);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert_eq!(s.output(id, 0).trim(), "first");
+    assert_eq!(s.output(id, 1).trim(), "second");
+}
+
 #[test]
 fn sigterm_stops_the_server_even_with_an_event_stream_open() {
     use std::io::{Read, Write};

@@ -111,6 +111,11 @@ impl Server {
             .to_string();
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.parent().unwrap().join("server.log")).unwrap_or_default()
     }
