@@ -58,7 +58,7 @@ pub(crate) struct LaunchInfo {
 #[derive(Clone)]
 pub struct Shared {
     pub tx: Sender<Msg>,
-    /// Bumped after every turn: barrier and rendezvous waiters look again.
+    /// Bumped after every turn that changed the state: barrier and rendezvous waiters look again.
     pub generation: watch::Receiver<u64>,
     /// Job, component and site state changes, as JSON (the event stream).
     pub events: broadcast::Sender<String>,
@@ -313,11 +313,12 @@ impl Driver {
         if self.core.next_wakeup().is_some_and(|w| w <= self.now) {
             let _ = self.apply(Entry::Tick);
         }
+        let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {
                 let _ = self.apply(e);
             }
-            self.commit();
+            changed |= self.commit();
             self.run_commands();
             if self.internal.is_empty() {
                 break;
@@ -330,11 +331,18 @@ impl Driver {
             self.sample();
             self.next_sample = self.now + self.config.sample_interval;
         }
-        self.generation.send_modify(|g| *g += 1);
+        // Only a turn that changed something wakes the barrier and rendezvous waiters: each
+        // of them asks again when woken, and a turn that only answered such a question must
+        // not wake them all once more (they would keep the driver busy while they wait).
+        if changed {
+            self.generation.send_modify(|g| *g += 1);
+        }
     }
 
-    /// Journal this turn's entries, then send the replies that waited for them.
-    fn commit(&mut self) {
+    /// Journal this turn's entries, then send the replies that waited for them; true if there
+    /// were entries (the state changed).
+    fn commit(&mut self) -> bool {
+        let changed = !self.pending.is_empty();
         if let Err(e) = self.journal.append(&self.pending) {
             // Nothing may be acknowledged that is not on disk: stop here; a restart replays
             // what was committed.
@@ -346,6 +354,7 @@ impl Driver {
         for r in self.replies.drain(..) {
             r();
         }
+        changed
     }
 
     /// Queue a reply to send after the commit.
