@@ -3,15 +3,17 @@
 //!
 //! A component of count n takes n slots and runs `processes` processes (n for job types
 //! `multiple` / `mpi`, 1 for `single`). Components that do not fit wait in a FIFO queue, the
-//! way a plain local batch queue does. Each launch gets a directory `L{launch}` under the
-//! work directory holding `launch.json` (what to run, and once started its process group and
-//! start time), one `exit.R` file per process written by a `/bin/sh` wrapper when that
-//! process ends, and `final.json` once the backend has seen the launch end. Because all of
-//! that is on disk and the processes run in their own session, they outlive a crashed server:
-//! a new `LocalCluster` on the same work directory adopts them (see [`adopt`]).
+//! way a plain local batch queue does. The work directory holds two files that are only
+//! appended to: `launches.jsonl`, a log of what each launch is (its request), when it started
+//! and in which process group, why it was killed and how it ended; and `exits`, one line per
+//! process that ended, written by a `/bin/sh` wrapper around the program. Because all of that
+//! is on disk and the processes run in their own process groups, they outlive a crashed
+//! server: a new `LocalCluster` on the same work directory adopts them (see [`adopt`]). A
+//! launch creates no file of its own but its output files.
 //!
-//! Standard output and error of all processes of a component go to the request's files. The
-//! wall time is enforced by killing the process group. The "other users" of the cluster are a
+//! Standard output and error of all processes of a component go to the request's files; the
+//! processes start in the folder of the standard output file unless the request names a
+//! working directory. The wall time is enforced by killing the process group. The "other users" of the cluster are a
 //! background load of slots taken outside coalloc ([`LocalCluster::set_background_slots`], or
 //! a varying load from [`BackgroundLoad`]).
 
@@ -19,7 +21,7 @@ mod adopt;
 mod process;
 
 use crate::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
-use process::Running;
+use process::{Exits, Log, Running};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -76,13 +78,15 @@ struct Inner {
     busy: u32,
     background: u32,
     stopping: bool,
+    /// Exit codes read from the `exits` file.
+    exits: Exits,
 }
 
 #[derive(Debug)]
 struct Shared {
     name: String,
     slots: u32,
-    work_dir: PathBuf,
+    log: Log,
     inner: Mutex<Inner>,
     wake: Condvar,
 }
@@ -110,11 +114,12 @@ impl LocalCluster {
                 .min(config.slots),
             ..Inner::default()
         };
-        adopt::adopt(&config.work_dir, &mut inner)?;
+        let log = Log::open(&config.work_dir)?;
+        adopt::adopt(&config.work_dir, &log, &mut inner);
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             slots: config.slots,
-            work_dir: config.work_dir,
+            log,
             inner: Mutex::new(inner),
             wake: Condvar::new(),
         });
@@ -159,10 +164,6 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn launch_dir(&self, id: &str) -> PathBuf {
-        self.work_dir.join(id)
-    }
-
     /// Start queued launches in FIFO order while the head fits.
     fn start_queued(&self, inner: &mut Inner) {
         while let Some(id) = inner.queue.front().cloned() {
@@ -176,9 +177,8 @@ impl Shared {
                 return;
             }
             inner.queue.pop_front();
-            let dir = self.launch_dir(&id);
             let launch = inner.launches.get_mut(&id).expect("looked up above");
-            match process::start(&launch.request, &dir) {
+            match process::start(&launch.request, &self.log) {
                 Ok(running) => {
                     launch.phase = Phase::Running(running);
                     inner.busy += count;
@@ -187,7 +187,7 @@ impl Shared {
                 }
                 Err(e) => {
                     let state = RemoteState::Failed(format!("could not start: {e}"));
-                    process::write_final(&dir, &state);
+                    self.log.ended(launch.request.launch, &state);
                     launch.phase = Phase::Done(state);
                 }
             }
@@ -196,20 +196,36 @@ impl Shared {
 
     /// Collect ended launches, enforce wall times; true if anything changed.
     fn reap(&self, inner: &mut Inner) -> bool {
-        let mut freed = 0;
+        let mut ended = Vec::new();
         for (id, launch) in inner.launches.iter_mut() {
             let Phase::Running(running) = &mut launch.phase else {
                 continue;
             };
-            let dir = self.work_dir.join(id);
-            if let Some(state) = running.poll(&dir, launch.request.processes) {
-                process::write_final(&dir, &state);
-                freed += launch.request.count;
-                launch.phase = Phase::Done(state);
+            if running.poll(&self.log, launch.request.launch) {
+                ended.push(id.clone());
             }
         }
-        inner.busy -= freed;
-        freed > 0
+        if ended.is_empty() {
+            return false;
+        }
+        // Every process of these launches is gone, so their exit codes are all written.
+        inner.exits.refresh(&self.log.exits);
+        for id in ended {
+            let Some(launch) = inner.launches.get_mut(&id) else {
+                continue;
+            };
+            let Phase::Running(running) = &launch.phase else {
+                continue;
+            };
+            let r = &launch.request;
+            let state = inner
+                .exits
+                .outcome(r.launch, r.processes, running.killed.as_deref());
+            self.log.ended(r.launch, &state);
+            inner.busy -= r.count;
+            launch.phase = Phase::Done(state);
+        }
+        true
     }
 }
 
@@ -285,8 +301,9 @@ impl Backend for LocalCluster {
             // The same launch sent again (a server that restarted before it heard back).
             return Ok(id);
         }
-        let dir = shared.launch_dir(&id);
-        process::write_request(&dir, request)?;
+        shared
+            .log
+            .append(&process::Record::Request(request.clone()))?;
         inner.launches.insert(
             id.clone(),
             Launch {
@@ -315,19 +332,18 @@ impl Backend for LocalCluster {
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {
         let shared = &self.shared;
         let mut inner = shared.lock();
-        let dir = shared.launch_dir(id);
         let Some(launch) = inner.launches.get_mut(id) else {
             return Ok(());
         };
         match &mut launch.phase {
             Phase::Queued => {
                 let state = RemoteState::Failed("cancelled".into());
-                process::write_final(&dir, &state);
+                shared.log.ended(launch.request.launch, &state);
                 launch.phase = Phase::Done(state);
                 inner.queue.retain(|q| q != id);
             }
             Phase::Running(running) => {
-                running.kill(&dir, "cancelled");
+                running.kill(&shared.log, launch.request.launch, "cancelled");
                 // Reap at once so that no process is left when cancel returns.
                 if shared.reap(&mut inner) {
                     shared.start_queued(&mut inner);
@@ -368,15 +384,27 @@ impl Drop for LocalCluster {
     }
 }
 
-/// The launch directories under `work_dir` (for tests and tools).
-pub fn launch_dirs(work_dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(work_dir)
+/// The launches recorded in the log of `work_dir`, in the order they were accepted (for tests
+/// and tools).
+pub fn recorded_launches(work_dir: &Path) -> Vec<u64> {
+    process::read_log(work_dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("launch.json").is_file())
-        .collect();
-    dirs.sort();
-    dirs
+        .filter_map(|r| match r {
+            process::Record::Request(r) => Some(r.launch),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The process group launch `launch` of `work_dir` was started in, if it was (for tests and
+/// tools).
+pub fn recorded_pgid(work_dir: &Path, launch: u64) -> Option<i32> {
+    process::read_log(work_dir)
+        .into_iter()
+        .find_map(|r| match r {
+            process::Record::Started {
+                launch: l, pgid, ..
+            } if l == launch => Some(pgid),
+            _ => None,
+        })
 }

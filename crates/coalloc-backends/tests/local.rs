@@ -1,7 +1,9 @@
 //! The local backend with real processes: running, failing, queueing, cancelling, wall
 //! times, the background load, and adoption by a new cluster on the same directory.
 
-use coalloc_backends::local::{launch_dirs, remote_id, LocalCluster, LocalConfig};
+use coalloc_backends::local::{
+    recorded_launches, recorded_pgid, remote_id, LocalCluster, LocalConfig,
+};
 use coalloc_backends::{Backend, BackendError, RemoteState, SubmitRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -61,11 +63,7 @@ fn wait_final(c: &LocalCluster, launch: u64) -> RemoteState {
 }
 
 fn pgid(dir: &Path, launch: u64) -> i32 {
-    let json =
-        std::fs::read_to_string(dir.join("site").join(remote_id(launch)).join("launch.json"))
-            .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    v["pgid"].as_i64().unwrap() as i32
+    recorded_pgid(&dir.join("site"), launch).unwrap()
 }
 
 fn group_alive(pgid: i32) -> bool {
@@ -105,7 +103,29 @@ fn processes_run_with_their_ranks_and_finish() {
     assert_eq!(lines, ["rank 0 of 10", "rank 1 of 11", "rank 2 of 12"]);
     assert_eq!(c.busy_slots(), 0);
     assert_eq!(c.load().unwrap().idle, 8);
-    assert_eq!(launch_dirs(&d.join("site")).len(), 1);
+    assert_eq!(recorded_launches(&d.join("site")), [1]);
+    // A launch creates no file of its own in the work directory: two logs are appended to.
+    let mut files: Vec<String> = std::fs::read_dir(d.join("site"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["exits", "launches.jsonl"]);
+}
+
+#[test]
+fn processes_start_in_the_folder_of_their_output_unless_told_otherwise() {
+    let d = temp_dir("cwd");
+    let c = cluster(&d, 8);
+    c.submit(&sh(&d, 1, 1, 1, "pwd")).unwrap();
+    let mut other = sh(&d, 2, 1, 1, "pwd");
+    other.directory = Some("/".into());
+    c.submit(&other).unwrap();
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    assert_eq!(wait_final(&c, 2), RemoteState::Finished);
+    let out = std::fs::read_to_string(d.join("out/1.out")).unwrap();
+    assert_eq!(Path::new(out.trim()), d.join("out").canonicalize().unwrap());
+    assert_eq!(std::fs::read_to_string(d.join("out/2.out")).unwrap(), "/\n");
 }
 
 #[test]
@@ -119,7 +139,7 @@ fn a_missing_executable_or_an_oversize_request_is_rejected_before_anything_start
     assert!(matches!(c.submit(&r), Err(BackendError::Rejected(_))));
     let big = sh(&d, 2, 9, 1, "true");
     assert!(matches!(c.submit(&big), Err(BackendError::Rejected(m)) if m.contains("9 processors")));
-    assert!(launch_dirs(&d.join("site")).is_empty());
+    assert!(recorded_launches(&d.join("site")).is_empty());
     assert_eq!(state(&c, 1), RemoteState::Unknown);
 }
 
@@ -249,6 +269,48 @@ fn a_launch_that_ended_while_no_server_watched_is_read_from_its_files() {
         RemoteState::Failed("process 0 exited with 4".into())
     );
     assert_eq!(state(&c, 2), RemoteState::Finished);
+}
+
+#[test]
+fn a_log_line_cut_short_by_a_crash_is_skipped() {
+    let d = temp_dir("torn");
+    let c = cluster(&d, 4);
+    c.submit(&sh(&d, 1, 1, 1, "exit 3")).unwrap();
+    assert_eq!(
+        wait_final(&c, 1),
+        RemoteState::Failed("process 0 exited with 3".into())
+    );
+    drop(c);
+    use std::io::Write;
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(d.join("site/launches.jsonl"))
+        .unwrap();
+    log.write_all(br#"{"request":{"launch":2,"#).unwrap();
+    let mut exits = std::fs::OpenOptions::new()
+        .append(true)
+        .open(d.join("site/exits"))
+        .unwrap();
+    exits.write_all(b"2 0").unwrap();
+    let c = cluster(&d, 4);
+    assert_eq!(
+        state(&c, 1),
+        RemoteState::Failed("process 0 exited with 3".into())
+    );
+    assert_eq!(state(&c, 2), RemoteState::Unknown);
+    assert_eq!(c.load().unwrap().idle, 4);
+    // The cut lines do not swallow the next ones.
+    c.submit(&sh(&d, 3, 1, 1, "exit 5")).unwrap();
+    assert_eq!(
+        wait_final(&c, 3),
+        RemoteState::Failed("process 0 exited with 5".into())
+    );
+    drop(c);
+    let c = cluster(&d, 4);
+    assert_eq!(
+        state(&c, 3),
+        RemoteState::Failed("process 0 exited with 5".into())
+    );
 }
 
 #[test]

@@ -1,67 +1,211 @@
 //! The processes of one local launch: starting them under a `/bin/sh` wrapper in a process
 //! group of their own, watching them end (as our children, or adopted from an earlier server
-//! by their process group), killing the group, and the launch's files on disk.
+//! by their process group), killing the group, and the cluster's two files on disk.
+//!
+//! Both files are only ever appended to, so that a launch creates no file of its own (on a
+//! file system where creating a file is slow, a few of them per launch were most of the cost
+//! of starting one): `launches.jsonl` holds one [`Record`] a line, `exits` one line
+//! `LAUNCH RANK CODE` per process that ended, written by the wrapper. A line is one `write` to
+//! a file opened for appending; a line cut short by a crash does not parse and is skipped.
 
 use crate::{BackendError, RemoteState, SubmitRequest};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Starts `$COALLOC_LAUNCH_PROCESSES` copies of `"$@"`, each with its ranks, and writes each
-/// one's exit code to `exit.R` when it ends; the last rank runs in the wrapper itself, so a
-/// one-process component costs one shell and the program. A process killed with its group
-/// writes nothing, which is how a kill is told from an exit (the files are read only once
-/// every process of the group is gone).
+/// Starts `$COALLOC_LAUNCH_PROCESSES` copies of `"$@"`, each with its ranks, and appends each
+/// one's exit code to the cluster's `exits` file when it ends; the last rank runs in the
+/// wrapper itself, so a one-process component costs one shell and the program. A process
+/// killed with its group writes nothing, which is how a kill is told from an exit (the codes
+/// are read only once every process of the group is gone).
 const WRAPPER: &str = r#"n=$COALLOC_LAUNCH_PROCESSES
 off=${COALLOC_RANK_OFFSET:-0}
-d=$COALLOC_LAUNCH_DIR
+x=$COALLOC_LAUNCH_EXITS
+l=$COALLOC_LAUNCH_ID
 i=0
 while [ "$i" -lt "$n" ]; do
   COALLOC_LOCAL_RANK=$i
   COALLOC_RANK=$((off + i))
   export COALLOC_LOCAL_RANK COALLOC_RANK
   if [ "$((i + 1))" -lt "$n" ]; then
-    ( "$@" </dev/null; echo $? > "$d/exit.$i" ) &
+    ( "$@" </dev/null; echo "$l $i $?" >> "$x" ) &
   else
-    "$@" </dev/null; echo $? > "$d/exit.$i"
+    "$@" </dev/null; echo "$l $i $?" >> "$x"
   fi
   i=$((i + 1))
 done
 wait
 "#;
 
-/// What `launch.json` holds: the request, and once started the process group and start time.
+/// The launch log's name in the work directory.
+pub(super) const LOG: &str = "launches.jsonl";
+/// The exit codes' file name in the work directory.
+pub(super) const EXITS: &str = "exits";
+
+/// One line of `launches.jsonl`.
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Stored {
-    #[serde(flatten)]
-    pub request: SubmitRequest,
-    #[serde(default)]
-    pub pgid: Option<i32>,
-    #[serde(default)]
-    pub started_ms: Option<i64>,
+#[serde(rename_all = "snake_case")]
+pub(super) enum Record {
+    /// A launch was accepted (it may have to wait in the queue).
+    Request(SubmitRequest),
+    /// Its processes were started in process group `pgid`.
+    Started {
+        launch: u64,
+        pgid: i32,
+        started_ms: i64,
+    },
+    /// Its processes are being killed, for this reason.
+    Killing { launch: u64, reason: String },
+    /// The backend saw it end.
+    Ended { launch: u64, outcome: Final },
 }
 
-impl Stored {
-    fn new(r: &SubmitRequest) -> Stored {
-        Stored {
-            request: r.clone(),
-            pgid: None,
-            started_ms: None,
-        }
-    }
-}
-
-/// `final.json`: how the launch ended.
-#[derive(Debug, Serialize, Deserialize)]
+/// How a launch ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub(super) enum Final {
     Finished,
     Failed { reason: String },
+}
+
+impl Final {
+    pub fn state(self) -> RemoteState {
+        match self {
+            Final::Finished => RemoteState::Finished,
+            Final::Failed { reason } => RemoteState::Failed(reason),
+        }
+    }
+}
+
+/// The cluster's launch log, open for appending.
+#[derive(Debug)]
+pub(super) struct Log {
+    file: File,
+    /// The `exits` file the wrappers append to.
+    pub exits: PathBuf,
+}
+
+impl Log {
+    /// Open (creating them if missing) the log and the exits file of `work_dir`.
+    pub fn open(work_dir: &Path) -> io::Result<Log> {
+        let exits = work_dir.join(EXITS);
+        open_log(&exits)?;
+        Ok(Log {
+            file: open_log(&work_dir.join(LOG))?,
+            exits,
+        })
+    }
+
+    /// Append one record, in one write.
+    pub fn append(&self, r: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(r).map_err(io::Error::other)?;
+        line.push(b'\n');
+        (&self.file).write_all(&line)
+    }
+
+    /// Record how a launch ended (best effort: the state is known in memory anyway, and a
+    /// restart that finds no end reads the exit codes again).
+    pub fn ended(&self, launch: u64, state: &RemoteState) {
+        let outcome = match state {
+            RemoteState::Finished => Final::Finished,
+            RemoteState::Failed(reason) => Final::Failed {
+                reason: reason.clone(),
+            },
+            _ => return,
+        };
+        let _ = self.append(&Record::Ended { launch, outcome });
+    }
+}
+
+/// Open a log for appending (and reading), ending a line cut short by a crash so that it does
+/// not swallow the next one.
+fn open_log(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, len - 1)?;
+        if last[0] != b'\n' {
+            (&file).write_all(b"\n")?;
+        }
+    }
+    Ok(file)
+}
+
+/// Every record of the log in `work_dir`, in order; lines that do not parse are skipped.
+pub(super) fn read_log(work_dir: &Path) -> Vec<Record> {
+    let text = std::fs::read(work_dir.join(LOG)).unwrap_or_default();
+    text.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect()
+}
+
+/// The exit codes read so far from `exits`, by launch and rank. The file is read on from
+/// where the last look ended.
+#[derive(Debug, Default)]
+pub(super) struct Exits {
+    offset: u64,
+    codes: HashMap<(u64, u32), String>,
+}
+
+impl Exits {
+    /// Read the lines appended since the last look.
+    pub fn refresh(&mut self, path: &Path) {
+        let Ok(mut f) = File::open(path) else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        if f.seek(SeekFrom::Start(self.offset)).is_err() || f.read_to_end(&mut bytes).is_err() {
+            return;
+        }
+        // Only whole lines: a wrapper may be writing the next one now.
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return;
+        };
+        self.offset += end as u64 + 1;
+        for line in String::from_utf8_lossy(&bytes[..end]).lines() {
+            let mut w = line.split_whitespace();
+            if let (Some(l), Some(r), Some(code)) = (w.next(), w.next(), w.next()) {
+                if let (Ok(l), Ok(r)) = (l.parse(), r.parse()) {
+                    self.codes.insert((l, r), code.to_string());
+                }
+            }
+        }
+    }
+
+    /// How a launch whose processes are all gone ended; forgets its codes.
+    pub fn outcome(&mut self, launch: u64, processes: u32, killed: Option<&str>) -> RemoteState {
+        let codes: Vec<Option<String>> = (0..processes)
+            .map(|rank| self.codes.remove(&(launch, rank)))
+            .collect();
+        if let Some(reason) = killed {
+            return RemoteState::Failed(reason.to_string());
+        }
+        for (rank, code) in codes.iter().enumerate() {
+            match code.as_deref() {
+                Some("0") => {}
+                Some("127") => {
+                    return RemoteState::Failed(format!("process {rank}: command not found (127)"))
+                }
+                Some(code) => {
+                    return RemoteState::Failed(format!("process {rank} exited with {code}"))
+                }
+                None => return RemoteState::Failed(format!("process {rank} was killed")),
+            }
+        }
+        RemoteState::Finished
+    }
 }
 
 /// A started launch.
@@ -73,7 +217,8 @@ pub(super) struct Running {
     /// Unix milliseconds after which the wall time is exceeded.
     deadline_ms: Option<i64>,
     wall_ms: Option<i64>,
-    killed: bool,
+    /// Why its processes were killed, once they were.
+    pub killed: Option<String>,
 }
 
 fn now_ms() -> i64 {
@@ -81,33 +226,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let part = path.with_extension("part");
-    std::fs::write(&part, bytes)?;
-    std::fs::rename(part, path)
-}
-
-/// Create the launch directory and its `launch.json`.
-pub(super) fn write_request(dir: &Path, request: &SubmitRequest) -> Result<(), BackendError> {
-    std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec_pretty(&Stored::new(request)).map_err(io::Error::other)?;
-    write_atomic(&dir.join("launch.json"), &json)?;
-    Ok(())
-}
-
-pub(super) fn write_final(dir: &Path, state: &RemoteState) {
-    let f = match state {
-        RemoteState::Finished => Final::Finished,
-        RemoteState::Failed(reason) => Final::Failed {
-            reason: reason.clone(),
-        },
-        _ => return,
-    };
-    if let Ok(json) = serde_json::to_vec(&f) {
-        let _ = write_atomic(&dir.join("final.json"), &json);
-    }
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -155,10 +273,12 @@ fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// Start the launch's processes; records the process group in `launch.json`.
-pub(super) fn start(r: &SubmitRequest, dir: &Path) -> io::Result<Running> {
+/// Start the launch's processes and record their process group in the log. The working
+/// directory, unless the request names one, is the folder of the launch's standard output.
+pub(super) fn start(r: &SubmitRequest, log: &Log) -> io::Result<Running> {
     let stdout = open_append(&r.stdout)?;
     let stderr = open_append(&r.stderr)?;
+    let default_dir = r.stdout.parent().unwrap_or(Path::new("/"));
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(WRAPPER)
@@ -166,9 +286,10 @@ pub(super) fn start(r: &SubmitRequest, dir: &Path) -> io::Result<Running> {
         .arg(&r.executable)
         .args(&r.arguments)
         .envs(r.environment.iter().map(|(k, v)| (k, v)))
-        .env("COALLOC_LAUNCH_DIR", dir)
+        .env("COALLOC_LAUNCH_EXITS", &log.exits)
+        .env("COALLOC_LAUNCH_ID", r.launch.to_string())
         .env("COALLOC_LAUNCH_PROCESSES", r.processes.to_string())
-        .current_dir(r.directory.as_deref().unwrap_or(dir))
+        .current_dir(r.directory.as_deref().unwrap_or(default_dir))
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
@@ -177,28 +298,39 @@ pub(super) fn start(r: &SubmitRequest, dir: &Path) -> io::Result<Running> {
     let child = cmd.spawn()?;
     let pgid = child.id() as i32;
     let started = now_ms();
-    let mut stored = Stored::new(r);
-    stored.pgid = Some(pgid);
-    stored.started_ms = Some(started);
-    let json = serde_json::to_vec_pretty(&stored).map_err(io::Error::other)?;
-    write_atomic(&dir.join("launch.json"), &json)?;
-    Ok(Running {
+    let mut running = Running {
         child: Some(child),
         pgid,
         deadline_ms: r.wall_time_ms.map(|w| started + w),
         wall_ms: r.wall_time_ms,
-        killed: false,
-    })
+        killed: None,
+    };
+    let record = Record::Started {
+        launch: r.launch,
+        pgid,
+        started_ms: started,
+    };
+    if let Err(e) = log.append(&record) {
+        // Not on disk, not adoptable after a crash: do not let it run.
+        running.kill(log, r.launch, "could not record the start");
+        return Err(e);
+    }
+    Ok(running)
 }
 
 /// A launch found running by a new server.
-pub(super) fn adopted(pgid: i32, started_ms: i64, wall_time_ms: Option<i64>) -> Running {
+pub(super) fn adopted(
+    pgid: i32,
+    started_ms: i64,
+    wall_time_ms: Option<i64>,
+    killed: Option<String>,
+) -> Running {
     Running {
         child: None,
         pgid,
         deadline_ms: wall_time_ms.map(|w| started_ms + w),
         wall_ms: wall_time_ms,
-        killed: false,
+        killed,
     }
 }
 
@@ -222,53 +354,34 @@ fn kill_group(pgid: i32) {
     }
 }
 
-/// How a launch whose processes are all gone ended, from its files.
-pub(super) fn outcome(dir: &Path, processes: u32) -> RemoteState {
-    if let Ok(reason) = std::fs::read_to_string(dir.join("reason")) {
-        return RemoteState::Failed(reason.trim().to_string());
-    }
-    for rank in 0..processes {
-        let code = std::fs::read_to_string(dir.join(format!("exit.{rank}")));
-        match code.as_deref().map(str::trim) {
-            Ok("0") => {}
-            Ok("127") => {
-                return RemoteState::Failed(format!("process {rank}: command not found (127)"))
-            }
-            Ok(code) if !code.is_empty() => {
-                return RemoteState::Failed(format!("process {rank} exited with {code}"))
-            }
-            _ => return RemoteState::Failed(format!("process {rank} was killed")),
-        }
-    }
-    RemoteState::Finished
-}
-
 impl Running {
-    /// The final state once every process has ended; enforces the wall time.
-    pub fn poll(&mut self, dir: &Path, processes: u32) -> Option<RemoteState> {
+    /// True once every process has ended; enforces the wall time.
+    pub fn poll(&mut self, log: &Log, launch: u64) -> bool {
         if let Some(deadline) = self.deadline_ms {
-            if !self.killed && now_ms() >= deadline {
+            if self.killed.is_none() && now_ms() >= deadline {
                 let secs = self.wall_ms.unwrap_or(0) as f64 / 1000.0;
-                self.kill(dir, &format!("wall time of {secs} s exceeded"));
+                self.kill(log, launch, &format!("wall time of {secs} s exceeded"));
             }
         }
         let ended = match &mut self.child {
             Some(child) => !matches!(child.try_wait(), Ok(None)),
             None => !group_alive(self.pgid),
         };
-        if !ended {
-            return None;
+        if ended {
+            // Whatever the processes left behind in their group goes with them.
+            kill_group(self.pgid);
         }
-        // Whatever the processes left behind in their group goes with them.
-        kill_group(self.pgid);
-        Some(outcome(dir, processes))
+        ended
     }
 
     /// Kill every process of the launch, recording why.
-    pub fn kill(&mut self, dir: &Path, reason: &str) {
-        let _ = write_atomic(&dir.join("reason"), reason.as_bytes());
+    pub fn kill(&mut self, log: &Log, launch: u64, reason: &str) {
+        let _ = log.append(&Record::Killing {
+            launch,
+            reason: reason.to_string(),
+        });
         kill_group(self.pgid);
-        self.killed = true;
+        self.killed = Some(reason.to_string());
         if let Some(child) = &mut self.child {
             let _ = child.wait();
         }

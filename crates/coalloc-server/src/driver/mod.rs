@@ -319,8 +319,7 @@ impl Driver {
             while let Some(e) = self.internal.pop_front() {
                 let _ = self.apply(e);
             }
-            changed |= !self.pending.is_empty();
-            self.commit();
+            changed |= self.commit();
             self.run_commands();
             if self.internal.is_empty() {
                 break;
@@ -342,8 +341,10 @@ impl Driver {
         }
     }
 
-    /// Journal this turn's entries, then send the replies that waited for them.
-    fn commit(&mut self) {
+    /// Journal this turn's entries, then send the replies that waited for them; true if there
+    /// were entries (the state changed).
+    fn commit(&mut self) -> bool {
+        let changed = !self.pending.is_empty();
         if let Err(e) = self.journal.append(&self.pending) {
             // Nothing may be acknowledged that is not on disk: stop here; a restart replays
             // what was committed.
@@ -355,6 +356,7 @@ impl Driver {
         for r in self.replies.drain(..) {
             r();
         }
+        changed
     }
 
     /// Queue a reply to send after the commit.
