@@ -17,8 +17,7 @@ pub mod slurm;
 
 use std::path::PathBuf;
 
-/// A backend's handle for one submitted component (a local launch directory name, a Slurm job
-/// id). It is journaled by the server, so that after a restart the component is found again
+/// A backend's handle for one submitted component (a local launch's name, a Slurm job id). It is journaled by the server, so that after a restart the component is found again
 /// ("adopted") by this handle.
 pub type RemoteId = String;
 

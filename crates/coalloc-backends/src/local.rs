@@ -13,9 +13,9 @@
 //!
 //! Standard output and error of all processes of a component go to the request's files; the
 //! processes start in the folder of the standard output file unless the request names a
-//! working directory. The wall time is enforced by killing the process group. The "other users" of the cluster are a
-//! background load of slots taken outside coalloc ([`LocalCluster::set_background_slots`], or
-//! a varying load from [`BackgroundLoad`]).
+//! working directory. The wall time is enforced by killing the process group. The "other
+//! users" of the cluster are a background load of slots taken outside coalloc
+//! ([`LocalCluster::set_background_slots`], or a varying load from [`BackgroundLoad`]).
 
 mod adopt;
 mod process;
