@@ -5,6 +5,8 @@
 //! under EASY and under EASY that computes every pass from scratch, and every job must start
 //! at the same time on the same sites in both.
 
+mod common;
+
 use coalloc_core::model::*;
 use coalloc_core::queue::backfill::Easy;
 use coalloc_core::queue::QueuePolicy;
@@ -87,7 +89,7 @@ fn run(sizes: &[u32], jobs: &[Gen], queue: Box<dyn QueuePolicy>) -> Schedule {
         }
         loop {
             let mut ready = Vec::new();
-            while let Some(cmd) = s.poll_command() {
+            for cmd in common::drain(&mut s) {
                 match cmd {
                     Command::StartComponent(st) => {
                         launches.entry(st.job).or_default().push(st.launch);

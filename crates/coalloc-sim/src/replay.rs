@@ -92,21 +92,21 @@ pub fn replay(
     let mut arrivals: Vec<usize> = Vec::new();
     loop {
         let next_end = heap.peek().map(|Reverse((t, _))| *t);
-        let next_event = match (next_end, next_arrival.peek().map(|&i| arrival_time(i))) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let now = match (next_event, s.next_wakeup()) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => break,
+        let next_arrival_time = next_arrival.peek().map(|&i| arrival_time(i));
+        let Some(now) = [next_end, next_arrival_time, s.next_wakeup()]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            break;
         };
         batch.clear();
         arrivals.clear();
-        while let Some(Reverse((_, launch))) = heap.peek_mut().and_then(|top| {
-            (top.0 .0 == now).then(|| std::collections::binary_heap::PeekMut::pop(top))
-        }) {
+        while let Some(&Reverse((t, launch))) = heap.peek() {
+            if t != now {
+                break;
+            }
+            heap.pop();
             batch.push(Event::ComponentFinished { launch });
         }
         while let Some(i) = next_arrival.next_if(|&i| arrival_time(i) == now) {

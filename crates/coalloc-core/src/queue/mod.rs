@@ -247,6 +247,11 @@ impl Arrivals {
 
     /// The queued jobs in arrival order, as they are now.
     pub fn snapshot(&self) -> Vec<JobId> {
-        self.queue.values().copied().collect()
+        self.since(0).collect()
+    }
+
+    /// The queued jobs that arrived at or after sequence `seq`, in arrival order.
+    pub fn since(&self, seq: u64) -> impl Iterator<Item = JobId> + '_ {
+        self.queue.range(seq..).map(|(_, &id)| id)
     }
 }

@@ -121,7 +121,7 @@ impl Core {
             }
         }
         // A queued job's demand or a starting job's holdings changed.
-        self.active_version += 1;
+        self.active.touch();
         Ok(())
     }
 }

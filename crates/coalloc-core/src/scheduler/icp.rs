@@ -88,7 +88,6 @@ impl Core {
         let jct = first_jct(now, ftt, l);
         j.phase = Phase::Claiming;
         self.active.insert(id);
-        self.active_version += 1;
         j.hold_until = Some(jst);
         j.claim = Some(Box::new(ClaimState {
             jpt: now,
@@ -233,7 +232,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("known job");
         if j.comps.iter().all(|c| c.phase != CompPhase::Idle) {
             j.phase = Phase::Starting;
-            self.active_version += 1;
+            self.active.touch();
             self.arm_hold(id);
             return self.check_commit(id);
         }

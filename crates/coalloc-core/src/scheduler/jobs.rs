@@ -217,3 +217,38 @@ impl std::ops::Index<&JobId> for JobTable {
         self.get(id).expect("a job the scheduler numbered")
     }
 }
+
+/// Jobs placed and not ended (claiming, starting or running), so that policies can look at
+/// them without scanning every job ever submitted; with a version that moves whenever the set
+/// changes or [`Active::touch`] says one of its jobs changed how it holds processors (see
+/// [`crate::queue::PassCtx::running_version`]).
+#[derive(Debug, Default)]
+pub struct Active {
+    jobs: std::collections::BTreeSet<JobId>,
+    version: u64,
+}
+
+impl Active {
+    pub fn insert(&mut self, id: JobId) {
+        self.jobs.insert(id);
+        self.version += 1;
+    }
+
+    pub fn remove(&mut self, id: JobId) {
+        self.jobs.remove(&id);
+        self.version += 1;
+    }
+
+    /// One of the jobs (or a queued job's demand) changed without entering or leaving.
+    pub fn touch(&mut self) {
+        self.version += 1;
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &JobId> {
+        self.jobs.iter()
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}

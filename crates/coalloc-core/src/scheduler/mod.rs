@@ -60,12 +60,8 @@ struct Core {
     config: SchedulerConfig,
     sites: SiteTable,
     jobs: jobs::JobTable,
-    /// Jobs placed and not ended (claiming, starting or running), so that policies can look
-    /// at them without scanning every job ever submitted.
-    active: BTreeSet<JobId>,
-    /// Bumped whenever `active` changes or one of its jobs commits (see
-    /// [`PassCtx::running_version`]).
-    active_version: u64,
+    /// Jobs placed and not ended.
+    active: jobs::Active,
     launches: HashMap<LaunchId, (JobId, usize)>,
     transfers: HashMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
@@ -124,8 +120,7 @@ impl Scheduler {
                 sites,
                 config,
                 jobs: jobs::JobTable::default(),
-                active: BTreeSet::new(),
-                active_version: 0,
+                active: jobs::Active::default(),
                 launches: HashMap::new(),
                 transfers: HashMap::new(),
                 next_transfer: 1,
@@ -516,7 +511,7 @@ impl PassCtx for Core {
     }
 
     fn running_version(&self) -> u64 {
-        self.active_version
+        self.active.version()
     }
 
     fn usable(&self) -> Vec<bool> {

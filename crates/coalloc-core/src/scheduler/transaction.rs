@@ -82,14 +82,12 @@ impl Core {
     /// quick reject of [`Demand`](crate::queue::backfill::Demand), a necessary condition of
     /// every placement.
     fn may_fit_now(&self, job: &Job, allowed: Option<&[bool]>) -> bool {
-        let (mut total, mut most) = (0u64, 0u32);
-        for (i, s) in self.sites.state.iter().enumerate() {
-            if s.usable() && allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true)) {
-                total += u64::from(s.idle);
-                most = most.max(s.idle);
-            }
-        }
-        crate::queue::backfill::Demand::of(job).may_fit_stats((total, most))
+        use crate::queue::backfill::{usable_stats_of, Demand};
+        let sites = self.sites.state.iter().enumerate().map(|(i, s)| {
+            let allowed = allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true));
+            (s.idle, s.usable() && allowed)
+        });
+        Demand::of(job).may_fit_stats(usable_stats_of(sites))
     }
 
     pub(super) fn try_place_and_start(&mut self, id: JobId, options: &StartOptions) -> bool {
@@ -163,7 +161,6 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
         j.phase = Phase::Starting;
         self.active.insert(id);
-        self.active_version += 1;
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(now);
         j.record.run_mut().last_jst = Some(now);
@@ -283,7 +280,7 @@ impl Core {
             return;
         }
         j.phase = Phase::Running;
-        self.active_version += 1;
+        self.active.touch();
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
         j.record.run_mut().start = Some(now);
@@ -516,8 +513,7 @@ impl Core {
         j.job.components.retain(|_| keep.next().unwrap_or(true));
         j.comps = Vec::new();
         j.phase = Phase::Queued;
-        self.active.remove(&id);
-        self.active_version += 1;
+        self.active.remove(id);
         j.generation += 1;
         j.record.run_mut().start = None;
         j.record.run_mut().barrier_release = None;
@@ -530,8 +526,7 @@ impl Core {
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
-        self.active.remove(&id);
-        self.active_version += 1;
+        self.active.remove(id);
         j.generation += 1;
         j.record.run_mut().end = Some(now);
         let record = Box::new(j.record.clone());

@@ -173,35 +173,17 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
-        let seen = Seen::now(ctx);
-        let now = ctx.now();
         let carried = self.carry.take();
-        if let Some(carry) = carried.filter(|c| c.holds(&seen, now, &self.queue)) {
+        if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
             // Only jobs arrived since: the ones before them would decide as they did.
-            let mut fresh = Vec::new();
-            let mut from = carry.cursor;
-            while let Some((seq, id)) = self.queue.first_from(from) {
-                fresh.push(id);
-                from = seq + 1;
-            }
-            let cursor = self.queue.next_seq();
-            let (extra, kept) = self.backfill(ctx, fresh, carry.shadow, carry.extra);
-            self.keep(
-                ctx,
-                kept,
-                carry.head,
-                carry.shadow,
-                carry.until,
-                extra,
-                cursor,
-            );
+            let fresh = self.queue.since(carry.cursor).collect();
+            self.backfill(ctx, fresh, carry.reservation);
             return;
         }
         let order = self.queue.snapshot();
-        let cursor = self.queue.next_seq();
         let mut rest = order.into_iter();
         // 1. FCFS until the head.
-        let (head, shadow, until, extra) = loop {
+        let reservation = loop {
             let Some(id) = rest.next() else {
                 return;
             };
@@ -213,40 +195,37 @@ impl QueuePolicy for Easy {
                 // Nothing is idle: nothing to backfill, no need for a shadow.
                 return;
             }
-            match head_reservation(ctx, id) {
-                HeadReservation::At { shadow, extra, .. } => {
-                    break (id, Some(shadow), shadow, extra)
-                }
+            let (shadow, until, extra) = match head_reservation(ctx, id) {
+                HeadReservation::At { shadow, extra, .. } => (Some(shadow), shadow, extra),
                 HeadReservation::Never {
                     relaxed_at, extra, ..
-                } => break (id, None, relaxed_at, extra),
+                } => (None, relaxed_at, extra),
                 HeadReservation::Hopeless => continue,
-            }
+            };
+            break Reservation {
+                head: id,
+                shadow,
+                until,
+                extra,
+            };
         };
         // 2. Backfill the later jobs.
-        let (extra, kept) = self.backfill(ctx, rest.collect(), shadow, extra);
-        self.keep(ctx, kept, head, shadow, until, extra, cursor);
+        self.backfill(ctx, rest.collect(), reservation);
     }
 }
 
 impl Easy {
     /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
-    /// head's `shadow` time and `extra` processors. Returns the extra processors left, and
-    /// whether they are still those a new [`head_reservation`] would find (no job took any).
-    fn backfill(
-        &mut self,
-        ctx: &mut dyn PassCtx,
-        jobs: Vec<JobId>,
-        shadow: Option<Time>,
-        mut extra: Vec<u32>,
-    ) -> (Vec<u32>, bool) {
+    /// head's reservation; then carry the reservation to the next pass if no job took any of
+    /// its extra processors (a new [`head_reservation`] would find the same).
+    fn backfill(&mut self, ctx: &mut dyn PassCtx, jobs: Vec<JobId>, mut r: Reservation) {
         let now = ctx.now();
         let usable = ctx.usable();
         let mut idle = ctx.idle();
         let mut untouched = true;
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
         let mut room = usable_stats(&idle, &usable);
-        let mut extra_room = usable_stats(&min_of(&idle, &extra), &usable);
+        let mut extra_room = usable_stats(&min_of(&idle, &r.extra), &usable);
         for id in jobs {
             if room.0 == 0 {
                 break;
@@ -255,50 +234,47 @@ impl Easy {
             if !demand.may_fit_stats(room) {
                 continue;
             }
-            let short = shadow.is_some_and(|s| now.saturating_add(ctx.estimate(id)) <= s);
+            let short = r
+                .shadow
+                .is_some_and(|s| now.saturating_add(ctx.estimate(id)) <= s);
             let started = if short {
                 start_within(ctx, id, &idle, &usable, &idle)
             } else if !demand.may_fit_stats(extra_room) {
                 None
             } else {
-                start_within(ctx, id, &idle, &usable, &extra)
+                start_within(ctx, id, &idle, &usable, &r.extra)
             };
             let Some(took) = started else {
                 continue;
             };
             self.queue.remove(id);
             if !short {
-                extra = minus(&extra, &took);
+                r.extra = minus(&r.extra, &took);
                 untouched = false;
             }
             idle = ctx.idle();
             room = usable_stats(&idle, &usable);
-            extra_room = usable_stats(&min_of(&idle, &extra), &usable);
+            extra_room = usable_stats(&min_of(&idle, &r.extra), &usable);
         }
-        (extra, untouched)
-    }
-
-    /// Remember the head's reservation for the next pass, when it would find the same one.
-    #[allow(clippy::too_many_arguments)]
-    fn keep(
-        &mut self,
-        ctx: &dyn PassCtx,
-        untouched: bool,
-        head: JobId,
-        shadow: Option<Time>,
-        until: Time,
-        extra: Vec<u32>,
-        cursor: u64,
-    ) {
         self.carry = (untouched && !self.no_carry).then(|| Carry {
             seen: Seen::now(ctx),
-            head,
-            shadow,
-            until,
-            extra,
-            cursor,
+            reservation: r,
+            cursor: self.queue.next_seq(),
         });
     }
+}
+
+/// The head's reservation during a pass.
+#[derive(Debug, Clone)]
+struct Reservation {
+    head: JobId,
+    /// The shadow time (`None`: the head fits at no time).
+    shadow: Option<Time>,
+    /// The reservation's time: the shadow time, or the relaxed step of a head that fits at
+    /// no time.
+    until: Time,
+    /// The extra processors per site, less what backfilled jobs took.
+    extra: Vec<u32>,
 }
 
 /// What a pass saw of everything but the queue: a later pass that sees the same (and comes
@@ -329,18 +305,15 @@ impl Seen {
 #[derive(Debug, Clone)]
 struct Carry {
     seen: Seen,
-    head: JobId,
-    shadow: Option<Time>,
-    /// The reservation's time: the shadow time, or the relaxed step of a head that fits at
-    /// no time.
-    until: Time,
-    extra: Vec<u32>,
+    reservation: Reservation,
     /// Every job that arrived before this sequence number was looked at.
     cursor: u64,
 }
 
 impl Carry {
-    fn holds(&self, seen: &Seen, now: Time, queue: &Arrivals) -> bool {
-        self.seen == *seen && now <= self.until && queue.contains(self.head)
+    fn holds(&self, ctx: &dyn PassCtx, queue: &Arrivals) -> bool {
+        ctx.now() <= self.reservation.until
+            && queue.contains(self.reservation.head)
+            && self.seen == Seen::now(ctx)
     }
 }

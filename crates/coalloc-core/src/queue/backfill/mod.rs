@@ -136,10 +136,14 @@ impl Demand {
 
 /// The sum of and the most processors on the usable sites.
 pub fn usable_stats(free: &[u32], usable: &[bool]) -> (u64, u32) {
-    free.iter()
-        .zip(usable)
-        .filter(|(_, &u)| u)
-        .fold((0, 0), |(sum, max), (&f, _)| {
+    usable_stats_of(free.iter().copied().zip(usable.iter().copied()))
+}
+
+/// [`usable_stats`] of `(free, usable)` per site, for a caller that has no vectors of them.
+pub fn usable_stats_of(sites: impl Iterator<Item = (u32, bool)>) -> (u64, u32) {
+    sites
+        .filter(|&(_, u)| u)
+        .fold((0, 0), |(sum, max), (f, _)| {
             (sum + u64::from(f), max.max(f))
         })
 }
