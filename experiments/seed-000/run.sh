@@ -5,12 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-coalloc="${1:-}"
-if [ -z "$coalloc" ]; then
-  target="${CARGO_TARGET_DIR:-$root/target}"
-  (cd "$root" && cargo build --release --bin coalloc)
-  coalloc="$target/release/coalloc"
-fi
+. "$root/experiments/coalloc.sh"
 cd "$here"
 rm -rf results
 for f in koala.toml utilization.toml threshold.toml; do

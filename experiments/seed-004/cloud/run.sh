@@ -8,12 +8,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-coalloc="${1:-}"
-if [ -z "$coalloc" ]; then
-  target="${CARGO_TARGET_DIR:-$root/target}"
-  (cd "$root" && cargo build --release --bin coalloc)
-  coalloc="$target/release/coalloc"
-fi
+. "$root/experiments/coalloc.sh"
 traces="${COALLOC_TRACES:-$root/../shared/traces}"
 for t in KTH-SP2-1996-2.1-cln CTC-SP2-1996-3.1-cln SDSC-BLUE-2000-4.2-cln LCG-2005-1; do
   [ -f "$traces/$t.swf.gz" ] || { echo "missing $traces/$t.swf.gz (set COALLOC_TRACES)" >&2; exit 1; }
