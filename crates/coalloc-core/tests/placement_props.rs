@@ -3,7 +3,7 @@
 //! its named site for an ordered job), uses only usable sites, and is deterministic.
 
 use coalloc_core::model::{Component, FileDistribution, Flexible, InputFile, Job, JobKind, Site};
-use coalloc_core::placement::{place, Fit, FlexibleFit, NoFit, SiteView};
+use coalloc_core::placement::{place, place_sites, Fit, FlexibleFit, NoFit, SiteView};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -119,6 +119,16 @@ proptest! {
         let result = place(&job, &view, fit, how);
         // Deterministic: the same input gives the same output.
         prop_assert_eq!(&result, &place(&job, &view, fit, how));
+        // The dry run agrees with the placement, processors per site and failure alike.
+        let dry = place_sites(&job, &SiteView::borrowed(&sites, &idle, &usable), fit, how);
+        match &result {
+            Ok(p) => {
+                let sites: Vec<(usize, u32)> =
+                    p.components.iter().map(|c| (c.site, c.count)).collect();
+                prop_assert_eq!(dry, Ok(sites));
+            }
+            Err(e) => prop_assert_eq!(dry, Err(e.clone())),
+        }
         let p = match result {
             Ok(p) => p,
             Err(NoFit::NoRoom { needs, most_idle, .. }) => {

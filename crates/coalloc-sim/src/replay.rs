@@ -85,11 +85,17 @@ pub fn replay(
         })
         .collect();
     let mut refused = Vec::new();
-    // Core job number → workload index, and the job's current launches.
-    let mut index_of: BTreeMap<JobId, usize> = BTreeMap::new();
-    let mut launches: BTreeMap<JobId, Vec<LaunchId>> = BTreeMap::new();
+    // Core job number → workload index (the core numbers accepted jobs 1, 2, ...), and the
+    // current launches of the jobs that have any.
+    let mut index_of: Vec<usize> = Vec::new();
+    let index = |index_of: &[usize], job: JobId| {
+        let slot = usize::try_from(job.checked_sub(1)?).ok()?;
+        index_of.get(slot).copied()
+    };
+    let mut launches: BTreeMap<JobId, Launches> = BTreeMap::new();
     let mut batch: Vec<Event> = Vec::new();
     let mut arrivals: Vec<usize> = Vec::new();
+    let mut ready = Vec::new();
     loop {
         let next_end = heap.peek().map(|Reverse((t, _))| *t);
         let next_arrival_time = next_arrival.peek().map(|&i| arrival_time(i));
@@ -123,7 +129,8 @@ pub fn replay(
         for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
             match reply {
                 Ok(Reply::Submitted(id)) => {
-                    index_of.insert(id, i);
+                    debug_assert_eq!(id, index_of.len() as JobId + 1, "jobs numbered densely");
+                    index_of.push(i);
                 }
                 Ok(Reply::Done) => {}
                 Err(e) => refused.push((jobs[i].number, e.to_string())),
@@ -131,37 +138,36 @@ pub fn replay(
         }
         // Carry out what the core decided; a start is ready at once.
         loop {
-            let mut ready = Vec::new();
             while let Some(cmd) = s.poll_command() {
                 match cmd {
                     Command::StartComponent(st) => {
-                        launches.entry(st.job).or_default().push(st.launch);
+                        launches.entry(st.job).or_default().add(st.launch);
                         ready.push(Event::ComponentReady { launch: st.launch });
                     }
                     Command::ReleaseBarrier { job } => {
-                        if let Some(&i) = index_of.get(&job) {
+                        if let Some(i) = index(&index_of, job) {
                             out[i].start = Some(now / SECOND);
                             let end = now + jobs[i].runtime.max(0) * SECOND;
-                            for &launch in launches.get(&job).into_iter().flatten() {
+                            for launch in launches.get(&job).into_iter().flat_map(Launches::iter) {
                                 heap.push(Reverse((end, launch)));
                             }
                         }
                     }
                     Command::JobFinished { job, .. } => {
-                        if let Some(&i) = index_of.get(&job) {
+                        if let Some(i) = index(&index_of, job) {
                             out[i].end = Some(now / SECOND);
                         }
                         launches.remove(&job);
                     }
                     Command::JobFailed { job, reason, .. } => {
-                        if let Some(&i) = index_of.get(&job) {
+                        if let Some(i) = index(&index_of, job) {
                             refused.push((jobs[i].number, reason));
                         }
                         launches.remove(&job);
                     }
                     Command::CancelComponent { job, launch, .. } => {
                         if let Some(l) = launches.get_mut(&job) {
-                            l.retain(|&x| x != launch);
+                            l.drop_launch(launch);
                         }
                     }
                     _ => {}
@@ -170,13 +176,40 @@ pub fn replay(
             if ready.is_empty() {
                 break;
             }
-            s.handle_all(now, ready);
+            s.handle_all(now, ready.drain(..));
         }
     }
     if s.queued() > 0 {
         return Err(ReplayError::Stuck(s.queued()));
     }
     Ok(Replay { jobs: out, refused })
+}
+
+/// A job's current launches: the first inline (most trace jobs have one component).
+#[derive(Debug, Default)]
+struct Launches {
+    first: Option<LaunchId>,
+    more: Vec<LaunchId>,
+}
+
+impl Launches {
+    fn add(&mut self, launch: LaunchId) {
+        match self.first {
+            None => self.first = Some(launch),
+            Some(_) => self.more.push(launch),
+        }
+    }
+
+    fn drop_launch(&mut self, launch: LaunchId) {
+        if self.first == Some(launch) {
+            self.first = None;
+        }
+        self.more.retain(|&x| x != launch);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = LaunchId> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
 }
 
 /// The jobs of a trace that can be replayed (known runtime and processors), in file order.

@@ -96,6 +96,18 @@ impl IdleList {
         Some(site)
     }
 
+    /// The site [`IdleList::fit`] would choose on a new list of `view` (nothing marked, so
+    /// the modified fits take the best unmarked site), without building the list: the first
+    /// component's placement, read-only.
+    pub fn first_fit_of(view: &SiteView, count: u32, fit: Fit) -> Option<usize> {
+        let prefer = match fit {
+            Fit::Worst | Fit::CloseToFiles | Fit::WorstPlain => Prefer::Most,
+            Fit::Best => Prefer::Least,
+            Fit::First => Prefer::First,
+        };
+        pick(view.idle(), view.usable(), |_| true, count, prefer)
+    }
+
     /// Steps 1 and 2 of seed 003 §4.3.3.
     fn modified(&self, count: u32, prefer: Prefer) -> Option<usize> {
         let step1 = if self.unmarked > 0 {
@@ -109,22 +121,8 @@ impl IdleList {
     /// The usable site with room for `count` (and the given mark, if any) that `prefer`
     /// likes best; ties go to the lower index.
     fn pick(&self, count: u32, marked: Option<bool>, prefer: Prefer) -> Option<usize> {
-        let mut best: Option<(usize, u32)> = None;
-        for (i, &idle) in self.idle.iter().enumerate() {
-            if !self.usable[i] || idle < count || marked.is_some_and(|m| self.marked[i] != m) {
-                continue;
-            }
-            let better = match (prefer, best) {
-                (Prefer::First, _) => return Some(i),
-                (_, None) => true,
-                (Prefer::Most, Some((_, b))) => idle > b,
-                (Prefer::Least, Some((_, b))) => idle < b,
-            };
-            if better {
-                best = Some((i, idle));
-            }
-        }
-        best.map(|b| b.0)
+        let eligible = |i: usize| marked.is_none_or(|m| self.marked[i] == m);
+        pick(&self.idle, &self.usable, eligible, count, prefer)
     }
 
     /// Put `count` processors on `site`: subtract them, mark the site, and remove every mark
@@ -154,4 +152,31 @@ impl IdleList {
     pub fn into_idle(self) -> Vec<u32> {
         self.idle
     }
+}
+
+/// The usable site with room for `count` among the `eligible` ones that `prefer` likes best;
+/// ties go to the lower index.
+fn pick(
+    idle: &[u32],
+    usable: &[bool],
+    eligible: impl Fn(usize) -> bool,
+    count: u32,
+    prefer: Prefer,
+) -> Option<usize> {
+    let mut best: Option<(usize, u32)> = None;
+    for (i, &idle) in idle.iter().enumerate() {
+        if !usable[i] || idle < count || !eligible(i) {
+            continue;
+        }
+        let better = match (prefer, best) {
+            (Prefer::First, _) => return Some(i),
+            (_, None) => true,
+            (Prefer::Most, Some((_, b))) => idle > b,
+            (Prefer::Least, Some((_, b))) => idle < b,
+        };
+        if better {
+            best = Some((i, idle));
+        }
+    }
+    best.map(|b| b.0)
 }

@@ -50,6 +50,7 @@ pub use no_fit::NoFit;
 
 use crate::model::{Component, Job, JobKind, Millis, Site};
 use files::Sources;
+use std::borrow::Cow;
 use std::fmt;
 
 /// How an unordered (or total) job's components are fitted to sites.
@@ -174,13 +175,14 @@ impl fmt::Display for FlexibleFit {
 /// whether each site may be used (a site marked unusable after errors, seed 000 §3.4, takes
 /// no components and serves no files).
 ///
-/// Building one costs two vectors of the list's length; a live driver fills them from the
-/// resource monitor (seed 003 §4.3.2's idle-list).
+/// A live driver fills the idle counts and usable flags from the resource monitor (seed
+/// 003 §4.3.2's idle-list); [`SiteView::borrowed`] reads them from the caller's vectors, so a
+/// dry run costs no copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SiteView<'a> {
     sites: &'a [Site],
-    idle: Vec<u32>,
-    usable: Vec<bool>,
+    idle: Cow<'a, [u32]>,
+    usable: Cow<'a, [bool]>,
 }
 
 impl<'a> SiteView<'a> {
@@ -193,7 +195,7 @@ impl<'a> SiteView<'a> {
                 .iter()
                 .map(|s| s.idle.unwrap_or(s.processors))
                 .collect(),
-            usable: vec![true; sites.len()],
+            usable: Cow::Owned(vec![true; sites.len()]),
         }
     }
 
@@ -204,6 +206,19 @@ impl<'a> SiteView<'a> {
     ///
     /// When `idle` or `usable` is not as long as `sites`.
     pub fn new(sites: &'a [Site], idle: Vec<u32>, usable: Vec<bool>) -> SiteView<'a> {
+        SiteView::of(sites, Cow::Owned(idle), Cow::Owned(usable))
+    }
+
+    /// [`SiteView::new`] on the caller's vectors, without copying them.
+    ///
+    /// # Panics
+    ///
+    /// When `idle` or `usable` is not as long as `sites`.
+    pub fn borrowed(sites: &'a [Site], idle: &'a [u32], usable: &'a [bool]) -> SiteView<'a> {
+        SiteView::of(sites, Cow::Borrowed(idle), Cow::Borrowed(usable))
+    }
+
+    fn of(sites: &'a [Site], idle: Cow<'a, [u32]>, usable: Cow<'a, [bool]>) -> SiteView<'a> {
         assert_eq!(idle.len(), sites.len(), "one idle count per site");
         assert_eq!(usable.len(), sites.len(), "one usable flag per site");
         SiteView {
@@ -247,11 +262,11 @@ impl<'a> SiteView<'a> {
     }
 
     pub fn set_idle(&mut self, i: usize, idle: u32) {
-        self.idle[i] = idle;
+        self.idle.to_mut()[i] = idle;
     }
 
     pub fn set_usable(&mut self, i: usize, usable: bool) {
-        self.usable[i] = usable;
+        self.usable.to_mut()[i] = usable;
     }
 }
 
@@ -332,28 +347,10 @@ pub fn place(
     fit: Fit,
     flexible: FlexibleFit,
 ) -> Result<Placement, NoFit> {
-    if job.components.is_empty() {
-        return Err(NoFit::NoComponents);
-    }
     let ctf = fit == Fit::CloseToFiles && matches!(job.kind, JobKind::Unordered | JobKind::Total);
     let sources = Sources::new(job, view, ctf);
     let mut list = IdleList::new(view);
-    let slots: Vec<(usize, u32, usize)> = match job.kind {
-        JobKind::Ordered => ordered(job, view, &mut list)?,
-        JobKind::Unordered | JobKind::Total => unordered(job, view, fit, &sources, &mut list)?,
-        JobKind::Flexible => {
-            let (total, min) = match job.flexible {
-                Some(f) => (f.total, f.min_component.unwrap_or(1)),
-                None => (job.components[0].count, 1),
-            };
-            let pieces = flexible::split(total, min, view, flexible)
-                .map_err(|e| e.into_no_fit(job.components[0].label(), total, min))?;
-            for &(site, count) in &pieces {
-                list.take(site, count);
-            }
-            pieces.into_iter().map(|(s, n)| (0, n, s)).collect()
-        }
-    };
+    let slots = slots(job, view, fit, flexible, &sources, &mut list)?;
     let total = match job.flexible {
         Some(f) if job.kind == JobKind::Flexible => u64::from(f.total),
         _ => job.total_processors(),
@@ -372,6 +369,60 @@ pub fn place(
     Ok(Placement {
         components,
         idle_after: list.into_idle(),
+    })
+}
+
+/// Where [`place`] would put each component, as `(site, processors)` in [`Placement`]'s
+/// order, without naming sites or routing files: the dry run of a policy that only needs
+/// the processors per site. Same result as `place` whenever `place` succeeds.
+pub fn place_sites(
+    job: &Job,
+    view: &SiteView,
+    fit: Fit,
+    flexible: FlexibleFit,
+) -> Result<Vec<(usize, u32)>, NoFit> {
+    let ctf = fit == Fit::CloseToFiles && matches!(job.kind, JobKind::Unordered | JobKind::Total);
+    let sources = Sources::new(job, view, ctf);
+    // One component without a file: the fit's choice on a fresh idle-list, read-only.
+    let single =
+        matches!(job.kind, JobKind::Unordered | JobKind::Total) && sources.file().is_none();
+    if let ([c], true) = (job.components.as_slice(), single) {
+        if let Some(site) = IdleList::first_fit_of(view, c.count, fit) {
+            return Ok(vec![(site, c.count)]);
+        }
+    }
+    let mut list = IdleList::new(view);
+    let slots = slots(job, view, fit, flexible, &sources, &mut list)?;
+    Ok(slots.into_iter().map(|(_, n, site)| (site, n)).collect())
+}
+
+/// `(component, processors, site)` per placed component or piece, taken from `list`.
+fn slots(
+    job: &Job,
+    view: &SiteView,
+    fit: Fit,
+    flexible: FlexibleFit,
+    sources: &Sources,
+    list: &mut IdleList,
+) -> Result<Vec<(usize, u32, usize)>, NoFit> {
+    if job.components.is_empty() {
+        return Err(NoFit::NoComponents);
+    }
+    Ok(match job.kind {
+        JobKind::Ordered => ordered(job, view, list)?,
+        JobKind::Unordered | JobKind::Total => unordered(job, view, fit, sources, list)?,
+        JobKind::Flexible => {
+            let (total, min) = match job.flexible {
+                Some(f) => (f.total, f.min_component.unwrap_or(1)),
+                None => (job.components[0].count, 1),
+            };
+            let pieces = flexible::split(total, min, view, flexible)
+                .map_err(|e| e.into_no_fit(job.components[0].label(), total, min))?;
+            for &(site, count) in &pieces {
+                list.take(site, count);
+            }
+            pieces.into_iter().map(|(s, n)| (0, n, s)).collect()
+        }
     })
 }
 
@@ -430,10 +481,20 @@ fn unordered(
     sources: &Sources,
     list: &mut IdleList,
 ) -> Result<Vec<(usize, u32, usize)>, NoFit> {
-    let mut order: Vec<usize> = (0..job.components.len()).collect();
-    // Stable: equal sizes keep job order.
-    order.sort_by(|&a, &b| job.components[b].count.cmp(&job.components[a].count));
-    let mut sites = vec![0usize; job.components.len()];
+    // `(component, processors, site)` in job order; the sites are filled in below.
+    let mut out: Vec<(usize, u32, usize)> = job
+        .components
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, c.count, 0))
+        .collect();
+    // Largest first; stable, so equal sizes keep job order. (One component: no order to keep.)
+    let mut sorted = Vec::new();
+    if out.len() > 1 {
+        sorted = (0..out.len()).collect();
+        sorted.sort_by(|&a, &b| job.components[b].count.cmp(&job.components[a].count));
+    }
+    let order: &[usize] = if out.len() > 1 { &sorted } else { &[0] };
     for (placed, &i) in order.iter().enumerate() {
         let c = &job.components[i];
         let site = match (fit, sources.file()) {
@@ -466,7 +527,7 @@ fn unordered(
             _ => list.fit(c.count, fit),
         };
         match site {
-            Some(s) => sites[i] = s,
+            Some(s) => out[i].2 = s,
             None => {
                 return Err(NoFit::NoRoom {
                     component: i,
@@ -478,10 +539,5 @@ fn unordered(
             }
         }
     }
-    Ok(job
-        .components
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i, c.count, sites[i]))
-        .collect())
+    Ok(out)
 }

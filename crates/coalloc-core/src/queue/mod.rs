@@ -79,6 +79,15 @@ impl FromIterator<(SiteId, u32)> for Holds {
     }
 }
 
+/// One site as a pass sees it ([`PassCtx::site_now`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteNow {
+    pub idle: u32,
+    pub usable: bool,
+    /// Processors busy with jobs that did not come through coalloc.
+    pub local: u32,
+}
+
 /// How to start a job, beyond the configured defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StartOptions {
@@ -131,8 +140,15 @@ pub trait PassCtx {
     fn usable(&self) -> Vec<bool>;
     /// Processors per site busy with jobs that did not come through coalloc.
     fn local_busy(&self) -> Vec<u32>;
-    /// Jobs that hold processors now (starting or running).
+    /// Site `site` now, as [`PassCtx::idle`], [`PassCtx::usable`] and
+    /// [`PassCtx::local_busy`] see it (`None` past the last site): for a policy that compares
+    /// or sums them without copying them.
+    fn site_now(&self, site: SiteId) -> Option<SiteNow>;
+    /// Jobs that hold processors now (starting or running), by estimated end, then number.
     fn running(&self) -> Vec<RunningJob>;
+    /// [`PassCtx::running`] by estimated end, then job number, taken one at a time from an
+    /// index the scheduler keeps (a walk that stops early costs only the jobs it took).
+    fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_>;
     /// The runtime estimate backfilling uses: the job's estimate, else its longest wall-time
     /// limit, else the configured default.
     fn estimate(&self, id: JobId) -> Millis;
@@ -165,6 +181,8 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     fn next_wakeup(&self) -> Option<Time> {
         None
     }
+    /// A queued job was edited (its components changed in place; it keeps its place).
+    fn edited(&mut self, _id: JobId, _job: &Job) {}
     /// A job ran for this long and finished (for runtime predictors).
     fn finished(&mut self, _id: JobId, _job: &Job, _runtime: Millis) {}
     /// The fit this policy always places with, if it overrides the configured one (seed
@@ -192,23 +210,41 @@ pub type Demand = (JobId, Option<Vec<bool>>);
 
 /// Jobs in arrival order, where arriving is entering the queue: a job that comes back after
 /// an abort goes to the tail (seed 003 §4.3.4). Shared by the policies that scan in arrival
-/// order.
-#[derive(Debug, Default)]
-pub struct Arrivals {
-    /// Arrival sequence → job.
-    queue: std::collections::BTreeMap<u64, JobId>,
+/// order. Each job may carry what its policy keeps of it (`T`; EASY keeps the job's
+/// [`Demand`](backfill::Demand), so that its scan rejects a job without looking the job up).
+#[derive(Debug)]
+pub struct Arrivals<T = ()> {
+    /// Arrival sequence → job, with its payload.
+    queue: std::collections::BTreeMap<u64, (JobId, T)>,
     /// Job → arrival sequence.
     seq_of: std::collections::BTreeMap<JobId, u64>,
     next_seq: u64,
 }
 
-impl Arrivals {
+impl<T> Default for Arrivals<T> {
+    fn default() -> Self {
+        Arrivals {
+            queue: std::collections::BTreeMap::new(),
+            seq_of: std::collections::BTreeMap::new(),
+            next_seq: 0,
+        }
+    }
+}
+
+impl Arrivals<()> {
     /// Append a job (moving it to the tail if it is queued already).
     pub fn push(&mut self, id: JobId) {
+        self.push_with(id, ());
+    }
+}
+
+impl<T> Arrivals<T> {
+    /// Append a job with its payload (moving it to the tail if it is queued already).
+    pub fn push_with(&mut self, id: JobId, payload: T) {
         self.remove(id);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.insert(seq, id);
+        self.queue.insert(seq, (id, payload));
         self.seq_of.insert(id, seq);
     }
 
@@ -216,6 +252,12 @@ impl Arrivals {
         if let Some(seq) = self.seq_of.remove(&id) {
             self.queue.remove(&seq);
         }
+    }
+
+    /// A queued job's payload, to change it in place.
+    pub fn payload_mut(&mut self, id: JobId) -> Option<&mut T> {
+        let seq = self.seq_of.get(&id)?;
+        self.queue.get_mut(seq).map(|(_, p)| p)
     }
 
     pub fn len(&self) -> usize {
@@ -242,7 +284,7 @@ impl Arrivals {
 
     /// The first job at or after sequence `seq`.
     pub fn first_from(&self, seq: u64) -> Option<(u64, JobId)> {
-        self.queue.range(seq..).next().map(|(&s, &id)| (s, id))
+        self.queue.range(seq..).next().map(|(&s, &(id, _))| (s, id))
     }
 
     /// The queued jobs in arrival order, as they are now.
@@ -252,6 +294,13 @@ impl Arrivals {
 
     /// The queued jobs that arrived at or after sequence `seq`, in arrival order.
     pub fn since(&self, seq: u64) -> impl Iterator<Item = JobId> + '_ {
-        self.queue.range(seq..).map(|(_, &id)| id)
+        self.queue.range(seq..).map(|(_, &(id, _))| id)
+    }
+}
+
+impl<T: Copy> Arrivals<T> {
+    /// [`Arrivals::since`] with each job's payload.
+    pub fn since_with(&self, seq: u64) -> impl Iterator<Item = (JobId, T)> + '_ {
+        self.queue.range(seq..).map(|(_, &entry)| entry)
     }
 }

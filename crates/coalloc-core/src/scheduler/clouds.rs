@@ -139,10 +139,7 @@ impl Core {
             let views: Vec<Option<&CloudState>> = self.clouds.iter().map(Option::as_ref).collect();
             let mut place = |id: JobId, idle: &[u32], ok: &[bool]| {
                 let job = &self.jobs.get(&id)?.job;
-                let p = self
-                    .place_against(job, idle.to_vec(), ok.to_vec(), fit)
-                    .ok()?;
-                Some(p.components.iter().map(|c| (c.site, c.count)).collect())
+                self.place_sites(job, idle, ok, fit).ok()
             };
             let plan = on_demand::plan(&idle, &usable, &views, now, &demand, &mut place);
             self.apply(&plan, &p);

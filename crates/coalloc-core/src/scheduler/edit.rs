@@ -65,6 +65,7 @@ impl Core {
                 } else {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job.components.remove(i);
+                    self.edited.push(id);
                     self.sites.epoch += 1;
                     self.dirty = true;
                 }
@@ -115,13 +116,14 @@ impl Core {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job = edited;
                     j.comps = Vec::new();
+                    self.edited.push(id);
                     self.dirty = true;
                     self.sites.epoch += 1;
                 }
             }
         }
         // A queued job's demand or a starting job's holdings changed.
-        self.active.touch();
+        self.active_changed(id);
         Ok(())
     }
 }

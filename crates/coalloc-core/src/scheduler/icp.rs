@@ -80,14 +80,13 @@ impl Core {
     pub(super) fn begin_claiming(&mut self, id: JobId, placement: Placement) {
         let now = self.now;
         let params = self.icp();
-        self.apply_pieces(id, &placement);
+        self.apply_pieces(id, &super::transaction::sites_of(&placement));
         let ftt = placement.transfer_time().unwrap_or(0);
         let j = self.jobs.get_mut(&id).expect("claiming a known job");
         let l = *j.l_permille.get_or_insert(permille(params.l));
         let jst = now + ftt;
         let jct = first_jct(now, ftt, l);
         j.phase = Phase::Claiming;
-        self.active.insert(id);
         j.hold_until = Some(jst);
         j.claim = Some(Box::new(ClaimState {
             jpt: now,
@@ -102,6 +101,7 @@ impl Core {
             j.comps[i].site = Some(p.site);
             j.comps[i].count = p.count;
         }
+        self.active_changed(id);
         let sites = placement.components.iter().map(|p| p.site).collect();
         for (i, p) in placement.components.iter().enumerate() {
             if let Some(f) = p.file.as_ref().filter(|f| f.site != p.site) {
@@ -232,7 +232,7 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("known job");
         if j.comps.iter().all(|c| c.phase != CompPhase::Idle) {
             j.phase = Phase::Starting;
-            self.active.touch();
+            self.active_changed(id);
             self.arm_hold(id);
             return self.check_commit(id);
         }

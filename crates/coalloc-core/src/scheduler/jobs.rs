@@ -97,6 +97,8 @@ pub struct JobState {
     pub claim: Option<Box<ClaimState>>,
     /// ICP's L for this job in thousandths; lowered each time claiming fails (seed 000 §3.2).
     pub l_permille: Option<u32>,
+    /// While the job holds processors: its estimated end, its key in [`Active`].
+    pub holding_until: Option<Time>,
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
@@ -128,6 +130,7 @@ impl JobState {
             generation: 0,
             claim: None,
             l_permille: None,
+            holding_until: None,
         }
     }
 
@@ -218,34 +221,36 @@ impl std::ops::Index<&JobId> for JobTable {
     }
 }
 
-/// Jobs placed and not ended (claiming, starting or running), so that policies can look at
-/// them without scanning every job ever submitted; with a version that moves whenever the set
-/// changes or [`Active::touch`] says one of its jobs changed how it holds processors (see
-/// [`crate::queue::PassCtx::running_version`]).
+/// The jobs that hold processors (starting or running) by estimated end, so that policies
+/// can look at them without scanning every job ever submitted, and EASY's shadow time walks
+/// them in end order without sorting them (see [`crate::queue::PassCtx::running_by_end`]);
+/// with a version that moves at every [`Active::set`]: a job was placed, started holding
+/// processors, committed, was edited or left (see [`crate::queue::PassCtx::running_version`]).
 #[derive(Debug, Default)]
 pub struct Active {
-    jobs: std::collections::BTreeSet<JobId>,
+    /// `(estimated end, job)`; a job's key is kept in its [`JobState::holding_until`].
+    ends: std::collections::BTreeSet<(Time, JobId)>,
     version: u64,
 }
 
 impl Active {
-    pub fn insert(&mut self, id: JobId) {
-        self.jobs.insert(id);
+    /// Job `id` held processors until `old` (estimated; `None`: it held none) and now holds
+    /// them until `new`. Called after every change to a job's phase, start or estimate.
+    pub fn set(&mut self, id: JobId, old: Option<Time>, new: Option<Time>) {
+        if old != new {
+            if let Some(old) = old {
+                self.ends.remove(&(old, id));
+            }
+            if let Some(new) = new {
+                self.ends.insert((new, id));
+            }
+        }
         self.version += 1;
     }
 
-    pub fn remove(&mut self, id: JobId) {
-        self.jobs.remove(&id);
-        self.version += 1;
-    }
-
-    /// One of the jobs (or a queued job's demand) changed without entering or leaving.
-    pub fn touch(&mut self) {
-        self.version += 1;
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &JobId> {
-        self.jobs.iter()
+    /// The jobs that hold processors, by estimated end, then number.
+    pub fn by_end(&self) -> impl Iterator<Item = (Time, JobId)> + '_ {
+        self.ends.iter().copied()
     }
 
     pub fn version(&self) -> u64 {

@@ -34,7 +34,7 @@ use crate::model::{Job, Site, Time};
 use crate::queue::{PassCtx, QueuePolicy, RunningJob, StartOptions};
 use jobs::{JobState, Phase};
 use sites::SiteTable;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A timer the scheduler set for itself. Timers of an old run of a job carry an old
 /// generation and are ignored when they fire.
@@ -62,8 +62,8 @@ struct Core {
     jobs: jobs::JobTable,
     /// Jobs placed and not ended.
     active: jobs::Active,
-    launches: HashMap<LaunchId, (JobId, usize)>,
-    transfers: HashMap<TransferId, (JobId, usize)>,
+    launches: BTreeMap<LaunchId, (JobId, usize)>,
+    transfers: BTreeMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
     next_job: JobId,
     next_launch: u64,
@@ -76,6 +76,8 @@ struct Core {
     requeued: Vec<JobId>,
     /// Jobs to take out of the queue after this event.
     unqueued: Vec<JobId>,
+    /// Queued jobs edited during this event, to tell the policy.
+    edited: Vec<JobId>,
     /// Jobs that finished, with their runtimes, for the policy's predictors.
     finished: Vec<(JobId, crate::model::Millis)>,
     /// Jobs that committed during this event, to ask the policy for a runtime limit.
@@ -121,8 +123,8 @@ impl Scheduler {
                 config,
                 jobs: jobs::JobTable::default(),
                 active: jobs::Active::default(),
-                launches: HashMap::new(),
-                transfers: HashMap::new(),
+                launches: BTreeMap::new(),
+                transfers: BTreeMap::new(),
                 next_transfer: 1,
                 next_job: 1,
                 next_launch: 1,
@@ -132,6 +134,7 @@ impl Scheduler {
                 dirty: false,
                 requeued: Vec::new(),
                 unqueued: Vec::new(),
+                edited: Vec::new(),
                 finished: Vec::new(),
                 committed: Vec::new(),
             },
@@ -298,6 +301,11 @@ impl Scheduler {
         for id in std::mem::take(&mut core.requeued) {
             if let Some(j) = core.jobs.get(&id) {
                 self.queue.push(id, &j.job, core.now);
+            }
+        }
+        for id in core.edited.drain(..) {
+            if let Some(j) = core.jobs.get(&id).filter(|j| j.phase == Phase::Queued) {
+                self.queue.edited(id, &j.job);
             }
         }
         for (id, runtime) in core.finished.drain(..) {
@@ -479,6 +487,45 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Tell the active set about job `id` after its phase, start or estimate changed
+    /// ([`jobs::Active::set`]).
+    fn active_changed(&mut self, id: JobId) {
+        let Some(j) = self.jobs.get(&id) else {
+            return;
+        };
+        let (old, new) = (j.holding_until, self.holding_until(j));
+        self.active.set(id, old, new);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.holding_until = new;
+        }
+    }
+
+    /// When a job that holds processors (starting or running) is expected to end: from its
+    /// start (or, before commit, its placement) plus its estimate. `None` for other jobs.
+    fn holding_until(&self, j: &JobState) -> Option<Time> {
+        if !matches!(j.phase, Phase::Starting | Phase::Running) {
+            return None;
+        }
+        let since = j
+            .record
+            .run()
+            .start
+            .or(j.record.run().placed)
+            .unwrap_or(self.now);
+        Some(since + self.estimate(j.id))
+    }
+
+    /// The processors per site a job's live components hold.
+    fn holds(j: &JobState) -> crate::queue::Holds {
+        j.comps
+            .iter()
+            .filter(|c| c.live())
+            .map(|c| (c.site.unwrap_or(0), c.count))
+            .collect()
+    }
+}
+
 impl PassCtx for Core {
     fn now(&self) -> Time {
         self.now
@@ -499,7 +546,7 @@ impl PassCtx for Core {
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool {
         self.jobs
             .get(&id)
-            .is_some_and(|j| self.place(&j.job, allowed, None, false).is_ok())
+            .is_some_and(|j| self.place_sites_now(&j.job, allowed, None, false).is_ok())
     }
 
     fn idle(&self) -> Vec<u32> {
@@ -519,38 +566,43 @@ impl PassCtx for Core {
     }
 
     fn local_busy(&self) -> Vec<u32> {
-        self.sites
-            .state
-            .iter()
-            .map(|s| s.processors.saturating_sub(s.idle).saturating_sub(s.ours))
+        (0..self.sites.len())
+            .filter_map(|i| self.site_now(i))
+            .map(|s| s.local)
             .collect()
     }
 
+    fn site_now(&self, site: SiteId) -> Option<crate::queue::SiteNow> {
+        let s = self.sites.state.get(site)?;
+        Some(crate::queue::SiteNow {
+            idle: s.idle,
+            usable: s.usable(),
+            local: s.processors.saturating_sub(s.idle).saturating_sub(s.ours),
+        })
+    }
+
     fn running(&self) -> Vec<RunningJob> {
-        self.active
-            .iter()
-            .filter_map(|id| self.jobs.get(id))
-            .filter(|j| matches!(j.phase, Phase::Starting | Phase::Running))
-            .map(|j| {
-                let since = j
-                    .record
-                    .run()
-                    .start
-                    .or(j.record.run().placed)
-                    .unwrap_or(self.now);
-                let holds = j
-                    .comps
-                    .iter()
-                    .filter(|c| c.live())
-                    .map(|c| (c.site.unwrap_or(0), c.count))
-                    .collect();
-                RunningJob {
-                    job: j.id,
-                    end: since + self.estimate(j.id),
-                    holds,
-                }
-            })
-            .collect()
+        self.running_by_end().collect()
+    }
+
+    fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_> {
+        // Tests (debug builds) check the index against every job, on small runs.
+        #[cfg(debug_assertions)]
+        if self.jobs.len() <= 2_000 {
+            let mut fresh: Vec<(Time, JobId)> = self
+                .jobs
+                .values()
+                .filter_map(|j| Some((self.holding_until(j)?, j.id)))
+                .collect();
+            fresh.sort_unstable();
+            let indexed: Vec<(Time, JobId)> = self.active.by_end().collect();
+            debug_assert_eq!(indexed, fresh, "the end index is out of date");
+        }
+        Box::new(self.active.by_end().map(|(end, job)| RunningJob {
+            job,
+            end,
+            holds: Core::holds(&self.jobs[&job]),
+        }))
     }
 
     fn estimate(&self, id: JobId) -> crate::model::Millis {
@@ -566,9 +618,7 @@ impl PassCtx for Core {
 
     fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>> {
         let job = &self.jobs.get(&id)?.job;
-        self.place_against(job, idle.to_vec(), usable.to_vec(), None)
-            .ok()
-            .map(|p| p.components.iter().map(|c| (c.site, c.count)).collect())
+        self.place_sites(job, idle, usable, None).ok()
     }
 
     fn fail(&mut self, id: JobId, reason: String) {

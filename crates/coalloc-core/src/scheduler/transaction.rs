@@ -30,9 +30,18 @@ impl Core {
                 }
             }
         }
+        // One component without an input file goes to any site with room, whatever the fit:
+        // it fits an empty system when one site is large enough (no dry run needed).
+        let single = matches!(job.kind, JobKind::Total | JobKind::Unordered)
+            && job.extra().input_file.is_none();
+        if let ([c], true) = (job.components.as_slice(), single) {
+            if self.sites.sites.iter().any(|s| s.processors >= c.count) {
+                return Ok(());
+            }
+        }
         let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable = vec![true; idle.len()];
-        self.place_against(job, idle, usable, fit)
+        self.place_sites(job, &idle, &usable, fit)
             .map(|_| ())
             .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
@@ -41,12 +50,29 @@ impl Core {
     pub(super) fn place_against(
         &self,
         job: &Job,
-        idle: Vec<u32>,
-        usable: Vec<bool>,
+        idle: &[u32],
+        usable: &[bool],
         fit: Option<Fit>,
     ) -> Result<Placement, NoFit> {
-        let view = SiteView::new(&self.sites.sites, idle, usable);
+        let view = SiteView::borrowed(&self.sites.sites, idle, usable);
         placement::place(
+            job,
+            &view,
+            fit.unwrap_or(self.config.fit),
+            self.config.flexible_fit,
+        )
+    }
+
+    /// [`Core::place_against`] as a dry run: `(site, processors)` per component.
+    pub(super) fn place_sites(
+        &self,
+        job: &Job,
+        idle: &[u32],
+        usable: &[bool],
+        fit: Option<Fit>,
+    ) -> Result<Vec<(SiteId, u32)>, NoFit> {
+        let view = SiteView::borrowed(&self.sites.sites, idle, usable);
+        placement::place_sites(
             job,
             &view,
             fit.unwrap_or(self.config.fit),
@@ -63,6 +89,25 @@ impl Core {
         fit: Option<Fit>,
         kill_local: bool,
     ) -> Result<Placement, NoFit> {
+        let (idle, usable) = self.view_now(allowed, kill_local);
+        self.place_against(job, &idle, &usable, fit)
+    }
+
+    /// [`Core::place`] as a dry run: `(site, processors)` per component.
+    pub(super) fn place_sites_now(
+        &self,
+        job: &Job,
+        allowed: Option<&[bool]>,
+        fit: Option<Fit>,
+        kill_local: bool,
+    ) -> Result<Vec<(SiteId, u32)>, NoFit> {
+        let (idle, usable) = self.view_now(allowed, kill_local);
+        self.place_sites(job, &idle, &usable, fit)
+    }
+
+    /// The idle processors and usable flags a placement now sees: only `allowed` sites, and
+    /// with `kill_local` the processors of local jobs counted as idle.
+    fn view_now(&self, allowed: Option<&[bool]>, kill_local: bool) -> (Vec<u32>, Vec<bool>) {
         let mut usable = self.sites.usable();
         if let Some(allowed) = allowed {
             for (u, a) in usable.iter_mut().zip(allowed) {
@@ -75,7 +120,7 @@ impl Core {
                 idle[i] = s.processors.saturating_sub(s.ours);
             }
         }
-        self.place_against(job, idle, usable, fit)
+        (idle, usable)
     }
 
     /// Whether the idle processors of the usable (and `allowed`) sites may hold the job: the
@@ -99,17 +144,21 @@ impl Core {
         }
         // Most tries of a busy queue fail; a job that needs more processors in all, or on one
         // site, than the usable sites have idle fails without a dry run.
-        let result = if !options.kill_local && !self.may_fit_now(&j.job, options.allowed.as_deref())
-        {
+        let allowed = options.allowed.as_deref();
+        // Claiming (ICP) needs the file transfers of a whole placement; a dispatch only needs
+        // the processors per site.
+        let claims =
+            matches!(self.config.claiming, Claiming::Icp(_)) && options.hold_until.is_none();
+        let result = if !options.kill_local && !self.may_fit_now(&j.job, allowed) {
             Err(())
+        } else if claims {
+            self.place(&j.job, allowed, options.fit, options.kill_local)
+                .map(Placed::Whole)
+                .map_err(drop)
         } else {
-            self.place(
-                &j.job,
-                options.allowed.as_deref(),
-                options.fit,
-                options.kill_local,
-            )
-            .map_err(drop)
+            self.place_sites_now(&j.job, allowed, options.fit, options.kill_local)
+                .map(Placed::Sites)
+                .map_err(drop)
         };
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("checked above");
@@ -120,12 +169,19 @@ impl Core {
         match result {
             Ok(p) => {
                 j.hold_until = options.hold_until;
-                if options.kill_local {
-                    self.kill_local_for(&p);
-                }
-                match self.config.claiming {
-                    Claiming::Icp(_) if options.hold_until.is_none() => self.begin_claiming(id, p),
-                    _ => self.dispatch(id, p),
+                match p {
+                    Placed::Whole(p) => {
+                        if options.kill_local {
+                            self.kill_local_for(&sites_of(&p));
+                        }
+                        self.begin_claiming(id, p);
+                    }
+                    Placed::Sites(sites) => {
+                        if options.kill_local {
+                            self.kill_local_for(&sites);
+                        }
+                        self.dispatch(id, &sites);
+                    }
                 }
                 true
             }
@@ -138,10 +194,10 @@ impl Core {
 
     /// Free, by killing local jobs, what a placement needs beyond the idle processors
     /// (seed 001 §2.2, GP).
-    fn kill_local_for(&mut self, p: &Placement) {
+    fn kill_local_for(&mut self, placed: &[(SiteId, u32)]) {
         let mut need = vec![0u32; self.sites.len()];
-        for c in &p.components {
-            need[c.site] += c.count;
+        for &(site, count) in placed {
+            need[site] += count;
         }
         for (site, n) in need.into_iter().enumerate() {
             let idle = self.sites.state[site].idle;
@@ -154,19 +210,20 @@ impl Core {
         }
     }
 
-    /// Start every component of a placed job (the first phase of the two-phase commit).
-    fn dispatch(&mut self, id: JobId, placement: Placement) {
+    /// Start every component of a placed job, `(site, processors)` per component (the first
+    /// phase of the two-phase commit).
+    fn dispatch(&mut self, id: JobId, placed: &[(SiteId, u32)]) {
         let now = self.now;
-        self.apply_pieces(id, &placement);
+        self.apply_pieces(id, placed);
         let j = self.jobs.get_mut(&id).expect("dispatch of a known job");
         j.phase = Phase::Starting;
-        self.active.insert(id);
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(now);
         j.record.run_mut().last_jst = Some(now);
-        let sites: Vec<SiteId> = placement.components.iter().map(|p| p.site).collect();
-        for (i, p) in placement.components.iter().enumerate() {
-            self.launch(id, i, p.site, p.count);
+        self.active_changed(id);
+        let sites: Vec<SiteId> = placed.iter().map(|&(site, _)| site).collect();
+        for (i, &(site, count)) in placed.iter().enumerate() {
+            self.launch(id, i, site, count);
         }
         self.notify(Notice::Placed { job: id, sites });
         self.arm_hold(id);
@@ -175,15 +232,14 @@ impl Core {
 
     /// For a flexible job, the pieces of the split become the components of this run (the
     /// template comes back on re-queue); every job starts the run with idle components.
-    pub(super) fn apply_pieces(&mut self, id: JobId, placement: &Placement) {
+    pub(super) fn apply_pieces(&mut self, id: JobId, placed: &[(SiteId, u32)]) {
         let j = self.jobs.get_mut(&id).expect("a known job");
         if j.job.kind == JobKind::Flexible {
             let template = j.job.components[0].clone();
-            j.job.components = placement
-                .components
+            j.job.components = placed
                 .iter()
-                .map(|p| Component {
-                    count: p.count,
+                .map(|&(_, count)| Component {
+                    count,
                     ..template.clone()
                 })
                 .collect();
@@ -280,7 +336,6 @@ impl Core {
             return;
         }
         j.phase = Phase::Running;
-        self.active.touch();
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
         j.record.run_mut().start = Some(now);
@@ -294,6 +349,7 @@ impl Core {
             .iter()
             .filter_map(|c| Some(u64::try_from(now - c.launched_at?).ok()? * u64::from(c.count)))
             .sum::<u64>();
+        self.active_changed(id);
         self.commands.push_back(Command::ReleaseBarrier { job: id });
         self.notify(Notice::Committed { job: id });
         self.check_done(id);
@@ -513,10 +569,10 @@ impl Core {
         j.job.components.retain(|_| keep.next().unwrap_or(true));
         j.comps = Vec::new();
         j.phase = Phase::Queued;
-        self.active.remove(id);
         j.generation += 1;
         j.record.run_mut().start = None;
         j.record.run_mut().barrier_release = None;
+        self.active_changed(id);
         self.requeued.push(id);
         self.dirty = true;
     }
@@ -526,10 +582,10 @@ impl Core {
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
-        self.active.remove(id);
         j.generation += 1;
         j.record.run_mut().end = Some(now);
         let record = Box::new(j.record.clone());
+        self.active_changed(id);
         self.dirty = true;
         self.commands.push_back(match outcome {
             Ok(()) => Command::JobFinished { job: id, record },
@@ -568,4 +624,15 @@ impl JobState {
     pub fn sites(&self) -> Vec<Option<SiteId>> {
         self.comps.iter().map(|c| c.site).collect()
     }
+}
+
+/// A placement as a start needs it: whole (claiming routes files) or processors per site.
+enum Placed {
+    Whole(Placement),
+    Sites(Vec<(SiteId, u32)>),
+}
+
+/// `(site, processors)` per component of a placement.
+pub(super) fn sites_of(p: &Placement) -> Vec<(SiteId, u32)> {
+    p.components.iter().map(|c| (c.site, c.count)).collect()
 }

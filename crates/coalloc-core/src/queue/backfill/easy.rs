@@ -47,26 +47,32 @@
 //!
 //! # Complexity
 //!
-//! With `Q` queued jobs, `R` running jobs and `S` sites, a pass builds one profile
-//! (`O(R log R + R·S)`) and computes the shadow once (again only after passing over a head
-//! that fits nowhere): at most one dry-run placement per distinct end, after an `O(1)`
-//! reject on the step's total and largest free site. It then looks at every later job once:
-//! an `O(1)` reject when the job needs more processors, or a larger component, than the idle
-//! ones (or the idle extra ones, for a long job) offer, else one to three dry-run
-//! placements. The idle and extra vectors are re-read only after a start. So
-//! `O(Q·P + R·(S + P))` for a placement cost `P` (about `S log S`), with no work quadratic
-//! in `Q`.
+//! With `Q` queued jobs, `R` running jobs and `S` sites, a pass walks the running jobs in
+//! order of estimated end from the index the scheduler keeps
+//! ([`PassCtx::running_by_end`]), only as far as the step where the head fits (`O(k·S)` for
+//! the `k` jobs that end by then, plus `O(log R)` to start), computing the shadow once (again
+//! only after passing over a head that fits nowhere): at most one dry-run placement per
+//! distinct end, after an `O(1)` reject on the step's total and largest free site. It then
+//! looks at every later job once: an `O(1)` reject when the job needs more processors, or a
+//! larger component, than the idle ones (or the idle extra ones, for a long job) offer (the
+//! queue keeps each job's [`Demand`], so the reject reads no job record), else one to three
+//! dry-run placements. The idle and extra vectors are re-read only after a start. So
+//! `O(Q + k·(S + P))` plus `P` per job tried, for a placement cost `P` (about `S log S`),
+//! with no work quadratic in `Q`.
 
-use super::profile::{by_end, walk_steps};
-use super::{min_of, minus, need_of, relaxed, start_within, usable_stats, Arrivals, Demand};
+use super::profile::walk_steps;
+use super::{
+    min_of, minus, need_of, relaxed, start_within, usable_stats, usable_stats_of, Arrivals, Demand,
+};
 use crate::model::{Job, Time};
-use crate::queue::{PassCtx, QueuePolicy};
+use crate::queue::{PassCtx, QueuePolicy, SiteNow};
 use crate::scheduler::api::JobId;
 
 /// EASY backfilling. See the module documentation.
 #[derive(Debug, Default)]
 pub struct Easy {
-    queue: Arrivals,
+    /// The queue, with each job's demand.
+    queue: Arrivals<Demand>,
     /// The last pass's head reservation, while the next pass would find the same.
     carry: Option<Carry>,
     /// Never carry (see [`Easy::without_carry`]).
@@ -115,12 +121,10 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let now = ctx.now();
     let usable = ctx.usable();
     let idle = ctx.idle();
-    let running = ctx.running();
     // The steps of the pass's profile, walked without building it.
-    let ends = by_end(now, &running);
     let demand = Demand::of(ctx.job(head));
     let sites = usable.len();
-    let at = walk_steps(now, &idle, &ends, |t, free| {
+    let at = walk_steps(now, &idle, ctx.running_by_end(), |t, free| {
         if !demand.may_fit_stats(usable_stats(free, &usable)) {
             return None;
         }
@@ -138,7 +142,7 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let local = ctx.local_busy();
     let local_total: u64 = local.iter().map(|&l| u64::from(l)).sum();
     let all = vec![true; sites];
-    let never = walk_steps(now, &idle, &ends, |t, free| {
+    let never = walk_steps(now, &idle, ctx.running_by_end(), |t, free| {
         let total: u64 = free.iter().map(|&f| u64::from(f)).sum();
         if total + local_total < demand.total {
             return None;
@@ -160,8 +164,14 @@ impl QueuePolicy for Easy {
         "easy"
     }
 
-    fn push(&mut self, id: JobId, _job: &Job, _now: Time) {
-        self.queue.push(id);
+    fn push(&mut self, id: JobId, job: &Job, _now: Time) {
+        self.queue.push_with(id, Demand::of(job));
+    }
+
+    fn edited(&mut self, id: JobId, job: &Job) {
+        if let Some(d) = self.queue.payload_mut(id) {
+            *d = Demand::of(job);
+        }
     }
 
     fn remove(&mut self, id: JobId) {
@@ -176,22 +186,22 @@ impl QueuePolicy for Easy {
         let carried = self.carry.take();
         if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
             // Only jobs arrived since: the ones before them would decide as they did.
-            let fresh = self.queue.since(carry.cursor).collect();
+            let fresh = self.queue.since_with(carry.cursor).collect();
             self.backfill(ctx, fresh, carry.reservation);
             return;
         }
-        let order = self.queue.snapshot();
+        let order: Vec<(JobId, Demand)> = self.queue.since_with(0).collect();
         let mut rest = order.into_iter();
         // 1. FCFS until the head.
         let reservation = loop {
-            let Some(id) = rest.next() else {
+            let Some((id, _)) = rest.next() else {
                 return;
             };
             if ctx.try_start(id, None) {
                 self.queue.remove(id);
                 continue;
             }
-            if usable_stats(&ctx.idle(), &ctx.usable()).0 == 0 {
+            if usable_stats_of(sites_now(ctx).map(|s| (s.idle, s.usable))).0 == 0 {
                 // Nothing is idle: nothing to backfill, no need for a shadow.
                 return;
             }
@@ -218,7 +228,7 @@ impl Easy {
     /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
     /// head's reservation; then carry the reservation to the next pass if no job took any of
     /// its extra processors (a new [`head_reservation`] would find the same).
-    fn backfill(&mut self, ctx: &mut dyn PassCtx, jobs: Vec<JobId>, mut r: Reservation) {
+    fn backfill(&mut self, ctx: &mut dyn PassCtx, jobs: Vec<(JobId, Demand)>, mut r: Reservation) {
         let now = ctx.now();
         let usable = ctx.usable();
         let mut idle = ctx.idle();
@@ -226,11 +236,10 @@ impl Easy {
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
         let mut room = usable_stats(&idle, &usable);
         let mut extra_room = usable_stats(&min_of(&idle, &r.extra), &usable);
-        for id in jobs {
+        for (id, demand) in jobs {
             if room.0 == 0 {
                 break;
             }
-            let demand = Demand::of(ctx.job(id));
             if !demand.may_fit_stats(room) {
                 continue;
             }
@@ -277,15 +286,19 @@ struct Reservation {
     extra: Vec<u32>,
 }
 
+/// Every site now, in site order.
+fn sites_now(ctx: &dyn PassCtx) -> impl Iterator<Item = SiteNow> + '_ {
+    (0..).map_while(|i| ctx.site_now(i))
+}
+
 /// What a pass saw of everything but the queue: a later pass that sees the same (and comes
 /// no later than the reservation's time) would build the same profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seen {
     epoch: u64,
     running: u64,
-    idle: Vec<u32>,
-    usable: Vec<bool>,
-    local: Vec<u32>,
+    /// Idle, usable and local processors per site.
+    sites: Vec<SiteNow>,
 }
 
 impl Seen {
@@ -293,10 +306,15 @@ impl Seen {
         Seen {
             epoch: ctx.epoch(),
             running: ctx.running_version(),
-            idle: ctx.idle(),
-            usable: ctx.usable(),
-            local: ctx.local_busy(),
+            sites: sites_now(ctx).collect(),
         }
+    }
+
+    /// Whether a pass now would see the same (without copying what it sees).
+    fn still(&self, ctx: &dyn PassCtx) -> bool {
+        self.epoch == ctx.epoch()
+            && self.running == ctx.running_version()
+            && sites_now(ctx).eq(self.sites.iter().copied())
     }
 }
 
@@ -311,9 +329,9 @@ struct Carry {
 }
 
 impl Carry {
-    fn holds(&self, ctx: &dyn PassCtx, queue: &Arrivals) -> bool {
+    fn holds(&self, ctx: &dyn PassCtx, queue: &Arrivals<Demand>) -> bool {
         ctx.now() <= self.reservation.until
             && queue.contains(self.reservation.head)
-            && self.seen == Seen::now(ctx)
+            && self.seen.still(ctx)
     }
 }

@@ -169,30 +169,31 @@ pub fn by_end(now: Time, running: &[RunningJob]) -> Vec<(Time, &RunningJob)> {
 
 /// The steps [`Profile::new`] would make, one at a time and without making them: `f` gets
 /// each step's time and free processors per site, in time order, until it returns a value.
-/// `ends` comes from [`by_end`]. One vector is updated in place, where a profile keeps one
-/// per step: what a single walk (EASY's shadow time) needs.
+/// `running` must come by estimated end (as [`PassCtx::running_by_end`](crate::queue::PassCtx::running_by_end)
+/// gives them); an end not after `now` counts as `now`. One vector is updated in place, where
+/// a profile keeps one per step, and only the jobs up to the step `f` takes are looked at:
+/// what a single walk (EASY's shadow time) needs.
 pub fn walk_steps<R>(
     now: Time,
     idle: &[u32],
-    ends: &[(Time, &RunningJob)],
+    running: impl Iterator<Item = RunningJob>,
     mut f: impl FnMut(Time, &[u32]) -> Option<R>,
 ) -> Option<R> {
+    let mut ends = running.map(|r| (r.end.max(now), r)).peekable();
     let mut free = idle.to_vec();
     let mut t = now;
-    let mut i = 0;
     loop {
-        while let Some((_, r)) = ends.get(i).filter(|(end, _)| *end == t) {
+        while let Some((_, r)) = ends.next_if(|(end, _)| *end == t) {
             for (site, n) in r.holds.iter() {
                 if let Some(x) = free.get_mut(site) {
                     *x = x.saturating_add(n);
                 }
             }
-            i += 1;
         }
         if let Some(found) = f(t, &free) {
             return Some(found);
         }
-        t = ends.get(i)?.0;
+        t = ends.peek()?.0;
     }
 }
 
