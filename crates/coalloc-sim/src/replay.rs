@@ -66,6 +66,17 @@ pub fn replay(
     sites: Vec<Site>,
     config: SchedulerConfig,
 ) -> Result<Replay, ReplayError> {
+    replay_keeping(jobs, sites, config).map(|(r, _)| r)
+}
+
+/// [`replay`], also giving back the scheduler as the run left it (every job's record), so
+/// that a caller who times the replay can stop the clock before the scheduler's memory is
+/// freed.
+pub fn replay_keeping(
+    jobs: &[TraceJob],
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+) -> Result<(Replay, Scheduler), ReplayError> {
     let mut s = Scheduler::new(config, sites);
     // Arrivals by submit time, then file order; ends (by time, then launch) in a heap. At an
     // instant the ends go first.
@@ -182,7 +193,7 @@ pub fn replay(
     if s.queued() > 0 {
         return Err(ReplayError::Stuck(s.queued()));
     }
-    Ok(Replay { jobs: out, refused })
+    Ok((Replay { jobs: out, refused }, s))
 }
 
 /// A job's current launches: the first inline (most trace jobs have one component).

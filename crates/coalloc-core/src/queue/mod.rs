@@ -216,16 +216,21 @@ pub type Demand = (JobId, Option<Vec<bool>>);
 pub struct Arrivals<T = ()> {
     /// Arrival sequence → job, with its payload.
     queue: std::collections::BTreeMap<u64, (JobId, T)>,
-    /// Job → arrival sequence.
-    seq_of: std::collections::BTreeMap<JobId, u64>,
+    /// Job → arrival sequence ([`NOT_QUEUED`] for a job not in the queue), indexed by job
+    /// number: the scheduler numbers jobs densely from 1, so this costs 8 bytes per job
+    /// ever submitted and no search.
+    seq_of: Vec<u64>,
     next_seq: u64,
 }
+
+/// [`Arrivals`]' mark of a job that is not queued.
+const NOT_QUEUED: u64 = u64::MAX;
 
 impl<T> Default for Arrivals<T> {
     fn default() -> Self {
         Arrivals {
             queue: std::collections::BTreeMap::new(),
-            seq_of: std::collections::BTreeMap::new(),
+            seq_of: Vec::new(),
             next_seq: 0,
         }
     }
@@ -242,22 +247,35 @@ impl<T> Arrivals<T> {
     /// Append a job with its payload (moving it to the tail if it is queued already).
     pub fn push_with(&mut self, id: JobId, payload: T) {
         self.remove(id);
+        let Ok(slot) = usize::try_from(id) else {
+            return;
+        };
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.insert(seq, (id, payload));
-        self.seq_of.insert(id, seq);
+        if self.seq_of.len() <= slot {
+            self.seq_of.resize(slot + 1, NOT_QUEUED);
+        }
+        self.seq_of[slot] = seq;
     }
 
     pub fn remove(&mut self, id: JobId) {
-        if let Some(seq) = self.seq_of.remove(&id) {
+        if let Some(seq) = self.seq(id) {
             self.queue.remove(&seq);
+            self.seq_of[id as usize] = NOT_QUEUED;
         }
+    }
+
+    /// A queued job's arrival sequence.
+    fn seq(&self, id: JobId) -> Option<u64> {
+        let slot = usize::try_from(id).ok()?;
+        self.seq_of.get(slot).copied().filter(|&s| s != NOT_QUEUED)
     }
 
     /// A queued job's payload, to change it in place.
     pub fn payload_mut(&mut self, id: JobId) -> Option<&mut T> {
-        let seq = self.seq_of.get(&id)?;
-        self.queue.get_mut(seq).map(|(_, p)| p)
+        let seq = self.seq(id)?;
+        self.queue.get_mut(&seq).map(|(_, p)| p)
     }
 
     pub fn len(&self) -> usize {
@@ -265,7 +283,7 @@ impl<T> Arrivals<T> {
     }
 
     pub fn contains(&self, id: JobId) -> bool {
-        self.seq_of.contains_key(&id)
+        self.seq(id).is_some()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -186,7 +186,7 @@ impl QueuePolicy for Easy {
         let carried = self.carry.take();
         if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
             // Only jobs arrived since: the ones before them would decide as they did.
-            let fresh = self.queue.since_with(carry.cursor).collect();
+            let fresh: Vec<_> = self.queue.since_with(carry.cursor).collect();
             self.backfill(ctx, fresh, carry.reservation);
             return;
         }
@@ -220,7 +220,7 @@ impl QueuePolicy for Easy {
             };
         };
         // 2. Backfill the later jobs.
-        self.backfill(ctx, rest.collect(), reservation);
+        self.backfill(ctx, rest, reservation);
     }
 }
 
@@ -228,7 +228,12 @@ impl Easy {
     /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
     /// head's reservation; then carry the reservation to the next pass if no job took any of
     /// its extra processors (a new [`head_reservation`] would find the same).
-    fn backfill(&mut self, ctx: &mut dyn PassCtx, jobs: Vec<(JobId, Demand)>, mut r: Reservation) {
+    fn backfill(
+        &mut self,
+        ctx: &mut dyn PassCtx,
+        jobs: impl IntoIterator<Item = (JobId, Demand)>,
+        mut r: Reservation,
+    ) {
         let now = ctx.now();
         let usable = ctx.usable();
         let mut idle = ctx.idle();
