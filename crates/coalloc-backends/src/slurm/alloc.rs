@@ -30,7 +30,8 @@
 //! them (it adopts components by their Slurm id), but if they are killed themselves (the
 //! host goes down), the step is no longer watched and the allocation is only ended by
 //! `scancel` or its time limit. Clients this backend started are waited for when they end
-//! (reaped on every `submit` and `query`), so none is left a zombie.
+//! (reaped on every `submit`, `query` and `load`, so at least once a monitor interval), so none
+//! is left a zombie for long.
 
 use super::classify::unreachable;
 use super::{parse, script, SlurmCluster};

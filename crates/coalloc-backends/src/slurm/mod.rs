@@ -287,6 +287,7 @@ impl Backend for SlurmCluster {
     }
 
     fn load(&self) -> Result<SiteLoad, BackendError> {
+        self.clients.reap();
         let mut args = vec!["-h", "-N", "-o", "%N|%C"];
         args.extend(self.partition_args());
         let out = self.call("sinfo", &args, None)?;
