@@ -4,18 +4,22 @@
 # components spread round-robin over the rig's three Slurm clusters (an ordered job naming
 # alpha, beta, gamma, alpha, ...; one CPU each, the component is `coalloc-barrier`), beside a
 # plain `sbatch` to RUNNING on one cluster and three `sbatch`es (one per cluster, at once) to
-# all RUNNING, on the same rig in the same run.
+# all RUNNING, and the same with `salloc --no-shell` (an allocation, which Slurm starts inside
+# the request), on the same rig in the same run. The coalloc server's Slurm sites use
+# `launch = "allocation"` unless LAUNCH=batch.
 #
 #   bash bench/slurm.sh [REPS]          # default 10 repetitions of each
 #
 # Environment: COALLOC_SLURM_RIG (the rig's BASE_DIR, default /tmp/coalloc-slurm);
-# MONITOR (the server's monitor_interval, default 100ms); the knobs of scripts/slurm/up.sh
+# MONITOR (the server's monitor_interval, default 100ms); LAUNCH (the Slurm sites' launch
+# setting: allocation, the default here, or batch); CARGO_TARGET_DIR (where the binaries
+# are built, default target/); the knobs of scripts/slurm/up.sh
 # (SCHED_PARAMS, PORT_BASE...) pass through. The rig is brought up if needed and taken down
 # again at the end when this script started it (KEEP_UP=1 leaves it up).
 #
 # Latency of coalloc is read from the job (GET /v1/jobs/{id}: barrier_release - submit, the
-# server's clock, ms); of sbatch, from the client's clock around `sbatch` and a 20 ms
-# `squeue` poll.
+# server's clock, ms); of sbatch and salloc, from the client's clock around the command and
+# a 20 ms `squeue` poll.
 #
 # Every sample starts at a random moment on quiet clusters (SETTLE=1, the default): first
 # no job may be left in any state but a final one on any cluster, then a pause of 0.3 s plus
@@ -32,11 +36,13 @@ REPS=${1:-10}
 BASE=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm}
 MONITOR=${MONITOR:-100ms}
 SETTLE=${SETTLE:-1}
+LAUNCH=${LAUNCH:-allocation}
 SIZES=(1 2 3 6)
 
 cargo build --release --bin coalloc --bin coalloc-barrier -p coalloc-cli -p coalloc-runtime >&2
-COALLOC=$ROOT/target/release/coalloc
-BARRIER=$ROOT/target/release/coalloc-barrier
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+COALLOC=$TARGET/release/coalloc
+BARRIER=$TARGET/release/coalloc-barrier
 
 # ---------------------------------------------------------------- the rig
 uplog=$(mktemp)
@@ -73,8 +79,8 @@ sched=$(sed -n 's/^SchedulerParameters=//p' "${CONFS[0]}")
 {
     printf '[server]\nmonitor_interval = "%s"\nsample_interval = "5s"\n' "$MONITOR"
     for i in "${!NAMES[@]}"; do
-        printf '[[site]]\nname = "%s"\nprocessors = %s\nmanager = { type = "slurm", slurm_conf = "%s" }\n' \
-            "${NAMES[$i]}" "${CPUS[$i]}" "${CONFS[$i]}"
+        printf '[[site]]\nname = "%s"\nprocessors = %s\nmanager = { type = "slurm", slurm_conf = "%s", launch = "%s" }\n' \
+            "${NAMES[$i]}" "${CPUS[$i]}" "${CONFS[$i]}" "$LAUNCH"
     done
     printf '[scheduler]\npolicy = "fcfs"\nfit = "worst"\n'
 } >"$WORK/config.toml"
@@ -123,12 +129,19 @@ submit_and_wait() {
     jq -r '.barrier_release - .submit' <<<"$j"
 }
 
-# sbatch_to_running I...: one sbatch per listed cluster at once; ms until all are RUNNING
-sbatch_to_running() {
-    local t0 ids=() i n id st all
+# to_running KIND I...: one plain job per listed cluster at once, KIND sbatch (a batch job)
+# or salloc (`salloc --no-shell`, an allocation without a step); ms until all are RUNNING
+to_running() {
+    local kind=$1 t0 ids=() i n id st all
+    shift
     t0=$(now_ms)
     for i in "$@"; do
-        ids+=("$(SLURM_CONF=${CONFS[$i]} sbatch --parsable -J bench-plain -n 1 -o /dev/null --wrap 'sleep 1')")
+        if [ "$kind" = sbatch ]; then
+            ids+=("$(SLURM_CONF=${CONFS[$i]} sbatch --parsable -J bench-plain -n 1 -o /dev/null --wrap 'sleep 1')")
+        else
+            ids+=("$(SLURM_CONF=${CONFS[$i]} salloc --no-shell -J bench-plain -n 1 -t 1 2>&1 |
+                sed -n 's/^salloc: Granted job allocation \([0-9]*\)$/\1/p')")
+        fi
     done
     for _ in $(seq 1500); do
         all=1
@@ -162,7 +175,7 @@ EOF
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u +%FT%TZ)"
 echo "rig: $BASE, clusters ${NAMES[*]} (${CPUS[*]} CPUs); SchedulerParameters=${sched:-<Slurm defaults>}; $(SLURM_CONF=${CONFS[0]} sbatch --version)"
-echo "server: monitor_interval=$MONITOR, release build; $REPS repetitions; SETTLE=$SETTLE; latencies in ms"
+echo "server: monitor_interval=$MONITOR, launch=$LAUNCH, release build; $REPS repetitions; SETTLE=$SETTLE; latencies in ms"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| what | n | median | p90 | min | max |"
@@ -171,9 +184,13 @@ declare -A samples
 # Interleave the kinds of measurement so that a slow phase of the machine hits all alike.
 for ((r = 0; r < REPS; r++)); do
     settle
-    samples[sbatch1]+=" $(sbatch_to_running 0)"
+    samples[sbatch1]+=" $(to_running sbatch 0)"
     settle
-    samples[sbatch3]+=" $(sbatch_to_running 0 1 2)"
+    samples[sbatch3]+=" $(to_running sbatch 0 1 2)"
+    settle
+    samples[salloc1]+=" $(to_running salloc 0)"
+    settle
+    samples[salloc3]+=" $(to_running salloc 0 1 2)"
     for k in "${SIZES[@]}"; do
         settle
         samples[c$k]+=" $(submit_and_wait "$k")"
@@ -183,6 +200,10 @@ done
 stats "plain sbatch to RUNNING, 1 job on ${NAMES[0]}" ${samples[sbatch1]}
 # shellcheck disable=SC2086
 stats "plain sbatch to RUNNING, 3 jobs (one per cluster), until all run" ${samples[sbatch3]}
+# shellcheck disable=SC2086
+stats "plain salloc --no-shell to RUNNING, 1 on ${NAMES[0]}" ${samples[salloc1]}
+# shellcheck disable=SC2086
+stats "plain salloc --no-shell to RUNNING, 3 (one per cluster), until all run" ${samples[salloc3]}
 for k in "${SIZES[@]}"; do
     # shellcheck disable=SC2086
     stats "coalloc, $k component(s), submit to barrier released" ${samples[c$k]}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh — the Slurm backend's integration tests against the rig: up.sh, then
-#   COALLOC_SLURM_RIG=BASE_DIR cargo test -p coalloc-backends --test slurm [ARGS...]
+#   COALLOC_SLURM_RIG=BASE_DIR cargo test -p coalloc-backends --test slurm --test slurm_allocation [ARGS...]
 # then down.sh. Exits with cargo's status.
 #
 #   usage: test.sh [CARGO_TEST_ARGS...]     e.g. test.sh --locked, test.sh -- --nocapture
@@ -27,7 +27,7 @@ grep -q 'started\|installing' "$uplog" && started=1
 rm -f "$uplog"
 
 status=0
-(cd "$ROOT" && COALLOC_SLURM_RIG="$BASE" cargo test -p coalloc-backends --test slurm "$@") || status=$?
+(cd "$ROOT" && COALLOC_SLURM_RIG="$BASE" cargo test -p coalloc-backends --test slurm --test slurm_allocation "$@") || status=$?
 
 if [ "${KEEP_UP:-0}" = 1 ] || [ "$started" = 0 ]; then
     echo "test.sh: rig left up ($HERE/down.sh $BASE stops it)" >&2

@@ -7,160 +7,13 @@
 //! The tests share the clusters. `load_*` needs a quiet cluster, so it takes a write lock
 //! that every other test takes for reading.
 
+mod rig;
+
 use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
-use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad, SubmitRequest};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{RwLock, RwLockReadGuard};
+use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
+use rig::{out_dir, quiet_load, request, shared, state, until_final, until_running, Rig, QUIET};
 use std::thread;
 use std::time::{Duration, Instant};
-
-static QUIET: RwLock<()> = RwLock::new(());
-
-struct Rig {
-    /// (name, slurm.conf) per cluster, in clusters.tsv order.
-    clusters: Vec<(String, PathBuf)>,
-}
-
-impl Rig {
-    /// The rig, or `None` (test skipped) when `COALLOC_SLURM_RIG` is unset.
-    fn get(test: &str) -> Option<Rig> {
-        let Some(base) = std::env::var_os("COALLOC_SLURM_RIG") else {
-            eprintln!("{test}: skipped (COALLOC_SLURM_RIG is unset; see scripts/slurm/README.md)");
-            return None;
-        };
-        let tsv = Path::new(&base).join("clusters.tsv");
-        let text = std::fs::read_to_string(&tsv).unwrap_or_else(|e| {
-            panic!(
-                "COALLOC_SLURM_RIG is set but {} is unreadable: {e}",
-                tsv.display()
-            )
-        });
-        let clusters: Vec<(String, PathBuf)> = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .map(|l| {
-                let mut f = l.split('\t');
-                let name = f.next().unwrap_or_default().to_string();
-                let conf = PathBuf::from(f.next().unwrap_or_default());
-                (name, conf)
-            })
-            .collect();
-        assert!(!clusters.is_empty(), "{} lists no cluster", tsv.display());
-        Some(Rig { clusters })
-    }
-
-    fn name(&self, i: usize) -> &str {
-        &self.clusters[i % self.clusters.len()].0
-    }
-
-    fn conf(&self, i: usize) -> &Path {
-        &self.clusters[i % self.clusters.len()].1
-    }
-
-    fn backend(&self, i: usize) -> SlurmCluster {
-        SlurmCluster::new(SlurmConfig {
-            slurm_conf: Some(self.conf(i).to_path_buf()),
-            command_timeout: Duration::from_secs(10),
-            ..SlurmConfig::new(self.name(i))
-        })
-    }
-
-    /// A Slurm command run straight against cluster `i` (not through the backend).
-    fn slurm(&self, i: usize, program: &str, args: &[&str]) -> String {
-        let out = Command::new(program)
-            .args(args)
-            .env("SLURM_CONF", self.conf(i))
-            .current_dir("/")
-            .output()
-            .unwrap_or_else(|e| panic!("{program}: {e}"));
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-fn shared() -> RwLockReadGuard<'static, ()> {
-    QUIET.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A fresh directory for one test's output files.
-fn out_dir(test: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("slurm")
-        .join(format!("{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn request(
-    dir: &Path,
-    launch: u64,
-    count: u32,
-    processes: u32,
-    exe: &str,
-    args: &[&str],
-) -> SubmitRequest {
-    SubmitRequest {
-        launch,
-        job: 1,
-        component: 0,
-        count,
-        processes,
-        executable: exe.into(),
-        arguments: args.iter().map(|a| a.to_string()).collect(),
-        environment: vec![("COALLOC_RANK_OFFSET".into(), "10".into())],
-        directory: Some(dir.to_path_buf()),
-        wall_time_ms: Some(120_000),
-        stdout: dir.join(format!("L{launch}.out")),
-        stderr: dir.join(format!("L{launch}.err")),
-    }
-}
-
-fn state(b: &SlurmCluster, id: &str) -> RemoteState {
-    b.query(&[id.to_string()]).unwrap().remove(0)
-}
-
-/// Polls until the job's state is final; returns every distinct state seen, in order.
-fn until_final(b: &SlurmCluster, id: &str, limit: Duration) -> Vec<RemoteState> {
-    let t0 = Instant::now();
-    let mut seen: Vec<RemoteState> = Vec::new();
-    loop {
-        let s = state(b, id);
-        if seen.last() != Some(&s) {
-            seen.push(s.clone());
-        }
-        if s.is_final() {
-            return seen;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "job {id} not final after {limit:?}: {seen:?}"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Polls until the job runs; returns how long that took.
-fn until_running(b: &SlurmCluster, id: &str) -> Duration {
-    let t0 = Instant::now();
-    loop {
-        match state(b, id) {
-            RemoteState::Running => return t0.elapsed(),
-            RemoteState::Queued => {}
-            other => panic!("job {id} is {other:?}, expected it to run"),
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "job {id} did not start"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn two_processes_run_with_their_ranks_and_finish() {
@@ -382,26 +235,6 @@ fn three_clusters_in_parallel() {
         }
     });
     eprintln!("{n} clusters, submit to all finished: {:?}", t0.elapsed());
-}
-
-/// Waits until cluster `i` runs no job and two load readings agree.
-fn quiet_load(rig: &Rig, i: usize, b: &SlurmCluster) -> SiteLoad {
-    let t0 = Instant::now();
-    let mut last = b.load().unwrap();
-    loop {
-        thread::sleep(Duration::from_millis(300));
-        let now = b.load().unwrap();
-        let busy = rig.slurm(i, "squeue", &["-h", "-t", "PD,R,CG,CF", "-o", "%i"]);
-        if now == last && busy.is_empty() && now.idle == now.total {
-            return now;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "cluster {} never quiet: {now:?}, jobs {busy}",
-            rig.name(i)
-        );
-        last = now;
-    }
 }
 
 #[test]

@@ -103,6 +103,39 @@ fn assert_no_slurm_jobs(rig: &Rig, secs: u64) {
     }
 }
 
+/// No process on this machine names a file of this server's state directory on its command
+/// line (the allocation launch's `salloc` and `srun` name the components' output files
+/// there); polled for up to `secs`.
+fn assert_no_clients(s: &Server, secs: u64) {
+    let needle = s.dir.display().to_string();
+    let t = Instant::now();
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .bytes()
+                            .all(|b| b.is_ascii_digit())
+                    })
+                    .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                    .filter(|c| c.contains(&needle) && !c.contains("coalloc serve"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "client processes left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// `cluster:id:name` of every job the clusters still show (finished ones included).
 fn slurm_jobs_seen(rig: &Rig) -> BTreeSet<String> {
     (0..rig.clusters.len())
@@ -119,10 +152,22 @@ const FCFS_WORST: &str = "policy = \"fcfs\"\nfit = \"worst\"";
 
 #[test]
 fn poisson_is_co_allocated_over_three_slurm_clusters() {
-    let Some(sc) = Scenario::begin("poisson") else {
+    poisson("batch");
+}
+
+#[test]
+fn poisson_is_co_allocated_over_three_slurm_clusters_as_allocations() {
+    poisson("allocation");
+}
+
+fn poisson(launch: &str) {
+    let Some(sc) = Scenario::begin(&format!("poisson-{launch}")) else {
         return;
     };
-    let s = Server::start("slurm-poisson", &sc.rig.config(FCFS_WORST));
+    let s = Server::start(
+        &format!("slurm-poisson-{launch}"),
+        &sc.rig.config_launching(FCFS_WORST, launch),
+    );
     // 40 CPUs fit on alpha only; then 30 no longer fit there: one component per cluster.
     let strip = |count: u32| {
         json!({
@@ -235,16 +280,19 @@ fn background_load_submitted_straight_to_slurm_steers_placement_away() {
 /// (`after_commit` false) or after it; the job is re-placed on the other clusters and
 /// completes, the site is unusable (threshold 1) until an operator says otherwise, and is
 /// used again afterwards.
-fn crash(name: &str, after_commit: bool) {
+fn crash(name: &str, after_commit: bool, launch: &str) {
     let Some(sc) = Scenario::begin(name) else {
         return;
     };
     let rig = &sc.rig;
     let s = Server::start(
         &format!("slurm-{name}"),
-        &rig.config(&format!(
-            "{FCFS_WORST}\nsite_errors = 1\ncompletion_errors = 1\nmax_submit_failures = 5\nmax_completion_failures = 3"
-        )),
+        &rig.config_launching(
+            &format!(
+                "{FCFS_WORST}\nsite_errors = 1\ncompletion_errors = 1\nmax_submit_failures = 5\nmax_completion_failures = 3"
+            ),
+            launch,
+        ),
     );
     // 34 CPUs go to alpha (30 left), the 20s to beta and gamma; after a crash of beta or
     // gamma, alpha and the other still hold all three.
@@ -356,12 +404,17 @@ fn crash(name: &str, after_commit: bool) {
 
 #[test]
 fn a_node_crash_before_the_barrier_aborts_and_re_places_the_job() {
-    crash("crash-claiming", false);
+    crash("crash-claiming", false, "batch");
+}
+
+#[test]
+fn a_node_crash_before_the_barrier_aborts_and_re_places_the_job_of_allocations() {
+    crash("crash-claiming-alloc", false, "allocation");
 }
 
 #[test]
 fn a_node_crash_after_the_commit_re_places_the_job() {
-    crash("crash-running", true);
+    crash("crash-running", true, "batch");
 }
 
 #[test]
@@ -433,11 +486,23 @@ fn a_controller_outage_makes_the_site_unusable_until_it_answers_again() {
 
 #[test]
 fn cancel_leaves_no_job_in_any_cluster() {
-    let Some(sc) = Scenario::begin("cancel") else {
+    cancel("batch");
+}
+
+#[test]
+fn cancel_leaves_no_job_in_any_cluster_of_allocations() {
+    cancel("allocation");
+}
+
+fn cancel(launch: &str) {
+    let Some(sc) = Scenario::begin(&format!("cancel-{launch}")) else {
         return;
     };
     let rig = &sc.rig;
-    let s = Server::start("slurm-cancel", &rig.config(FCFS_WORST));
+    let s = Server::start(
+        &format!("slurm-cancel-{launch}"),
+        &rig.config_launching(FCFS_WORST, launch),
+    );
     // One job past its barrier, one held before it; both spread over the clusters.
     let running = s.submit(&job(vec![
         comp(30, "", "exec sleep 600"),
@@ -475,6 +540,8 @@ fn cancel_leaves_no_job_in_any_cluster() {
     for (name, remote) in &launched {
         assert_eq!(slurm_state(rig, rig.index(name), remote), "CANCELLED");
     }
+    // No client (salloc, srun) of this server is left either.
+    assert_no_clients(&s, 15);
     let v = s.get("/v1/sites");
     for x in v["sites"].as_array().unwrap() {
         assert_eq!(x["coalloc"], 0, "{x}");
@@ -483,11 +550,23 @@ fn cancel_leaves_no_job_in_any_cluster() {
 
 #[test]
 fn kill_9_of_the_server_adopts_slurm_jobs_and_starts_none_twice() {
-    let Some(sc) = Scenario::begin("restart") else {
+    restart("batch");
+}
+
+#[test]
+fn kill_9_of_the_server_adopts_slurm_allocations_and_starts_none_twice() {
+    restart("allocation");
+}
+
+fn restart(launch: &str) {
+    let Some(sc) = Scenario::begin(&format!("restart-{launch}")) else {
         return;
     };
     let rig = &sc.rig;
-    let mut s = Server::start("slurm-restart", &rig.config(FCFS_WORST));
+    let mut s = Server::start(
+        &format!("slurm-restart-{launch}"),
+        &rig.config_launching(FCFS_WORST, launch),
+    );
     let starts = s.dir.parent().unwrap().join("starts.log");
     let record = format!(
         "echo $COALLOC_JOB_ID.$COALLOC_COMPONENT >> {}; sleep 4",
@@ -524,11 +603,12 @@ fn kill_9_of_the_server_adopts_slurm_jobs_and_starts_none_twice() {
         want.iter().map(String::as_str).collect::<Vec<_>>(),
         "starts: {text}"
     );
-    // And Slurm ran exactly one batch job per component.
+    // And Slurm ran exactly one job (batch or allocation) per component.
     let new: Vec<String> = slurm_jobs_seen(rig)
         .difference(&seen_before)
         .cloned()
         .collect();
     assert_eq!(new.len(), 8, "{new:?}");
     assert_no_slurm_jobs(rig, 10);
+    assert_no_clients(&s, 10);
 }

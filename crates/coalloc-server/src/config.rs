@@ -13,11 +13,15 @@
 //! name = "alpha"
 //! processors = 16
 //! manager = { type = "local" }  # or { type = "slurm", slurm_conf = "/path/slurm.conf" }
+//! # A Slurm site hands components over as batch jobs (`launch = "batch"`, the default) or
+//! # as allocations started inside the request (`launch = "allocation"`; see
+//! # coalloc_backends::slurm::alloc).
 //! # Other users of a local cluster: `background = 4` holds 4 slots; with
 //! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
 //! # period, uniformly on [background, background_max].
 //! ```
 
+use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
 use coalloc_core::spec::native::toml_doc;
@@ -88,6 +92,8 @@ pub enum BackendKind {
         conf: Option<String>,
         cluster: Option<String>,
         partition: Option<String>,
+        /// `batch` (sbatch) or `allocation` (salloc + srun).
+        launch: Launch,
     },
 }
 
@@ -235,6 +241,7 @@ fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "slurm_conf",
             "cluster",
             "partition",
+            "launch",
             "provider",
             "lease_program",
             "release_program",
@@ -262,10 +269,23 @@ fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
                     "a Slurm site needs `slurm_conf` (its slurm.conf) or `cluster` (its -M name)",
                 ));
             }
+            let launch = match get("launch") {
+                None => Launch::default(),
+                Some(word) => Launch::from_name(&word).ok_or_else(|| {
+                    SpecError::invalid(
+                        field("launch"),
+                        format!(
+                            "unknown launch `{word}` (known: {})",
+                            Launch::NAMES.join(", ")
+                        ),
+                    )
+                })?,
+            };
             BackendKind::Slurm {
                 conf,
                 cluster,
                 partition: get("partition"),
+                launch,
             }
         }
         _ => {
@@ -357,6 +377,29 @@ mod tests {
             let e = ServerConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn a_slurm_site_launches_batch_jobs_unless_told_otherwise() {
+        let site = |m: &str| {
+            format!(
+                "[[site]]\nname = \"a\"\nprocessors = 8\nmanager = {{ type = \"slurm\", slurm_conf = \"/s.conf\"{m} }}\n"
+            )
+        };
+        let launch = |m: &str| match &ServerConfig::parse(&site(m)).unwrap().backends[0] {
+            BackendKind::Slurm { launch, .. } => *launch,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(launch(""), Launch::Batch);
+        assert_eq!(launch(", launch = \"batch\""), Launch::Batch);
+        assert_eq!(launch(", launch = \"allocation\""), Launch::Allocation);
+        let e = ServerConfig::parse(&site(", launch = \"srun\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("manager.launch") && e.contains("batch, allocation"),
+            "{e}"
+        );
     }
 
     #[test]

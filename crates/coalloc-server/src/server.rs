@@ -111,8 +111,10 @@ pub fn backends(
                         conf,
                         cluster,
                         partition,
+                        launch,
                     } => {
                         let mut c = SlurmConfig::new(site.name.clone());
+                        c.launch = *launch;
                         c.slurm_conf = conf.as_ref().map(Into::into);
                         c.cluster = cluster.clone();
                         c.partition = partition.clone();

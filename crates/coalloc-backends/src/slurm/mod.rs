@@ -17,7 +17,13 @@
 //! `MinJobAge`, `sacct` needs accounting (so `scontrol` is the fallback), and batch jobs are
 //! submitted with `--no-requeue` so a node failure ends them as `NODE_FAIL` rather than
 //! quietly requeueing them.
+//!
+//! A component is handed to Slurm in one of two ways ([`Launch`], the site's `launch`
+//! setting): as a batch job (`sbatch`, the default), or as a resource allocation with one
+//! step (`salloc` + `srun`, see [`alloc`]), which Slurm starts inside the request when the
+//! CPUs are free instead of at its next scheduling pass.
 
+pub mod alloc;
 mod classify;
 pub mod parse;
 mod query;
@@ -36,6 +42,34 @@ use std::time::Duration;
 /// after about `MessageTimeout` (10 s by Slurm's default, 5 s on the rig).
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How components are handed to Slurm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Launch {
+    /// A batch job (`sbatch`): started at the controller's next scheduling pass, up to
+    /// about a second after the submission on Slurm 22.05. No process stays on the coalloc
+    /// host.
+    #[default]
+    Batch,
+    /// A resource allocation with one step (`salloc` + `srun`, detached): started inside
+    /// the request when the CPUs are free; two client processes per component stay on the
+    /// coalloc host while it runs ([`alloc`]).
+    Allocation,
+}
+
+impl Launch {
+    /// The setting's words.
+    pub const NAMES: [&'static str; 2] = ["batch", "allocation"];
+
+    /// `batch` or `allocation`.
+    pub fn from_name(name: &str) -> Option<Launch> {
+        match name {
+            "batch" => Some(Launch::Batch),
+            "allocation" => Some(Launch::Allocation),
+            _ => None,
+        }
+    }
+}
+
 /// Where and how to reach one Slurm cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlurmConfig {
@@ -52,6 +86,8 @@ pub struct SlurmConfig {
     pub command_timeout: Duration,
     /// The directory holding the Slurm commands; `None` searches `PATH`.
     pub bin_dir: Option<PathBuf>,
+    /// Batch jobs or allocations.
+    pub launch: Launch,
 }
 
 impl SlurmConfig {
@@ -73,6 +109,7 @@ impl Default for SlurmConfig {
             partition: None,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             bin_dir: None,
+            launch: Launch::default(),
         }
     }
 }
@@ -81,11 +118,16 @@ impl Default for SlurmConfig {
 #[derive(Debug, Clone)]
 pub struct SlurmCluster {
     config: SlurmConfig,
+    /// The allocation launch's client processes, until they are reaped.
+    clients: alloc::Clients,
 }
 
 impl SlurmCluster {
     pub fn new(config: SlurmConfig) -> SlurmCluster {
-        SlurmCluster { config }
+        SlurmCluster {
+            config,
+            clients: alloc::Clients::default(),
+        }
     }
 
     pub fn config(&self) -> &SlurmConfig {
@@ -184,6 +226,9 @@ impl Backend for SlurmCluster {
         if r.count == 0 {
             return Err(BackendError::Rejected("count must be at least 1".into()));
         }
+        if self.config.launch == Launch::Allocation {
+            return alloc::submit(self, r);
+        }
         let reject = |e: script::ScriptError| BackendError::Rejected(e.to_string());
         let body = script::batch_script(r).map_err(reject)?;
         let args = self.submit_args(r).map_err(reject)?;
@@ -218,6 +263,7 @@ impl Backend for SlurmCluster {
     }
 
     fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+        self.clients.reap();
         query::query(self, ids)
     }
 
@@ -241,6 +287,7 @@ impl Backend for SlurmCluster {
     }
 
     fn load(&self) -> Result<SiteLoad, BackendError> {
+        self.clients.reap();
         let mut args = vec!["-h", "-N", "-o", "%N|%C"];
         args.extend(self.partition_args());
         let out = self.call("sinfo", &args, None)?;

@@ -1,5 +1,5 @@
-//! Parsers of the Slurm client outputs the backend reads: `sbatch --parsable`,
-//! `squeue -o '%i|%T|%r'`, `scontrol show job -o`, `sinfo -N -o '%N|%C'`,
+//! Parsers of the Slurm client outputs the backend reads: `sbatch --parsable`, `salloc`'s
+//! grant or pending line, `squeue -o '%i|%T|%r'`, `scontrol show job -o`, `sinfo -N -o '%N|%C'`,
 //! `squeue -o '%C|%j'`, and exit codes. Pure functions over text: no Slurm needed to test
 //! them, and a garbled line is a [`ParseError`], never a panic.
 //!
@@ -60,6 +60,21 @@ pub fn sbatch_job_id(stdout: &str) -> Result<String, ParseError> {
     } else {
         Err(bad("sbatch", line))
     }
+}
+
+/// The job id in `salloc`'s messages: `salloc: Granted job allocation 17` or, when it has
+/// to wait, `salloc: Pending job allocation 17`; `None` before either was written. Only
+/// whole lines count (the text may be a file salloc is still writing).
+pub fn salloc_job_id(text: &str) -> Option<String> {
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    lines(whole).find_map(|line| {
+        let rest = line.strip_prefix("salloc: ")?;
+        let rest = rest
+            .strip_prefix("Granted job allocation ")
+            .or_else(|| rest.strip_prefix("Pending job allocation "))?;
+        let id = rest.trim();
+        is_job_id(id).then(|| id.to_string())
+    })
 }
 
 /// One line of `squeue -h -t all -o '%i|%T|%r'`.

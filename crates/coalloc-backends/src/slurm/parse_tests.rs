@@ -13,6 +13,30 @@ fn sbatch_parsable_ids() {
 }
 
 #[test]
+fn salloc_grant_and_pending_lines() {
+    assert_eq!(
+        salloc_job_id("salloc: Granted job allocation 17\n").as_deref(),
+        Some("17")
+    );
+    let waiting =
+        "salloc: Pending job allocation 9\nsalloc: job 9 queued and waiting for resources\n";
+    assert_eq!(salloc_job_id(waiting).as_deref(), Some("9"));
+    // Not yet written, half written, an error, or a step's message mentioning a job.
+    assert_eq!(salloc_job_id(""), None);
+    assert_eq!(salloc_job_id("salloc: Granted job allocation "), None);
+    assert_eq!(salloc_job_id("salloc: Granted job allocation 1"), None);
+    assert_eq!(
+        salloc_job_id("salloc: error: Job submit/allocate failed: Requested node configuration is not available\n"),
+        None
+    );
+    assert_eq!(
+        salloc_job_id("srun: error: alpha-1: task 0: Exited with exit code 3\n"),
+        None
+    );
+    assert_eq!(salloc_job_id("salloc: Granted job allocation 0x1\n"), None);
+}
+
+#[test]
 fn job_ids() {
     assert!(is_job_id("1"));
     assert!(is_job_id("123456"));

@@ -138,12 +138,17 @@ impl Rig {
 
     /// A server configuration with one Slurm site per cluster, then `scheduler`.
     pub fn config(&self, scheduler: &str) -> String {
+        self.config_launching(scheduler, "batch")
+    }
+
+    /// The same with the sites' `launch` setting (`batch` or `allocation`).
+    pub fn config_launching(&self, scheduler: &str, launch: &str) -> String {
         let mut s = String::from(
             "[server]\nmonitor_interval = \"100ms\"\nsample_interval = \"500ms\"\nbarrier_hold = \"2s\"\n",
         );
         for c in &self.clusters {
             s += &format!(
-                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"slurm\", slurm_conf = \"{}\" }}\n",
+                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"slurm\", slurm_conf = \"{}\", launch = \"{launch}\" }}\n",
                 c.name,
                 c.cpus,
                 c.conf.display()
