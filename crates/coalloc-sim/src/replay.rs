@@ -15,7 +15,7 @@
 use coalloc_core::model::{Component, Job, JobKind, Site, Time, SECOND};
 use coalloc_core::scheduler::{Command, Event, JobId, LaunchId, Reply, Scheduler, SchedulerConfig};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 /// One job of the workload, as the replay needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,9 @@ pub fn replay_keeping(
         let slot = usize::try_from(job.checked_sub(1)?).ok()?;
         index_of.get(slot).copied()
     };
-    let mut launches: BTreeMap<JobId, Launches> = BTreeMap::new();
+    // By core job number, like `index_of`.
+    let mut launches: Vec<Launches> = Vec::new();
+    let slot = |job: JobId| usize::try_from(job).unwrap_or(usize::MAX);
     let mut batch: Vec<Event> = Vec::new();
     let mut arrivals: Vec<usize> = Vec::new();
     let mut ready = Vec::new();
@@ -152,14 +154,19 @@ pub fn replay_keeping(
             while let Some(cmd) = s.poll_command() {
                 match cmd {
                     Command::StartComponent(st) => {
-                        launches.entry(st.job).or_default().add(st.launch);
+                        let k = slot(st.job);
+                        if launches.len() <= k {
+                            launches.resize_with(k + 1, Launches::default);
+                        }
+                        launches[k].add(st.launch);
                         ready.push(Event::ComponentReady { launch: st.launch });
                     }
                     Command::ReleaseBarrier { job } => {
                         if let Some(i) = index(&index_of, job) {
                             out[i].start = Some(now / SECOND);
                             let end = now + jobs[i].runtime.max(0) * SECOND;
-                            for launch in launches.get(&job).into_iter().flat_map(Launches::iter) {
+                            let mine = launches.get(slot(job));
+                            for launch in mine.into_iter().flat_map(Launches::iter) {
                                 heap.push(Reverse((end, launch)));
                             }
                         }
@@ -168,16 +175,20 @@ pub fn replay_keeping(
                         if let Some(i) = index(&index_of, job) {
                             out[i].end = Some(now / SECOND);
                         }
-                        launches.remove(&job);
+                        if let Some(l) = launches.get_mut(slot(job)) {
+                            *l = Launches::default();
+                        }
                     }
                     Command::JobFailed { job, reason, .. } => {
                         if let Some(i) = index(&index_of, job) {
                             refused.push((jobs[i].number, reason));
                         }
-                        launches.remove(&job);
+                        if let Some(l) = launches.get_mut(slot(job)) {
+                            *l = Launches::default();
+                        }
                     }
                     Command::CancelComponent { job, launch, .. } => {
-                        if let Some(l) = launches.get_mut(&job) {
+                        if let Some(l) = launches.get_mut(slot(job)) {
                             l.drop_launch(launch);
                         }
                     }
