@@ -425,7 +425,7 @@ fn the_launcher_outlives_its_cluster_writes_the_codes_and_serves_the_next_one() 
     drop(c);
     let c = cluster(Mode::Launcher, &d, 4);
     assert_eq!(state(&c, 1), RemoteState::Running);
-    c.submit(&sh(&d, 2, 1, 1, "exit 0")).unwrap();
+    c.submit(&sh(&d, 2, 1, 1, "sleep 0.2")).unwrap();
     assert_eq!(parent_of(pgid(&d, 2)), Some(launcher), "a second launcher");
     assert_eq!(wait_final(&c, 2), RemoteState::Finished);
     assert_eq!(
@@ -490,4 +490,34 @@ fn a_process_killed_by_a_signal_is_told_from_an_exit() {
         wait_final(&c, 1),
         RemoteState::Failed("process 0 was killed by signal 15".into())
     );
+}
+
+#[test]
+fn a_launcher_that_cannot_start_is_tried_once_and_the_wrapper_starts_the_launches() {
+    let d = temp_dir(Mode::Launcher, "broken");
+    let tries = d.join("tries");
+    let c = LocalCluster::new(LocalConfig {
+        name: "test".into(),
+        slots: 4,
+        initial_slots: None,
+        work_dir: d.join("site"),
+        background: None,
+        launcher: Some(LauncherCommand {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("echo tried >> {}", tries.display()),
+                "sh".into(),
+            ],
+        }),
+    })
+    .unwrap();
+    c.submit(&sh(&d, 1, 1, 1, "exit 0")).unwrap();
+    c.submit(&sh(&d, 2, 1, 1, "exit 2")).unwrap();
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    assert_eq!(
+        wait_final(&c, 2),
+        RemoteState::Failed("process 0 exited with 2".into())
+    );
+    assert_eq!(std::fs::read_to_string(&tries).unwrap(), "tried\n");
 }

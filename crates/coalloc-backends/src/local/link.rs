@@ -30,6 +30,9 @@ pub(super) struct Link {
     command: LauncherCommand,
     work_dir: PathBuf,
     conn: Option<(BufReader<UnixStream>, UnixStream)>,
+    /// Why no launcher could be started: it is not tried again (each try would cost every
+    /// launch a process and up to a second), and launches use the wrapper.
+    broken: Option<String>,
 }
 
 impl Link {
@@ -38,6 +41,7 @@ impl Link {
             command,
             work_dir: work_dir.to_path_buf(),
             conn: None,
+            broken: None,
         }
     }
 
@@ -47,15 +51,31 @@ impl Link {
         if self.conn.is_some() {
             return Ok(());
         }
+        if let Some(why) = &self.broken {
+            return Err(io::Error::other(why.clone()));
+        }
         let socket = self.work_dir.join(SOCKET);
         if let Ok(c) = greeted(&socket) {
             self.conn = Some(c);
             return Ok(());
         }
+        let e = match self.start_launcher(&socket) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        eprintln!(
+            "coalloc: no launcher for {} ({e}); its launches start under /bin/sh",
+            self.work_dir.display()
+        );
+        self.broken = Some(e.to_string());
+        Err(e)
+    }
+
+    fn start_launcher(&mut self, socket: &Path) -> io::Result<()> {
         let mut last = io::Error::other("the launcher did not start");
         for _ in 0..50 {
             match self.spawn()? {
-                true => match greeted(&socket) {
+                true => match greeted(socket) {
                     Ok(c) => {
                         self.conn = Some(c);
                         return Ok(());
@@ -64,7 +84,7 @@ impl Link {
                 },
                 // Another launcher holds the directory: it is starting or leaving.
                 false => {
-                    if let Ok(c) = greeted(&socket) {
+                    if let Ok(c) = greeted(socket) {
                         self.conn = Some(c);
                         return Ok(());
                     }

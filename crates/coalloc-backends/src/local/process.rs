@@ -293,17 +293,9 @@ pub(super) fn start(
     log: &Log,
     link: Option<&Mutex<Link>>,
 ) -> io::Result<Running> {
-    let started = match link {
-        Some(link) => match through_launcher(r, link) {
-            Ok(started) => Some(started),
-            // No launcher could be reached, so nothing was asked: the wrapper starts it.
-            Err(e) => {
-                eprintln!("coalloc: local launcher unavailable ({e}); using /bin/sh");
-                None
-            }
-        },
-        None => None,
-    };
+    // `None` also when no launcher could be reached (the link says so once): nothing was
+    // asked of any, so the wrapper starts the launch.
+    let started = link.and_then(|link| through_launcher(r, link).ok());
     let (child, pgid) = match started {
         Some(Started {
             pgid: Some(pgid), ..
