@@ -382,6 +382,11 @@ impl Backend for LocalCluster {
         })
     }
 
+    /// Launches start one after another under the cluster's lock anyway.
+    fn submits_in_parallel(&self) -> bool {
+        false
+    }
+
     fn resize(&self, processors: i64) {
         let mut inner = self.shared.lock();
         let slots = (i64::from(inner.slots) + processors).clamp(0, i64::from(self.shared.slots));
