@@ -521,3 +521,28 @@ fn a_launcher_that_cannot_start_is_tried_once_and_the_wrapper_starts_the_launche
     );
     assert_eq!(std::fs::read_to_string(&tries).unwrap(), "tried\n");
 }
+
+#[test]
+fn components_start_with_no_signal_blocked_and_the_same_ignored_ones_in_both_modes() {
+    // The launcher blocks SIGCHLD and ignores SIGPIPE for itself; its components inherit
+    // neither (what they ignore is what they would under the wrapper).
+    let mut ignored = Vec::new();
+    for m in [Mode::Wrapper, Mode::Launcher] {
+        let d = temp_dir(m, "signals");
+        let c = cluster(m, &d, 4);
+        c.submit(&sh(
+            &d,
+            1,
+            1,
+            1,
+            "grep -E '^Sig(Blk|Ign)' /proc/self/status",
+        ))
+        .unwrap();
+        assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+        let out = std::fs::read_to_string(d.join("out/1.out")).unwrap();
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("SigBlk:\t0000000000000000"), "{m:?}");
+        ignored.push(lines.next().unwrap_or_default().to_string());
+    }
+    assert_eq!(ignored[0], ignored[1]);
+}
