@@ -107,6 +107,12 @@ pub trait Backend: Send + Sync {
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError>;
     /// Idle, total and other users' processors; an error means the site is unhealthy.
     fn load(&self) -> Result<SiteLoad, BackendError>;
+    /// Whether submissions gain from being made at the same time (a resource manager that
+    /// answers slowly: each submission on a thread of its own). `false`: a burst of
+    /// submissions is made one after another on one thread and reported together.
+    fn submits_in_parallel(&self) -> bool {
+        true
+    }
     /// The site grew or shrank by this many processors: a cloud VM was leased or released
     /// (seed 004 §III-B). Resource managers that see their nodes come and go by themselves
     /// (Slurm with power saving) ignore it, which is the default.

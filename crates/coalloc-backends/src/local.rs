@@ -6,10 +6,12 @@
 //! way a plain local batch queue does. The work directory holds two files that are only
 //! appended to: `launches.jsonl`, a log of what each launch is (its request), when it started
 //! and in which process group, why it was killed and how it ended; and `exits`, one line per
-//! process that ended, written by a `/bin/sh` wrapper around the program. Because all of that
-//! is on disk and the processes run in their own process groups, they outlive a crashed
-//! server: a new `LocalCluster` on the same work directory adopts them (see [`adopt`]). A
-//! launch creates no file of its own but its output files.
+//! process that ended. The processes are started by the cluster's long-lived [`launcher`],
+//! which writes their exit codes, when the configuration names a launcher program; else each
+//! launch runs under a `/bin/sh` wrapper that writes them. Because all of that is on disk and
+//! the processes run in their own process groups, they outlive a crashed server: a new
+//! `LocalCluster` on the same work directory adopts them (see [`adopt`]) and connects to the
+//! same launcher. A launch creates no file of its own but its output files.
 //!
 //! Standard output and error of all processes of a component go to the request's files; the
 //! processes start in the folder of the standard output file unless the request names a
@@ -18,9 +20,14 @@
 //! ([`LocalCluster::set_background_slots`], or a varying load from [`BackgroundLoad`]).
 
 mod adopt;
+pub mod launcher;
+mod link;
 mod process;
 
+pub use link::LauncherCommand;
+
 use crate::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
+use link::Link;
 use process::{Exits, Log, Running};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -44,6 +51,9 @@ pub struct LocalConfig {
     pub work_dir: PathBuf,
     /// A varying background load; `None` for none (a fixed one can still be set).
     pub background: Option<BackgroundLoad>,
+    /// The program of the cluster's long-lived launcher; `None`: every launch under a
+    /// `/bin/sh` wrapper of its own (also the fallback when the launcher cannot be started).
+    pub launcher: Option<LauncherCommand>,
 }
 
 /// "Other users": every `period` the slots they hold are drawn again, uniformly on
@@ -87,6 +97,8 @@ struct Shared {
     name: String,
     slots: u32,
     log: Log,
+    /// The launcher, when the cluster has one (locked inside `inner`, never the other way).
+    link: Option<Mutex<Link>>,
     inner: Mutex<Inner>,
     wake: Condvar,
 }
@@ -116,10 +128,17 @@ impl LocalCluster {
         };
         let log = Log::open(&config.work_dir)?;
         adopt::adopt(&config.work_dir, &log, &mut inner);
+        let link = config.launcher.clone().map(|command| {
+            let mut link = Link::new(command, &config.work_dir);
+            // Now rather than at the first launch; a failure is retried then.
+            let _ = link.connect();
+            Mutex::new(link)
+        });
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             slots: config.slots,
             log,
+            link,
             inner: Mutex::new(inner),
             wake: Condvar::new(),
         });
@@ -178,7 +197,7 @@ impl Shared {
             }
             inner.queue.pop_front();
             let launch = inner.launches.get_mut(&id).expect("looked up above");
-            match process::start(&launch.request, &self.log) {
+            match process::start(&launch.request, &self.log, self.link.as_ref()) {
                 Ok(running) => {
                     launch.phase = Phase::Running(running);
                     inner.busy += count;
@@ -361,6 +380,11 @@ impl Backend for LocalCluster {
             total: inner.slots,
             other: inner.background,
         })
+    }
+
+    /// Launches start one after another under the cluster's lock anyway.
+    fn submits_in_parallel(&self) -> bool {
+        false
     }
 
     fn resize(&self, processors: i64) {

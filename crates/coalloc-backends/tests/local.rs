@@ -1,27 +1,60 @@
 //! The local backend with real processes: running, failing, queueing, cancelling, wall
-//! times, the background load, and adoption by a new cluster on the same directory.
+//! times, the background load, and adoption by a new cluster on the same directory. Every
+//! test runs twice: with each launch under its own `/bin/sh` wrapper, and through the
+//! cluster's long-lived launcher (the `coalloc-launcher` program of this crate).
 
 use coalloc_backends::local::{
-    recorded_launches, recorded_pgid, remote_id, LocalCluster, LocalConfig,
+    recorded_launches, recorded_pgid, remote_id, LauncherCommand, LocalCluster, LocalConfig,
 };
 use coalloc_backends::{Backend, BackendError, RemoteState, SubmitRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("coalloc-local-{name}-{}", std::process::id()));
+/// How the cluster of a test starts its launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Wrapper,
+    Launcher,
+}
+
+/// `name` as two tests, one per [`Mode`].
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[test]
+            fn wrapper() {
+                super::$name(super::Mode::Wrapper)
+            }
+            #[test]
+            fn launcher() {
+                super::$name(super::Mode::Launcher)
+            }
+        })*
+    };
+}
+
+fn temp_dir(m: Mode, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("coalloc-local-{name}-{m:?}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-fn cluster(dir: &Path, slots: u32) -> LocalCluster {
+fn launcher(m: Mode) -> Option<LauncherCommand> {
+    (m == Mode::Launcher).then(|| LauncherCommand {
+        program: env!("CARGO_BIN_EXE_coalloc-launcher").into(),
+        args: vec![],
+    })
+}
+
+fn cluster(m: Mode, dir: &Path, slots: u32) -> LocalCluster {
     LocalCluster::new(LocalConfig {
         name: "test".into(),
         slots,
         initial_slots: None,
         work_dir: dir.join("site"),
         background: None,
+        launcher: launcher(m),
     })
     .unwrap()
 }
@@ -82,10 +115,9 @@ fn group_gone(pgid: i32) -> bool {
     true
 }
 
-#[test]
-fn processes_run_with_their_ranks_and_finish() {
-    let d = temp_dir("run");
-    let c = cluster(&d, 8);
+fn processes_run_with_their_ranks_and_finish(m: Mode) {
+    let d = temp_dir(m, "run");
+    let c = cluster(m, &d, 8);
     let id = c
         .submit(&sh(
             &d,
@@ -110,13 +142,22 @@ fn processes_run_with_their_ranks_and_finish() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["exits", "launches.jsonl"]);
+    let expected: &[&str] = match m {
+        Mode::Wrapper => &["exits", "launches.jsonl"],
+        Mode::Launcher => &[
+            "exits",
+            "launcher.lock",
+            "launcher.log",
+            "launcher.sock",
+            "launches.jsonl",
+        ],
+    };
+    assert_eq!(files, expected);
 }
 
-#[test]
-fn processes_start_in_the_folder_of_their_output_unless_told_otherwise() {
-    let d = temp_dir("cwd");
-    let c = cluster(&d, 8);
+fn processes_start_in_the_folder_of_their_output_unless_told_otherwise(m: Mode) {
+    let d = temp_dir(m, "cwd");
+    let c = cluster(m, &d, 8);
     c.submit(&sh(&d, 1, 1, 1, "pwd")).unwrap();
     let mut other = sh(&d, 2, 1, 1, "pwd");
     other.directory = Some("/".into());
@@ -128,10 +169,9 @@ fn processes_start_in_the_folder_of_their_output_unless_told_otherwise() {
     assert_eq!(std::fs::read_to_string(d.join("out/2.out")).unwrap(), "/\n");
 }
 
-#[test]
-fn a_missing_executable_or_an_oversize_request_is_rejected_before_anything_starts() {
-    let d = temp_dir("reject");
-    let c = cluster(&d, 8);
+fn a_missing_executable_or_an_oversize_request_is_rejected_before_anything_starts(m: Mode) {
+    let d = temp_dir(m, "reject");
+    let c = cluster(m, &d, 8);
     let mut r = sh(&d, 1, 2, 1, "true");
     r.executable = "/no/such/program".into();
     assert!(matches!(c.submit(&r), Err(BackendError::Rejected(m)) if m.contains("not found")));
@@ -143,10 +183,9 @@ fn a_missing_executable_or_an_oversize_request_is_rejected_before_anything_start
     assert_eq!(state(&c, 1), RemoteState::Unknown);
 }
 
-#[test]
-fn a_failing_process_fails_the_component_with_its_code() {
-    let d = temp_dir("fail");
-    let c = cluster(&d, 8);
+fn a_failing_process_fails_the_component_with_its_code(m: Mode) {
+    let d = temp_dir(m, "fail");
+    let c = cluster(m, &d, 8);
     c.submit(&sh(
         &d,
         1,
@@ -161,10 +200,9 @@ fn a_failing_process_fails_the_component_with_its_code() {
     );
 }
 
-#[test]
-fn components_that_do_not_fit_wait_in_fifo_order() {
-    let d = temp_dir("fifo");
-    let c = cluster(&d, 4);
+fn components_that_do_not_fit_wait_in_fifo_order(m: Mode) {
+    let d = temp_dir(m, "fifo");
+    let c = cluster(m, &d, 4);
     c.submit(&sh(&d, 1, 3, 1, "sleep 0.4")).unwrap();
     c.submit(&sh(&d, 2, 3, 1, "true")).unwrap();
     c.submit(&sh(&d, 3, 1, 1, "true")).unwrap();
@@ -178,10 +216,9 @@ fn components_that_do_not_fit_wait_in_fifo_order() {
     assert_eq!(state(&c, 1), RemoteState::Finished);
 }
 
-#[test]
-fn cancel_kills_every_process_and_frees_the_slots() {
-    let d = temp_dir("cancel");
-    let c = cluster(&d, 4);
+fn cancel_kills_every_process_and_frees_the_slots(m: Mode) {
+    let d = temp_dir(m, "cancel");
+    let c = cluster(m, &d, 4);
     c.submit(&sh(&d, 1, 4, 4, "sleep 60")).unwrap();
     c.submit(&sh(&d, 2, 1, 1, "sleep 60")).unwrap();
     assert_eq!(state(&c, 2), RemoteState::Queued);
@@ -197,10 +234,9 @@ fn cancel_kills_every_process_and_frees_the_slots() {
     assert_eq!(c.load().unwrap().idle, 4);
 }
 
-#[test]
-fn the_wall_time_is_enforced() {
-    let d = temp_dir("wall");
-    let c = cluster(&d, 4);
+fn the_wall_time_is_enforced(m: Mode) {
+    let d = temp_dir(m, "wall");
+    let c = cluster(m, &d, 4);
     let mut r = sh(&d, 1, 1, 2, "sleep 30");
     r.wall_time_ms = Some(300);
     c.submit(&r).unwrap();
@@ -214,10 +250,9 @@ fn the_wall_time_is_enforced() {
     assert!(group_gone(pgid(&d, 1)));
 }
 
-#[test]
-fn background_load_takes_slots_outside_coalloc() {
-    let d = temp_dir("background");
-    let c = cluster(&d, 8);
+fn background_load_takes_slots_outside_coalloc(m: Mode) {
+    let d = temp_dir(m, "background");
+    let c = cluster(m, &d, 8);
     c.set_background_slots(6);
     let l = c.load().unwrap();
     assert_eq!((l.idle, l.total, l.other), (2, 8, 6));
@@ -227,17 +262,16 @@ fn background_load_takes_slots_outside_coalloc() {
     assert_eq!(wait_final(&c, 1), RemoteState::Finished);
 }
 
-#[test]
-fn a_new_cluster_adopts_what_the_last_one_left_running_or_queued() {
-    let d = temp_dir("adopt");
-    let c = cluster(&d, 4);
+fn a_new_cluster_adopts_what_the_last_one_left_running_or_queued(m: Mode) {
+    let d = temp_dir(m, "adopt");
+    let c = cluster(m, &d, 4);
     c.submit(&sh(&d, 1, 4, 2, "sleep 0.6; echo done $COALLOC_LOCAL_RANK"))
         .unwrap();
     c.submit(&sh(&d, 2, 2, 1, "echo second")).unwrap();
     c.submit(&sh(&d, 3, 1, 1, "exit 0")).unwrap();
     assert_eq!(state(&c, 2), RemoteState::Queued);
     drop(c);
-    let c = cluster(&d, 4);
+    let c = cluster(m, &d, 4);
     // Submitting the same launch again changes nothing.
     assert_eq!(c.submit(&sh(&d, 1, 4, 2, "echo twice")).unwrap(), "L1");
     assert_eq!(state(&c, 1), RemoteState::Running);
@@ -250,20 +284,19 @@ fn a_new_cluster_adopts_what_the_last_one_left_running_or_queued() {
     assert!(!out.contains("twice"));
     drop(c);
     // Ended launches keep their state across another restart.
-    let c = cluster(&d, 4);
+    let c = cluster(m, &d, 4);
     assert_eq!(state(&c, 1), RemoteState::Finished);
     assert_eq!(c.load().unwrap().idle, 4);
 }
 
-#[test]
-fn a_launch_that_ended_while_no_server_watched_is_read_from_its_files() {
-    let d = temp_dir("unwatched");
-    let c = cluster(&d, 4);
+fn a_launch_that_ended_while_no_server_watched_is_read_from_its_files(m: Mode) {
+    let d = temp_dir(m, "unwatched");
+    let c = cluster(m, &d, 4);
     c.submit(&sh(&d, 1, 1, 1, "sleep 0.3; exit 4")).unwrap();
     c.submit(&sh(&d, 2, 1, 1, "sleep 0.3")).unwrap();
     drop(c);
     std::thread::sleep(Duration::from_millis(800));
-    let c = cluster(&d, 4);
+    let c = cluster(m, &d, 4);
     assert_eq!(
         state(&c, 1),
         RemoteState::Failed("process 0 exited with 4".into())
@@ -271,10 +304,9 @@ fn a_launch_that_ended_while_no_server_watched_is_read_from_its_files() {
     assert_eq!(state(&c, 2), RemoteState::Finished);
 }
 
-#[test]
-fn a_log_line_cut_short_by_a_crash_is_skipped() {
-    let d = temp_dir("torn");
-    let c = cluster(&d, 4);
+fn a_log_line_cut_short_by_a_crash_is_skipped(m: Mode) {
+    let d = temp_dir(m, "torn");
+    let c = cluster(m, &d, 4);
     c.submit(&sh(&d, 1, 1, 1, "exit 3")).unwrap();
     assert_eq!(
         wait_final(&c, 1),
@@ -292,7 +324,7 @@ fn a_log_line_cut_short_by_a_crash_is_skipped() {
         .open(d.join("site/exits"))
         .unwrap();
     exits.write_all(b"2 0").unwrap();
-    let c = cluster(&d, 4);
+    let c = cluster(m, &d, 4);
     assert_eq!(
         state(&c, 1),
         RemoteState::Failed("process 0 exited with 3".into())
@@ -306,22 +338,22 @@ fn a_log_line_cut_short_by_a_crash_is_skipped() {
         RemoteState::Failed("process 0 exited with 5".into())
     );
     drop(c);
-    let c = cluster(&d, 4);
+    let c = cluster(m, &d, 4);
     assert_eq!(
         state(&c, 3),
         RemoteState::Failed("process 0 exited with 5".into())
     );
 }
 
-#[test]
-fn a_cloud_site_grows_and_shrinks_with_its_vms() {
-    let d = temp_dir("resize");
+fn a_cloud_site_grows_and_shrinks_with_its_vms(m: Mode) {
+    let d = temp_dir(m, "resize");
     let c = LocalCluster::new(LocalConfig {
         name: "cloud".into(),
         slots: 8,
         initial_slots: Some(0),
         work_dir: d.join("site"),
         background: None,
+        launcher: launcher(m),
     })
     .unwrap();
     assert_eq!(c.load().unwrap().total, 0);
@@ -337,4 +369,180 @@ fn a_cloud_site_grows_and_shrinks_with_its_vms() {
         c.submit(&sh(&d, 2, 9, 1, "true")),
         Err(BackendError::Rejected(_))
     ));
+}
+
+both!(
+    processes_run_with_their_ranks_and_finish,
+    processes_start_in_the_folder_of_their_output_unless_told_otherwise,
+    a_missing_executable_or_an_oversize_request_is_rejected_before_anything_starts,
+    a_failing_process_fails_the_component_with_its_code,
+    components_that_do_not_fit_wait_in_fifo_order,
+    cancel_kills_every_process_and_frees_the_slots,
+    the_wall_time_is_enforced,
+    background_load_takes_slots_outside_coalloc,
+    a_new_cluster_adopts_what_the_last_one_left_running_or_queued,
+    a_launch_that_ended_while_no_server_watched_is_read_from_its_files,
+    a_log_line_cut_short_by_a_crash_is_skipped,
+    a_cloud_site_grows_and_shrinks_with_its_vms,
+);
+
+/// The parent of process `pid`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn alive(pid: i32) -> bool {
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(5), "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_launcher_outlives_its_cluster_writes_the_codes_and_serves_the_next_one() {
+    let d = temp_dir(Mode::Launcher, "outlives");
+    let c = cluster(Mode::Launcher, &d, 4);
+    c.submit(&sh(&d, 1, 1, 2, "sleep 0.5; exit 6")).unwrap();
+    let g = pgid(&d, 1);
+    let launcher = parent_of(g).unwrap();
+    assert_ne!(
+        launcher,
+        std::process::id() as i32,
+        "not started by the launcher"
+    );
+    // The cluster goes away as with a killed server; the launcher stays for its processes.
+    drop(c);
+    let c = cluster(Mode::Launcher, &d, 4);
+    assert_eq!(state(&c, 1), RemoteState::Running);
+    c.submit(&sh(&d, 2, 1, 1, "sleep 0.2")).unwrap();
+    assert_eq!(parent_of(pgid(&d, 2)), Some(launcher), "a second launcher");
+    assert_eq!(wait_final(&c, 2), RemoteState::Finished);
+    assert_eq!(
+        wait_final(&c, 1),
+        RemoteState::Failed("process 0 exited with 6".into())
+    );
+    // With no cluster connected and nothing running, it leaves.
+    drop(c);
+    wait_until("the launcher stayed", || !alive(launcher));
+    assert!(!d.join("site/launcher.sock").exists());
+}
+
+#[test]
+fn a_launch_ended_after_its_cluster_went_away_is_read_from_the_launchers_codes() {
+    let d = temp_dir(Mode::Launcher, "gone");
+    let c = cluster(Mode::Launcher, &d, 4);
+    c.submit(&sh(&d, 1, 2, 2, "sleep 0.3; exit $COALLOC_LOCAL_RANK"))
+        .unwrap();
+    let launcher = parent_of(pgid(&d, 1)).unwrap();
+    drop(c);
+    // Nobody connected: the launcher reaps, writes both codes and leaves.
+    wait_until("the launcher stayed", || !alive(launcher));
+    let exits = std::fs::read_to_string(d.join("site/exits")).unwrap();
+    let mut lines: Vec<&str> = exits.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["1 0 0", "1 1 1"]);
+    let c = cluster(Mode::Launcher, &d, 4);
+    assert_eq!(
+        state(&c, 1),
+        RemoteState::Failed("process 1 exited with 1".into())
+    );
+}
+
+#[test]
+fn a_killed_launcher_is_replaced_at_the_next_launch() {
+    let d = temp_dir(Mode::Launcher, "replaced");
+    let c = cluster(Mode::Launcher, &d, 4);
+    c.submit(&sh(&d, 1, 1, 1, "sleep 0.2")).unwrap();
+    let first = parent_of(pgid(&d, 1)).unwrap();
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    wait_until("the launcher survived SIGKILL", || !alive(first));
+    // The broken connection is found at the next launch: the request was not delivered, so
+    // it goes to a new launcher, once.
+    c.submit(&sh(&d, 2, 1, 1, "echo once")).unwrap();
+    assert_eq!(wait_final(&c, 2), RemoteState::Finished);
+    let second = parent_of(pgid(&d, 2));
+    assert!(second.is_none() || second != Some(first));
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/2.out")).unwrap(),
+        "once\n"
+    );
+    assert_eq!(recorded_launches(&d.join("site")), [1, 2]);
+}
+
+#[test]
+fn a_process_killed_by_a_signal_is_told_from_an_exit() {
+    let d = temp_dir(Mode::Launcher, "signal");
+    let c = cluster(Mode::Launcher, &d, 4);
+    c.submit(&sh(&d, 1, 1, 1, "kill -TERM $$")).unwrap();
+    assert_eq!(
+        wait_final(&c, 1),
+        RemoteState::Failed("process 0 was killed by signal 15".into())
+    );
+}
+
+#[test]
+fn a_launcher_that_cannot_start_is_tried_once_and_the_wrapper_starts_the_launches() {
+    let d = temp_dir(Mode::Launcher, "broken");
+    let tries = d.join("tries");
+    let c = LocalCluster::new(LocalConfig {
+        name: "test".into(),
+        slots: 4,
+        initial_slots: None,
+        work_dir: d.join("site"),
+        background: None,
+        launcher: Some(LauncherCommand {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("echo tried >> {}", tries.display()),
+                "sh".into(),
+            ],
+        }),
+    })
+    .unwrap();
+    c.submit(&sh(&d, 1, 1, 1, "exit 0")).unwrap();
+    c.submit(&sh(&d, 2, 1, 1, "exit 2")).unwrap();
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    assert_eq!(
+        wait_final(&c, 2),
+        RemoteState::Failed("process 0 exited with 2".into())
+    );
+    assert_eq!(std::fs::read_to_string(&tries).unwrap(), "tried\n");
+}
+
+#[test]
+fn components_start_with_no_signal_blocked_and_the_same_ignored_ones_in_both_modes() {
+    // The launcher blocks SIGCHLD and ignores SIGPIPE for itself; its components inherit
+    // neither (what they ignore is what they would under the wrapper).
+    let mut ignored = Vec::new();
+    for m in [Mode::Wrapper, Mode::Launcher] {
+        let d = temp_dir(m, "signals");
+        let c = cluster(m, &d, 4);
+        c.submit(&sh(
+            &d,
+            1,
+            1,
+            1,
+            "grep -E '^Sig(Blk|Ign)' /proc/self/status",
+        ))
+        .unwrap();
+        assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+        let out = std::fs::read_to_string(d.join("out/1.out")).unwrap();
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("SigBlk:\t0000000000000000"), "{m:?}");
+        ignored.push(lines.next().unwrap_or_default().to_string());
+    }
+    assert_eq!(ignored[0], ignored[1]);
 }

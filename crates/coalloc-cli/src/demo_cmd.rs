@@ -88,8 +88,10 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
             }
         };
         let ready = ready_tx.clone();
+        let mut config = ServerConfig::embedded();
+        config.local_launcher = crate::serve_cmd::local_launcher();
         let r = rt.block_on(coalloc_server::server::serve(
-            ServerConfig::embedded(),
+            config,
             &server_dir,
             None,
             async move {

@@ -125,6 +125,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// A local cluster's long-lived launcher, started by the server on the cluster's work
+    /// directory: it starts the cluster's components and writes their exit codes.
+    #[command(hide = true)]
+    LocalLauncher {
+        /// The cluster's work directory.
+        dir: std::path::PathBuf,
+    },
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -152,6 +159,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Barrier(args) => runtime_cmd::run_barrier(args),
         Command::Kv(cmd) => runtime_cmd::run_kv(cmd),
         Command::Poisson { args } => std::process::exit(coalloc_poisson::run(&args)),
+        Command::LocalLauncher { dir } => coalloc_backends::local::launcher::run(&dir)
+            .map_err(|e| CliError::Internal(format!("local launcher: {e}"))),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());

@@ -3,6 +3,7 @@
 use crate::client::resolve_state_dir;
 use crate::error::CliError;
 use clap::Args;
+use coalloc_backends::local::LauncherCommand;
 use coalloc_server::config::ServerConfig;
 use std::path::PathBuf;
 
@@ -34,8 +35,17 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<ServerConfig, CliError> {
     }
 }
 
+/// The local clusters' launcher: this very program, `coalloc local-launcher DIR`.
+pub fn local_launcher() -> Option<LauncherCommand> {
+    std::env::current_exe().ok().map(|program| LauncherCommand {
+        program,
+        args: vec!["local-launcher".into()],
+    })
+}
+
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
-    let config = load_config(args.config.as_ref())?;
+    let mut config = load_config(args.config.as_ref())?;
+    config.local_launcher = local_launcher();
     let dir = resolve_state_dir(args.state_dir);
     init_tracing();
     let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;

@@ -245,6 +245,43 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
     assert_eq!(s.get("/v1/jobs")["jobs"].as_array().unwrap().len(), 4);
 }
 
+/// The local launchers of this server's clusters (`coalloc local-launcher SITE_DIR`).
+fn launchers_of(s: &Server) -> BTreeSet<u32> {
+    processes_with(&format!("{COALLOC} local-launcher {}", s.dir.display()))
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn kill_9_leaves_the_launchers_running_and_the_next_server_reads_their_codes() {
+    let mut s = Server::start("launchers", &three_clusters([2, 2, 2], "policy = \"fcfs\""));
+    let id = s.submit(&job(vec![
+        comp(1, "sleep 1.5"),
+        comp(1, "sleep 1.5"),
+        comp(1, "sleep 1.5"),
+    ]));
+    s.wait_for(id, 30, "running", |j| j["state"] == "running");
+    let before = launchers_of(&s);
+    assert_eq!(before.len(), 3, "one launcher per cluster");
+    for site in ["alpha", "beta", "gamma"] {
+        assert!(s
+            .dir
+            .join("sites")
+            .join(site)
+            .join("launcher.sock")
+            .exists());
+    }
+    s.kill_and_restart();
+    // The components end while, or after, the new server starts: their codes come from the
+    // launchers, which the new server connected to rather than starting others.
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert_eq!(launchers_of(&s), before);
+    let again = s.submit(&job(vec![comp(1, "exit 0")]));
+    assert_eq!(s.wait_ended(again, 30)["state"], "finished");
+    assert_eq!(launchers_of(&s), before);
+}
+
 #[test]
 fn bad_input_over_the_api_gets_a_4xx_and_changes_nothing() {
     let s = Server::start("bad", &three_clusters([4, 4, 4], "policy = \"fcfs\""));

@@ -110,6 +110,10 @@ pub struct ServerConfig {
     /// The provider of each cloud site's VMs (`None` for clusters).
     pub providers: Vec<Option<ProviderKind>>,
     pub scheduler: SchedulerConfig,
+    /// The program that starts each local cluster's long-lived launcher; set by the program
+    /// that runs the server (`coalloc serve` names itself), not by the file. `None`: every
+    /// local launch under a `/bin/sh` wrapper of its own.
+    pub local_launcher: Option<coalloc_backends::local::LauncherCommand>,
 }
 
 /// How a cloud site's VMs are leased and released (coalloc-backends' providers).
@@ -213,6 +217,7 @@ impl ServerConfig {
             backends,
             providers,
             scheduler,
+            local_launcher: None,
         })
     }
 

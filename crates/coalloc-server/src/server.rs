@@ -100,6 +100,7 @@ pub fn backends(
                                 period: Duration::from_millis(period as u64),
                                 seed: i as u64,
                             }),
+                            launcher: config.local_launcher.clone(),
                         })
                         .map_err(|e| err(e.to_string()))?;
                         if *background > 0 && varying.is_none() {

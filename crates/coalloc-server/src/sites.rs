@@ -1,6 +1,8 @@
 //! Site workers: one thread per site between the driver and that site's backend, so that a
 //! slow or dead resource manager holds up only its own site. A worker submits and cancels
-//! on short-lived threads of their own (the components of one job go out in parallel), and
+//! on short-lived threads of their own (the components of one job go out in parallel, or,
+//! for a backend that starts them one by one anyway, in order on one thread and reported
+//! together, so that the driver journals them in one turn), and
 //! every monitor interval it polls the backend: the site's load for the resource monitor
 //! (seed 003 §4.3.2) and the states of the launches it watches.
 
@@ -43,9 +45,39 @@ impl SiteWorker {
             .spawn(move || {
                 let mut watched: BTreeMap<u64, String> = BTreeMap::new();
                 let mut next_poll = Instant::now();
+                let parallel = backend.submits_in_parallel();
+                // A command taken out of the channel while collecting a burst of submissions.
+                let mut held: Option<Cmd> = None;
                 loop {
                     let wait = next_poll.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
+                    let cmd = match held.take() {
+                        Some(c) => Ok(c),
+                        None => rx.recv_timeout(wait),
+                    };
+                    match cmd {
+                        Ok(Cmd::Submit(req)) if !parallel => {
+                            // The job's other components on this site are already waiting:
+                            // one thread submits them in order and reports them together.
+                            let mut burst = vec![req];
+                            loop {
+                                match rx.try_recv() {
+                                    Ok(Cmd::Submit(r)) => burst.push(r),
+                                    Ok(other) => {
+                                        held = Some(other);
+                                        break;
+                                    }
+                                    Err(_) => break,
+                                }
+                            }
+                            let (b, d) = (backend.clone(), driver.clone());
+                            std::thread::spawn(move || {
+                                let all = burst
+                                    .into_iter()
+                                    .map(|req| (req.launch, b.submit(&req)))
+                                    .collect();
+                                let _ = d.send(Msg::Site(Report::SubmittedMany(all)));
+                            });
+                        }
                         Ok(Cmd::Submit(req)) => {
                             let (b, d) = (backend.clone(), driver.clone());
                             std::thread::spawn(move || {
@@ -168,5 +200,98 @@ impl Drop for SiteWorker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coalloc_backends::{BackendError, RemoteId, RemoteState, SiteLoad};
+    use std::sync::Mutex;
+
+    /// A backend that records its submissions and answers at once.
+    struct Fake {
+        parallel: bool,
+        submitted: Mutex<Vec<u64>>,
+    }
+
+    impl Backend for Fake {
+        fn submit(&self, r: &SubmitRequest) -> Result<RemoteId, BackendError> {
+            self.submitted.lock().unwrap().push(r.launch);
+            Ok(format!("R{}", r.launch))
+        }
+        fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+            Ok(vec![RemoteState::Running; ids.len()])
+        }
+        fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn load(&self) -> Result<SiteLoad, BackendError> {
+            Ok(SiteLoad::default())
+        }
+        fn submits_in_parallel(&self) -> bool {
+            self.parallel
+        }
+    }
+
+    /// Submit launches 1..=n through a worker; the reports, as lists of launches.
+    fn reports(parallel: bool, n: u64) -> Vec<(bool, Vec<u64>)> {
+        let backend = Arc::new(Fake {
+            parallel,
+            submitted: Mutex::new(Vec::new()),
+        });
+        let (tx, rx) = channel();
+        let w = SiteWorker::spawn(0, backend.clone(), None, Duration::from_secs(60), tx);
+        for launch in 1..=n {
+            w.submit(SubmitRequest {
+                launch,
+                ..SubmitRequest::default()
+            });
+        }
+        let mut out: Vec<(bool, Vec<u64>)> = Vec::new();
+        let mut seen = 0;
+        while seen < n {
+            match rx.recv_timeout(Duration::from_secs(10)).expect("a report") {
+                Msg::Site(Report::Submitted { launch, result }) => {
+                    assert_eq!(result.unwrap(), format!("R{launch}"));
+                    out.push((false, vec![launch]));
+                    seen += 1;
+                }
+                Msg::Site(Report::SubmittedMany(all)) => {
+                    let launches: Vec<u64> = all.iter().map(|(l, _)| *l).collect();
+                    for (l, r) in all {
+                        assert_eq!(r.unwrap(), format!("R{l}"));
+                    }
+                    seen += launches.len() as u64;
+                    out.push((true, launches));
+                }
+                _ => {}
+            }
+        }
+        drop(w);
+        let mut all: Vec<u64> = backend.submitted.lock().unwrap().clone();
+        all.sort();
+        assert_eq!(all, (1..=n).collect::<Vec<_>>(), "each submitted once");
+        out
+    }
+
+    #[test]
+    fn a_backend_that_starts_launches_one_by_one_gets_bursts_in_order_reported_together() {
+        let r = reports(false, 20);
+        let mut launches: Vec<u64> = Vec::new();
+        for (many, batch) in &r {
+            assert!(*many, "one report per burst");
+            assert!(batch.windows(2).all(|w| w[0] < w[1]), "in order: {batch:?}");
+            launches.extend(batch);
+        }
+        launches.sort();
+        assert_eq!(launches, (1..=20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_slow_resource_manager_gets_each_launch_on_a_thread_of_its_own() {
+        let r = reports(true, 5);
+        assert_eq!(r.len(), 5);
+        assert!(r.iter().all(|(many, b)| !many && b.len() == 1));
     }
 }

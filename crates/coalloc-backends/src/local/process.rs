@@ -1,13 +1,17 @@
-//! The processes of one local launch: starting them under a `/bin/sh` wrapper in a process
-//! group of their own, watching them end (as our children, or adopted from an earlier server
-//! by their process group), killing the group, and the cluster's two files on disk.
+//! The processes of one local launch: starting them in a process group of their own, through
+//! the cluster's launcher ([`super::launcher`]) or under a `/bin/sh` wrapper, watching them
+//! end (as our children, or by their process group), killing the group, and the cluster's two
+//! files on disk.
 //!
 //! Both files are only ever appended to, so that a launch creates no file of its own (on a
 //! file system where creating a file is slow, a few of them per launch were most of the cost
 //! of starting one): `launches.jsonl` holds one [`Record`] a line, `exits` one line
-//! `LAUNCH RANK CODE` per process that ended, written by the wrapper. A line is one `write` to
-//! a file opened for appending; a line cut short by a crash does not parse and is skipped.
+//! `LAUNCH RANK CODE` per process that ended, written by the wrapper or the launcher. A line
+//! is one `write` to a file opened for appending; a line cut short by a crash does not parse
+//! and is skipped.
 
+use super::launcher::{Start, Started};
+use super::link::Link;
 use crate::{BackendError, RemoteState, SubmitRequest};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -17,6 +21,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Starts `$COALLOC_LAUNCH_PROCESSES` copies of `"$@"`, each with its ranks, and appends each
@@ -87,7 +92,7 @@ impl Final {
 #[derive(Debug)]
 pub(super) struct Log {
     file: File,
-    /// The `exits` file the wrappers append to.
+    /// The `exits` file the wrappers and the launcher append to.
     pub exits: PathBuf,
 }
 
@@ -198,6 +203,12 @@ impl Exits {
                 Some("127") => {
                     return RemoteState::Failed(format!("process {rank}: command not found (127)"))
                 }
+                Some(code) if code.starts_with('s') => {
+                    return RemoteState::Failed(format!(
+                        "process {rank} was killed by signal {}",
+                        &code[1..]
+                    ))
+                }
                 Some(code) => {
                     return RemoteState::Failed(format!("process {rank} exited with {code}"))
                 }
@@ -211,7 +222,8 @@ impl Exits {
 /// A started launch.
 #[derive(Debug)]
 pub(super) struct Running {
-    /// The wrapper, when this server started it (`None` for an adopted launch).
+    /// The wrapper, when this server started one (`None` for a launch of the launcher or an
+    /// adopted one).
     child: Option<Child>,
     pgid: i32,
     /// Unix milliseconds after which the wall time is exceeded.
@@ -273,33 +285,35 @@ fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// Start the launch's processes and record their process group in the log. The working
-/// directory, unless the request names one, is the folder of the launch's standard output.
-pub(super) fn start(r: &SubmitRequest, log: &Log) -> io::Result<Running> {
-    let stdout = open_append(&r.stdout)?;
-    let stderr = open_append(&r.stderr)?;
-    let default_dir = r.stdout.parent().unwrap_or(Path::new("/"));
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(WRAPPER)
-        .arg(format!("coalloc-L{}", r.launch))
-        .arg(&r.executable)
-        .args(&r.arguments)
-        .envs(r.environment.iter().map(|(k, v)| (k, v)))
-        .env("COALLOC_LAUNCH_EXITS", &log.exits)
-        .env("COALLOC_LAUNCH_ID", r.launch.to_string())
-        .env("COALLOC_LAUNCH_PROCESSES", r.processes.to_string())
-        .current_dir(r.directory.as_deref().unwrap_or(default_dir))
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        // A group of its own: killed as one, and out of reach of the terminal's Ctrl-C.
-        .process_group(0);
-    let child = cmd.spawn()?;
-    let pgid = child.id() as i32;
+/// Start the launch's processes, through the cluster's launcher when it has one, else under
+/// a `/bin/sh` wrapper, and record their process group in the log. The working directory,
+/// unless the request names one, is the folder of the launch's standard output.
+pub(super) fn start(
+    r: &SubmitRequest,
+    log: &Log,
+    link: Option<&Mutex<Link>>,
+) -> io::Result<Running> {
+    // `None` also when no launcher could be reached (the link says so once): nothing was
+    // asked of any, so the wrapper starts the launch.
+    let started = link.and_then(|link| through_launcher(r, link).ok());
+    let (child, pgid) = match started {
+        Some(Started {
+            pgid: Some(pgid), ..
+        }) => (None, pgid),
+        Some(Started { error, .. }) => {
+            return Err(io::Error::other(
+                error.unwrap_or_else(|| "the launcher gave no reason".into()),
+            ))
+        }
+        None => {
+            let child = wrapped(r, log)?;
+            let pgid = child.id() as i32;
+            (Some(child), pgid)
+        }
+    };
     let started = now_ms();
     let mut running = Running {
-        child: Some(child),
+        child,
         pgid,
         deadline_ms: r.wall_time_ms.map(|w| started + w),
         wall_ms: r.wall_time_ms,
@@ -316,6 +330,55 @@ pub(super) fn start(r: &SubmitRequest, log: &Log) -> io::Result<Running> {
         return Err(e);
     }
     Ok(running)
+}
+
+fn default_dir(r: &SubmitRequest) -> &Path {
+    r.stdout.parent().unwrap_or(Path::new("/"))
+}
+
+fn through_launcher(r: &SubmitRequest, link: &Mutex<Link>) -> io::Result<Started> {
+    let rank_offset = r
+        .environment
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "COALLOC_RANK_OFFSET")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let start = Start {
+        launch: r.launch,
+        processes: r.processes,
+        rank_offset,
+        program: r.executable.clone(),
+        args: r.arguments.clone(),
+        env: r.environment.clone(),
+        dir: r.directory.clone().unwrap_or_else(|| default_dir(r).into()),
+        stdout: r.stdout.clone(),
+        stderr: r.stderr.clone(),
+    };
+    link.lock().unwrap_or_else(|p| p.into_inner()).start(&start)
+}
+
+/// Start the launch under its own `/bin/sh` wrapper.
+fn wrapped(r: &SubmitRequest, log: &Log) -> io::Result<Child> {
+    let stdout = open_append(&r.stdout)?;
+    let stderr = open_append(&r.stderr)?;
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(WRAPPER)
+        .arg(format!("coalloc-L{}", r.launch))
+        .arg(&r.executable)
+        .args(&r.arguments)
+        .envs(r.environment.iter().map(|(k, v)| (k, v)))
+        .env("COALLOC_LAUNCH_EXITS", &log.exits)
+        .env("COALLOC_LAUNCH_ID", r.launch.to_string())
+        .env("COALLOC_LAUNCH_PROCESSES", r.processes.to_string())
+        .current_dir(r.directory.as_deref().unwrap_or(default_dir(r)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        // A group of its own: killed as one, and out of reach of the terminal's Ctrl-C.
+        .process_group(0);
+    cmd.spawn()
 }
 
 /// A launch found running by a new server.
@@ -382,8 +445,19 @@ impl Running {
         });
         kill_group(self.pgid);
         self.killed = Some(reason.to_string());
-        if let Some(child) = &mut self.child {
-            let _ = child.wait();
+        match &mut self.child {
+            Some(child) => {
+                let _ = child.wait();
+            }
+            // A launcher's or an earlier server's processes: their parent reaps them.
+            None => {
+                for _ in 0..2000 {
+                    if !group_alive(self.pgid) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
         }
     }
 }

@@ -114,6 +114,9 @@ pub enum Report {
         launch: u64,
         result: Result<String, BackendError>,
     },
+    /// Several launches submitted one after another (in that order), reported at once so
+    /// that the driver journals them in one turn.
+    SubmittedMany(Vec<(u64, Result<String, BackendError>)>),
     /// A provider leased a VM (its node's name) or failed to.
     Leased {
         site: usize,

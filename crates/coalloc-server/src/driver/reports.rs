@@ -15,6 +15,11 @@ impl Driver {
     pub(crate) fn on_report(&mut self, r: Report) {
         match r {
             Report::Submitted { launch, result } => self.submitted(launch, result),
+            Report::SubmittedMany(all) => {
+                for (launch, result) in all {
+                    self.submitted(launch, result);
+                }
+            }
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
             Report::Released { site, vm } => self.released(site, vm),
             Report::Polled { site, load, states } => {

@@ -1,0 +1,360 @@
+//! The cluster's launcher: a small long-lived process that starts a cluster's launches for
+//! the server and writes their exit codes, in place of one `/bin/sh` wrapper per launch.
+//!
+//! It owns the components' processes: they are its children, each launch in a process group
+//! of its own, and when one ends it appends the `exits` line (`LAUNCH RANK CODE`, or
+//! `LAUNCH RANK sN` for a process killed by signal N) *before* reaping it, so that a launch's
+//! group is gone only once all its codes are on disk, as with the wrapper. It runs in a
+//! session of its own and does not depend on the server: when the server is killed it goes
+//! on reaping and writing codes, and the next server connects to it again (the socket
+//! `launcher.sock` in the cluster's work directory) and adopts the launches from the log. It
+//! exits once no server is connected and none of its processes runs.
+//!
+//! One request a line from the server ([`Start`]), one answer a line back ([`Started`]).
+//! Single-threaded: a `poll` over the listening socket, the connections and a `signalfd` for
+//! `SIGCHLD`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, ErrorKind, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The socket's name in the work directory.
+pub const SOCKET: &str = "launcher.sock";
+/// The lock that makes the launcher one per work directory.
+const LOCK: &str = "launcher.lock";
+/// The launcher's own messages (it has no terminal).
+const LOG: &str = "launcher.log";
+/// The first line on every connection.
+pub const GREETING: &str = "coalloc-launcher 1\n";
+
+/// Start one launch: `processes` copies of the program, ranks `rank_offset..`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Start {
+    pub launch: u64,
+    pub processes: u32,
+    pub rank_offset: u64,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Added to the launcher's own environment (the server's, when it started it).
+    pub env: Vec<(String, String)>,
+    pub dir: PathBuf,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// The answer: the launch's process group, or why it could not start (then nothing of it
+/// runs and it writes no exit code).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Started {
+    pub launch: u64,
+    pub pgid: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// One connected server.
+struct Conn {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+struct Launcher {
+    exits: File,
+    /// Live children: pid -> (launch, rank).
+    children: HashMap<i32, (u64, u32)>,
+    /// Launches whose start failed half-way: their processes write no code.
+    voided: std::collections::HashSet<u64>,
+}
+
+/// Run the launcher of `work_dir` until no server is connected and nothing runs. Returns at
+/// once, writing `busy` on standard output, when another launcher holds the directory;
+/// otherwise writes `ready` once it listens (after detaching from its parent: the server
+/// waits only for that line).
+pub fn run(work_dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(work_dir)?;
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(work_dir.join(LOCK))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        println!("busy");
+        return Ok(());
+    }
+    let socket = work_dir.join(SOCKET);
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket)?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
+    let exits = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(work_dir.join(super::process::EXITS))?;
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(work_dir.join(LOG))?;
+    let signals = sigchld_fd()?;
+    detach()?;
+    // The server reads this line from our standard output, then it is of no further use.
+    println!("ready");
+    let null = File::open("/dev/null")?;
+    // SAFETY: dup2 onto our own standard descriptors.
+    unsafe {
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(null.as_raw_fd(), 1);
+        libc::dup2(log.as_raw_fd(), 2);
+    }
+    let mut l = Launcher {
+        exits,
+        children: HashMap::new(),
+        voided: Default::default(),
+    };
+    let mut conns: Vec<Conn> = Vec::new();
+    loop {
+        let mut fds = vec![pollfd(listener.as_raw_fd()), pollfd(signals.as_raw_fd())];
+        fds.extend(conns.iter().map(|c| pollfd(c.writer.as_raw_fd())));
+        // SAFETY: fds is a valid array of pollfd of the given length.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if fds[1].revents != 0 {
+            drain(&signals);
+            l.reap();
+        }
+        // Connections first, then new ones (their indexes in `fds` are those of `conns`).
+        let mut gone = Vec::new();
+        for (i, c) in conns.iter_mut().enumerate() {
+            if fds[i + 2].revents != 0 && !l.serve(c) {
+                gone.push(i);
+            }
+        }
+        for i in gone.into_iter().rev() {
+            conns.swap_remove(i);
+        }
+        accept(&listener, &mut conns);
+        if conns.is_empty() && l.children.is_empty() {
+            // A server that connected just now keeps us; otherwise nobody needs us.
+            accept(&listener, &mut conns);
+            if conns.is_empty() {
+                let _ = std::fs::remove_file(&socket);
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// Take the waiting connections, greeting each: a server sends nothing before the greeting,
+/// so a connection made while the launcher was leaving fails before any request.
+fn accept(listener: &UnixListener, conns: &mut Vec<Conn>) {
+    while let Ok((mut stream, _)) = listener.accept() {
+        let _ = stream.set_nonblocking(false);
+        let Ok(reader) = stream.try_clone() else {
+            continue;
+        };
+        if stream.write_all(GREETING.as_bytes()).is_ok() {
+            conns.push(Conn {
+                reader: BufReader::new(reader),
+                writer: stream,
+            });
+        }
+    }
+}
+
+/// Block `SIGCHLD` and read it from a descriptor instead (children start with an empty mask:
+/// `std::process::Command` resets it).
+fn sigchld_fd() -> io::Result<OwnedFd> {
+    // SAFETY: plain signal-set calls on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+fn drain(fd: &OwnedFd) {
+    let mut buf = [0u8; 128 * 4];
+    // SAFETY: reading into a local buffer of the given size.
+    while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+/// Leave the server's process group and session (its Ctrl-C is not ours), and let the
+/// server's child return: the launcher goes on in a grandchild, which nobody waits for.
+fn detach() -> io::Result<()> {
+    // SAFETY: fork in a single-threaded process (the launcher has no other thread).
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        // SAFETY: the parent ends at once without running anything else.
+        0 => {
+            // SAFETY: setsid in the child, which leads no group.
+            unsafe { libc::setsid() };
+            Ok(())
+        }
+        _ => unsafe { libc::_exit(0) },
+    }
+}
+
+impl Launcher {
+    /// Answer every whole request line of a connection; false once it closed.
+    fn serve(&mut self, c: &mut Conn) -> bool {
+        let mut line = String::new();
+        match c.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+        let answer = match serde_json::from_str::<Start>(&line) {
+            Ok(s) => self.start(&s),
+            Err(e) => Started {
+                launch: 0,
+                pgid: None,
+                error: Some(format!("bad request: {e}")),
+            },
+        };
+        let mut out = serde_json::to_vec(&answer).unwrap_or_default();
+        out.push(b'\n');
+        if c.writer.write_all(&out).is_err() {
+            return false;
+        }
+        // A line already read into the buffer makes the socket look idle to poll.
+        if c.reader.buffer().contains(&b'\n') {
+            return self.serve(c);
+        }
+        true
+    }
+
+    fn start(&mut self, s: &Start) -> Started {
+        match self.spawn_all(s) {
+            Ok(pgid) => Started {
+                launch: s.launch,
+                pgid: Some(pgid),
+                error: None,
+            },
+            Err(e) => Started {
+                launch: s.launch,
+                pgid: None,
+                error: Some(e.to_string()),
+            },
+        }
+    }
+
+    fn spawn_all(&mut self, s: &Start) -> io::Result<i32> {
+        let stdout = open_append(&s.stdout)?;
+        let stderr = open_append(&s.stderr)?;
+        // A relative path with a slash is the working directory's, as under the wrapper.
+        let program = if s.program.contains('/') && Path::new(&s.program).is_relative() {
+            s.dir.join(&s.program).into_os_string()
+        } else {
+            s.program.clone().into()
+        };
+        let mut pgid = 0;
+        for rank in 0..s.processes {
+            let spawned = Command::new(&program)
+                .args(&s.args)
+                .envs(s.env.iter().map(|(k, v)| (k, v)))
+                .env("COALLOC_LOCAL_RANK", rank.to_string())
+                .env(
+                    "COALLOC_RANK",
+                    (s.rank_offset + u64::from(rank)).to_string(),
+                )
+                .current_dir(&s.dir)
+                .stdin(Stdio::null())
+                .stdout(stdout.try_clone()?)
+                .stderr(stderr.try_clone()?)
+                .process_group(pgid)
+                .spawn();
+            match spawned {
+                Ok(child) => {
+                    let pid = child.id() as i32;
+                    if rank == 0 {
+                        pgid = pid;
+                    }
+                    self.children.insert(pid, (s.launch, rank));
+                }
+                Err(e) => {
+                    if pgid != 0 {
+                        self.voided.insert(s.launch);
+                        // SAFETY: SIGKILL to the group we just made.
+                        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(pgid)
+    }
+
+    /// Write the code of every ended child, then reap it.
+    fn reap(&mut self) {
+        loop {
+            // SAFETY: waitid into a zeroed siginfo; WNOWAIT leaves the child a zombie, so
+            // its group lives on until its line is written.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_ALL,
+                    0,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                )
+            };
+            // SAFETY: si_pid and si_status are set by waitid for an exited child.
+            let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+            if r != 0 || pid == 0 {
+                return;
+            }
+            if let Some((launch, rank)) = self.children.remove(&pid) {
+                if !self.voided.contains(&launch) {
+                    let code = if info.si_code == libc::CLD_EXITED {
+                        status.to_string()
+                    } else {
+                        format!("s{status}")
+                    };
+                    let line = format!("{launch} {rank} {code}\n");
+                    if let Err(e) = self.exits.write_all(line.as_bytes()) {
+                        eprintln!("launcher: cannot write the exit code of {launch}/{rank}: {e}");
+                    }
+                }
+                if !self.children.values().any(|(l, _)| *l == launch) {
+                    self.voided.remove(&launch);
+                }
+            }
+            // SAFETY: reaping the child waitid just reported.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        }
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
