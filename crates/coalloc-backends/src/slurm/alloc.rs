@@ -86,18 +86,7 @@ fn path_text(path: &Path, what: &'static str) -> Result<String, script::ScriptEr
 
 /// salloc's arguments, then srun's and the step's.
 fn arguments(c: &SlurmCluster, r: &SubmitRequest) -> Result<Vec<String>, script::ScriptError> {
-    let mut a: Vec<String> = vec![
-        "-J".into(),
-        script::job_name(r),
-        "-n".into(),
-        r.count.to_string(),
-    ];
-    if let Some(ms) = r.wall_time_ms {
-        a.extend(["-t".into(), script::time_limit_minutes(ms).to_string()]);
-    }
-    if let Some(p) = &c.config.partition {
-        a.extend(["-p".into(), p.clone()]);
-    }
+    let mut a = script::allocation_options(r, c.config.partition.as_deref());
     let srun = match &c.config.bin_dir {
         Some(dir) => path_text(&dir.join("srun"), "the Slurm bin directory")?,
         None => "srun".into(),

@@ -197,18 +197,10 @@ impl SlurmCluster {
         ]
         .map(String::from)
         .into();
-        a.extend([
-            "-J".into(),
-            script::job_name(r),
-            "-n".into(),
-            r.count.to_string(),
-        ]);
-        if let Some(ms) = r.wall_time_ms {
-            a.extend(["-t".into(), script::time_limit_minutes(ms).to_string()]);
-        }
-        if let Some(p) = &self.config.partition {
-            a.extend(["-p".into(), p.clone()]);
-        }
+        a.extend(script::allocation_options(
+            r,
+            self.config.partition.as_deref(),
+        ));
         if let Some(dir) = &r.directory {
             let dir = dir.to_str().ok_or_else(|| {
                 script::ScriptError::NotUtf8("the directory", dir.display().to_string())

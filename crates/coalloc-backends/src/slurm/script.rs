@@ -47,6 +47,24 @@ fn is_identifier(name: &str) -> bool {
         && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
+/// The allocation both launch modes ask for, `-J NAME -n COUNT [-t MINUTES] [-p PARTITION]`
+/// (`sbatch` and `salloc` read these options alike).
+pub fn allocation_options(r: &SubmitRequest, partition: Option<&str>) -> Vec<String> {
+    let mut a = vec![
+        "-J".to_owned(),
+        job_name(r),
+        "-n".to_owned(),
+        r.count.to_string(),
+    ];
+    if let Some(ms) = r.wall_time_ms {
+        a.extend(["-t".to_owned(), time_limit_minutes(ms).to_string()]);
+    }
+    if let Some(p) = partition {
+        a.extend(["-p".to_owned(), p.to_owned()]);
+    }
+    a
+}
+
 /// `coalloc-J{job}-c{component}-L{launch}`.
 pub fn job_name(r: &SubmitRequest) -> String {
     format!("{NAME_PREFIX}J{}-c{}-L{}", r.job, r.component, r.launch)
