@@ -295,11 +295,15 @@ fn crash(name: &str, after_commit: bool, launch: &str) {
         ),
     );
     // 34 CPUs go to alpha (30 left), the 20s to beta and gamma; after a crash of beta or
-    // gamma, alpha and the other still hold all three.
+    // gamma, alpha and the other still hold all three. Before the barrier, the components
+    // wait long enough that the crash is always reported before the victim's component
+    // reaches the barrier: its task outlives the killed slurmd and slurmstepd, and one that
+    // checked in first would fail as a completion error of the site (a component that was
+    // at the barrier), not a submission error (seen once under load with 5 s).
     let (before, then) = if after_commit {
         ("", "sleep 6; echo done on $COALLOC_SITE")
     } else {
-        ("sleep 5;", "echo done on $COALLOC_SITE")
+        ("sleep 15;", "echo done on $COALLOC_SITE")
     };
     let id = s.submit(&job(vec![
         comp(34, before, then),
