@@ -96,16 +96,8 @@ pub fn replay_keeping(
         })
         .collect();
     let mut refused = Vec::new();
-    // Core job number → workload index (the core numbers accepted jobs 1, 2, ...), and the
-    // current launches of the jobs that have any.
-    let mut index_of: Vec<usize> = Vec::new();
-    let index = |index_of: &[usize], job: JobId| {
-        let slot = usize::try_from(job.checked_sub(1)?).ok()?;
-        index_of.get(slot).copied()
-    };
-    // By core job number, like `index_of`.
-    let mut launches: Vec<Launches> = Vec::new();
-    let slot = |job: JobId| usize::try_from(job).unwrap_or(usize::MAX);
+    // The accepted jobs, by core job number (the core numbers them 1, 2, ...).
+    let mut accepted: Vec<Accepted> = Vec::new();
     let mut batch: Vec<Event> = Vec::new();
     let mut arrivals: Vec<usize> = Vec::new();
     let mut ready = Vec::new();
@@ -142,8 +134,11 @@ pub fn replay_keeping(
         for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
             match reply {
                 Ok(Reply::Submitted(id)) => {
-                    debug_assert_eq!(id, index_of.len() as JobId + 1, "jobs numbered densely");
-                    index_of.push(i);
+                    debug_assert_eq!(id, accepted.len() as JobId + 1, "jobs numbered densely");
+                    accepted.push(Accepted {
+                        index: i,
+                        launches: Launches::default(),
+                    });
                 }
                 Ok(Reply::Done) => {}
                 Err(e) => refused.push((jobs[i].number, e.to_string())),
@@ -154,42 +149,36 @@ pub fn replay_keeping(
             while let Some(cmd) = s.poll_command() {
                 match cmd {
                     Command::StartComponent(st) => {
-                        let k = slot(st.job);
-                        if launches.len() <= k {
-                            launches.resize_with(k + 1, Launches::default);
+                        if let Some(a) = Accepted::of(&mut accepted, st.job) {
+                            a.launches.add(st.launch);
                         }
-                        launches[k].add(st.launch);
                         ready.push(Event::ComponentReady { launch: st.launch });
                     }
                     Command::ReleaseBarrier { job } => {
-                        if let Some(i) = index(&index_of, job) {
+                        if let Some(a) = Accepted::of(&mut accepted, job) {
+                            let i = a.index;
                             out[i].start = Some(now / SECOND);
                             let end = now + jobs[i].runtime.max(0) * SECOND;
-                            let mine = launches.get(slot(job));
-                            for launch in mine.into_iter().flat_map(Launches::iter) {
+                            for launch in a.launches.iter() {
                                 heap.push(Reverse((end, launch)));
                             }
                         }
                     }
                     Command::JobFinished { job, .. } => {
-                        if let Some(i) = index(&index_of, job) {
-                            out[i].end = Some(now / SECOND);
-                        }
-                        if let Some(l) = launches.get_mut(slot(job)) {
-                            *l = Launches::default();
+                        if let Some(a) = Accepted::of(&mut accepted, job) {
+                            out[a.index].end = Some(now / SECOND);
+                            a.launches = Launches::default();
                         }
                     }
                     Command::JobFailed { job, reason, .. } => {
-                        if let Some(i) = index(&index_of, job) {
-                            refused.push((jobs[i].number, reason));
-                        }
-                        if let Some(l) = launches.get_mut(slot(job)) {
-                            *l = Launches::default();
+                        if let Some(a) = Accepted::of(&mut accepted, job) {
+                            refused.push((jobs[a.index].number, reason));
+                            a.launches = Launches::default();
                         }
                     }
                     Command::CancelComponent { job, launch, .. } => {
-                        if let Some(l) = launches.get_mut(slot(job)) {
-                            l.drop_launch(launch);
+                        if let Some(a) = Accepted::of(&mut accepted, job) {
+                            a.launches.drop_launch(launch);
                         }
                     }
                     _ => {}
@@ -205,6 +194,21 @@ pub fn replay_keeping(
         return Err(ReplayError::Stuck(s.queued()));
     }
     Ok((Replay { jobs: out, refused }, s))
+}
+
+/// What the replay keeps of a job the core accepted.
+#[derive(Debug)]
+struct Accepted {
+    /// Its index in the workload.
+    index: usize,
+    launches: Launches,
+}
+
+impl Accepted {
+    /// Core job `job` in `accepted` (numbered from 1).
+    fn of(accepted: &mut [Accepted], job: JobId) -> Option<&mut Accepted> {
+        accepted.get_mut(usize::try_from(job.checked_sub(1)?).ok()?)
+    }
 }
 
 /// A job's current launches: the first inline (most trace jobs have one component).

@@ -488,13 +488,9 @@ fn unordered(
         .enumerate()
         .map(|(i, c)| (i, c.count, 0))
         .collect();
-    // Largest first; stable, so equal sizes keep job order. (One component: no order to keep.)
-    let mut sorted = Vec::new();
-    if out.len() > 1 {
-        sorted = (0..out.len()).collect();
-        sorted.sort_by(|&a, &b| job.components[b].count.cmp(&job.components[a].count));
-    }
-    let order: &[usize] = if out.len() > 1 { &sorted } else { &[0] };
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    // Stable: equal sizes keep job order.
+    order.sort_by(|&a, &b| job.components[b].count.cmp(&job.components[a].count));
     for (placed, &i) in order.iter().enumerate() {
         let c = &job.components[i];
         let site = match (fit, sources.file()) {

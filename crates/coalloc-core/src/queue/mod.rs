@@ -145,7 +145,9 @@ pub trait PassCtx {
     /// or sums them without copying them.
     fn site_now(&self, site: SiteId) -> Option<SiteNow>;
     /// Jobs that hold processors now (starting or running), by estimated end, then number.
-    fn running(&self) -> Vec<RunningJob>;
+    fn running(&self) -> Vec<RunningJob> {
+        self.running_by_end().collect()
+    }
     /// [`PassCtx::running`] by estimated end, then job number, taken one at a time from an
     /// index the scheduler keeps (a walk that stops early costs only the jobs it took).
     fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_>;

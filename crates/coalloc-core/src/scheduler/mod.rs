@@ -581,10 +581,6 @@ impl PassCtx for Core {
         })
     }
 
-    fn running(&self) -> Vec<RunningJob> {
-        self.running_by_end().collect()
-    }
-
     fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_> {
         // Tests (debug builds) check the index against every job, on small runs.
         #[cfg(debug_assertions)]

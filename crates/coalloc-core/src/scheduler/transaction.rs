@@ -30,15 +30,6 @@ impl Core {
                 }
             }
         }
-        // One component without an input file goes to any site with room, whatever the fit:
-        // it fits an empty system when one site is large enough (no dry run needed).
-        let single = matches!(job.kind, JobKind::Total | JobKind::Unordered)
-            && job.extra().input_file.is_none();
-        if let ([c], true) = (job.components.as_slice(), single) {
-            if self.sites.sites.iter().any(|s| s.processors >= c.count) {
-                return Ok(());
-            }
-        }
         let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable = vec![true; idle.len()];
         self.place_sites(job, &idle, &usable, fit)
