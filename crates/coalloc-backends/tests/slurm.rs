@@ -9,7 +9,7 @@
 
 mod rig;
 
-use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
+use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use rig::{out_dir, quiet_load, request, shared, state, until_final, until_running, Rig, QUIET};
 use std::thread;
@@ -160,25 +160,7 @@ fn a_dead_controller_is_unavailable_within_the_timeout() {
         return;
     };
     let dir = out_dir("dead");
-    // The first cluster's config, pointed at a port where no controller listens.
-    let text = std::fs::read_to_string(rig.conf(0)).unwrap();
-    let text: String = text
-        .lines()
-        .map(|l| {
-            if l.starts_with("SlurmctldPort=") {
-                "SlurmctldPort=9".to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(dir.join("slurm.conf"), text + "\n").unwrap();
-    let b = SlurmCluster::new(SlurmConfig {
-        slurm_conf: Some(dir.join("slurm.conf")),
-        command_timeout: Duration::from_secs(2),
-        ..SlurmConfig::new("dead")
-    });
+    let b = rig.dead_cluster(&dir, Launch::Batch);
     let t0 = Instant::now();
     let e = b.load().unwrap_err();
     assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
@@ -248,29 +230,7 @@ fn load_counts_other_users_jobs() {
     let before = quiet_load(&rig, i, &b);
     assert_eq!(before.other, 0, "{before:?}");
     // Someone else's 5-CPU job, straight through sbatch.
-    let foreign = rig.slurm(
-        i,
-        "sbatch",
-        &[
-            "--parsable",
-            "-n",
-            "5",
-            "-J",
-            "not-ours",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "sleep 30",
-        ],
-    );
-    let t0 = Instant::now();
-    while rig.slurm(i, "squeue", &["-h", "-j", &foreign, "-o", "%T"]) != "RUNNING" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "foreign job did not start"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    let foreign = rig.foreign_job(i, "5", 30);
     let with_foreign = b.load().unwrap();
     // And a 3-CPU job of ours.
     let ours = b

@@ -7,7 +7,7 @@
 mod rig;
 
 use coalloc_backends::slurm::alloc::client_log;
-use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
+use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState};
 use rig::{out_dir, quiet_load, request, shared, state, until_final, until_running, Rig, QUIET};
 use std::thread;
@@ -193,29 +193,7 @@ fn an_allocation_waits_in_the_queue_while_the_cpus_are_busy() {
     let (b, dir) = (rig.launching(i, Launch::Allocation), out_dir("alloc-queue"));
     let all = quiet_load(&rig, i, &b).total.to_string();
     // Someone else holds every CPU.
-    let blocker = rig.slurm(
-        i,
-        "sbatch",
-        &[
-            "--parsable",
-            "-n",
-            &all,
-            "-J",
-            "not-ours",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "sleep 60",
-        ],
-    );
-    let t0 = Instant::now();
-    while rig.slurm(i, "squeue", &["-h", "-j", &blocker, "-o", "%T"]) != "RUNNING" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "blocker did not start"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    let blocker = rig.foreign_job(i, &all, 60);
     // The request returns with the pending allocation's id; it runs once the CPUs are free.
     let t0 = Instant::now();
     let id = b
@@ -250,25 +228,7 @@ fn oversize_allocations_are_rejected_and_a_dead_controller_is_unavailable() {
         r.environment.push(("BAD NAME".into(), "x".into()));
         assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
     }
-    // The first cluster's config, pointed at a port where no controller listens.
-    let text = std::fs::read_to_string(rig.conf(0)).unwrap();
-    let text: Vec<String> = text
-        .lines()
-        .map(|l| {
-            if l.starts_with("SlurmctldPort=") {
-                "SlurmctldPort=9".to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    std::fs::write(dir.join("slurm.conf"), text.join("\n") + "\n").unwrap();
-    let b = SlurmCluster::new(SlurmConfig {
-        slurm_conf: Some(dir.join("slurm.conf")),
-        command_timeout: Duration::from_secs(2),
-        launch: Launch::Allocation,
-        ..SlurmConfig::new("dead")
-    });
+    let b = rig.dead_cluster(&dir, Launch::Allocation);
     let t0 = Instant::now();
     let e = b
         .submit(&request(&dir, 133, 1, 1, "/bin/true", &[]))

@@ -83,6 +83,59 @@ impl Rig {
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
+
+    /// Another user's job of `cpus` CPUs on cluster `i`, submitted straight through `sbatch`
+    /// and running `sleep seconds`; returns once Slurm says it runs (within 10 s), with its id.
+    pub fn foreign_job(&self, i: usize, cpus: &str, seconds: u32) -> String {
+        let id = self.slurm(
+            i,
+            "sbatch",
+            &[
+                "--parsable",
+                "-n",
+                cpus,
+                "-J",
+                "not-ours",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                &format!("sleep {seconds}"),
+            ],
+        );
+        let t0 = Instant::now();
+        while self.slurm(i, "squeue", &["-h", "-j", &id, "-o", "%T"]) != "RUNNING" {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "foreign job {id} did not start"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        id
+    }
+
+    /// A backend for a cluster whose controller is not there: the first cluster's
+    /// `slurm.conf`, copied into `dir` with a port where nothing listens, and a 2 s timeout.
+    pub fn dead_cluster(&self, dir: &Path, launch: Launch) -> SlurmCluster {
+        let text = std::fs::read_to_string(self.conf(0)).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("SlurmctldPort=") {
+                    "SlurmctldPort=9".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.join("slurm.conf"), text + "\n").unwrap();
+        SlurmCluster::new(SlurmConfig {
+            slurm_conf: Some(dir.join("slurm.conf")),
+            command_timeout: Duration::from_secs(2),
+            launch,
+            ..SlurmConfig::new("dead")
+        })
+    }
 }
 
 pub fn shared() -> RwLockReadGuard<'static, ()> {
