@@ -15,16 +15,16 @@ Alternating two checkouts (ROOT and OTHER, each with its release build) at the s
 
     for r in OTHER ROOT OTHER ROOT; do python3 bench/job_cpu.py $r | tail -2; done
 """
-import json, os, subprocess, sys, tempfile, time, urllib.request
+import json, os, sys, time
+
+from serverlib import connect, process_cpu_ms, serve
 
 root = sys.argv[1]
 k = int(sys.argv[2]) if len(sys.argv) > 2 else 25
 jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
 coalloc = os.path.join(root, "target/release/coalloc")
 barrier = os.path.join(root, "target/release/coalloc-barrier")
-state = tempfile.mkdtemp(prefix="coalloc-jobcpu-")
-server = subprocess.Popen([coalloc, "serve", "--state-dir", state],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+server, state = serve(coalloc, "coalloc-jobcpu-")
 tick = os.sysconf("SC_CLK_TCK")
 
 
@@ -33,38 +33,21 @@ def machine_ms():
     return (sum(v) - v[3] - v[4]) * 1000 / tick
 
 
-def process_ms(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) * 1000 / tick
-
-
 try:
-    deadline = time.time() + 20
-    while not os.path.exists(os.path.join(state, "server.json")):
-        if time.time() > deadline:
-            sys.exit("the server did not start")
-        time.sleep(0.05)
-    time.sleep(0.3)
-    url = json.load(open(os.path.join(state, "server.json")))["url"]
-    auth = {"Authorization": "Bearer " + open(os.path.join(state, "token")).read().strip()}
-
-    def call(path, body=None):
-        headers = dict(auth, **({"Content-Type": "application/json"} if body else {}))
-        req = urllib.request.Request(url + path, data=body, headers=headers)
-        return json.loads(urllib.request.urlopen(req).read())
+    _, _, call = connect(state, settle=0.3)
 
     job = json.dumps({"kind": "unordered",
                       "component": [{"count": 1, "executable": barrier}] * k}).encode()
     latencies = []
     for _ in range(jobs):
-        m0, s0 = machine_ms(), process_ms(server.pid)
+        m0, s0 = machine_ms(), process_cpu_ms(server.pid)
         jid = call("/v1/jobs", job)["job"]
         while True:
             j = call(f"/v1/jobs/{jid}")
             if j["state"] in ("finished", "failed"):
                 break
             time.sleep(0.005)
-        m1, s1 = machine_ms(), process_ms(server.pid)
+        m1, s1 = machine_ms(), process_cpu_ms(server.pid)
         if j["state"] != "finished" or j.get("barrier_release") is None:
             sys.exit(f"job {jid} did not finish: {j}")
         latency = j["barrier_release"] - j["submit"]

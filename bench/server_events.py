@@ -10,7 +10,9 @@ barrier_release - submit.
     cargo build --release --bin coalloc --bin coalloc-barrier
     python3 bench/server_events.py [K] [JOBS]        # default 25 components, 5 jobs
 """
-import collections, json, os, subprocess, sys, tempfile, threading, time, urllib.request
+import collections, json, os, subprocess, sys, threading, time, urllib.request
+
+from serverlib import connect, serve
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 coalloc = os.path.join(root, "target/release/coalloc")
@@ -18,23 +20,9 @@ barrier = os.path.join(root, "target/release/coalloc-barrier")
 k = int(sys.argv[1]) if len(sys.argv) > 1 else 25
 jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 
-state = tempfile.mkdtemp(prefix="coalloc-events-")
-server = subprocess.Popen([coalloc, "serve", "--state-dir", state],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+server, state = serve(coalloc, "coalloc-events-")
 try:
-    deadline = time.time() + 20
-    while not os.path.exists(os.path.join(state, "server.json")):
-        if time.time() > deadline:
-            sys.exit("the server did not start")
-        time.sleep(0.05)
-    time.sleep(0.1)
-    url = json.load(open(os.path.join(state, "server.json")))["url"]
-    auth = {"Authorization": "Bearer " + open(os.path.join(state, "token")).read().strip()}
-
-    def call(path, body=None):
-        headers = dict(auth, **({"Content-Type": "application/json"} if body else {}))
-        req = urllib.request.Request(url + path, data=body, headers=headers)
-        return json.loads(urllib.request.urlopen(req).read())
+    url, auth, call = connect(state, settle=0.1)
 
     events = []
 
