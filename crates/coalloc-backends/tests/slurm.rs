@@ -11,7 +11,10 @@ mod rig;
 
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
-use rig::{out_dir, quiet_load, request, shared, state, until_final, until_running, Rig, QUIET};
+use rig::{
+    assert_failures_keep_their_exit_codes, out_dir, quiet_load, request, shared, state,
+    until_final, until_running, Rig, QUIET,
+};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -58,29 +61,8 @@ fn a_failing_command_fails_with_its_exit_code() {
     };
     let _g = shared();
     let (b, dir) = (rig.backend(1), out_dir("failing"));
-    let id = b
-        .submit(&request(
-            &dir,
-            2,
-            2,
-            2,
-            "/bin/sh",
-            &["-c", "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0"],
-        ))
-        .unwrap();
-    let seen = until_final(&b, &id, Duration::from_secs(20));
-    match seen.last() {
-        Some(RemoteState::Failed(why)) => assert!(why.starts_with("FAILED, exit code 3"), "{why}"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
-    // A missing executable fails too (the shell's 127).
-    let id = b
-        .submit(&request(&dir, 3, 1, 1, "/nonexistent/program", &[]))
-        .unwrap();
-    match until_final(&b, &id, Duration::from_secs(20)).last() {
-        Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    // Launches 2 (exit 3) and 3 (a missing executable: the shell's 127).
+    assert_failures_keep_their_exit_codes(&b, &dir, 2);
 }
 
 #[test]
@@ -97,17 +79,7 @@ fn cancel_removes_a_running_job() {
     eprintln!("{}: sbatch to RUNNING {latency:?}", rig.name(2));
     let t0 = Instant::now();
     b.cancel(&id).unwrap();
-    // Gone from the live queue (squeue without -t all lists live jobs only).
-    while !rig
-        .slurm(2, "squeue", &["-h", "-j", &id, "-o", "%i"])
-        .is_empty()
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "job {id} still in squeue"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    rig.until_gone_from_squeue(2, &id);
     eprintln!(
         "{}: cancel to gone from squeue {:?}",
         rig.name(2),

@@ -9,7 +9,10 @@ mod rig;
 use coalloc_backends::slurm::alloc::client_log;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState};
-use rig::{out_dir, quiet_load, request, shared, state, until_final, until_running, Rig, QUIET};
+use rig::{
+    assert_failures_keep_their_exit_codes, out_dir, quiet_load, request, shared, state,
+    until_final, until_running, Rig, QUIET,
+};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -110,29 +113,9 @@ fn an_allocation_runs_its_processes_and_ends_with_their_exit_code() {
         "0"
     );
 
-    // Exit 3 of one process: FAILED with that code, as a batch job would.
-    let id = b
-        .submit(&request(
-            &dir,
-            103,
-            2,
-            2,
-            "/bin/sh",
-            &["-c", "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0"],
-        ))
-        .unwrap();
-    match until_final(&b, &id, Duration::from_secs(20)).last() {
-        Some(RemoteState::Failed(why)) => assert!(why.starts_with("FAILED, exit code 3"), "{why}"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
-    // A missing executable: the shell's 127.
-    let id = b
-        .submit(&request(&dir, 104, 1, 1, "/nonexistent/program", &[]))
-        .unwrap();
-    match until_final(&b, &id, Duration::from_secs(20)).last() {
-        Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    // Exit 3 of one process (launch 103): FAILED with that code, as a batch job would; a
+    // missing executable (104): the shell's 127.
+    assert_failures_keep_their_exit_codes(&b, &dir, 103);
     // Every client has ended with its allocation.
     until_no_process("coalloc-J1-c0-L10", Duration::from_secs(10));
 }
@@ -162,18 +145,8 @@ fn an_allocation_runs_inside_the_request_and_cancel_leaves_nothing() {
     );
     assert_eq!(first, RemoteState::Running);
     assert_eq!(processes_with("coalloc-J1-c0-L111").len(), 1, "one salloc");
-    let t0 = Instant::now();
     b.cancel(&id).unwrap();
-    while !rig
-        .slurm(2, "squeue", &["-h", "-j", &id, "-o", "%i"])
-        .is_empty()
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "job {id} still in squeue"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    rig.until_gone_from_squeue(2, &id);
     match state(&b, &id) {
         RemoteState::Failed(why) => assert!(why.starts_with("CANCELLED"), "{why}"),
         other => panic!("expected Failed(CANCELLED), got {other:?}"),

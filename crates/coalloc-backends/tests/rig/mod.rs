@@ -113,6 +113,22 @@ impl Rig {
         id
     }
 
+    /// Wait (at most 15 s) until job `id` is gone from cluster `i`'s live queue (squeue
+    /// without `-t all` lists live jobs only).
+    pub fn until_gone_from_squeue(&self, i: usize, id: &str) {
+        let t0 = Instant::now();
+        while !self
+            .slurm(i, "squeue", &["-h", "-j", id, "-o", "%i"])
+            .is_empty()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "job {id} still in squeue"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// A backend for a cluster whose controller is not there: the first cluster's
     /// `slurm.conf`, copied into `dir` with a port where nothing listens, and a 2 s timeout.
     pub fn dead_cluster(&self, dir: &Path, launch: Launch) -> SlurmCluster {
@@ -234,5 +250,32 @@ pub fn quiet_load(rig: &Rig, i: usize, b: &SlurmCluster) -> SiteLoad {
             rig.name(i)
         );
         last = now;
+    }
+}
+
+/// What both launch modes must do with failures: launch `first`, two processes of which
+/// rank 1 exits 3, ends `FAILED` with exit code 3; launch `first + 1`, a program that does
+/// not exist, with the shell's 127.
+pub fn assert_failures_keep_their_exit_codes(b: &SlurmCluster, dir: &Path, first: u64) {
+    let id = b
+        .submit(&request(
+            dir,
+            first,
+            2,
+            2,
+            "/bin/sh",
+            &["-c", "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0"],
+        ))
+        .unwrap();
+    match until_final(b, &id, Duration::from_secs(20)).last() {
+        Some(RemoteState::Failed(why)) => assert!(why.starts_with("FAILED, exit code 3"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    let id = b
+        .submit(&request(dir, first + 1, 1, 1, "/nonexistent/program", &[]))
+        .unwrap();
+    match until_final(b, &id, Duration::from_secs(20)).last() {
+        Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
     }
 }
