@@ -12,8 +12,8 @@ mod rig;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use rig::{
-    assert_failures_keep_their_exit_codes, out_dir, quiet_load, request, shared, state,
-    until_final, until_running, Rig, QUIET,
+    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes, out_dir, quiet_load,
+    request, shared, state, until_final, until_running, Rig, QUIET,
 };
 use std::thread;
 use std::time::{Duration, Instant};
@@ -116,14 +116,7 @@ fn oversize_and_malformed_requests_are_rejected() {
     };
     let _g = shared();
     let (b, dir) = (rig.backend(0), out_dir("rejected"));
-    let e = b
-        .submit(&request(&dir, 6, 100_000, 1, "/bin/true", &[]))
-        .unwrap_err();
-    assert!(matches!(e, BackendError::Rejected(_)), "{e}");
-    eprintln!("oversize: {e}");
-    let mut r = request(&dir, 7, 1, 1, "/bin/true", &[]);
-    r.environment.push(("BAD NAME".into(), "x".into()));
-    assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
+    assert_bad_requests_are_rejected(&b, &dir, 6);
 }
 
 #[test]

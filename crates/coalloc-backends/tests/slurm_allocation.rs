@@ -10,8 +10,8 @@ use coalloc_backends::slurm::alloc::client_log;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState};
 use rig::{
-    assert_failures_keep_their_exit_codes, out_dir, quiet_load, request, shared, state,
-    until_final, until_running, Rig, QUIET,
+    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes, out_dir, quiet_load,
+    request, shared, state, until_final, until_running, Rig, QUIET,
 };
 use std::thread;
 use std::time::{Duration, Instant};
@@ -192,14 +192,7 @@ fn oversize_allocations_are_rejected_and_a_dead_controller_is_unavailable() {
     {
         let _g = shared();
         let b = rig.launching(0, Launch::Allocation);
-        let e = b
-            .submit(&request(&dir, 131, 100_000, 1, "/bin/true", &[]))
-            .unwrap_err();
-        assert!(matches!(e, BackendError::Rejected(_)), "{e}");
-        eprintln!("oversize allocation: {e}");
-        let mut r = request(&dir, 132, 1, 1, "/bin/true", &[]);
-        r.environment.push(("BAD NAME".into(), "x".into()));
-        assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
+        assert_bad_requests_are_rejected(&b, &dir, 131);
     }
     let b = rig.dead_cluster(&dir, Launch::Allocation);
     let t0 = Instant::now();

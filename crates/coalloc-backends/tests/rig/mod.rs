@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
-use coalloc_backends::{Backend, RemoteState, SiteLoad, SubmitRequest};
+use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad, SubmitRequest};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{RwLock, RwLockReadGuard};
@@ -278,4 +278,17 @@ pub fn assert_failures_keep_their_exit_codes(b: &SlurmCluster, dir: &Path, first
         Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
         other => panic!("expected Failed, got {other:?}"),
     }
+}
+
+/// What both launch modes must refuse: launch `first` asks for more CPUs than the cluster
+/// has, launch `first + 1` has an environment variable with a space in its name.
+pub fn assert_bad_requests_are_rejected(b: &SlurmCluster, dir: &Path, first: u64) {
+    let e = b
+        .submit(&request(dir, first, 100_000, 1, "/bin/true", &[]))
+        .unwrap_err();
+    assert!(matches!(e, BackendError::Rejected(_)), "{e}");
+    eprintln!("oversize: {e}");
+    let mut r = request(dir, first + 1, 1, 1, "/bin/true", &[]);
+    r.environment.push(("BAD NAME".into(), "x".into()));
+    assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
 }
