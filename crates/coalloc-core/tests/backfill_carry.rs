@@ -4,6 +4,10 @@
 //! components, estimates above and below the runtimes, bursts of arrivals at one instant) run
 //! under EASY and under EASY that computes every pass from scratch, and every job must start
 //! at the same time on the same sites in both.
+//!
+//! The same workloads check `SchedulerConfig::forget_ended` (the trace replay's setting): a
+//! scheduler that drops every job's state when it ends decides as one that keeps it, under
+//! every queue policy that needs no site subsystems, and knows no ended job afterwards.
 
 mod common;
 
@@ -48,12 +52,23 @@ type Schedule = Vec<Option<(Time, Vec<(SiteId, u32)>)>>;
 
 /// Run the workload to the end: arrivals and ends of an instant go in together, ends first.
 fn run(sizes: &[u32], jobs: &[Gen], queue: Box<dyn QueuePolicy>) -> Schedule {
+    run_with(sizes, jobs, queue, SchedulerConfig::default()).0
+}
+
+/// [`run`] under `config`; also gives back, per job, whether the scheduler still knows it at
+/// the end and, if so, whether it has ended.
+fn run_with(
+    sizes: &[u32],
+    jobs: &[Gen],
+    queue: Box<dyn QueuePolicy>,
+    config: SchedulerConfig,
+) -> (Schedule, Vec<Option<bool>>) {
     let sites = sizes
         .iter()
         .enumerate()
         .map(|(i, &p)| Site::cluster(format!("s{i}"), p))
         .collect();
-    let mut s = Scheduler::with_queue(SchedulerConfig::default(), sites, queue);
+    let mut s = Scheduler::with_queue(config, sites, queue);
     // (time, 0 = end / 1 = arrival, index)
     let mut heap: BinaryHeap<Reverse<(Time, u8, u64)>> = jobs
         .iter()
@@ -113,7 +128,11 @@ fn run(sizes: &[u32], jobs: &[Gen], queue: Box<dyn QueuePolicy>) -> Schedule {
             s.handle_all(now, ready);
         }
     }
-    out
+    let known = index_of
+        .keys()
+        .map(|&id| s.job(id).map(|j| j.ended()))
+        .collect();
+    (out, known)
 }
 
 fn workload(sites: usize) -> impl Strategy<Value = Vec<Gen>> {
@@ -153,5 +172,29 @@ proptest! {
         prop_assert_eq!(&carried, &fresh);
         // Every job fits somewhere empty, so every job ran.
         prop_assert!(carried.iter().all(Option::is_some));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    #[test]
+    fn forgetting_ended_jobs_decides_as_keeping_them(
+        (sizes, jobs) in (1usize..=3).prop_flat_map(|n| {
+            (prop::collection::vec(8u32..17, n), workload(n))
+        })
+    ) {
+        for name in ["fcfs", "fpfs", "easy", "conservative", "koala", "sjf", "rr", "ff"] {
+            let queue = || QueueConfig::from_name(name).expect("a policy").build();
+            let forget = SchedulerConfig { forget_ended: true, ..SchedulerConfig::default() };
+            let (kept, known) = run_with(&sizes, &jobs, queue(), SchedulerConfig::default());
+            let (forgot, unknown) = run_with(&sizes, &jobs, queue(), forget);
+            prop_assert_eq!(&kept, &forgot, "policy {}", name);
+            prop_assert!(known.iter().all(Option::is_some), "policy {}: a job was lost", name);
+            // What ended is gone; what did not is still there.
+            for (k, f) in known.iter().zip(&unknown) {
+                prop_assert_eq!(*f, k.filter(|&ended| !ended), "policy {}", name);
+            }
+        }
     }
 }

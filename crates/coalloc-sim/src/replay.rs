@@ -77,6 +77,11 @@ pub fn replay_keeping(
     sites: Vec<Site>,
     config: SchedulerConfig,
 ) -> Result<(Replay, Scheduler), ReplayError> {
+    // The replay keeps each job's start and end itself, from the commands.
+    let config = SchedulerConfig {
+        forget_ended: true,
+        ..config
+    };
     let mut s = Scheduler::new(config, sites);
     // Arrivals by submit time, then file order; ends (by time, then launch) in a heap. At an
     // instant the ends go first.

@@ -162,6 +162,13 @@ pub struct SchedulerConfig {
     pub provisioning: crate::provisioning::Provisioning,
     /// Named sets of sites, which may overlap (seed 004 §III-A); policies may refer to them.
     pub subsystems: Vec<crate::model::Subsystem>,
+    /// Drop a job's state when it ends, once its `JobFinished` / `JobFailed` command has
+    /// carried its record out: the scheduler's memory then holds only the jobs that are
+    /// queued or running. For drivers that keep what they need from the commands (trace
+    /// replay: a replay of 28,475 KTH-SP2 jobs otherwise keeps about 900 bytes for each).
+    /// [`crate::scheduler::Scheduler::job`] then knows no ended job, and events about one are
+    /// refused as about an unknown job. Off by default (the server lists ended jobs).
+    pub forget_ended: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -181,6 +188,7 @@ impl Default for SchedulerConfig {
             record_try_times: 0,
             provisioning: crate::provisioning::Provisioning::default(),
             subsystems: Vec::new(),
+            forget_ended: false,
         }
     }
 }

@@ -166,14 +166,15 @@ impl JobState {
     }
 }
 
-/// Jobs by number. The scheduler numbers jobs densely from 1 and never forgets one, so a
-/// vector indexed by number holds them; each is boxed so that growing the vector moves only
-/// pointers.
+/// Jobs by number. The scheduler numbers jobs densely from 1, so a vector indexed by number
+/// holds them; each is boxed so that growing the vector moves only pointers. An ended job is
+/// kept unless the scheduler forgets it ([`JobTable::forget`], under
+/// `SchedulerConfig::forget_ended`), which empties its slot.
 #[derive(Debug, Clone, Default)]
 pub struct JobTable {
     // Boxed on purpose: a vector's spare capacity then costs 8 bytes a slot, not 520.
     #[allow(clippy::vec_box)]
-    jobs: Vec<Box<JobState>>,
+    jobs: Vec<Option<Box<JobState>>>,
 }
 
 impl JobTable {
@@ -182,28 +183,36 @@ impl JobTable {
     }
 
     pub fn get(&self, id: &JobId) -> Option<&JobState> {
-        self.jobs.get(Self::slot(*id)?).map(|j| &**j)
+        self.jobs.get(Self::slot(*id)?)?.as_deref()
     }
 
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut JobState> {
-        self.jobs.get_mut(Self::slot(*id)?).map(|j| &mut **j)
+        self.jobs.get_mut(Self::slot(*id)?)?.as_deref_mut()
     }
 
-    /// Add the next job; its number must be one more than the last.
+    /// Add the job numbered next.
     pub fn insert(&mut self, id: JobId, job: JobState) {
         debug_assert_eq!(
             Self::slot(id),
             Some(self.jobs.len()),
             "jobs are numbered densely"
         );
-        self.jobs.push(Box::new(job));
+        self.jobs.push(Some(Box::new(job)));
     }
 
-    /// Every job, by number.
+    /// Drop job `id`'s state; its number is not given out again.
+    pub fn forget(&mut self, id: JobId) {
+        if let Some(slot) = Self::slot(id).and_then(|i| self.jobs.get_mut(i)) {
+            *slot = None;
+        }
+    }
+
+    /// Every job not forgotten, by number.
     pub fn values(&self) -> impl Iterator<Item = &JobState> {
-        self.jobs.iter().map(|j| &**j)
+        self.jobs.iter().filter_map(|j| j.as_deref())
     }
 
+    /// How many jobs were numbered (forgotten ones included).
     pub fn len(&self) -> usize {
         self.jobs.len()
     }

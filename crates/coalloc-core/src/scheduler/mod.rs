@@ -82,6 +82,8 @@ struct Core {
     finished: Vec<(JobId, crate::model::Millis)>,
     /// Jobs that committed during this event, to ask the policy for a runtime limit.
     committed: Vec<JobId>,
+    /// Jobs that ended during this event, to forget after it (`config.forget_ended`).
+    ended: Vec<JobId>,
     /// Cloud sites' VMs under On-Demand provisioning, by site (`None`: a cluster, or a cloud
     /// under static provisioning).
     clouds: Vec<Option<crate::provisioning::CloudState>>,
@@ -137,6 +139,7 @@ impl Scheduler {
                 edited: Vec::new(),
                 finished: Vec::new(),
                 committed: Vec::new(),
+                ended: Vec::new(),
             },
             queue,
         }
@@ -333,6 +336,9 @@ impl Scheduler {
         if core.wants_provisioning(pass) {
             let demand = self.queue.demand(core.sites.len());
             core.provision(demand, self.queue.fit());
+        }
+        for id in core.ended.drain(..) {
+            core.jobs.forget(id);
         }
     }
 }

@@ -575,8 +575,16 @@ impl Core {
         j.phase = Phase::Ended;
         j.generation += 1;
         j.record.run_mut().end = Some(now);
-        let record = Box::new(j.record.clone());
+        // A job about to be forgotten gives its record away instead of copying it.
+        let record = Box::new(if self.config.forget_ended {
+            std::mem::take(&mut j.record)
+        } else {
+            j.record.clone()
+        });
         self.active_changed(id);
+        if self.config.forget_ended {
+            self.ended.push(id);
+        }
         self.dirty = true;
         self.commands.push_back(match outcome {
             Ok(()) => Command::JobFinished { job: id, record },

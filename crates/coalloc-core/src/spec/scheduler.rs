@@ -341,6 +341,8 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
             as usize,
         provisioning: provisioning(doc)?,
         subsystems: subsystems(doc, sites)?,
+        // A driver's choice, not a setting of the file.
+        forget_ended: d.forget_ended,
     })
 }
 

@@ -77,6 +77,9 @@ pub struct Easy {
     carry: Option<Carry>,
     /// Never carry (see [`Easy::without_carry`]).
     no_carry: bool,
+    /// The jobs a pass looks at, in arrival order: a copy of the queue (a start takes the job
+    /// out of it), kept from pass to pass so that a pass allocates nothing for it.
+    scratch: Vec<(JobId, Demand)>,
 }
 
 impl Easy {
@@ -183,15 +186,25 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
+        let mut order = std::mem::take(&mut self.scratch);
+        order.clear();
         let carried = self.carry.take();
         if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
             // Only jobs arrived since: the ones before them would decide as they did.
-            let fresh: Vec<_> = self.queue.since_with(carry.cursor).collect();
-            self.backfill(ctx, fresh, carry.reservation);
-            return;
+            order.extend(self.queue.since_with(carry.cursor));
+            self.backfill(ctx, order.iter().copied(), carry.reservation);
+        } else {
+            order.extend(self.queue.since_with(0));
+            self.full_pass(ctx, &order);
         }
-        let order: Vec<(JobId, Demand)> = self.queue.since_with(0).collect();
-        let mut rest = order.into_iter();
+        self.scratch = order;
+    }
+}
+
+impl Easy {
+    /// A pass that computes the head's reservation afresh, over `order` (the whole queue).
+    fn full_pass(&mut self, ctx: &mut dyn PassCtx, order: &[(JobId, Demand)]) {
+        let mut rest = order.iter().copied();
         // 1. FCFS until the head.
         let reservation = loop {
             let Some((id, _)) = rest.next() else {
@@ -222,9 +235,7 @@ impl QueuePolicy for Easy {
         // 2. Backfill the later jobs.
         self.backfill(ctx, rest, reservation);
     }
-}
 
-impl Easy {
     /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
     /// head's reservation; then carry the reservation to the next pass if no job took any of
     /// its extra processors (a new [`head_reservation`] would find the same).
