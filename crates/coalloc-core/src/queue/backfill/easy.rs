@@ -62,7 +62,7 @@
 
 use super::profile::walk_steps;
 use super::{
-    min_of, minus, need_of, relaxed, start_within, usable_stats, usable_stats_of, Arrivals, Demand,
+    minus, need_of, relaxed, start_within, usable_stats, usable_stats_of, Arrivals, Demand,
 };
 use crate::model::{Job, Time};
 use crate::queue::{PassCtx, QueuePolicy, SiteNow};
@@ -80,6 +80,10 @@ pub struct Easy {
     /// The jobs a pass looks at, in arrival order: a copy of the queue (a start takes the job
     /// out of it), kept from pass to pass so that a pass allocates nothing for it.
     scratch: Vec<(JobId, Demand)>,
+    /// Idle processors and usability per site during a pass's backfilling, kept for the same
+    /// reason.
+    idle: Vec<u32>,
+    usable: Vec<bool>,
 }
 
 impl Easy {
@@ -246,12 +250,15 @@ impl Easy {
         mut r: Reservation,
     ) {
         let now = ctx.now();
-        let usable = ctx.usable();
-        let mut idle = ctx.idle();
+        let (mut idle, mut usable) = (
+            std::mem::take(&mut self.idle),
+            std::mem::take(&mut self.usable),
+        );
+        read_sites(ctx, &mut idle, &mut usable);
         let mut untouched = true;
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
         let mut room = usable_stats(&idle, &usable);
-        let mut extra_room = usable_stats(&min_of(&idle, &r.extra), &usable);
+        let mut extra_room = extra_stats(&idle, &r.extra, &usable);
         for (id, demand) in jobs {
             if room.0 == 0 {
                 break;
@@ -277,10 +284,11 @@ impl Easy {
                 r.extra = minus(&r.extra, &took);
                 untouched = false;
             }
-            idle = ctx.idle();
+            read_sites(ctx, &mut idle, &mut usable);
             room = usable_stats(&idle, &usable);
-            extra_room = usable_stats(&min_of(&idle, &r.extra), &usable);
+            extra_room = extra_stats(&idle, &r.extra, &usable);
         }
+        (self.idle, self.usable) = (idle, usable);
         self.carry = (untouched && !self.no_carry).then(|| Carry {
             seen: Seen::now(ctx),
             reservation: r,
@@ -300,6 +308,27 @@ struct Reservation {
     until: Time,
     /// The extra processors per site, less what backfilled jobs took.
     extra: Vec<u32>,
+}
+
+/// Idle processors and usability of every site now, into `idle` and `usable` (cleared
+/// first): [`PassCtx::idle`] and [`PassCtx::usable`] without allocating.
+fn read_sites(ctx: &dyn PassCtx, idle: &mut Vec<u32>, usable: &mut Vec<bool>) {
+    idle.clear();
+    usable.clear();
+    for s in sites_now(ctx) {
+        idle.push(s.idle);
+        usable.push(s.usable);
+    }
+}
+
+/// [`usable_stats`] of the idle extra processors, `min(idle, extra)` per site.
+fn extra_stats(idle: &[u32], extra: &[u32], usable: &[bool]) -> (u64, u32) {
+    usable_stats_of(
+        idle.iter()
+            .zip(extra)
+            .map(|(&i, &e)| i.min(e))
+            .zip(usable.iter().copied()),
+    )
 }
 
 /// Every site now, in site order.
