@@ -77,12 +77,15 @@ pub fn replay_keeping(
     sites: Vec<Site>,
     config: SchedulerConfig,
 ) -> Result<(Replay, Scheduler), ReplayError> {
-    // The replay keeps each job's start and end itself, from the commands.
+    // The replay keeps each job's start and end itself, from the commands, and ignores
+    // notices.
     let config = SchedulerConfig {
         forget_ended: true,
+        notices: false,
         ..config
     };
     let mut s = Scheduler::new(config, sites);
+    s.reserve_jobs(jobs.len());
     // Arrivals by submit time, then file order; ends (by time, then launch) in a heap. At an
     // instant the ends go first.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -102,18 +105,15 @@ pub fn replay_keeping(
         .collect();
     let mut refused = Vec::new();
     // The accepted jobs, by core job number (the core numbers them 1, 2, ...).
-    let mut accepted: Vec<Accepted> = Vec::new();
+    let mut accepted: Vec<Accepted> = Vec::with_capacity(jobs.len());
     let mut batch: Vec<Event> = Vec::new();
     let mut arrivals: Vec<usize> = Vec::new();
     let mut ready = Vec::new();
+    let mut replies = Vec::new();
     loop {
         let next_end = heap.peek().map(|Reverse((t, _))| *t);
         let next_arrival_time = next_arrival.peek().map(|&i| arrival_time(i));
-        let Some(now) = [next_end, next_arrival_time, s.next_wakeup()]
-            .into_iter()
-            .flatten()
-            .min()
-        else {
+        let Some(now) = earliest(earliest(next_end, next_arrival_time), s.next_wakeup()) else {
             break;
         };
         batch.clear();
@@ -135,8 +135,8 @@ pub fn replay_keeping(
         if batch.is_empty() {
             batch.push(Event::Tick);
         }
-        let replies = s.handle_all(now, batch.drain(..));
-        for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
+        s.handle_all_into(now, batch.drain(..), &mut replies);
+        for (reply, &i) in replies.drain(..).skip(ends).zip(&arrivals) {
             match reply {
                 Ok(Reply::Submitted(id)) => {
                     debug_assert_eq!(id, accepted.len() as JobId + 1, "jobs numbered densely");
@@ -192,13 +192,22 @@ pub fn replay_keeping(
             if ready.is_empty() {
                 break;
             }
-            s.handle_all(now, ready.drain(..));
+            s.handle_all_into(now, ready.drain(..), &mut replies);
         }
     }
     if s.queued() > 0 {
         return Err(ReplayError::Stuck(s.queued()));
     }
     Ok((Replay { jobs: out, refused }, s))
+}
+
+/// The earlier of two times, either of which may be absent.
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
 }
 
 /// What the replay keeps of a job the core accepted.
@@ -245,20 +254,18 @@ impl Launches {
 
 /// The jobs of a trace that can be replayed (known runtime and processors), in file order.
 pub fn trace_jobs(trace: &crate::swf::Trace) -> Vec<TraceJob> {
-    trace
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            Some(TraceJob {
-                number: j.job_number,
-                submit: j.submit_time,
-                runtime: j.run_time()?,
-                requested: j.requested_time_or_run_time()?,
-                processors: u32::try_from(j.processors()?).ok()?,
-                user: j.user_id(),
-            })
+    let mut out = Vec::with_capacity(trace.jobs.len());
+    out.extend(trace.jobs.iter().filter_map(|j| {
+        Some(TraceJob {
+            number: j.job_number,
+            submit: j.submit_time,
+            runtime: j.run_time()?,
+            requested: j.requested_time_or_run_time()?,
+            processors: u32::try_from(j.processors()?).ok()?,
+            user: j.user_id(),
         })
-        .collect()
+    }));
+    out
 }
 
 /// The core's job for a trace job.

@@ -53,6 +53,14 @@ use files::Sources;
 use std::borrow::Cow;
 use std::fmt;
 
+/// One value per site, inline for up to 8 sites: the idle counts, usable flags and per-site
+/// needs that placement tries and backfilling build many times a pass.
+pub type PerSite<T> = smallvec::SmallVec<[T; 8]>;
+
+/// A dry-run placement, `(site, processors)` per component ([`place_sites`]), inline for up
+/// to 4 components.
+pub type SitesOf = smallvec::SmallVec<[(usize, u32); 4]>;
+
 /// How an unordered (or total) job's components are fitted to sites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Fit {
@@ -380,7 +388,7 @@ pub fn place_sites(
     view: &SiteView,
     fit: Fit,
     flexible: FlexibleFit,
-) -> Result<Vec<(usize, u32)>, NoFit> {
+) -> Result<SitesOf, NoFit> {
     let ctf = fit == Fit::CloseToFiles && matches!(job.kind, JobKind::Unordered | JobKind::Total);
     let sources = Sources::new(job, view, ctf);
     // One component without a file: the fit's choice on a fresh idle-list, read-only.
@@ -388,7 +396,7 @@ pub fn place_sites(
         matches!(job.kind, JobKind::Unordered | JobKind::Total) && sources.file().is_none();
     if let ([c], true) = (job.components.as_slice(), single) {
         if let Some(site) = IdleList::first_fit_of(view, c.count, fit) {
-            return Ok(vec![(site, c.count)]);
+            return Ok(smallvec::smallvec![(site, c.count)]);
         }
     }
     let mut list = IdleList::new(view);

@@ -24,7 +24,7 @@ pub mod rpp;
 pub mod tags;
 
 use crate::model::{Job, Millis, Time};
-use crate::placement::Fit;
+use crate::placement::{Fit, SitesOf};
 use crate::scheduler::api::{JobId, JobRecord, SiteId};
 
 /// A job that holds processors now, as backfilling sees it.
@@ -124,6 +124,19 @@ pub trait PassCtx {
     }
     /// [`PassCtx::try_start`] with options.
     fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool;
+    /// [`PassCtx::try_start`] when the policy already has the placement it would make:
+    /// `placed` is what [`PassCtx::place_on`] gave for the idle processors now and the usable
+    /// sites (restricted to `allowed`, if given), so the job is not placed again. The
+    /// default places it again.
+    fn start_placed(
+        &mut self,
+        id: JobId,
+        allowed: Option<&[bool]>,
+        placed: &[(SiteId, u32)],
+    ) -> bool {
+        let _ = placed;
+        self.try_start(id, allowed)
+    }
     /// A number that changes whenever a site gains idle processors or becomes usable, or a
     /// queued job is edited. A job that could not be placed is still unplaceable as long as
     /// it has not changed, so policies can skip jobs they already tried at this epoch.
@@ -151,12 +164,25 @@ pub trait PassCtx {
     /// [`PassCtx::running`] by estimated end, then job number, taken one at a time from an
     /// index the scheduler keeps (a walk that stops early costs only the jobs it took).
     fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_>;
+    /// [`PassCtx::running_by_end`] without building a [`RunningJob`] for each:
+    /// `visit(end, site, processors)` for each part of a running job's holdings (a job's
+    /// processors on one site may come in several parts), jobs by estimated end, then
+    /// number, until `visit` returns `false`.
+    fn visit_running_by_end(&self, visit: &mut dyn FnMut(Time, SiteId, u32) -> bool) {
+        for r in self.running_by_end() {
+            for (site, n) in r.holds.iter() {
+                if !visit(r.end, site, n) {
+                    return;
+                }
+            }
+        }
+    }
     /// The runtime estimate backfilling uses: the job's estimate, else its longest wall-time
     /// limit, else the configured default.
     fn estimate(&self, id: JobId) -> Millis;
     /// Where the job would go if the sites had these idle processors: `(site, processors)`
     /// per component, or `None` if it would not fit.
-    fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>>;
+    fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<SitesOf>;
     /// End a queued job that the policy gives up on (a try limit); the policy has already
     /// dropped it from its queue.
     fn fail(&mut self, id: JobId, reason: String);
@@ -204,6 +230,9 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     fn demand(&self, _sites: usize) -> Option<Vec<Demand>> {
         None
     }
+    /// A hint from the driver: about `jobs` jobs will be submitted in all, numbered from 1
+    /// (a trace replay knows), so per-job tables may be sized once instead of growing.
+    fn reserve(&mut self, _jobs: usize) {}
 }
 
 /// One queued job as provisioning sees it: its number and the sites it may use (`None` =
@@ -216,8 +245,11 @@ pub type Demand = (JobId, Option<Vec<bool>>);
 /// [`Demand`](backfill::Demand), so that its scan rejects a job without looking the job up).
 #[derive(Debug)]
 pub struct Arrivals<T = ()> {
-    /// Arrival sequence → job, with its payload.
-    queue: std::collections::BTreeMap<u64, (JobId, T)>,
+    /// `(arrival sequence, job, payload)` in arrival order. Sequence numbers only grow, so
+    /// the deque stays sorted by them: a job is found by binary search, the head leaves in
+    /// `O(1)` and a job behind it by shifting the shorter side (contiguous, where a tree
+    /// would chase pointers on every step of a scan).
+    queue: std::collections::VecDeque<(u64, JobId, T)>,
     /// Job → arrival sequence ([`NOT_QUEUED`] for a job not in the queue), indexed by job
     /// number: the scheduler numbers jobs densely from 1, so this costs 8 bytes per job
     /// ever submitted and no search.
@@ -231,7 +263,7 @@ const NOT_QUEUED: u64 = u64::MAX;
 impl<T> Default for Arrivals<T> {
     fn default() -> Self {
         Arrivals {
-            queue: std::collections::BTreeMap::new(),
+            queue: std::collections::VecDeque::new(),
             seq_of: Vec::new(),
             next_seq: 0,
         }
@@ -254,7 +286,7 @@ impl<T> Arrivals<T> {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.insert(seq, (id, payload));
+        self.queue.push_back((seq, id, payload));
         if self.seq_of.len() <= slot {
             self.seq_of.resize(slot + 1, NOT_QUEUED);
         }
@@ -263,9 +295,40 @@ impl<T> Arrivals<T> {
 
     pub fn remove(&mut self, id: JobId) {
         if let Some(seq) = self.seq(id) {
-            self.queue.remove(&seq);
+            let at = self.index_from(seq);
+            debug_assert_eq!(self.queue.get(at).map(|e| e.0), Some(seq));
+            self.queue.remove(at);
             self.seq_of[id as usize] = NOT_QUEUED;
         }
+    }
+
+    /// Where the first job at or after sequence `seq` is (the length if none is).
+    fn index_from(&self, seq: u64) -> usize {
+        match self.queue.front() {
+            // Most scans start at the head.
+            Some(&(first, ..)) if seq <= first => 0,
+            _ => self.queue.partition_point(|e| e.0 < seq),
+        }
+    }
+
+    /// Size the job-number index for job numbers up to `jobs` ([`QueuePolicy::reserve`]).
+    pub fn reserve(&mut self, jobs: usize) {
+        let want = jobs.saturating_add(1);
+        if self.seq_of.len() < want {
+            self.seq_of.resize(want, NOT_QUEUED);
+        }
+    }
+
+    /// The job at position `at` of the arrival order (0 is the head), with its sequence
+    /// number and payload: for a scan that walks the queue by position.
+    pub fn at(&self, at: usize) -> Option<(u64, JobId, &T)> {
+        self.queue.get(at).map(|(s, id, p)| (*s, *id, p))
+    }
+
+    /// Where the first job at or after sequence `seq` is in the arrival order (the length
+    /// if none is).
+    pub fn position_from(&self, seq: u64) -> usize {
+        self.index_from(seq)
     }
 
     /// A queued job's arrival sequence.
@@ -277,7 +340,8 @@ impl<T> Arrivals<T> {
     /// A queued job's payload, to change it in place.
     pub fn payload_mut(&mut self, id: JobId) -> Option<&mut T> {
         let seq = self.seq(id)?;
-        self.queue.get_mut(&seq).map(|(_, p)| p)
+        let at = self.index_from(seq);
+        self.queue.get_mut(at).map(|(_, _, p)| p)
     }
 
     pub fn len(&self) -> usize {
@@ -299,12 +363,14 @@ impl<T> Arrivals<T> {
 
     /// The head's sequence number.
     pub fn head_seq(&self) -> Option<u64> {
-        self.queue.keys().next().copied()
+        self.queue.front().map(|e| e.0)
     }
 
     /// The first job at or after sequence `seq`.
     pub fn first_from(&self, seq: u64) -> Option<(u64, JobId)> {
-        self.queue.range(seq..).next().map(|(&s, &(id, _))| (s, id))
+        self.queue
+            .get(self.index_from(seq))
+            .map(|&(s, id, _)| (s, id))
     }
 
     /// The queued jobs in arrival order, as they are now.
@@ -314,13 +380,24 @@ impl<T> Arrivals<T> {
 
     /// The queued jobs that arrived at or after sequence `seq`, in arrival order.
     pub fn since(&self, seq: u64) -> impl Iterator<Item = JobId> + '_ {
-        self.queue.range(seq..).map(|(_, &(id, _))| id)
+        self.queue
+            .range(self.index_from(seq)..)
+            .map(|&(_, id, _)| id)
     }
 }
 
 impl<T: Copy> Arrivals<T> {
+    /// The first job at or after sequence `seq`, with its sequence number and payload: a
+    /// scan that takes jobs out of the queue as it goes walks it with this, without copying
+    /// it first.
+    pub fn first_with(&self, seq: u64) -> Option<(u64, JobId, T)> {
+        self.queue.get(self.index_from(seq)).copied()
+    }
+
     /// [`Arrivals::since`] with each job's payload.
     pub fn since_with(&self, seq: u64) -> impl Iterator<Item = (JobId, T)> + '_ {
-        self.queue.range(seq..).map(|(_, &entry)| entry)
+        self.queue
+            .range(self.index_from(seq)..)
+            .map(|&(_, id, payload)| (id, payload))
     }
 }

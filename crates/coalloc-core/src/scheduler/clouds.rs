@@ -139,7 +139,9 @@ impl Core {
             let views: Vec<Option<&CloudState>> = self.clouds.iter().map(Option::as_ref).collect();
             let mut place = |id: JobId, idle: &[u32], ok: &[bool]| {
                 let job = &self.jobs.get(&id)?.job;
-                self.place_sites(job, idle, ok, fit).ok()
+                self.place_sites(job, idle, ok, fit)
+                    .ok()
+                    .map(|p| p.to_vec())
             };
             let plan = on_demand::plan(&idle, &usable, &views, now, &demand, &mut place);
             self.apply(&plan, &p);

@@ -169,6 +169,11 @@ pub struct SchedulerConfig {
     /// [`crate::scheduler::Scheduler::job`] then knows no ended job, and events about one are
     /// refused as about an unknown job. Off by default (the server lists ended jobs).
     pub forget_ended: bool,
+    /// Send [`Command::Notify`](crate::scheduler::Command::Notify) commands (placed,
+    /// committed, requeued, ...). On by default; a driver that ignores every notice (trace
+    /// replay) turns them off, and the scheduler then does not build them. Decisions do not
+    /// depend on it.
+    pub notices: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -189,6 +194,7 @@ impl Default for SchedulerConfig {
             provisioning: crate::provisioning::Provisioning::default(),
             subsystems: Vec::new(),
             forget_ended: false,
+            notices: true,
         }
     }
 }

@@ -190,6 +190,11 @@ impl JobTable {
         self.jobs.get_mut(Self::slot(*id)?)?.as_deref_mut()
     }
 
+    /// Room for `jobs` jobs in all.
+    pub fn reserve(&mut self, jobs: usize) {
+        self.jobs.reserve(jobs.saturating_sub(self.jobs.len()));
+    }
+
     /// Add the job numbered next.
     pub fn insert(&mut self, id: JobId, job: JobState) {
         debug_assert_eq!(

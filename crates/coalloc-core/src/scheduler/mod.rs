@@ -23,6 +23,7 @@ pub mod config;
 mod edit;
 pub mod icp;
 pub mod jobs;
+mod launches;
 pub mod sites;
 mod transaction;
 
@@ -62,7 +63,7 @@ struct Core {
     jobs: jobs::JobTable,
     /// Jobs placed and not ended.
     active: jobs::Active,
-    launches: BTreeMap<LaunchId, (JobId, usize)>,
+    launches: launches::Launches,
     transfers: BTreeMap<TransferId, (JobId, usize)>,
     next_transfer: u64,
     next_job: JobId,
@@ -125,7 +126,7 @@ impl Scheduler {
                 config,
                 jobs: jobs::JobTable::default(),
                 active: jobs::Active::default(),
-                launches: BTreeMap::new(),
+                launches: launches::Launches::default(),
                 transfers: BTreeMap::new(),
                 next_transfer: 1,
                 next_job: 1,
@@ -162,10 +163,23 @@ impl Scheduler {
         now: Time,
         events: impl IntoIterator<Item = Event>,
     ) -> Vec<Result<Reply, Rejected>> {
-        let replies = events.into_iter().map(|e| self.apply(now, e)).collect();
+        let mut replies = Vec::new();
+        self.handle_all_into(now, events, &mut replies);
+        replies
+    }
+
+    /// [`Scheduler::handle_all`], with the answers put into `replies` (cleared first): for a
+    /// driver that calls it at every instant and keeps one vector for them.
+    pub fn handle_all_into(
+        &mut self,
+        now: Time,
+        events: impl IntoIterator<Item = Event>,
+        replies: &mut Vec<Result<Reply, Rejected>>,
+    ) {
+        replies.clear();
+        replies.extend(events.into_iter().map(|e| self.apply(now, e)));
         self.fire_timers();
         self.settle();
-        replies
     }
 
     /// Change the state for one event, without deciding anything yet.
@@ -272,6 +286,14 @@ impl Scheduler {
     /// Every job the scheduler knows, by number.
     pub fn jobs(&self) -> impl Iterator<Item = &JobState> {
         self.core.jobs.values()
+    }
+
+    /// A hint from the driver: about `jobs` jobs will be submitted in all (a trace replay
+    /// knows), so the tables kept per job number are sized once instead of growing. It
+    /// changes no decision.
+    pub fn reserve_jobs(&mut self, jobs: usize) {
+        self.core.jobs.reserve(jobs);
+        self.queue.reserve(jobs);
     }
 
     /// Jobs waiting in the queue.
@@ -489,7 +511,9 @@ impl Core {
     }
 
     fn notify(&mut self, notice: Notice) {
-        self.commands.push_back(Command::Notify(notice));
+        if self.config.notices {
+            self.commands.push_back(Command::Notify(notice));
+        }
     }
 }
 
@@ -522,6 +546,21 @@ impl Core {
         Some(since + self.estimate(j.id))
     }
 
+    /// Tests (debug builds) check the end index against every job, on small runs.
+    fn check_end_index(&self) {
+        #[cfg(debug_assertions)]
+        if self.jobs.len() <= 2_000 {
+            let mut fresh: Vec<(Time, JobId)> = self
+                .jobs
+                .values()
+                .filter_map(|j| Some((self.holding_until(j)?, j.id)))
+                .collect();
+            fresh.sort_unstable();
+            let indexed: Vec<(Time, JobId)> = self.active.by_end().collect();
+            debug_assert_eq!(indexed, fresh, "the end index is out of date");
+        }
+    }
+
     /// The processors per site a job's live components hold.
     fn holds(j: &JobState) -> crate::queue::Holds {
         j.comps
@@ -546,7 +585,20 @@ impl PassCtx for Core {
     }
 
     fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool {
-        self.try_place_and_start(id, options)
+        self.try_place_and_start(id, options, None)
+    }
+
+    fn start_placed(
+        &mut self,
+        id: JobId,
+        allowed: Option<&[bool]>,
+        placed: &[(SiteId, u32)],
+    ) -> bool {
+        if matches!(self.config.claiming, Claiming::Icp(_)) {
+            // Claiming routes files, which needs the whole placement: place again.
+            return self.try_start(id, allowed);
+        }
+        self.try_place_and_start(id, &StartOptions::default(), Some(placed))
     }
 
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool {
@@ -588,23 +640,23 @@ impl PassCtx for Core {
     }
 
     fn running_by_end(&self) -> Box<dyn Iterator<Item = RunningJob> + '_> {
-        // Tests (debug builds) check the index against every job, on small runs.
-        #[cfg(debug_assertions)]
-        if self.jobs.len() <= 2_000 {
-            let mut fresh: Vec<(Time, JobId)> = self
-                .jobs
-                .values()
-                .filter_map(|j| Some((self.holding_until(j)?, j.id)))
-                .collect();
-            fresh.sort_unstable();
-            let indexed: Vec<(Time, JobId)> = self.active.by_end().collect();
-            debug_assert_eq!(indexed, fresh, "the end index is out of date");
-        }
+        self.check_end_index();
         Box::new(self.active.by_end().map(|(end, job)| RunningJob {
             job,
             end,
             holds: Core::holds(&self.jobs[&job]),
         }))
+    }
+
+    fn visit_running_by_end(&self, visit: &mut dyn FnMut(Time, SiteId, u32) -> bool) {
+        self.check_end_index();
+        for (end, job) in self.active.by_end() {
+            for c in self.jobs[&job].comps.iter().filter(|c| c.live()) {
+                if !visit(end, c.site.unwrap_or(0), c.count) {
+                    return;
+                }
+            }
+        }
     }
 
     fn estimate(&self, id: JobId) -> crate::model::Millis {
@@ -618,7 +670,12 @@ impl PassCtx for Core {
             .unwrap_or(self.config.default_estimate)
     }
 
-    fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<Vec<(SiteId, u32)>> {
+    fn place_on(
+        &self,
+        id: JobId,
+        idle: &[u32],
+        usable: &[bool],
+    ) -> Option<crate::placement::SitesOf> {
         let job = &self.jobs.get(&id)?.job;
         self.place_sites(job, idle, usable, None).ok()
     }

@@ -9,7 +9,7 @@ use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
 use crate::model::{Component, Job, JobKind, StartType};
-use crate::placement::{self, Fit, NoFit, Placement, SiteView};
+use crate::placement::{self, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
 use crate::queue::StartOptions;
 
 impl Core {
@@ -30,8 +30,8 @@ impl Core {
                 }
             }
         }
-        let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
-        let usable = vec![true; idle.len()];
+        let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        let usable: PerSite<bool> = smallvec::smallvec![true; idle.len()];
         self.place_sites(job, &idle, &usable, fit)
             .map(|_| ())
             .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
@@ -61,7 +61,7 @@ impl Core {
         idle: &[u32],
         usable: &[bool],
         fit: Option<Fit>,
-    ) -> Result<Vec<(SiteId, u32)>, NoFit> {
+    ) -> Result<SitesOf, NoFit> {
         let view = SiteView::borrowed(&self.sites.sites, idle, usable);
         placement::place_sites(
             job,
@@ -91,21 +91,25 @@ impl Core {
         allowed: Option<&[bool]>,
         fit: Option<Fit>,
         kill_local: bool,
-    ) -> Result<Vec<(SiteId, u32)>, NoFit> {
+    ) -> Result<SitesOf, NoFit> {
         let (idle, usable) = self.view_now(allowed, kill_local);
         self.place_sites(job, &idle, &usable, fit)
     }
 
     /// The idle processors and usable flags a placement now sees: only `allowed` sites, and
     /// with `kill_local` the processors of local jobs counted as idle.
-    fn view_now(&self, allowed: Option<&[bool]>, kill_local: bool) -> (Vec<u32>, Vec<bool>) {
-        let mut usable = self.sites.usable();
+    fn view_now(
+        &self,
+        allowed: Option<&[bool]>,
+        kill_local: bool,
+    ) -> (PerSite<u32>, PerSite<bool>) {
+        let mut usable: PerSite<bool> = self.sites.state.iter().map(|s| s.usable()).collect();
         if let Some(allowed) = allowed {
             for (u, a) in usable.iter_mut().zip(allowed) {
                 *u &= *a;
             }
         }
-        let mut idle = self.sites.idle();
+        let mut idle: PerSite<u32> = self.sites.state.iter().map(|s| s.idle).collect();
         if kill_local {
             for (i, s) in self.sites.state.iter().enumerate() {
                 idle[i] = s.processors.saturating_sub(s.ours);
@@ -126,7 +130,15 @@ impl Core {
         Demand::of(job).may_fit_stats(usable_stats_of(sites))
     }
 
-    pub(super) fn try_place_and_start(&mut self, id: JobId, options: &StartOptions) -> bool {
+    /// Place job `id` now and start it; with `known`, the dry-run placement the caller just
+    /// made against the same idle processors and sites (see [`crate::queue::PassCtx::start_placed`]),
+    /// which a dispatch then uses instead of placing again.
+    pub(super) fn try_place_and_start(
+        &mut self,
+        id: JobId,
+        options: &StartOptions,
+        known: Option<&[(SiteId, u32)]>,
+    ) -> bool {
         let Some(j) = self.jobs.get(&id) else {
             return false;
         };
@@ -140,7 +152,9 @@ impl Core {
         // the processors per site.
         let claims =
             matches!(self.config.claiming, Claiming::Icp(_)) && options.hold_until.is_none();
-        let result = if !options.kill_local && !self.may_fit_now(&j.job, allowed) {
+        let result = if let (Some(sites), false, false) = (known, claims, options.kill_local) {
+            Ok(Placed::Sites(SitesOf::from_slice(sites)))
+        } else if !options.kill_local && !self.may_fit_now(&j.job, allowed) {
             Err(())
         } else if claims {
             self.place(&j.job, allowed, options.fit, options.kill_local)
@@ -212,11 +226,13 @@ impl Core {
         j.record.run_mut().first_jst.get_or_insert(now);
         j.record.run_mut().last_jst = Some(now);
         self.active_changed(id);
-        let sites: Vec<SiteId> = placed.iter().map(|&(site, _)| site).collect();
         for (i, &(site, count)) in placed.iter().enumerate() {
             self.launch(id, i, site, count);
         }
-        self.notify(Notice::Placed { job: id, sites });
+        if self.config.notices {
+            let sites = placed.iter().map(|&(site, _)| site).collect();
+            self.notify(Notice::Placed { job: id, sites });
+        }
         self.arm_hold(id);
         self.check_commit(id);
     }
@@ -276,7 +292,7 @@ impl Core {
         if let Some(Some(c)) = self.clouds.get_mut(site) {
             c.allocate(launch, count);
         }
-        self.launches.insert(launch, (id, i));
+        self.launches.insert(launch, id, i);
         self.commands
             .push_back(Command::StartComponent(Box::new(start)));
         if let Some(t) = self.config.pending_timeout {
@@ -348,7 +364,7 @@ impl Core {
 
     /// The current launch a report names, if it is current.
     fn current(&self, launch: LaunchId) -> Option<(JobId, usize)> {
-        let &(id, i) = self.launches.get(&launch)?;
+        let (id, i) = self.launches.get(launch)?;
         let j = self.jobs.get(&id)?;
         (j.comps.get(i)?.launch == Some(launch) && !j.ended()).then_some((id, i))
     }
@@ -385,7 +401,7 @@ impl Core {
         let site = c.site.unwrap_or(0);
         self.release_launch(site, launch, c.count, c.phase == CompPhase::Submitted);
         self.sites.success(site);
-        self.launches.remove(&launch);
+        self.launches.remove(launch);
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Finished;
         self.dirty = true;
@@ -422,7 +438,7 @@ impl Core {
         let was_pending = c.phase == CompPhase::Submitted;
         let start_error = matches!(c.phase, CompPhase::Submitted | CompPhase::Started);
         self.release_launch(site, launch, c.count, was_pending);
-        self.launches.remove(&launch);
+        self.launches.remove(launch);
         self.site_error(site, start_error);
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;
@@ -606,7 +622,7 @@ impl Core {
                 site,
             });
             self.release_launch(site, launch, c.count, c.phase == CompPhase::Submitted);
-            self.launches.remove(&launch);
+            self.launches.remove(launch);
             self.dirty = true;
         }
         let c = &mut self.jobs.get_mut(&id).expect("known").comps[i];
@@ -628,7 +644,7 @@ impl JobState {
 /// A placement as a start needs it: whole (claiming routes files) or processors per site.
 enum Placed {
     Whole(Placement),
-    Sites(Vec<(SiteId, u32)>),
+    Sites(SitesOf),
 }
 
 /// `(site, processors)` per component of a placement.

@@ -343,6 +343,7 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
         subsystems: subsystems(doc, sites)?,
         // A driver's choice, not a setting of the file.
         forget_ended: d.forget_ended,
+        notices: d.notices,
     })
 }
 

@@ -47,6 +47,7 @@
 
 use super::{minus, need_of, relaxed, start_within, within, Arrivals, Demand, Profile, Step};
 use crate::model::{Job, Time};
+use crate::placement::PerSite;
 use crate::queue::{PassCtx, QueuePolicy};
 use crate::scheduler::api::JobId;
 
@@ -104,7 +105,7 @@ impl QueuePolicy for Conservative {
             }
             let estimate = ctx.estimate(id).max(1);
             // The reservation: its start, the processors per site, whether it started now.
-            let mut found: Option<(Time, Vec<u32>, bool)> = None;
+            let mut found: Option<(Time, PerSite<u32>, bool)> = None;
             // The last window minimum the dry run did not fit in.
             let mut failed: Option<Vec<u32>> = None;
             for (t, cap) in profile.windows(now, estimate, |s| demand.may_fit(s)) {
@@ -148,7 +149,7 @@ fn relaxed_reservation(
     profile: &Profile,
     id: JobId,
     local: &[u32],
-) -> Option<(Time, Vec<u32>)> {
+) -> Option<(Time, PerSite<u32>)> {
     let all = vec![true; local.len()];
     let local_total: u64 = local.iter().map(|&l| u64::from(l)).sum();
     let total = ctx.job(id).total_processors();

@@ -65,6 +65,7 @@ use super::{
     minus, need_of, relaxed, start_within, usable_stats, usable_stats_of, Arrivals, Demand,
 };
 use crate::model::{Job, Time};
+use crate::placement::PerSite;
 use crate::queue::{PassCtx, QueuePolicy, SiteNow};
 use crate::scheduler::api::JobId;
 
@@ -77,9 +78,6 @@ pub struct Easy {
     carry: Option<Carry>,
     /// Never carry (see [`Easy::without_carry`]).
     no_carry: bool,
-    /// The jobs a pass looks at, in arrival order: a copy of the queue (a start takes the job
-    /// out of it), kept from pass to pass so that a pass allocates nothing for it.
-    scratch: Vec<(JobId, Demand)>,
     /// Idle processors and usability per site during a pass's backfilling, kept for the same
     /// reason.
     idle: Vec<u32>,
@@ -108,16 +106,16 @@ pub enum HeadReservation {
     /// processors free at `shadow` beyond them.
     At {
         shadow: Time,
-        reserved: Vec<u32>,
-        extra: Vec<u32>,
+        reserved: PerSite<u32>,
+        extra: PerSite<u32>,
     },
     /// The head fits at no time of the profile (infinite shadow). It reserves `reserved` at
     /// `relaxed_at`, the first step of the relaxed profile where it fits; `extra` is what that
     /// step has beyond it.
     Never {
         relaxed_at: Time,
-        reserved: Vec<u32>,
-        extra: Vec<u32>,
+        reserved: PerSite<u32>,
+        extra: PerSite<u32>,
     },
     /// The head does not fit even in the relaxed profile: it reserves nothing.
     Hopeless,
@@ -126,12 +124,15 @@ pub enum HeadReservation {
 /// The head's shadow time and reservation (see the module documentation).
 pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let now = ctx.now();
-    let usable = ctx.usable();
-    let idle = ctx.idle();
+    let (mut idle, mut usable) = (PerSite::new(), PerSite::new());
+    for s in sites_now(ctx) {
+        idle.push(s.idle);
+        usable.push(s.usable);
+    }
     // The steps of the pass's profile, walked without building it.
     let demand = Demand::of(ctx.job(head));
     let sites = usable.len();
-    let at = walk_steps(now, &idle, ctx.running_by_end(), |t, free| {
+    let at = walk_steps(now, &idle, ctx, |t, free| {
         if !demand.may_fit_stats(usable_stats(free, &usable)) {
             return None;
         }
@@ -148,8 +149,8 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     }
     let local = ctx.local_busy();
     let local_total: u64 = local.iter().map(|&l| u64::from(l)).sum();
-    let all = vec![true; sites];
-    let never = walk_steps(now, &idle, ctx.running_by_end(), |t, free| {
+    let all: PerSite<bool> = smallvec::smallvec![true; sites];
+    let never = walk_steps(now, &idle, ctx, |t, free| {
         let total: u64 = free.iter().map(|&f| u64::from(f)).sum();
         if total + local_total < demand.total {
             return None;
@@ -175,6 +176,10 @@ impl QueuePolicy for Easy {
         self.queue.push_with(id, Demand::of(job));
     }
 
+    fn reserve(&mut self, jobs: usize) {
+        self.queue.reserve(jobs);
+    }
+
     fn edited(&mut self, id: JobId, job: &Job) {
         if let Some(d) = self.queue.payload_mut(id) {
             *d = Demand::of(job);
@@ -190,30 +195,27 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
-        let mut order = std::mem::take(&mut self.scratch);
-        order.clear();
         let carried = self.carry.take();
         if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
             // Only jobs arrived since: the ones before them would decide as they did.
-            order.extend(self.queue.since_with(carry.cursor));
-            self.backfill(ctx, order.iter().copied(), carry.reservation);
+            self.backfill(ctx, carry.cursor, carry.reservation);
         } else {
-            order.extend(self.queue.since_with(0));
-            self.full_pass(ctx, &order);
+            self.full_pass(ctx);
         }
-        self.scratch = order;
     }
 }
 
 impl Easy {
-    /// A pass that computes the head's reservation afresh, over `order` (the whole queue).
-    fn full_pass(&mut self, ctx: &mut dyn PassCtx, order: &[(JobId, Demand)]) {
-        let mut rest = order.iter().copied();
+    /// A pass that computes the head's reservation afresh, over the whole queue. The queue
+    /// is walked in arrival order by sequence number (a pass only takes jobs out of it).
+    fn full_pass(&mut self, ctx: &mut dyn PassCtx) {
+        let mut seq = 0;
         // 1. FCFS until the head.
         let reservation = loop {
-            let Some((id, _)) = rest.next() else {
+            let Some((s, id, _)) = self.queue.first_with(seq) else {
                 return;
             };
+            seq = s + 1;
             if ctx.try_start(id, None) {
                 self.queue.remove(id);
                 continue;
@@ -237,18 +239,14 @@ impl Easy {
             };
         };
         // 2. Backfill the later jobs.
-        self.backfill(ctx, rest, reservation);
+        self.backfill(ctx, seq, reservation);
     }
 
-    /// Step 2 of a pass: start the jobs of `jobs` (in arrival order) that backfill under the
-    /// head's reservation; then carry the reservation to the next pass if no job took any of
-    /// its extra processors (a new [`head_reservation`] would find the same).
-    fn backfill(
-        &mut self,
-        ctx: &mut dyn PassCtx,
-        jobs: impl IntoIterator<Item = (JobId, Demand)>,
-        mut r: Reservation,
-    ) {
+    /// Step 2 of a pass: start the queued jobs from sequence number `from` on (in arrival
+    /// order) that backfill under the head's reservation; then carry the reservation to the
+    /// next pass if no job took any of its extra processors (a new [`head_reservation`]
+    /// would find the same).
+    fn backfill(&mut self, ctx: &mut dyn PassCtx, from: u64, mut r: Reservation) {
         let now = ctx.now();
         let (mut idle, mut usable) = (
             std::mem::take(&mut self.idle),
@@ -259,7 +257,10 @@ impl Easy {
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
         let mut room = usable_stats(&idle, &usable);
         let mut extra_room = extra_stats(&idle, &r.extra, &usable);
-        for (id, demand) in jobs {
+        // By position: a start takes the job at `at` out, and the next one moves up to `at`.
+        let mut at = self.queue.position_from(from);
+        while let Some((_, id, &demand)) = self.queue.at(at) {
+            at += 1;
             if room.0 == 0 {
                 break;
             }
@@ -280,6 +281,7 @@ impl Easy {
                 continue;
             };
             self.queue.remove(id);
+            at -= 1;
             if !short {
                 r.extra = minus(&r.extra, &took);
                 untouched = false;
@@ -307,7 +309,7 @@ struct Reservation {
     /// no time.
     until: Time,
     /// The extra processors per site, less what backfilled jobs took.
-    extra: Vec<u32>,
+    extra: PerSite<u32>,
 }
 
 /// Idle processors and usability of every site now, into `idle` and `usable` (cleared

@@ -78,11 +78,12 @@ pub use profile::{Profile, Step};
 pub(crate) use super::Arrivals;
 use super::PassCtx;
 use crate::model::Job;
+use crate::placement::PerSite;
 use crate::scheduler::api::{JobId, SiteId};
 
 /// Processors per site that a placement (`(site, processors)` per component) takes.
-pub fn need_of(placement: &[(SiteId, u32)], sites: usize) -> Vec<u32> {
-    let mut need = vec![0u32; sites];
+pub fn need_of(placement: &[(SiteId, u32)], sites: usize) -> PerSite<u32> {
+    let mut need: PerSite<u32> = smallvec::smallvec![0u32; sites];
     for &(site, n) in placement {
         if let Some(x) = need.get_mut(site) {
             *x += n;
@@ -149,12 +150,12 @@ pub fn usable_stats_of(sites: impl Iterator<Item = (u32, bool)>) -> (u64, u32) {
 }
 
 /// `a - b` per site, never below zero.
-fn minus(a: &[u32], b: &[u32]) -> Vec<u32> {
+fn minus(a: &[u32], b: &[u32]) -> PerSite<u32> {
     a.iter().zip(b).map(|(x, y)| x.saturating_sub(*y)).collect()
 }
 
 /// The smaller of `a` and `b` per site.
-fn min_of(a: &[u32], b: &[u32]) -> Vec<u32> {
+fn min_of(a: &[u32], b: &[u32]) -> PerSite<u32> {
     a.iter().zip(b).map(|(x, y)| *x.min(y)).collect()
 }
 
@@ -168,31 +169,35 @@ pub fn start_within(
     idle: &[u32],
     usable: &[bool],
     cap: &[u32],
-) -> Option<Vec<u32>> {
+) -> Option<PerSite<u32>> {
     let sites = idle.len();
-    let need = need_of(&ctx.place_on(id, idle, usable)?, sites);
+    let placed = ctx.place_on(id, idle, usable)?;
+    let need = need_of(&placed, sites);
     if within(&need, cap) {
-        return ctx.try_start(id, None).then_some(need);
+        return ctx.start_placed(id, None, &placed).then_some(need);
     }
     let bounded = min_of(idle, cap);
     let dry = ctx.place_on(id, &bounded, usable)?;
-    let mut allowed = vec![false; sites];
+    let mut allowed: PerSite<bool> = smallvec::smallvec![false; sites];
     for &(site, _) in &dry {
         if let Some(a) = allowed.get_mut(site) {
             *a = true;
         }
     }
-    let restricted: Vec<bool> = usable.iter().zip(&allowed).map(|(u, a)| *u && *a).collect();
-    let need = need_of(&ctx.place_on(id, idle, &restricted)?, sites);
+    let restricted: PerSite<bool> = usable.iter().zip(&allowed).map(|(u, a)| *u && *a).collect();
+    let placed = ctx.place_on(id, idle, &restricted)?;
+    let need = need_of(&placed, sites);
     if within(&need, cap) {
-        return ctx.try_start(id, Some(&allowed)).then_some(need);
+        return ctx
+            .start_placed(id, Some(&allowed), &placed)
+            .then_some(need);
     }
     None
 }
 
 /// Free processors per site as if local jobs were gone: what a job that fits at no time of
 /// the profile is checked against (with every site usable).
-fn relaxed(free: &[u32], local: &[u32]) -> Vec<u32> {
+fn relaxed(free: &[u32], local: &[u32]) -> PerSite<u32> {
     free.iter()
         .zip(local)
         .map(|(f, l)| f.saturating_add(*l))

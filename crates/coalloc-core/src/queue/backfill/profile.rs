@@ -1,7 +1,7 @@
 //! The availability profile of backfilling: free processors per site over time.
 
 use crate::model::Time;
-use crate::queue::RunningJob;
+use crate::queue::{PassCtx, RunningJob};
 use std::collections::btree_map::Range;
 use std::collections::{BTreeMap, VecDeque};
 use std::iter::Peekable;
@@ -169,32 +169,39 @@ pub fn by_end(now: Time, running: &[RunningJob]) -> Vec<(Time, &RunningJob)> {
 
 /// The steps [`Profile::new`] would make, one at a time and without making them: `f` gets
 /// each step's time and free processors per site, in time order, until it returns a value.
-/// `running` must come by estimated end (as [`PassCtx::running_by_end`](crate::queue::PassCtx::running_by_end)
-/// gives them); an end not after `now` counts as `now`. One vector is updated in place, where
-/// a profile keeps one per step, and only the jobs up to the step `f` takes are looked at:
-/// what a single walk (EASY's shadow time) needs.
+/// The running jobs come from [`PassCtx::visit_running_by_end`] (by estimated end; an end
+/// not after `now` counts as `now`). One vector is updated in place, where a profile keeps
+/// one per step, and only the jobs up to the step `f` takes are looked at: what a single
+/// walk (EASY's shadow time) needs. A running job that holds no processors makes no step
+/// (its step would offer what the step before it did).
 pub fn walk_steps<R>(
     now: Time,
     idle: &[u32],
-    running: impl Iterator<Item = RunningJob>,
+    ctx: &dyn PassCtx,
     mut f: impl FnMut(Time, &[u32]) -> Option<R>,
 ) -> Option<R> {
-    let mut ends = running.map(|r| (r.end.max(now), r)).peekable();
-    let mut free = idle.to_vec();
+    let mut free = crate::placement::PerSite::<u32>::from_slice(idle);
     let mut t = now;
-    loop {
-        while let Some((_, r)) = ends.next_if(|(end, _)| *end == t) {
-            for (site, n) in r.holds.iter() {
-                if let Some(x) = free.get_mut(site) {
-                    *x = x.saturating_add(n);
-                }
+    let mut found = None;
+    ctx.visit_running_by_end(&mut |end, site, n| {
+        let end = end.max(now);
+        if end != t {
+            // Every job that ends by `t` has given its processors back: step `t` is whole.
+            found = f(t, &free);
+            if found.is_some() {
+                return false;
             }
+            t = end;
         }
-        if let Some(found) = f(t, &free) {
-            return Some(found);
+        if let Some(x) = free.get_mut(site) {
+            *x = x.saturating_add(n);
         }
-        t = ends.peek()?.0;
+        true
+    });
+    if found.is_some() {
+        return found;
     }
+    f(t, &free)
 }
 
 /// The start times of a job in a profile, with the fewest free processors per site over
