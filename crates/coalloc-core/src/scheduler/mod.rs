@@ -323,11 +323,12 @@ impl Scheduler {
         for id in core.unqueued.drain(..) {
             self.queue.remove(id);
         }
-        for id in std::mem::take(&mut core.requeued) {
+        for &id in &core.requeued {
             if let Some(j) = core.jobs.get(&id) {
                 self.queue.push(id, &j.job, core.now);
             }
         }
+        core.requeued.clear();
         for id in core.edited.drain(..) {
             if let Some(j) = core.jobs.get(&id).filter(|j| j.phase == Phase::Queued) {
                 self.queue.edited(id, &j.job);
@@ -343,7 +344,9 @@ impl Scheduler {
             core.dirty = false;
             self.queue.pass(core);
         }
-        for id in std::mem::take(&mut core.committed) {
+        // Taken out for the loop and put back after, so that its room is kept.
+        let mut committed = std::mem::take(&mut core.committed);
+        for id in committed.drain(..) {
             if let (Some(limit), Some(j)) = (self.queue.runtime_limit(id), core.jobs.get(&id)) {
                 let generation = j.generation;
                 core.timers.insert((
@@ -355,6 +358,7 @@ impl Scheduler {
                 ));
             }
         }
+        core.committed = committed;
         if core.wants_provisioning(pass) {
             let demand = self.queue.demand(core.sites.len());
             core.provision(demand, self.queue.fit());

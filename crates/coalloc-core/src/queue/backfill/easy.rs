@@ -345,7 +345,7 @@ struct Seen {
     epoch: u64,
     running: u64,
     /// Idle, usable and local processors per site.
-    sites: Vec<SiteNow>,
+    sites: PerSite<SiteNow>,
 }
 
 impl Seen {
