@@ -24,7 +24,11 @@ impl Launches {
             self.base = launch.0;
         }
         let Some(at) = launch.0.checked_sub(self.base).map(|a| a as usize) else {
-            debug_assert!(false, "launch {} numbered before the index's base", launch.0);
+            debug_assert!(
+                false,
+                "launch {} numbered before the index's base",
+                launch.0
+            );
             return;
         };
         while self.slots.len() <= at {
@@ -73,7 +77,11 @@ mod tests {
         assert_eq!(l.get(LaunchId(2)), None);
         assert_eq!(l.slots.len(), 4, "a hole in the middle stays");
         l.remove(LaunchId(1));
-        assert_eq!((l.base, l.slots.len()), (3, 2), "the front goes with its hole");
+        assert_eq!(
+            (l.base, l.slots.len()),
+            (3, 2),
+            "the front goes with its hole"
+        );
         assert_eq!(l.get(LaunchId(3)), Some((13, 0)));
         assert_eq!(l.get(LaunchId(1)), None);
         assert_eq!(l.get(LaunchId(99)), None);

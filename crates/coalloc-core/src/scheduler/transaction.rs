@@ -30,6 +30,17 @@ impl Core {
                 }
             }
         }
+        // Most submissions (every trace job) are one component with no site named and no
+        // input file: on empty sites every fit takes it when some site is large enough.
+        if let ([c], JobKind::Total | JobKind::Unordered, None) = (
+            job.components.as_slice(),
+            job.kind,
+            job.extra().input_file.as_ref(),
+        ) {
+            if c.site.is_none() && self.sites.sites.iter().any(|s| s.processors >= c.count) {
+                return Ok(());
+            }
+        }
         let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable: PerSite<bool> = smallvec::smallvec![true; idle.len()];
         self.place_sites(job, &idle, &usable, fit)
