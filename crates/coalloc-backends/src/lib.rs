@@ -113,6 +113,22 @@ pub trait Backend: Send + Sync {
     fn submits_in_parallel(&self) -> bool {
         true
     }
+    /// Cancel whatever a submission of launch `launch` (component `component` of job `job`)
+    /// left at the resource manager, for a submission whose answer the server never
+    /// recorded: it stopped (a crash, `kill -9`) after sending it. A restart calls this for
+    /// every such launch before it counts the launch as failed and places the component
+    /// again, so that the old submission cannot run beside its replacement. Finding nothing
+    /// is not an error. The default does nothing: for backends that cannot find a submission
+    /// without its id.
+    fn cancel_unrecorded(
+        &self,
+        job: u64,
+        component: usize,
+        launch: u64,
+    ) -> Result<(), BackendError> {
+        let _ = (job, component, launch);
+        Ok(())
+    }
     /// The site grew or shrank by this many processors: a cloud VM was leased or released
     /// (seed 004 §III-B). Resource managers that see their nodes come and go by themselves
     /// (Slurm with power saving) ignore it, which is the default.

@@ -12,8 +12,9 @@ mod rig;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use rig::{
-    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes, out_dir, quiet_load,
-    request, shared, state, until_final, until_running, Rig, QUIET,
+    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes,
+    assert_unrecorded_submission_is_cancelled, out_dir, quiet_load, request, shared, state,
+    until_final, until_running, Rig, QUIET,
 };
 use std::thread;
 use std::time::{Duration, Instant};
@@ -117,6 +118,17 @@ fn oversize_and_malformed_requests_are_rejected() {
     let _g = shared();
     let (b, dir) = (rig.backend(0), out_dir("rejected"));
     assert_bad_requests_are_rejected(&b, &dir, 6);
+}
+
+#[test]
+fn a_submission_whose_id_was_never_recorded_is_cancelled_by_its_name() {
+    let Some(rig) = Rig::get("a_submission_whose_id_was_never_recorded_is_cancelled_by_its_name")
+    else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (rig.backend(1), out_dir("unrecorded"));
+    assert_unrecorded_submission_is_cancelled(&rig, 1, &b, &dir, 41);
 }
 
 #[test]

@@ -10,8 +10,9 @@ use coalloc_backends::slurm::alloc::client_log;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState};
 use rig::{
-    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes, out_dir, quiet_load,
-    request, shared, state, until_final, until_running, Rig, QUIET,
+    assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes,
+    assert_unrecorded_submission_is_cancelled, out_dir, quiet_load, request, shared, state,
+    until_final, until_running, Rig, QUIET,
 };
 use std::thread;
 use std::time::{Duration, Instant};
@@ -179,6 +180,22 @@ fn an_allocation_waits_in_the_queue_while_the_cpus_are_busy() {
     let seen = until_final(&b, &id, Duration::from_secs(30));
     assert_eq!(seen.last(), Some(&RemoteState::Finished), "{seen:?}");
     until_no_process("coalloc-J1-c0-L121", Duration::from_secs(10));
+}
+
+#[test]
+fn an_allocation_whose_id_was_never_recorded_is_cancelled_by_its_name() {
+    let Some(rig) = Rig::get("an_allocation_whose_id_was_never_recorded_is_cancelled_by_its_name")
+    else {
+        return;
+    };
+    let _g = shared();
+    let (b, dir) = (
+        rig.launching(1, Launch::Allocation),
+        out_dir("alloc-unrecorded"),
+    );
+    assert_unrecorded_submission_is_cancelled(&rig, 1, &b, &dir, 141);
+    // Its clients on this machine end with the allocation.
+    until_no_process("coalloc-J1-c0-L141", Duration::from_secs(10));
 }
 
 #[test]

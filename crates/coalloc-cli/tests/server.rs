@@ -245,6 +245,50 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
     assert_eq!(s.get("/v1/jobs")["jobs"].as_array().unwrap().len(), 4);
 }
 
+#[test]
+fn a_launch_the_server_never_recorded_is_cancelled_at_restart_not_left_running() {
+    let mut s = Server::start(
+        "unrecorded",
+        &three_clusters([2, 2, 2], "policy = \"fcfs\""),
+    );
+    let runs = s.dir.parent().unwrap().join("runs.log");
+    let cmd = format!(
+        "echo start $$ >> {0}; sleep 3; echo end $$ >> {0}",
+        runs.display()
+    );
+    let id = s.submit(&job(vec![comp(1, &cmd)]));
+    s.wait_for(id, 30, "running", |j| j["state"] == "running");
+    s.kill();
+    // A crash after the cluster accepted the launch but before the server journaled its
+    // answer leaves the journal without the launch's `launched` entry: make it so.
+    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
+    let removed = journal
+        .execute(
+            r#"DELETE FROM journal WHERE entry LIKE '%"e":"launched"%'"#,
+            [],
+        )
+        .unwrap();
+    assert_eq!(removed, 1);
+    drop(journal);
+    s.restart();
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}");
+    // Longer than the lost launch would have gone on running.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let count = |word: &str| text.lines().filter(|l| l.starts_with(word)).count();
+    assert_eq!(
+        count("start"),
+        2,
+        "the lost launch and its replacement: {text}"
+    );
+    assert_eq!(
+        count("end"),
+        1,
+        "the lost launch was cancelled, not left running beside its replacement: {text}"
+    );
+}
+
 /// The local launchers of this server's clusters (`coalloc local-launcher SITE_DIR`).
 fn launchers_of(s: &Server) -> BTreeSet<u32> {
     processes_with(&format!("{COALLOC} local-launcher {}", s.dir.display()))

@@ -17,10 +17,21 @@ use std::time::{Duration, Instant};
 enum Cmd {
     Submit(Box<SubmitRequest>),
     Cancel(String),
-    Watch { launch: u64, remote: String },
+    CancelUnrecorded {
+        job: u64,
+        component: usize,
+        launch: u64,
+    },
+    Watch {
+        launch: u64,
+        remote: String,
+    },
     Forget(u64),
     Lease(u64),
-    Release { vm: u64, node: String },
+    Release {
+        vm: u64,
+        node: String,
+    },
     Stop,
 }
 
@@ -93,6 +104,31 @@ impl SiteWorker {
                             std::thread::spawn(move || {
                                 if let Err(e) = b.cancel(&remote) {
                                     tracing::warn!(site, remote, "cancel failed: {e}");
+                                }
+                            });
+                        }
+                        Ok(Cmd::CancelUnrecorded {
+                            job,
+                            component,
+                            launch,
+                        }) => {
+                            let b = backend.clone();
+                            std::thread::spawn(move || {
+                                // The resource manager may be down too: a few tries, for an
+                                // orphan left running would run beside its replacement.
+                                let mut wait = Duration::from_secs(1);
+                                for attempt in 1..=5 {
+                                    match b.cancel_unrecorded(job, component, launch) {
+                                        Ok(()) => return,
+                                        Err(e) => tracing::warn!(
+                                            site,
+                                            launch,
+                                            attempt,
+                                            "cancelling an unrecorded submission failed: {e}"
+                                        ),
+                                    }
+                                    std::thread::sleep(wait);
+                                    wait *= 2;
                                 }
                             });
                         }
@@ -172,6 +208,16 @@ impl SiteWorker {
 
     pub fn cancel(&self, remote: String) {
         let _ = self.tx.send(Cmd::Cancel(remote));
+    }
+
+    /// Cancel whatever a submission of this launch left at the resource manager, when the
+    /// server stopped before it recorded the answer ([`Backend::cancel_unrecorded`]).
+    pub fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
+        let _ = self.tx.send(Cmd::CancelUnrecorded {
+            job,
+            component,
+            launch,
+        });
     }
 
     /// Poll this launch's state from now on.

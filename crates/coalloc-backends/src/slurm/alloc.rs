@@ -220,9 +220,9 @@ fn give_up(c: &SlurmCluster, r: &SubmitRequest, child: Child) {
         }
     }
     c.clients.keep(child);
-    let (c, name) = (c.clone(), format!("--name={}", script::job_name(r)));
+    let (c, name) = (c.clone(), script::job_name(r));
     thread::spawn(move || {
-        let _ = c.call("scancel", &[&name], None);
+        let _ = c.cancel_named(&name);
     });
 }
 

@@ -188,6 +188,22 @@ impl SlurmCluster {
         }
     }
 
+    /// `scancel --name=NAME`: every job of this launch's name, in any state, whether or not
+    /// its id was read (the name is unique to one launch, [`script::name_of`]). No job of
+    /// that name is not an error.
+    pub(crate) fn cancel_named(&self, name: &str) -> Result<(), BackendError> {
+        let out = self.call("scancel", &[&format!("--name={name}")], None)?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let message = out.message();
+        Err(if unreachable(&message) {
+            self.unavailable("scancel", message)
+        } else {
+            BackendError::Rejected(self.said("scancel", message))
+        })
+    }
+
     fn submit_args(&self, r: &SubmitRequest) -> Result<Vec<String>, script::ScriptError> {
         let mut a: Vec<String> = [
             "--parsable",
@@ -247,8 +263,7 @@ impl Backend for SlurmCluster {
             Err(e) => {
                 // Accepted but unreadable: do not leave an orphan job behind (the name is
                 // unique to this launch).
-                let name = format!("--name={}", script::job_name(r));
-                let _ = self.call("scancel", &[&name], None);
+                let _ = self.cancel_named(&script::job_name(r));
                 Err(self.unavailable("sbatch", e))
             }
         }
@@ -257,6 +272,15 @@ impl Backend for SlurmCluster {
     fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
         self.clients.reap();
         query::query(self, ids)
+    }
+
+    fn cancel_unrecorded(
+        &self,
+        job: u64,
+        component: usize,
+        launch: u64,
+    ) -> Result<(), BackendError> {
+        self.cancel_named(&script::name_of(job, component, launch))
     }
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {

@@ -65,9 +65,15 @@ pub fn allocation_options(r: &SubmitRequest, partition: Option<&str>) -> Vec<Str
     a
 }
 
-/// `coalloc-J{job}-c{component}-L{launch}`.
+/// `coalloc-J{job}-c{component}-L{launch}` ([`name_of`] the request's launch).
 pub fn job_name(r: &SubmitRequest) -> String {
-    format!("{NAME_PREFIX}J{}-c{}-L{}", r.job, r.component, r.launch)
+    name_of(r.job, r.component, r.launch)
+}
+
+/// The Slurm job name of one launch, `coalloc-J{job}-c{component}-L{launch}`: unique to the
+/// launch, so that a submission can be found (and cancelled) by it when its id is unknown.
+pub fn name_of(job: u64, component: usize, launch: u64) -> String {
+    format!("{NAME_PREFIX}J{job}-c{component}-L{launch}")
 }
 
 /// `sbatch -t` minutes: the wall time rounded up, at least 1 (0 would mean "no limit").

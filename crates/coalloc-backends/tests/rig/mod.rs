@@ -292,3 +292,39 @@ pub fn assert_bad_requests_are_rejected(b: &SlurmCluster, dir: &Path, first: u64
     r.environment.push(("BAD NAME".into(), "x".into()));
     assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
 }
+
+/// What both launch modes must do for a restarted server: a submission whose id the server
+/// never recorded (launch `launch`, left running on cluster `i`) is cancelled by its name
+/// alone, and cancelling one that never reached Slurm is no error.
+pub fn assert_unrecorded_submission_is_cancelled(
+    rig: &Rig,
+    i: usize,
+    b: &SlurmCluster,
+    dir: &Path,
+    launch: u64,
+) {
+    let r = request(
+        dir,
+        launch,
+        1,
+        1,
+        "/bin/sh",
+        &["-c", "echo started; exec sleep 60"],
+    );
+    let id = b.submit(&r).unwrap();
+    until_running(b, &id);
+    // Cancelled once its process runs (an allocation whose step is still being launched
+    // when it is cancelled can hang in COMPLETING on the rig's Slurm 22.05).
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&r.stdout).is_ok_and(|t| t.contains("started")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "launch {launch} did not start"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    b.cancel_unrecorded(r.job, r.component, r.launch).unwrap();
+    rig.until_gone_from_squeue(i, &id);
+    b.cancel_unrecorded(r.job, r.component, launch + 1_000)
+        .unwrap();
+}

@@ -122,9 +122,19 @@ impl Server {
 
     /// `kill -9` the server, then start it again on the same state directory.
     pub fn kill_and_restart(&mut self) {
+        self.kill();
+        self.restart();
+    }
+
+    /// `kill -9` the server (its launchers and components go on).
+    pub fn kill(&mut self) {
         let mut c = self.child.take().unwrap();
         c.kill().unwrap();
         c.wait().unwrap();
+    }
+
+    /// Start the server again on the same state directory, after [`Server::kill`].
+    pub fn restart(&mut self) {
         self.spawn();
     }
 

@@ -240,6 +240,9 @@ impl Driver {
                     self.workers[l.site].watch(launch, remote.clone());
                 }
                 None => {
+                    // It may have reached the resource manager all the same: cancel it there
+                    // by its name before the component is placed again.
+                    self.workers[l.site].cancel_unrecorded(l.job, l.component, launch);
                     self.launches.get_mut(&launch).expect("open launch").ended = true;
                     self.internal.push_back(Entry::Failed {
                         launch,
