@@ -9,7 +9,7 @@
 
 mod rig;
 
-use coalloc_backends::slurm::Launch;
+use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use rig::{
     assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes,
@@ -127,7 +127,12 @@ fn a_submission_whose_id_was_never_recorded_is_cancelled_by_its_name() {
         return;
     };
     let _g = shared();
-    let (b, dir) = (rig.backend(1), out_dir("unrecorded"));
+    // With a server's tag in the job names, as `coalloc serve` runs it.
+    let b = SlurmCluster::new(SlurmConfig {
+        name_tag: Some("5e0a11c2".into()),
+        ..rig.backend(1).config().clone()
+    });
+    let dir = out_dir("unrecorded");
     assert_unrecorded_submission_is_cancelled(&rig, 1, &b, &dir, 41);
 }
 

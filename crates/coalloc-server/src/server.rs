@@ -119,6 +119,7 @@ pub fn backends(
                         c.slurm_conf = conf.as_ref().map(Into::into);
                         c.cluster = cluster.clone();
                         c.partition = partition.clone();
+                        c.name_tag = Some(state.name_tag());
                         Ok(Arc::new(SlurmCluster::new(c)))
                     }
                 }

@@ -22,6 +22,28 @@ pub struct StateDir {
 }
 
 impl StateDir {
+    /// This server's tag in the names it gives its launches at a resource manager (Slurm
+    /// job names, `coalloc-{tag}-J…`): eight hex digits of a hash (64-bit FNV-1a) of this
+    /// machine's host name and the state directory's absolute path. The same across
+    /// restarts on the same directory; different for two servers of one user (other
+    /// directories or hosts), whose launch numbers coincide.
+    pub fn name_tag(&self) -> String {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let path = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let bytes = host
+            .trim()
+            .as_bytes()
+            .iter()
+            .chain(b"\0")
+            .chain(path.as_os_str().as_encoded_bytes());
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{:08x}", hash as u32)
+    }
+
     /// Create the directory (and its subdirectories) if needed.
     pub fn create(root: &Path) -> std::io::Result<StateDir> {
         for sub in ["logs", "sites", "output"] {
@@ -87,4 +109,25 @@ pub fn random_hex(n: usize) -> std::io::Result<String> {
     let mut buf = vec![0u8; n];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StateDir;
+
+    #[test]
+    fn the_name_tag_is_the_same_for_a_directory_and_differs_between_directories() {
+        let base = std::env::temp_dir().join(format!("coalloc-tag-{}", std::process::id()));
+        let a = StateDir::create(&base.join("a")).unwrap();
+        let b = StateDir::create(&base.join("b")).unwrap();
+        let tag = a.name_tag();
+        assert_eq!(tag.len(), 8);
+        assert!(tag.bytes().all(|c| c.is_ascii_hexdigit()), "{tag}");
+        assert_eq!(StateDir::create(&base.join("a")).unwrap().name_tag(), tag);
+        // The same directory by another spelling of its path.
+        let other = StateDir::create(&base.join("b").join("..").join("a")).unwrap();
+        assert_eq!(other.name_tag(), tag);
+        assert_ne!(b.name_tag(), tag);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

@@ -86,7 +86,11 @@ fn path_text(path: &Path, what: &'static str) -> Result<String, script::ScriptEr
 
 /// salloc's arguments, then srun's and the step's.
 fn arguments(c: &SlurmCluster, r: &SubmitRequest) -> Result<Vec<String>, script::ScriptError> {
-    let mut a = script::allocation_options(r, c.config.partition.as_deref());
+    let mut a = script::allocation_options(
+        r,
+        c.config.name_tag.as_deref(),
+        c.config.partition.as_deref(),
+    );
     let srun = match &c.config.bin_dir {
         Some(dir) => path_text(&dir.join("srun"), "the Slurm bin directory")?,
         None => "srun".into(),
@@ -220,7 +224,7 @@ fn give_up(c: &SlurmCluster, r: &SubmitRequest, child: Child) {
         }
     }
     c.clients.keep(child);
-    let (c, name) = (c.clone(), script::job_name(r));
+    let (c, name) = (c.clone(), c.job_name(r));
     thread::spawn(move || {
         let _ = c.cancel_named(&name);
     });

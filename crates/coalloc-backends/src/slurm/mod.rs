@@ -88,6 +88,10 @@ pub struct SlurmConfig {
     pub bin_dir: Option<PathBuf>,
     /// Batch jobs or allocations.
     pub launch: Launch,
+    /// Put in every job name (`coalloc-{tag}-J…`, [`script::name_of`]): the server's own tag,
+    /// so that the launches of two coalloc servers on one cluster never share a name (a
+    /// restart cancels unrecorded launches by name). `None`: no tag.
+    pub name_tag: Option<String>,
 }
 
 impl SlurmConfig {
@@ -110,6 +114,7 @@ impl Default for SlurmConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             bin_dir: None,
             launch: Launch::default(),
+            name_tag: None,
         }
     }
 }
@@ -188,6 +193,12 @@ impl SlurmCluster {
         }
     }
 
+    /// The Slurm job name of this request's launch ([`script::name_of`], with this
+    /// cluster's tag).
+    pub(crate) fn job_name(&self, r: &SubmitRequest) -> String {
+        script::job_name(self.config.name_tag.as_deref(), r)
+    }
+
     /// `scancel --name=NAME`: every job of this launch's name, in any state, whether or not
     /// its id was read (the name is unique to one launch, [`script::name_of`]). No job of
     /// that name is not an error.
@@ -215,6 +226,7 @@ impl SlurmCluster {
         .into();
         a.extend(script::allocation_options(
             r,
+            self.config.name_tag.as_deref(),
             self.config.partition.as_deref(),
         ));
         if let Some(dir) = &r.directory {
@@ -263,7 +275,7 @@ impl Backend for SlurmCluster {
             Err(e) => {
                 // Accepted but unreadable: do not leave an orphan job behind (the name is
                 // unique to this launch).
-                let _ = self.cancel_named(&script::job_name(r));
+                let _ = self.cancel_named(&self.job_name(r));
                 Err(self.unavailable("sbatch", e))
             }
         }
@@ -280,7 +292,12 @@ impl Backend for SlurmCluster {
         component: usize,
         launch: u64,
     ) -> Result<(), BackendError> {
-        self.cancel_named(&script::name_of(job, component, launch))
+        self.cancel_named(&script::name_of(
+            self.config.name_tag.as_deref(),
+            job,
+            component,
+            launch,
+        ))
     }
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {

@@ -48,11 +48,15 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// The allocation both launch modes ask for, `-J NAME -n COUNT [-t MINUTES] [-p PARTITION]`
-/// (`sbatch` and `salloc` read these options alike).
-pub fn allocation_options(r: &SubmitRequest, partition: Option<&str>) -> Vec<String> {
+/// (`sbatch` and `salloc` read these options alike); `tag` as in [`name_of`].
+pub fn allocation_options(
+    r: &SubmitRequest,
+    tag: Option<&str>,
+    partition: Option<&str>,
+) -> Vec<String> {
     let mut a = vec![
         "-J".to_owned(),
-        job_name(r),
+        job_name(tag, r),
         "-n".to_owned(),
         r.count.to_string(),
     ];
@@ -65,15 +69,21 @@ pub fn allocation_options(r: &SubmitRequest, partition: Option<&str>) -> Vec<Str
     a
 }
 
-/// `coalloc-J{job}-c{component}-L{launch}` ([`name_of`] the request's launch).
-pub fn job_name(r: &SubmitRequest) -> String {
-    name_of(r.job, r.component, r.launch)
+/// [`name_of`] the request's launch.
+pub fn job_name(tag: Option<&str>, r: &SubmitRequest) -> String {
+    name_of(tag, r.job, r.component, r.launch)
 }
 
-/// The Slurm job name of one launch, `coalloc-J{job}-c{component}-L{launch}`: unique to the
-/// launch, so that a submission can be found (and cancelled) by it when its id is unknown.
-pub fn name_of(job: u64, component: usize, launch: u64) -> String {
-    format!("{NAME_PREFIX}J{job}-c{component}-L{launch}")
+/// The Slurm job name of one launch, `coalloc-{tag}-J{job}-c{component}-L{launch}` (without
+/// a tag `coalloc-J{job}-c{component}-L{launch}`): unique to the launch, so that a submission
+/// can be found (and cancelled) by it when its id is unknown. The tag names the server
+/// ([`SlurmConfig::name_tag`](super::SlurmConfig::name_tag)): two servers on one cluster
+/// number their launches alike.
+pub fn name_of(tag: Option<&str>, job: u64, component: usize, launch: u64) -> String {
+    match tag {
+        Some(tag) => format!("{NAME_PREFIX}{tag}-J{job}-c{component}-L{launch}"),
+        None => format!("{NAME_PREFIX}J{job}-c{component}-L{launch}"),
+    }
 }
 
 /// `sbatch -t` minutes: the wall time rounded up, at least 1 (0 would mean "no limit").

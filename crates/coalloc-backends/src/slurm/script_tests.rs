@@ -44,7 +44,11 @@ fn quoting_is_literal() {
 
 #[test]
 fn names_limits_and_paths() {
-    assert_eq!(job_name(&request(1, &[])), "coalloc-J3-c1-L7");
+    assert_eq!(job_name(None, &request(1, &[])), "coalloc-J3-c1-L7");
+    assert_eq!(
+        job_name(Some("5e0a11c2"), &request(1, &[])),
+        "coalloc-5e0a11c2-J3-c1-L7"
+    );
     assert_eq!(time_limit_minutes(1), 1);
     assert_eq!(time_limit_minutes(60_000), 1);
     assert_eq!(time_limit_minutes(60_001), 2);

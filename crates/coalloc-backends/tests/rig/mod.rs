@@ -313,6 +313,12 @@ pub fn assert_unrecorded_submission_is_cancelled(
     );
     let id = b.submit(&r).unwrap();
     until_running(b, &id);
+    let name = rig.slurm(i, "squeue", &["-h", "-j", &id, "-o", "%j"]);
+    let tag = b.config().name_tag.as_deref();
+    assert_eq!(
+        name,
+        coalloc_backends::slurm::script::name_of(tag, 1, 0, launch)
+    );
     // Cancelled once its process runs (an allocation whose step is still being launched
     // when it is cancelled can hang in COMPLETING on the rig's Slurm 22.05).
     let t0 = Instant::now();

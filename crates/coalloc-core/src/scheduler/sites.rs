@@ -107,11 +107,20 @@ impl SiteTable {
         self.state.iter().map(SiteState::usable).collect()
     }
 
-    /// A monitor reading: idle is what the site reports minus launches it cannot see yet.
+    /// A monitor reading: idle is what the site reports minus launches it cannot see yet,
+    /// and never more than the processors coalloc's live launches leave. A reading can be
+    /// ahead of the scheduler: it already counts as idle the processors of a launch whose
+    /// end has not been reported yet (a monitor poll that reads the load and the launch
+    /// states at once reports the load first). Taking such a reading whole and then giving
+    /// the launch's processors back at its end would count them twice, and place jobs on
+    /// processors that are not there.
     /// Returns whether anything the scheduler decides on changed.
     pub fn report(&mut self, site: SiteId, idle: u32, total: u32, healthy: bool) -> bool {
         let s = &mut self.state[site];
-        let new_idle = idle.min(total).saturating_sub(s.pending);
+        let new_idle = idle
+            .min(total)
+            .saturating_sub(s.pending)
+            .min(total.saturating_sub(s.ours));
         let changed = s.idle != new_idle || s.processors != total || s.healthy != healthy;
         if new_idle > s.idle || (healthy && !s.healthy) {
             self.epoch += 1;
@@ -144,7 +153,8 @@ impl SiteTable {
             s.pending = s.pending.saturating_sub(count);
         }
         s.ours = s.ours.saturating_sub(count);
-        s.idle = (s.idle + count).min(s.processors);
+        // No more than what coalloc's other live launches leave (see `report`).
+        s.idle = (s.idle + count).min(s.processors.saturating_sub(s.ours));
         self.epoch += 1;
     }
 
@@ -225,6 +235,34 @@ mod tests {
         assert_eq!(t.state[0].idle, 50);
         t.release(0, 10, false);
         assert_eq!((t.state[0].idle, t.state[0].ours), (60, 0));
+    }
+
+    #[test]
+    fn a_reading_that_already_saw_launches_end_is_not_counted_twice() {
+        // Seen in a Slurm restart test: two launches of 24 run on a site of 64; one poll
+        // reads the load (64 idle: both have ended) and then their states (ended), and the
+        // load is reported first.
+        let mut t = table();
+        for _ in 0..2 {
+            t.claim(0, 24);
+            t.started(0, 24);
+        }
+        t.report(0, 16, 64, true);
+        assert_eq!(t.state[0].idle, 16);
+        t.report(0, 64, 64, true);
+        assert_eq!(t.state[0].idle, 16, "at most what our live launches leave");
+        t.release(0, 24, false);
+        assert_eq!(t.state[0].idle, 40);
+        t.release(0, 24, false);
+        assert_eq!((t.state[0].idle, t.state[0].ours), (64, 0));
+        // Claimed in between the reading and the ends, the same holds.
+        let mut t = table();
+        t.claim(0, 24);
+        t.started(0, 24);
+        t.report(0, 64, 64, true);
+        t.claim(0, 24); // placed on the 40 the scheduler sees
+        t.release(0, 24, false);
+        assert_eq!(t.state[0].idle, 40, "not 64: 24 are still ours");
     }
 
     #[test]
