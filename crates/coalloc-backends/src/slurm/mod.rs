@@ -193,10 +193,14 @@ impl SlurmCluster {
         }
     }
 
-    /// The Slurm job name of this request's launch ([`script::name_of`], with this
-    /// cluster's tag).
+    /// The Slurm job name of a launch ([`script::name_of`], with this cluster's tag).
+    pub(crate) fn name_of(&self, job: u64, component: usize, launch: u64) -> String {
+        script::name_of(self.config.name_tag.as_deref(), job, component, launch)
+    }
+
+    /// [`SlurmCluster::name_of`] the request's launch.
     pub(crate) fn job_name(&self, r: &SubmitRequest) -> String {
-        script::job_name(self.config.name_tag.as_deref(), r)
+        self.name_of(r.job, r.component, r.launch)
     }
 
     /// `scancel --name=NAME`: every job of this launch's name, in any state, whether or not
@@ -226,7 +230,7 @@ impl SlurmCluster {
         .into();
         a.extend(script::allocation_options(
             r,
-            self.config.name_tag.as_deref(),
+            self.job_name(r),
             self.config.partition.as_deref(),
         ));
         if let Some(dir) = &r.directory {
@@ -292,12 +296,7 @@ impl Backend for SlurmCluster {
         component: usize,
         launch: u64,
     ) -> Result<(), BackendError> {
-        self.cancel_named(&script::name_of(
-            self.config.name_tag.as_deref(),
-            job,
-            component,
-            launch,
-        ))
+        self.cancel_named(&self.name_of(job, component, launch))
     }
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {

@@ -48,18 +48,10 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// The allocation both launch modes ask for, `-J NAME -n COUNT [-t MINUTES] [-p PARTITION]`
-/// (`sbatch` and `salloc` read these options alike); `tag` as in [`name_of`].
-pub fn allocation_options(
-    r: &SubmitRequest,
-    tag: Option<&str>,
-    partition: Option<&str>,
-) -> Vec<String> {
-    let mut a = vec![
-        "-J".to_owned(),
-        job_name(tag, r),
-        "-n".to_owned(),
-        r.count.to_string(),
-    ];
+/// (`sbatch` and `salloc` read these options alike); `name` is the launch's job name
+/// ([`name_of`]).
+pub fn allocation_options(r: &SubmitRequest, name: String, partition: Option<&str>) -> Vec<String> {
+    let mut a = vec!["-J".to_owned(), name, "-n".to_owned(), r.count.to_string()];
     if let Some(ms) = r.wall_time_ms {
         a.extend(["-t".to_owned(), time_limit_minutes(ms).to_string()]);
     }
@@ -67,11 +59,6 @@ pub fn allocation_options(
         a.extend(["-p".to_owned(), p.to_owned()]);
     }
     a
-}
-
-/// [`name_of`] the request's launch.
-pub fn job_name(tag: Option<&str>, r: &SubmitRequest) -> String {
-    name_of(tag, r.job, r.component, r.launch)
 }
 
 /// The Slurm job name of one launch, `coalloc-{tag}-J{job}-c{component}-L{launch}` (without

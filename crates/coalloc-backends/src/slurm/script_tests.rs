@@ -44,9 +44,13 @@ fn quoting_is_literal() {
 
 #[test]
 fn names_limits_and_paths() {
-    assert_eq!(job_name(None, &request(1, &[])), "coalloc-J3-c1-L7");
+    let r = request(1, &[]);
     assert_eq!(
-        job_name(Some("5e0a11c2"), &request(1, &[])),
+        name_of(None, r.job, r.component, r.launch),
+        "coalloc-J3-c1-L7"
+    );
+    assert_eq!(
+        name_of(Some("5e0a11c2"), r.job, r.component, r.launch),
         "coalloc-5e0a11c2-J3-c1-L7"
     );
     assert_eq!(time_limit_minutes(1), 1);

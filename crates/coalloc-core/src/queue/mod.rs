@@ -295,15 +295,16 @@ impl<T> Arrivals<T> {
 
     pub fn remove(&mut self, id: JobId) {
         if let Some(seq) = self.seq(id) {
-            let at = self.index_from(seq);
+            let at = self.position_from(seq);
             debug_assert_eq!(self.queue.get(at).map(|e| e.0), Some(seq));
             self.queue.remove(at);
             self.seq_of[id as usize] = NOT_QUEUED;
         }
     }
 
-    /// Where the first job at or after sequence `seq` is (the length if none is).
-    fn index_from(&self, seq: u64) -> usize {
+    /// Where the first job at or after sequence `seq` is in the arrival order (0 is the
+    /// head; the length if none is).
+    pub fn position_from(&self, seq: u64) -> usize {
         match self.queue.front() {
             // Most scans start at the head.
             Some(&(first, ..)) if seq <= first => 0,
@@ -325,12 +326,6 @@ impl<T> Arrivals<T> {
         self.queue.get(at).map(|(s, id, p)| (*s, *id, p))
     }
 
-    /// Where the first job at or after sequence `seq` is in the arrival order (the length
-    /// if none is).
-    pub fn position_from(&self, seq: u64) -> usize {
-        self.index_from(seq)
-    }
-
     /// A queued job's arrival sequence.
     fn seq(&self, id: JobId) -> Option<u64> {
         let slot = usize::try_from(id).ok()?;
@@ -340,7 +335,7 @@ impl<T> Arrivals<T> {
     /// A queued job's payload, to change it in place.
     pub fn payload_mut(&mut self, id: JobId) -> Option<&mut T> {
         let seq = self.seq(id)?;
-        let at = self.index_from(seq);
+        let at = self.position_from(seq);
         self.queue.get_mut(at).map(|(_, _, p)| p)
     }
 
@@ -369,7 +364,7 @@ impl<T> Arrivals<T> {
     /// The first job at or after sequence `seq`.
     pub fn first_from(&self, seq: u64) -> Option<(u64, JobId)> {
         self.queue
-            .get(self.index_from(seq))
+            .get(self.position_from(seq))
             .map(|&(s, id, _)| (s, id))
     }
 
@@ -381,7 +376,7 @@ impl<T> Arrivals<T> {
     /// The queued jobs that arrived at or after sequence `seq`, in arrival order.
     pub fn since(&self, seq: u64) -> impl Iterator<Item = JobId> + '_ {
         self.queue
-            .range(self.index_from(seq)..)
+            .range(self.position_from(seq)..)
             .map(|&(_, id, _)| id)
     }
 }
@@ -391,13 +386,13 @@ impl<T: Copy> Arrivals<T> {
     /// scan that takes jobs out of the queue as it goes walks it with this, without copying
     /// it first.
     pub fn first_with(&self, seq: u64) -> Option<(u64, JobId, T)> {
-        self.queue.get(self.index_from(seq)).copied()
+        self.queue.get(self.position_from(seq)).copied()
     }
 
     /// [`Arrivals::since`] with each job's payload.
     pub fn since_with(&self, seq: u64) -> impl Iterator<Item = (JobId, T)> + '_ {
         self.queue
-            .range(self.index_from(seq)..)
+            .range(self.position_from(seq)..)
             .map(|&(_, id, payload)| (id, payload))
     }
 }

@@ -128,14 +128,14 @@ impl Core {
             return;
         };
         let now = self.now;
-        let usable = self.sites.usable();
+        let usable: Vec<bool> = self.sites.usable();
         let can_lease = provisioned(&self.clouds)
             .any(|(s, c)| usable[s] && c.leasable() > 0 && c.retry_at.is_none_or(|t| t <= now));
         let due = provisioned(&self.clouds).any(|(_, c)| on_demand::any_due(c, &p, now));
         let short = provisioned(&self.clouds).any(|(_, c)| c.live() < c.limits.min_vms);
         if can_lease || due || short {
             let demand = demand.unwrap_or_else(|| self.queued_jobs());
-            let idle = self.sites.idle();
+            let idle: Vec<u32> = self.sites.idle();
             let views: Vec<Option<&CloudState>> = self.clouds.iter().map(Option::as_ref).collect();
             let mut place = |id: JobId, idle: &[u32], ok: &[bool]| {
                 let job = &self.jobs.get(&id)?.job;

@@ -202,8 +202,8 @@ impl Core {
             .count();
         let started = members - waiting.len();
         // Which waiting components can start where they are placed?
-        let mut idle = self.sites.idle();
-        let usable = self.sites.usable();
+        let mut idle: Vec<u32> = self.sites.idle();
+        let usable: Vec<bool> = self.sites.usable();
         let mut startable = Vec::new();
         let mut blocked = Vec::new();
         for &i in &waiting {

@@ -18,12 +18,17 @@ pub(super) struct Launches {
 }
 
 impl Launches {
+    /// Where launch `launch`'s slot is (it may be past the last one); `None` before the base.
+    fn slot(&self, launch: LaunchId) -> Option<usize> {
+        usize::try_from(launch.0.checked_sub(self.base)?).ok()
+    }
+
     /// Index launch `launch` (the newest) as component `component` of job `job`.
     pub(super) fn insert(&mut self, launch: LaunchId, job: JobId, component: usize) {
         if self.slots.is_empty() {
             self.base = launch.0;
         }
-        let Some(at) = launch.0.checked_sub(self.base).map(|a| a as usize) else {
+        let Some(at) = self.slot(launch) else {
             debug_assert!(
                 false,
                 "launch {} numbered before the index's base",
@@ -39,20 +44,12 @@ impl Launches {
 
     /// The job and component of a live launch.
     pub(super) fn get(&self, launch: LaunchId) -> Option<(JobId, usize)> {
-        let at = usize::try_from(launch.0.checked_sub(self.base)?).ok()?;
-        *self.slots.get(at)?
+        *self.slots.get(self.slot(launch)?)?
     }
 
     /// The launch has ended.
     pub(super) fn remove(&mut self, launch: LaunchId) {
-        let Some(at) = launch
-            .0
-            .checked_sub(self.base)
-            .and_then(|a| usize::try_from(a).ok())
-        else {
-            return;
-        };
-        if let Some(slot) = self.slots.get_mut(at) {
+        if let Some(slot) = self.slot(launch).and_then(|at| self.slots.get_mut(at)) {
             *slot = None;
         }
         while let Some(None) = self.slots.front() {

@@ -567,11 +567,15 @@ impl Core {
 
     /// The processors per site a job's live components hold.
     fn holds(j: &JobState) -> crate::queue::Holds {
+        Core::holdings(j).collect()
+    }
+
+    /// `(site, processors)` of each live component of a job.
+    fn holdings(j: &JobState) -> impl Iterator<Item = (SiteId, u32)> + '_ {
         j.comps
             .iter()
             .filter(|c| c.live())
             .map(|c| (c.site.unwrap_or(0), c.count))
-            .collect()
     }
 }
 
@@ -655,8 +659,8 @@ impl PassCtx for Core {
     fn visit_running_by_end(&self, visit: &mut dyn FnMut(Time, SiteId, u32) -> bool) {
         self.check_end_index();
         for (end, job) in self.active.by_end() {
-            for c in self.jobs[&job].comps.iter().filter(|c| c.live()) {
-                if !visit(end, c.site.unwrap_or(0), c.count) {
+            for (site, n) in Core::holdings(&self.jobs[&job]) {
+                if !visit(end, site, n) {
                     return;
                 }
             }

@@ -98,12 +98,14 @@ impl SiteTable {
         self.sites.is_empty()
     }
 
-    /// Idle processors per site, for placement.
-    pub fn idle(&self) -> Vec<u32> {
+    /// Idle processors per site, for placement (into a `Vec`, or a
+    /// [`PerSite`](crate::placement::PerSite) on a hot path).
+    pub fn idle<C: FromIterator<u32>>(&self) -> C {
         self.state.iter().map(|s| s.idle).collect()
     }
 
-    pub fn usable(&self) -> Vec<bool> {
+    /// Which sites are usable, as [`SiteTable::idle`].
+    pub fn usable<C: FromIterator<bool>>(&self) -> C {
         self.state.iter().map(SiteState::usable).collect()
     }
 

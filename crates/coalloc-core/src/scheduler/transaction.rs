@@ -30,17 +30,6 @@ impl Core {
                 }
             }
         }
-        // Most submissions (every trace job) are one component with no site named and no
-        // input file: on empty sites every fit takes it when some site is large enough.
-        if let ([c], JobKind::Total | JobKind::Unordered, None) = (
-            job.components.as_slice(),
-            job.kind,
-            job.extra().input_file.as_ref(),
-        ) {
-            if c.site.is_none() && self.sites.sites.iter().any(|s| s.processors >= c.count) {
-                return Ok(());
-            }
-        }
         let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable: PerSite<bool> = smallvec::smallvec![true; idle.len()];
         self.place_sites(job, &idle, &usable, fit)
@@ -114,13 +103,13 @@ impl Core {
         allowed: Option<&[bool]>,
         kill_local: bool,
     ) -> (PerSite<u32>, PerSite<bool>) {
-        let mut usable: PerSite<bool> = self.sites.state.iter().map(|s| s.usable()).collect();
+        let mut usable: PerSite<bool> = self.sites.usable();
         if let Some(allowed) = allowed {
             for (u, a) in usable.iter_mut().zip(allowed) {
                 *u &= *a;
             }
         }
-        let mut idle: PerSite<u32> = self.sites.state.iter().map(|s| s.idle).collect();
+        let mut idle: PerSite<u32> = self.sites.idle();
         if kill_local {
             for (i, s) in self.sites.state.iter().enumerate() {
                 idle[i] = s.processors.saturating_sub(s.ours);

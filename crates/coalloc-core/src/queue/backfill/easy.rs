@@ -78,10 +78,6 @@ pub struct Easy {
     carry: Option<Carry>,
     /// Never carry (see [`Easy::without_carry`]).
     no_carry: bool,
-    /// Idle processors and usability per site during a pass's backfilling, kept for the same
-    /// reason.
-    idle: Vec<u32>,
-    usable: Vec<bool>,
 }
 
 impl Easy {
@@ -125,10 +121,7 @@ pub enum HeadReservation {
 pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let now = ctx.now();
     let (mut idle, mut usable) = (PerSite::new(), PerSite::new());
-    for s in sites_now(ctx) {
-        idle.push(s.idle);
-        usable.push(s.usable);
-    }
+    read_sites(ctx, &mut idle, &mut usable);
     // The steps of the pass's profile, walked without building it.
     let demand = Demand::of(ctx.job(head));
     let sites = usable.len();
@@ -248,10 +241,7 @@ impl Easy {
     /// would find the same).
     fn backfill(&mut self, ctx: &mut dyn PassCtx, from: u64, mut r: Reservation) {
         let now = ctx.now();
-        let (mut idle, mut usable) = (
-            std::mem::take(&mut self.idle),
-            std::mem::take(&mut self.usable),
-        );
+        let (mut idle, mut usable) = (PerSite::new(), PerSite::new());
         read_sites(ctx, &mut idle, &mut usable);
         let mut untouched = true;
         // The sum and the most on one site, of the idle processors and of the idle extra ones.
@@ -290,7 +280,6 @@ impl Easy {
             room = usable_stats(&idle, &usable);
             extra_room = extra_stats(&idle, &r.extra, &usable);
         }
-        (self.idle, self.usable) = (idle, usable);
         self.carry = (untouched && !self.no_carry).then(|| Carry {
             seen: Seen::now(ctx),
             reservation: r,
@@ -314,7 +303,7 @@ struct Reservation {
 
 /// Idle processors and usability of every site now, into `idle` and `usable` (cleared
 /// first): [`PassCtx::idle`] and [`PassCtx::usable`] without allocating.
-fn read_sites(ctx: &dyn PassCtx, idle: &mut Vec<u32>, usable: &mut Vec<bool>) {
+fn read_sites(ctx: &dyn PassCtx, idle: &mut PerSite<u32>, usable: &mut PerSite<bool>) {
     idle.clear();
     usable.clear();
     for s in sites_now(ctx) {
