@@ -50,7 +50,7 @@ pub struct SubmitRequest {
 }
 
 /// What a resource manager says of one submitted component.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RemoteState {
     /// Accepted, waiting in the site's queue.
     Queued,
@@ -73,7 +73,7 @@ impl RemoteState {
 }
 
 /// The resource monitor's reading of a site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SiteLoad {
     /// Processors free now.
     pub idle: u32,
@@ -112,6 +112,13 @@ pub trait Backend: Send + Sync {
     /// submissions is made one after another on one thread and reported together.
     fn submits_in_parallel(&self) -> bool {
         true
+    }
+    /// Whether [`Backend::query`] still answers, and at once, when [`Backend::load`] has
+    /// failed. A resource manager that is down fails both slowly, so by default the monitor
+    /// does not ask for states after a failed load; a remote site whose link is gone answers
+    /// from what it knows (and, past its grace period, that its launches are lost).
+    fn query_when_unhealthy(&self) -> bool {
+        false
     }
     /// Cancel whatever a submission of launch `launch` (component `component` of job `job`)
     /// left at the resource manager, for a submission whose answer the server never

@@ -258,6 +258,8 @@ pub fn sites_table(sites: &Value) -> String {
                 s["coalloc"].to_string(),
                 s["other"].to_string(),
                 match (s["healthy"].as_bool(), s["usable"].as_bool()) {
+                    _ if s["state"] == "unreachable" => "unreachable".into(),
+                    _ if s["link"]["connected"] == false => "link down".into(),
                     (Some(false), _) => "down".into(),
                     (_, Some(false)) => "unusable".into(),
                     _ => "up".into(),

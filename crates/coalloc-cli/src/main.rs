@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 2 bad input (a malformed or invalid file, a bad argument),
 //! 1 an internal error, 3 (`place`) the job does not fit.
 
+mod agent_cmd;
 mod client;
 mod config_cmd;
 mod demo_cmd;
@@ -105,6 +106,18 @@ enum Command {
     Sites(jobs_cmd::SitesArgs),
     /// Standard output (or error) of a job's components, every launch.
     Logs(jobs_cmd::LogsArgs),
+    /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent.
+    #[command(subcommand)]
+    Site(agent_cmd::SiteCommand),
+    /// Run a site agent on a site's login node: it runs the site's resource manager's
+    /// commands for the server, which it reaches over one outbound TLS link, and relays its
+    /// components' barrier and rendezvous calls. The site opens no inbound port.
+    ///
+    /// On the server: `coalloc site add NAME > NAME.token`; on the login node:
+    /// `coalloc agent --token-file NAME.token --config NAME.toml`. The agent reconnects by
+    /// itself when the link breaks, and stops (exit 2) when the server refuses its
+    /// credential or presents another certificate than the one its token pins.
+    Agent(agent_cmd::AgentArgs),
     /// A live view of sites and jobs, redrawn every second.
     Watch(watch_cmd::WatchArgs),
     /// Plots and a summary from the server's result and surveillance logs: utilization over
@@ -154,6 +167,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Cancel(args) => jobs_cmd::cancel(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),
+        Command::Site(cmd) => agent_cmd::site(cmd),
+        Command::Agent(args) => agent_cmd::agent(args),
         Command::Watch(args) => watch_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Barrier(args) => runtime_cmd::run_barrier(args),

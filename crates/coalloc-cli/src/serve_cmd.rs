@@ -72,7 +72,7 @@ pub fn init_tracing() {
         .try_init();
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
     tokio::select! {

@@ -8,6 +8,9 @@
 //! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
 //! monitor_interval = "200ms"    # how often each site's resource manager is polled
 //! sample_interval = "5s"        # surveillance log period
+//! agent_bind = "0.0.0.0:7443"   # where site agents connect (needed when a site is an agent's)
+//! agent_url = "wss://server.example.org:7443"   # what enrolment tokens carry (default: bind)
+//! heartbeat = "1s"              # the server pings each agent this often
 //!
 //! [[site]]
 //! name = "alpha"
@@ -16,6 +19,9 @@
 //! # A Slurm site hands components over as batch jobs (`launch = "batch"`, the default) or
 //! # as allocations started inside the request (`launch = "allocation"`; see
 //! # coalloc_backends::slurm::alloc).
+//! # A site on another host: manager = { type = "agent", grace = "30s" }; its agent
+//! # (`coalloc agent` on the site's login node) runs the site's own manager there, and the
+//! # site counts as failed when the agent's link has been down longer than `grace`.
 //! # Other users of a local cluster: `background = 4` holds 4 slots; with
 //! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
 //! # period, uniformly on [background, background_max].
@@ -74,6 +80,9 @@ struct ServerDoc {
     monitor_interval: Option<Scalar>,
     sample_interval: Option<Scalar>,
     barrier_hold: Option<Scalar>,
+    agent_bind: Option<String>,
+    agent_url: Option<String>,
+    heartbeat: Option<Scalar>,
 }
 
 /// How a site's components are run.
@@ -95,6 +104,25 @@ pub enum BackendKind {
         /// `batch` (sbatch) or `allocation` (salloc + srun).
         launch: Launch,
     },
+    /// A site reached through its agent (`coalloc agent` on its login node), which runs the
+    /// site's own backend there.
+    Agent {
+        /// How long the agent's link may be down before the site counts as failed.
+        grace: Millis,
+    },
+}
+
+/// Where the server listens for site agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentListen {
+    /// `HOST:PORT` to bind (`server.agent_bind`).
+    pub bind: String,
+    /// What enrolment tokens tell agents to reach, `wss://HOST:PORT` (`server.agent_url`;
+    /// by default the bound address).
+    pub url: Option<String>,
+    /// How often the server pings each agent (`server.heartbeat`, default 1 s); three
+    /// silent periods end a link.
+    pub heartbeat: Millis,
 }
 
 /// Everything the server runs with.
@@ -105,6 +133,8 @@ pub struct ServerConfig {
     pub sample_interval: Millis,
     /// How long a barrier check-in is held before it answers "waiting".
     pub barrier_hold: Millis,
+    /// The agent listener; `None` when no site is reached through an agent.
+    pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
     pub backends: Vec<BackendKind>,
     /// The provider of each cloud site's VMs (`None` for clusters).
@@ -151,6 +181,12 @@ fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind
     let default = match backend {
         BackendKind::Local { .. } => "local",
         BackendKind::Slurm { .. } => "command",
+        BackendKind::Agent { .. } => {
+            return Err(SpecError::invalid(
+                field("type"),
+                "a cloud site cannot be reached through an agent yet",
+            ))
+        }
     };
     match get("provider").as_deref().unwrap_or(default) {
         "local" => Ok(Some(ProviderKind::Local)),
@@ -208,7 +244,33 @@ impl ServerConfig {
             }
         };
         let s = &doc.server;
+        let any_agent = backends
+            .iter()
+            .any(|b| matches!(b, BackendKind::Agent { .. }));
+        let agents = match (&s.agent_bind, any_agent) {
+            (Some(bind), _) => Some(AgentListen {
+                bind: bind.clone(),
+                url: match &s.agent_url {
+                    Some(u) if !u.starts_with("wss://") => {
+                        return Err(SpecError::invalid(
+                            "server.agent_url",
+                            "must be wss://HOST:PORT",
+                        ))
+                    }
+                    u => u.clone(),
+                },
+                heartbeat: dur("heartbeat", &s.heartbeat, 1_000)?.max(50),
+            }),
+            (None, true) => {
+                return Err(SpecError::invalid(
+                    "server.agent_bind",
+                    "agent sites need an address to listen for their agents on, e.g. agent_bind = \"0.0.0.0:7443\"",
+                ))
+            }
+            (None, false) => None,
+        };
         Ok(ServerConfig {
+            agents,
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
             sample_interval: dur("sample_interval", &s.sample_interval, 5_000)?.max(100),
@@ -227,7 +289,8 @@ impl ServerConfig {
     }
 }
 
-fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
+/// The backend a site's `manager` table names.
+pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
     let field = |k: &str| format!("site `{}`: manager.{k}", site.name);
     let get = |k: &str| site.manager.get(k).cloned();
     let known: &[&str] = match get("type").as_deref().unwrap_or("local") {
@@ -252,10 +315,11 @@ fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "release_program",
             "provider_timeout",
         ],
+        "agent" => &["type", "grace"],
         other => {
             return Err(SpecError::invalid(
                 field("type"),
-                format!("unknown backend `{other}` (known: local, slurm)"),
+                format!("unknown backend `{other}` (known: local, slurm, agent)"),
             ))
         }
     };
@@ -266,6 +330,13 @@ fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
         ));
     }
     Ok(match get("type").as_deref().unwrap_or("local") {
+        "agent" => BackendKind::Agent {
+            grace: match get("grace") {
+                None => 30_000,
+                Some(g) => parse_duration(&Scalar::Str(g))
+                    .map_err(|r| SpecError::invalid(field("grace"), r))?,
+            },
+        },
         "slurm" => {
             let (conf, cluster) = (get("slurm_conf"), get("cluster"));
             if conf.is_none() && cluster.is_none() {

@@ -7,13 +7,15 @@
 //! - [`sites`]: one worker per site between the driver and its backend;
 //! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document;
 //! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
-//! - [`state`]: the state directory; [`server`]: putting it all together.
+//! - [`state`]: the state directory; [`server`]: putting it all together;
+//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
 
 pub mod api;
 pub mod config;
 pub mod driver;
 pub mod entry;
 pub mod journal;
+pub mod link;
 pub mod logs;
 pub mod server;
 pub mod sites;

@@ -2,9 +2,12 @@
 //! the driver thread, the HTTP listener, and `server.json` so that clients find it.
 
 use crate::api::{router, AppState};
-use crate::config::{BackendKind, ProviderKind, ServerConfig};
+use crate::config::{AgentListen, BackendKind, ProviderKind, ServerConfig};
 use crate::driver::msg::Msg;
 use crate::driver::{Driver, StartError};
+use crate::link::hub::Hub;
+use crate::link::remote::{AgentBackend, AgentSite};
+use crate::link::tls;
 use crate::state::StateDir;
 use coalloc_backends::local::{BackgroundLoad, LocalCluster, LocalConfig};
 use coalloc_backends::provider::{CommandProvider, LocalProvider, Provider};
@@ -37,8 +40,12 @@ pub struct SiteParts {
 }
 
 /// Make the backend and provider of every site.
-pub fn site_parts(config: &ServerConfig, state: &StateDir) -> Result<Vec<SiteParts>, ServeError> {
-    let backends = backends(config, state)?;
+pub fn site_parts(
+    config: &ServerConfig,
+    state: &StateDir,
+    hub: Option<&Hub>,
+) -> Result<Vec<SiteParts>, ServeError> {
+    let backends = backends(config, state, hub)?;
     Ok(backends
         .into_iter()
         .zip(config.sites.iter().zip(&config.providers))
@@ -67,72 +74,128 @@ pub fn site_parts(config: &ServerConfig, state: &StateDir) -> Result<Vec<SitePar
 }
 
 /// Make the backend of every site. A cloud site provisioned on demand starts with no
-/// processors: they come with its leased VMs.
+/// processors: they come with its leased VMs. An agent site's backend is its link.
 pub fn backends(
     config: &ServerConfig,
     state: &StateDir,
+    hub: Option<&Hub>,
 ) -> Result<Vec<Arc<dyn Backend>>, ServeError> {
     let on_demand = matches!(
         config.scheduler.provisioning,
         coalloc_core::provisioning::Provisioning::OnDemand(_)
     );
+    let tag = state.name_tag();
     config
         .sites
         .iter()
         .zip(&config.backends)
         .enumerate()
-        .map(
-            |(i, (site, kind))| -> Result<Arc<dyn Backend>, ServeError> {
-                let err = |e: String| ServeError::Backend(site.name.clone(), e);
-                match kind {
-                    BackendKind::Local {
-                        background,
-                        varying,
-                    } => {
-                        let c = LocalCluster::new(LocalConfig {
-                            name: site.name.clone(),
-                            slots: site.processors,
-                            initial_slots: (on_demand && site.cloud.is_some()).then_some(0),
-                            work_dir: state.site_dir(&site.name),
-                            background: varying.map(|(max, period)| BackgroundLoad {
-                                min: *background,
-                                max,
-                                period: Duration::from_millis(period as u64),
-                                seed: i as u64,
-                            }),
-                            launcher: config.local_launcher.clone(),
-                        })
-                        .map_err(|e| err(e.to_string()))?;
-                        if *background > 0 && varying.is_none() {
-                            c.set_background_slots(*background);
-                        }
-                        Ok(Arc::new(c))
-                    }
-                    BackendKind::Slurm {
-                        conf,
-                        cluster,
-                        partition,
-                        launch,
-                    } => {
-                        let mut c = SlurmConfig::new(site.name.clone());
-                        c.launch = *launch;
-                        c.slurm_conf = conf.as_ref().map(Into::into);
-                        c.cluster = cluster.clone();
-                        c.partition = partition.clone();
-                        c.name_tag = Some(state.name_tag());
-                        Ok(Arc::new(SlurmCluster::new(c)))
-                    }
-                }
-            },
-        )
+        .map(|(i, (site, kind))| {
+            if let BackendKind::Agent { .. } = kind {
+                let link = hub
+                    .and_then(|h| h.sites.get(&site.name))
+                    .map(|(_, s)| s.clone())
+                    .ok_or_else(|| {
+                        ServeError::Backend(site.name.clone(), "no agent listener".into())
+                    })?;
+                return Ok(Arc::new(AgentBackend(link)) as Arc<dyn Backend>);
+            }
+            let made = BackendParts {
+                index: i,
+                work_dir: state.site_dir(&site.name),
+                launcher: config.local_launcher.clone(),
+                cloud_on_demand: on_demand && site.cloud.is_some(),
+                name_tag: tag.clone(),
+            };
+            backend_for(site, kind, made).map_err(|e| ServeError::Backend(site.name.clone(), e))
+        })
         .collect()
 }
 
-/// Bind `addr`. With port 0, the address of the last run is tried first: components of
-/// that run know the server by it, and find it again after a restart.
-async fn listen(addr: &str, state: &StateDir) -> Result<tokio::net::TcpListener, ServeError> {
+/// Where and how a site's backend runs (the server's host, or an agent's).
+pub struct BackendParts {
+    /// The site's place in its configuration (seeds its background load).
+    pub index: usize,
+    /// The local backend's launch directories.
+    pub work_dir: std::path::PathBuf,
+    pub launcher: Option<coalloc_backends::local::LauncherCommand>,
+    /// A cloud site provisioned on demand: no processors until VMs are leased.
+    pub cloud_on_demand: bool,
+    /// The tag in the names of the launches (Slurm job names).
+    pub name_tag: String,
+}
+
+/// The backend of one site that runs its resource manager's commands itself.
+pub fn backend_for(
+    site: &coalloc_core::model::Site,
+    kind: &BackendKind,
+    parts: BackendParts,
+) -> Result<Arc<dyn Backend>, String> {
+    match kind {
+        BackendKind::Local {
+            background,
+            varying,
+        } => {
+            let c = LocalCluster::new(LocalConfig {
+                name: site.name.clone(),
+                slots: site.processors,
+                initial_slots: parts.cloud_on_demand.then_some(0),
+                work_dir: parts.work_dir,
+                background: varying.map(|(max, period)| BackgroundLoad {
+                    min: *background,
+                    max,
+                    period: Duration::from_millis(period as u64),
+                    seed: parts.index as u64,
+                }),
+                launcher: parts.launcher,
+            })
+            .map_err(|e| e.to_string())?;
+            if *background > 0 && varying.is_none() {
+                c.set_background_slots(*background);
+            }
+            Ok(Arc::new(c))
+        }
+        BackendKind::Slurm {
+            conf,
+            cluster,
+            partition,
+            launch,
+        } => {
+            let mut c = SlurmConfig::new(site.name.clone());
+            c.launch = *launch;
+            c.slurm_conf = conf.as_ref().map(Into::into);
+            c.cluster = cluster.clone();
+            c.partition = partition.clone();
+            c.name_tag = Some(parts.name_tag);
+            Ok(Arc::new(SlurmCluster::new(c)))
+        }
+        BackendKind::Agent { .. } => Err("an agent site runs no resource manager here".into()),
+    }
+}
+
+/// Bind `addr`. With port 0, the address of the last run (kept in the state directory's
+/// file `memo`) is tried first: components and agents of that run know the server by it,
+/// and find it again after a restart.
+async fn listen(
+    addr: &str,
+    state: &StateDir,
+    memo: &str,
+) -> Result<tokio::net::TcpListener, ServeError> {
+    let listener = bind_again(addr, state, memo).await?;
+    std::fs::write(
+        state.root.join(memo),
+        format!("{}\n", listener.local_addr()?),
+    )?;
+    Ok(listener)
+}
+
+async fn bind_again(
+    addr: &str,
+    state: &StateDir,
+    memo: &str,
+) -> Result<tokio::net::TcpListener, ServeError> {
     if addr.ends_with(":0") {
-        if let Ok(last) = std::fs::read_to_string(state.root.join("address")) {
+        if let Ok(last) = std::fs::read_to_string(state.root.join(memo)) {
             let last = last.trim();
             let same_host =
                 last.rsplit_once(':').map(|(h, _)| h) == addr.rsplit_once(':').map(|(h, _)| h);
@@ -147,6 +210,51 @@ async fn listen(addr: &str, state: &StateDir) -> Result<tokio::net::TcpListener,
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| ServeError::Bind(addr.to_string(), e))
+}
+
+/// The agent listener, its TLS identity and the agent sites' links.
+async fn agent_hub(
+    config: &ServerConfig,
+    listen_on: &AgentListen,
+    state: &StateDir,
+) -> Result<(Arc<Hub>, tokio::net::TcpListener, Arc<rustls::ServerConfig>), ServeError> {
+    let dir = state.root.join("agents");
+    let (cert, key) =
+        tls::server_identity(&dir).map_err(|e| ServeError::State(dir.display().to_string(), e))?;
+    let fingerprint = tls::fingerprint(&cert);
+    let tls = tls::server_config(cert, key)
+        .map_err(|e| ServeError::Backend("agents".into(), format!("TLS: {e}")))?;
+    let listener = listen(&listen_on.bind, state, "agent-address").await?;
+    let url = match &listen_on.url {
+        Some(u) => u.clone(),
+        None => format!("wss://{}", listener.local_addr()?),
+    };
+    let sites = config
+        .sites
+        .iter()
+        .zip(&config.backends)
+        .enumerate()
+        .filter_map(|(i, (site, kind))| match kind {
+            BackendKind::Agent { grace } => {
+                let link = AgentSite::new(
+                    site.name.clone(),
+                    Duration::from_millis(*grace as u64),
+                    Duration::from_secs(60),
+                );
+                Some((site.name.clone(), (i, Arc::new(link))))
+            }
+            _ => None,
+        })
+        .collect();
+    let heartbeat = Duration::from_millis(listen_on.heartbeat as u64);
+    let hub = Hub::new(
+        sites,
+        url,
+        fingerprint,
+        heartbeat,
+        dir.join("credentials.json"),
+    );
+    Ok((Arc::new(hub), listener, tls))
 }
 
 /// A running server.
@@ -181,13 +289,14 @@ pub async fn serve(
         .token()
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let addr = bind.unwrap_or_else(|| config.bind.clone());
-    let listener = listen(&addr, &state).await?;
+    let listener = listen(&addr, &state, "address").await?;
     let url = format!("http://{}", listener.local_addr()?);
-    std::fs::write(
-        state.root.join("address"),
-        format!("{}\n", listener.local_addr()?),
-    )?;
-    let backends = site_parts(&config, &state)?;
+    let agents = match &config.agents {
+        Some(a) => Some(agent_hub(&config, a, &state).await?),
+        None => None,
+    };
+    let hub = agents.as_ref().map(|(h, _, _)| h.clone());
+    let backends = site_parts(&config, &state, hub.as_deref())?;
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
     let (driver, shared) = Driver::start(config, backends, state.clone(), url.clone(), tx.clone())?;
@@ -208,7 +317,11 @@ pub async fn serve(
         token,
         hold,
         stopping,
+        hub,
     });
+    if let Some((hub, listener, tls)) = agents {
+        tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));
+    }
     let shutdown = async move {
         shutdown.await;
         let _ = stop.send(true);

@@ -174,7 +174,9 @@ impl SiteWorker {
                                 watched.iter().map(|(l, r)| (*l, r.clone())).unzip();
                             // A resource manager that cannot say its load is down: asking
                             // it for states too would only wait out a second timeout.
-                            let states = if remotes.is_empty() || load.is_err() {
+                            let states = if remotes.is_empty()
+                                || (load.is_err() && !backend.query_when_unhealthy())
+                            {
                                 Vec::new()
                             } else {
                                 match backend.query(&remotes) {

@@ -148,7 +148,41 @@ pub async fn edit(
 
 pub async fn sites(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     admin(&s, &headers)?;
-    Ok(Json(s.ask(|reply| Request::Sites { reply }).await?))
+    let mut v = s.ask(|reply| Request::Sites { reply }).await?;
+    // Agent sites: the state of their link.
+    if let (Some(hub), Some(sites)) = (&s.hub, v["sites"].as_array_mut()) {
+        for site in sites {
+            let name = site["name"].as_str().unwrap_or_default().to_string();
+            if let Some((_, link)) = hub.sites.get(&name) {
+                let status = link.status();
+                if status.unreachable {
+                    site["state"] = json!("unreachable");
+                }
+                site["link"] = json!(status);
+            }
+        }
+    }
+    Ok(Json(v))
+}
+
+/// A new enrolment token for an agent site (`coalloc site add NAME`); it replaces the
+/// site's previous credential.
+pub async fn agent_token(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    admin(&s, &headers)?;
+    let Some(hub) = &s.hub else {
+        return Err(ApiError::not_found(
+            "this server has no agent sites (no `[[site]]` with manager = { type = \"agent\" })",
+        ));
+    };
+    let token = hub.enrol(&name).map_err(ApiError::not_found)?;
+    tracing::info!(site = %name, "an agent credential was issued");
+    Ok(Json(
+        json!({ "site": name, "server": token.server, "fingerprint": token.fingerprint, "token": token.encode() }),
+    ))
 }
 
 #[derive(Deserialize)]

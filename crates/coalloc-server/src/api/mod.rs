@@ -31,6 +31,8 @@ pub struct AppState {
     /// Becomes `true` when the server begins to stop: endless responses (the event stream)
     /// end then, or graceful shutdown would wait for them for ever.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The site agents' links, when some site is reached through an agent.
+    pub hub: Option<std::sync::Arc<crate::link::hub::Hub>>,
 }
 
 impl IntoResponse for ApiError {
@@ -61,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
+        .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))
         .route("/v1/events", get(jobs::events))
         .route("/v1/jobs/{id}/barrier", post(runtime::barrier))
         .route(

@@ -125,6 +125,11 @@ pub enum Report {
     },
     /// A provider released a VM (a failed release is retried by the worker).
     Released { site: usize, vm: u64 },
+    /// A site's agent connected; it holds these launches at its resource manager.
+    AgentBack {
+        site: usize,
+        held: Vec<crate::link::proto::HeldLaunch>,
+    },
     /// A poll of the site: its load, and the states of the launches asked about.
     Polled {
         site: usize,

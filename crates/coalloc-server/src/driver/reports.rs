@@ -22,6 +22,7 @@ impl Driver {
             }
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
             Report::Released { site, vm } => self.released(site, vm),
+            Report::AgentBack { site, held } => self.agent_back(site, &held),
             Report::Polled { site, load, states } => {
                 self.polled(site, load);
                 for (launch, state) in states {
@@ -60,6 +61,28 @@ impl Driver {
                     );
                 }
             }
+        }
+    }
+
+    /// An agent came (back): cancel what it holds that the server no longer wants, the
+    /// components of aborted, re-placed or cancelled starts, so they do not run on beside
+    /// their replacements.
+    fn agent_back(&mut self, site: usize, held: &[crate::link::proto::HeldLaunch]) {
+        let unwanted = crate::link::hub::unwanted(held, |launch| {
+            self.launches
+                .get(&launch)
+                .is_some_and(|l| l.site == site && !l.ended)
+                && self.is_current(launch)
+        });
+        for h in unwanted {
+            tracing::info!(
+                site = %self.config.sites[site].name,
+                launch = h.launch,
+                remote = %h.remote,
+                "cancelling a launch the agent still holds and the server no longer wants"
+            );
+            self.emit(json!({"event": "orphan_cancelled", "site": self.config.sites[site].name, "job": h.job, "component": h.component, "launch": h.launch}));
+            self.workers[site].cancel(h.remote.clone());
         }
     }
 

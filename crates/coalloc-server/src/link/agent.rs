@@ -1,0 +1,485 @@
+//! `coalloc agent`: the process on a site's login node (or any host with the site's
+//! resource-manager client) that hosts the site's backend, as the server hosts a direct
+//! site's, and connects out to the server, so that the site opens no inbound port to the
+//! world. Seed 003 §3.1.2's gatekeeper and job manager, on one outbound link.
+//!
+//! It keeps its identity and its launches across restarts (its state directory), reconnects
+//! with a jittered back-off that stops at once when the server refuses its credential or
+//! presents another certificate than the pinned one (DESIGN.md "Sites apart" §5), answers
+//! the server's calls on its backend, and relays its components' barrier and rendezvous
+//! calls ([`super::relay`]).
+
+use super::held::Held;
+use super::proto::{
+    Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent, VERSION,
+};
+use super::relay::Relay;
+use super::tls;
+use crate::config::{backend_of, BackendKind};
+use crate::server::{backend_for, BackendParts};
+use coalloc_backends::{Backend, BackendError, SubmitRequest};
+use coalloc_core::model::Site;
+use coalloc_core::spec::native::toml_doc;
+use coalloc_core::spec::sites::{sites_from_docs, SiteDoc};
+use coalloc_core::SpecError;
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+/// An agent's configuration file: an `[agent]` table and the one `[[site]]` it serves.
+///
+/// ```toml
+/// [agent]
+/// relay_bind = "10.201.2.1:7100"   # where the site's compute nodes reach this agent
+/// relay_url = "http://10.201.2.1:7100"   # what components are told (default: from the bind)
+/// environment = { COALLOC_POISSON_HOST = "10.200.0.11" }   # added to every component
+///
+/// [[site]]
+/// name = "s1"
+/// processors = 32
+/// manager = { type = "slurm", slurm_conf = "/etc/slurm/slurm.conf" }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub site: Site,
+    pub backend: BackendKind,
+    pub relay_bind: String,
+    pub relay_url: String,
+    pub environment: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    #[serde(default)]
+    agent: AgentDoc,
+    site: Vec<SiteDoc>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentDoc {
+    relay_bind: Option<String>,
+    relay_url: Option<String>,
+    #[serde(default)]
+    environment: BTreeMap<String, String>,
+}
+
+impl AgentConfig {
+    pub fn parse(text: &str) -> Result<AgentConfig, SpecError> {
+        let doc: FileDoc = toml_doc(text)?;
+        let sites = sites_from_docs(&doc.site)?;
+        let [site] = <[Site; 1]>::try_from(sites).map_err(|s| {
+            SpecError::invalid(
+                "site",
+                format!("an agent serves exactly one `[[site]]`, not {}", s.len()),
+            )
+        })?;
+        let backend = backend_of(&site)?;
+        if matches!(backend, BackendKind::Agent { .. }) {
+            return Err(SpecError::invalid(
+                format!("site `{}`: manager.type", site.name),
+                "an agent runs the site's own manager (local, slurm), not another agent",
+            ));
+        }
+        if site.cloud.is_some() {
+            return Err(SpecError::invalid(
+                format!("site `{}`: kind", site.name),
+                "cloud sites cannot be served by an agent yet",
+            ));
+        }
+        let relay_bind = doc
+            .agent
+            .relay_bind
+            .unwrap_or_else(|| "127.0.0.1:7100".into());
+        let relay_url = match doc.agent.relay_url {
+            Some(u) => u.trim_end_matches('/').to_string(),
+            None if relay_bind.starts_with("0.0.0.0:") || relay_bind.starts_with("[::]:") => {
+                return Err(SpecError::invalid(
+                    "agent.relay_url",
+                    "with a wildcard relay_bind, say which address compute nodes use, e.g. \"http://10.1.0.5:7100\"",
+                ))
+            }
+            None => format!("http://{relay_bind}"),
+        };
+        Ok(AgentConfig {
+            site,
+            backend,
+            relay_bind,
+            relay_url,
+            environment: doc.agent.environment.into_iter().collect(),
+        })
+    }
+}
+
+/// Why an agent stopped for good.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("{0}")]
+    Setup(String),
+    #[error("the server refused this agent: {0}")]
+    Refused(String),
+    #[error("{0}")]
+    Pin(String),
+}
+
+/// How a connection ended.
+enum Ended {
+    /// Lost; try again (after this long connected).
+    Lost(String, Duration),
+    Shutdown,
+}
+
+/// What a running agent holds.
+pub struct Agent {
+    token: EnrolToken,
+    /// `HOST:PORT` of the server's agent listener.
+    server: String,
+    config: AgentConfig,
+    backend: Arc<dyn Backend>,
+    held: Arc<Held>,
+    state_dir: PathBuf,
+}
+
+impl Agent {
+    /// Set up: the backend (in `state_dir/sites/NAME` for a local site) and the record of
+    /// launches. `server` overrides the token's address (`HOST:PORT`, or a URL).
+    pub fn new(
+        token: EnrolToken,
+        server: Option<&str>,
+        config: AgentConfig,
+        state_dir: &Path,
+        launcher: Option<coalloc_backends::local::LauncherCommand>,
+    ) -> Result<Agent, AgentError> {
+        if token.site != config.site.name {
+            return Err(AgentError::Setup(format!(
+                "the token is for site `{}`, the configuration for site `{}`",
+                token.site, config.site.name
+            )));
+        }
+        let server = host_port(server.unwrap_or(&token.server));
+        let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
+        std::fs::create_dir_all(state_dir).map_err(setup)?;
+        let state = crate::state::StateDir::create(state_dir).map_err(setup)?;
+        let parts = BackendParts {
+            index: 0,
+            work_dir: state.site_dir(&config.site.name),
+            launcher,
+            cloud_on_demand: false,
+            name_tag: state.name_tag(),
+        };
+        let backend = backend_for(&config.site, &config.backend, parts)
+            .map_err(|e| AgentError::Setup(format!("site `{}`: {e}", config.site.name)))?;
+        let held = Held::open(state_dir.join("launches.jsonl")).map_err(setup)?;
+        Ok(Agent {
+            token,
+            server,
+            config,
+            backend,
+            held: Arc::new(held),
+            state_dir: state_dir.to_path_buf(),
+        })
+    }
+
+    /// Serve until `shutdown` resolves, or the server refuses this agent for good.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<(), AgentError> {
+        let this = Arc::new(self);
+        let listener = tokio::net::TcpListener::bind(&this.config.relay_bind)
+            .await
+            .map_err(|e| {
+                AgentError::Setup(format!("relay_bind {}: {e}", this.config.relay_bind))
+            })?;
+        let relay = Relay::new();
+        tokio::spawn(relay.clone().serve(listener));
+        tracing::info!(site = %this.config.site.name, server = %this.server, relay = %this.config.relay_url, "agent started");
+        tokio::pin!(shutdown);
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let ended = tokio::select! {
+                r = this.clone().connect_once(&relay) => r?,
+                _ = &mut shutdown => Ended::Shutdown,
+            };
+            match ended {
+                Ended::Shutdown => return Ok(()),
+                Ended::Lost(why, lasted) => {
+                    if lasted > Duration::from_secs(10) {
+                        backoff = Duration::from_millis(100);
+                    }
+                    let wait = backoff + jitter(backoff / 2);
+                    tracing::warn!(site = %this.config.site.name, "link to the server lost ({why}); again in {} ms", wait.as_millis());
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = &mut shutdown => return Ok(()),
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
+    async fn connect_once(self: Arc<Self>, relay: &Relay) -> Result<Ended, AgentError> {
+        let lost = |why: String| Ok(Ended::Lost(why, Duration::ZERO));
+        let tcp = match tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::TcpStream::connect(&self.server),
+        )
+        .await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return lost(format!("connect {}: {e}", self.server)),
+            Err(_) => return lost(format!("connect {}: timed out", self.server)),
+        };
+        let _ = tcp.set_nodelay(true);
+        let config = tls::agent_config(&self.token.fingerprint)
+            .map_err(|e| AgentError::Setup(format!("TLS: {e}")))?;
+        let name = rustls::pki_types::ServerName::try_from(tls::SERVER_NAME)
+            .expect("a valid name")
+            .to_owned();
+        let stream = match tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) if tls::is_pin_mismatch(&e) => {
+                return Err(AgentError::Pin(format!(
+                    "refusing the server at {}: {e}",
+                    self.server
+                )))
+            }
+            Err(e) => return lost(format!("TLS: {e}")),
+        };
+        let url = format!("wss://{}/agent", self.server);
+        let mut ws = match tokio_tungstenite::client_async(url, stream).await {
+            Ok((ws, _)) => ws,
+            Err(e) => return lost(format!("WebSocket: {e}")),
+        };
+        let hello = FromAgent::Hello(Hello {
+            version: VERSION,
+            role: Role::Agent,
+            site: self.config.site.name.clone(),
+            secret: self.token.secret.clone(),
+            relay_url: self.config.relay_url.clone(),
+            launches: self.held.all(),
+        });
+        if let Err(e) = ws.send(text(&hello)).await {
+            return lost(format!("hello: {e}"));
+        }
+        let heartbeat = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => match serde_json::from_str::<ToAgent>(&t) {
+                    Ok(ToAgent::Welcome { heartbeat_ms, .. }) => {
+                        break Duration::from_millis(heartbeat_ms.max(50))
+                    }
+                    Ok(ToAgent::Refused { reason }) => return Err(AgentError::Refused(reason)),
+                    _ => return lost("no welcome".into()),
+                },
+                Ok(Some(Ok(_))) => continue,
+                Ok(other) => return lost(format!("no welcome: {other:?}")),
+                Err(_) => return lost("no welcome within 10 s".into()),
+            }
+        };
+        let since = Instant::now();
+        tracing::info!(site = %self.config.site.name, held = self.held.all().len(), "connected to the server");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<FromAgent>();
+        relay.linked(Some(tx.clone()));
+        let (mut sink, mut frames) = ws.split();
+        let mut beat = tokio::time::interval(heartbeat);
+        let mut heard = Instant::now();
+        let why = loop {
+            tokio::select! {
+                out = rx.recv() => {
+                    let Some(m) = out else { break "closed".to_string() };
+                    if let Err(e) = sink.send(text(&m)).await {
+                        break format!("send: {e}");
+                    }
+                }
+                frame = frames.next() => match frame {
+                    Some(Ok(Message::Text(t))) => {
+                        heard = Instant::now();
+                        match serde_json::from_str::<ToAgent>(&t) {
+                            Ok(ToAgent::Call { id, call }) => {
+                                let (this, tx) = (self.clone(), tx.clone());
+                                tokio::task::spawn_blocking(move || {
+                                    let result = this.execute(call);
+                                    let _ = tx.send(FromAgent::Answer { id, result });
+                                });
+                            }
+                            Ok(ToAgent::RelayAnswer { id, status, body }) => relay.answered(id, status, body),
+                            Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
+                            Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | None => break "closed by the server".into(),
+                    Some(Ok(_)) => heard = Instant::now(),
+                    Some(Err(e)) => break format!("receive: {e}"),
+                },
+                _ = beat.tick() => {
+                    if heard.elapsed() > heartbeat * 3 {
+                        break format!("nothing from the server for {} ms", heard.elapsed().as_millis());
+                    }
+                }
+            }
+        };
+        relay.linked(None);
+        Ok(Ended::Lost(why, since.elapsed()))
+    }
+
+    /// Carry out one of the server's calls on the site's backend (blocking).
+    fn execute(&self, call: Call) -> Result<Answer, CallError> {
+        let err = |e: BackendError| match e {
+            BackendError::Rejected(m) => CallError::Rejected(m),
+            other => CallError::Unavailable(other.to_string()),
+        };
+        match call {
+            Call::Submit(req) => {
+                if let Some(h) = self.held.get(req.launch) {
+                    return Ok(Answer::Submitted(h.remote));
+                }
+                let req = self.localize(*req);
+                let remote = self.backend.submit(&req).map_err(err)?;
+                let h = HeldLaunch {
+                    launch: req.launch,
+                    job: req.job,
+                    component: req.component,
+                    remote: remote.clone(),
+                };
+                if let Err(e) = self.held.made(h) {
+                    // Not recorded: it must not run unknown to a restarted agent.
+                    let _ = self.backend.cancel(&remote);
+                    return Err(CallError::Unavailable(format!("recording the launch: {e}")));
+                }
+                Ok(Answer::Submitted(remote))
+            }
+            Call::Query(ids) => {
+                let states = self.backend.query(&ids).map_err(err)?;
+                for (id, s) in ids.iter().zip(&states) {
+                    if s.is_final() {
+                        if let Some(l) = self.held.by_remote(id) {
+                            self.held.ended(l);
+                        }
+                    }
+                }
+                Ok(Answer::States(states))
+            }
+            Call::Cancel(remote) => {
+                self.backend.cancel(&remote).map_err(err)?;
+                if let Some(l) = self.held.by_remote(&remote) {
+                    self.held.ended(l);
+                }
+                Ok(Answer::Done)
+            }
+            Call::CancelUnrecorded {
+                job,
+                component,
+                launch,
+            } => {
+                if let Some(h) = self.held.get(launch) {
+                    self.backend.cancel(&h.remote).map_err(err)?;
+                    self.held.ended(launch);
+                }
+                self.backend
+                    .cancel_unrecorded(job, component, launch)
+                    .map_err(err)?;
+                Ok(Answer::Done)
+            }
+            Call::Load => self.backend.load().map(Answer::Load).map_err(err),
+        }
+    }
+
+    /// A request as this site runs it: the server's URL replaced by the relay's in the
+    /// component's configuration, the site's own environment added, and the output files
+    /// in the agent's state directory.
+    fn localize(&self, mut req: SubmitRequest) -> SubmitRequest {
+        let server = req
+            .environment
+            .iter()
+            .find(|(k, _)| k == "COALLOC_URL")
+            .map(|(_, v)| v.clone());
+        if let Some(server) = server.filter(|s| !s.is_empty()) {
+            for (_, v) in req.environment.iter_mut() {
+                if let Some(rest) = v.strip_prefix(&server) {
+                    *v = format!("{}{rest}", self.config.relay_url);
+                }
+            }
+        }
+        req.environment
+            .extend(self.config.environment.iter().cloned());
+        let out = self.state_dir.join("output").join(req.job.to_string());
+        let _ = std::fs::create_dir_all(&out);
+        for p in [&mut req.stdout, &mut req.stderr] {
+            if let Some(name) = p.file_name() {
+                *p = out.join(name);
+            }
+        }
+        req
+    }
+}
+
+fn text<T: serde::Serialize>(m: &T) -> Message {
+    Message::Text(serde_json::to_string(m).expect("messages serialize").into())
+}
+
+/// `HOST:PORT` of `wss://HOST:PORT/...`, `https://HOST:PORT` or `HOST:PORT`.
+fn host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split('/').next().unwrap_or(rest).to_string()
+}
+
+/// Up to `max` of jitter, from the operating system's randomness.
+fn jitter(max: Duration) -> Duration {
+    let r = crate::state::random_hex(4)
+        .ok()
+        .and_then(|h| u32::from_str_radix(&h[..8], 16).ok())
+        .unwrap_or(0);
+    max.mul_f64(f64::from(r) / f64::from(u32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SITE: &str = "[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = { type = \"local\" }\n";
+
+    #[test]
+    fn a_configuration_names_one_site_and_its_relay() {
+        let c = AgentConfig::parse(&format!(
+            "[agent]\nrelay_bind = \"10.201.2.1:7100\"\nenvironment = {{ A = \"b\" }}\n{SITE}"
+        ))
+        .unwrap();
+        assert_eq!(c.site.name, "s1");
+        assert_eq!(c.relay_url, "http://10.201.2.1:7100");
+        assert_eq!(c.environment, vec![("A".into(), "b".into())]);
+        for (bad, want) in [
+            (
+                format!("[agent]\nrelay_bind = \"0.0.0.0:7100\"\n{SITE}"),
+                "relay_url",
+            ),
+            (
+                format!("{SITE}{}", SITE.replace("s1", "s2")),
+                "exactly one",
+            ),
+            (
+                "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = { type = \"agent\" }\n".into(),
+                "manager.type",
+            ),
+            (format!("[agent]\ncolour = 1\n{SITE}"), "colour"),
+        ] {
+            let e = AgentConfig::parse(&bad).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn server_addresses_are_read_from_urls() {
+        assert_eq!(host_port("wss://10.200.0.1:7443"), "10.200.0.1:7443");
+        assert_eq!(host_port("https://h:1/x"), "h:1");
+        assert_eq!(host_port("h:2"), "h:2");
+    }
+}

@@ -1,0 +1,147 @@
+//! The agent's record of the launches it made at its resource manager (`launches.jsonl` in
+//! its state directory, one JSON line per change, synced before the answer leaves). It makes
+//! a submission idempotent by launch number (a submission repeated after a lost answer gets
+//! the first one's id and starts nothing), lets a restarted agent find its launches again,
+//! and is what the agent's hello reports, so the server can cancel those it no longer wants.
+
+use super::proto::HeldLaunch;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Made(HeldLaunch),
+    Ended { launch: u64, ended: bool },
+}
+
+/// The launches made and not known to have ended, by launch number.
+pub struct Held {
+    path: PathBuf,
+    launches: Mutex<BTreeMap<u64, HeldLaunch>>,
+}
+
+impl Held {
+    /// Read the record (a torn last line, from a crash, is skipped).
+    pub fn open(path: PathBuf) -> std::io::Result<Held> {
+        let mut launches = BTreeMap::new();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            for line in text.lines() {
+                match serde_json::from_str::<Line>(line) {
+                    Ok(Line::Made(h)) => {
+                        launches.insert(h.launch, h);
+                    }
+                    Ok(Line::Ended { launch, .. }) => {
+                        launches.remove(&launch);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        let held = Held {
+            path,
+            launches: Mutex::new(launches),
+        };
+        held.compact()?;
+        Ok(held)
+    }
+
+    /// Write the live launches alone (at start, so the file does not grow for ever).
+    fn compact(&self) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = self.path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp)?;
+        for h in self.lock().values() {
+            writeln!(f, "{}", serde_json::to_string(&Line::Made(h.clone()))?)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(&tmp, &self.path)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, HeldLaunch>> {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn append(&self, line: &Line) -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        writeln!(f, "{}", serde_json::to_string(line)?)?;
+        f.sync_data()
+    }
+
+    pub fn get(&self, launch: u64) -> Option<HeldLaunch> {
+        self.lock().get(&launch).cloned()
+    }
+
+    pub fn by_remote(&self, remote: &str) -> Option<u64> {
+        self.lock()
+            .values()
+            .find(|h| h.remote == remote)
+            .map(|h| h.launch)
+    }
+
+    pub fn all(&self) -> Vec<HeldLaunch> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// A launch was made: recorded (on disk) before its id is answered.
+    pub fn made(&self, h: HeldLaunch) -> std::io::Result<()> {
+        self.append(&Line::Made(h.clone()))?;
+        self.lock().insert(h.launch, h);
+        Ok(())
+    }
+
+    /// A launch ended or was cancelled.
+    pub fn ended(&self, launch: u64) {
+        if self.lock().remove(&launch).is_some() {
+            if let Err(e) = self.append(&Line::Ended {
+                launch,
+                ended: true,
+            }) {
+                tracing::warn!(launch, "recording the end of a launch: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launches_survive_a_reopen_and_ended_ones_are_forgotten() {
+        let dir = std::env::temp_dir().join(format!("coalloc-held-{}", std::process::id()));
+        let path = dir.join("launches.jsonl");
+        let h = |launch| HeldLaunch {
+            launch,
+            job: 1,
+            component: launch as usize,
+            remote: format!("R{launch}"),
+        };
+        {
+            let held = Held::open(path.clone()).unwrap();
+            held.made(h(1)).unwrap();
+            held.made(h(2)).unwrap();
+            held.ended(1);
+        }
+        // A torn line from a crash.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"launch\":3,\"jo")
+            .unwrap();
+        let held = Held::open(path.clone()).unwrap();
+        assert_eq!(held.all(), vec![h(2)]);
+        assert_eq!(held.by_remote("R2"), Some(2));
+        assert_eq!(held.get(1), None);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

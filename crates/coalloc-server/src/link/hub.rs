@@ -1,0 +1,310 @@
+//! The server's end of the agent links: it listens for agents (TLS, then a WebSocket), checks
+//! each hello ([`super::proto::check_hello`]), makes the accepted connection its site's link
+//! ([`AgentSite`]), and runs one loop per connection (DESIGN.md "Sites apart" §7): frames in,
+//! frames out and the heartbeat raced with `select!`, then one cleanup. Calls an agent relays
+//! for its components are served by the server's own router, in process, exactly as if they
+//! had come over HTTP, so a job's secret works for that job only, through any agent.
+//!
+//! Enrolment: [`Hub::enrol`] makes a site's credential (a random secret; the server keeps its
+//! SHA-256 in `agents/credentials.json`, mode 0600) and the token that carries it with the
+//! server's agent address and certificate fingerprint. Enrolling a site again replaces its
+//! credential: the old agent is refused from its next connection on.
+
+use super::proto::{
+    check_hello, relayable, secret_hash, EnrolToken, FromAgent, HeldLaunch, ToAgent, VERSION,
+};
+use super::remote::AgentSite;
+use crate::driver::msg::{Msg, Report};
+use futures_util::{SinkExt, StreamExt};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
+
+/// What the server keeps for its agents.
+pub struct Hub {
+    /// Agent sites by name, with their index in the configuration.
+    pub sites: BTreeMap<String, (usize, Arc<AgentSite>)>,
+    /// The address agents are told to reach (`wss://HOST:PORT`).
+    pub url: String,
+    /// The certificate's fingerprint, `sha256:…`.
+    pub fingerprint: String,
+    pub heartbeat: Duration,
+    credentials: PathBuf,
+    next_conn: AtomicU64,
+}
+
+/// How long a new connection may take to finish TLS, the upgrade and its hello.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// The largest answer of a relayed call (a rendezvous value is at most 1 MiB).
+const RELAY_LIMIT: usize = 2 << 20;
+
+impl Hub {
+    pub fn new(
+        sites: BTreeMap<String, (usize, Arc<AgentSite>)>,
+        url: String,
+        fingerprint: String,
+        heartbeat: Duration,
+        credentials: PathBuf,
+    ) -> Hub {
+        Hub {
+            sites,
+            url,
+            fingerprint,
+            heartbeat,
+            credentials,
+            next_conn: AtomicU64::new(0),
+        }
+    }
+
+    fn read_credentials(&self) -> BTreeMap<String, String> {
+        std::fs::read_to_string(&self.credentials)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// A new credential for site `site` and its enrolment token.
+    pub fn enrol(&self, site: &str) -> Result<EnrolToken, String> {
+        if !self.sites.contains_key(site) {
+            return Err(format!(
+                "site `{site}` is not an agent site of this server (its manager must be {{ type = \"agent\" }})"
+            ));
+        }
+        let secret = crate::state::random_hex(32).map_err(|e| e.to_string())?;
+        let mut all = self.read_credentials();
+        all.insert(site.to_string(), secret_hash(&secret));
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = self.credentials.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let tmp = self.credentials.with_extension("tmp");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(serde_json::to_string_pretty(&all)?.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &self.credentials)
+        };
+        write().map_err(|e| format!("saving the credential: {e}"))?;
+        Ok(EnrolToken {
+            server: self.url.clone(),
+            fingerprint: self.fingerprint.clone(),
+            site: site.to_string(),
+            secret,
+        })
+    }
+
+    /// Accept agents on `listener` for as long as the server runs.
+    pub async fn listen(
+        self: Arc<Hub>,
+        listener: TcpListener,
+        tls: Arc<rustls::ServerConfig>,
+        router: axum::Router,
+        driver: std::sync::mpsc::Sender<Msg>,
+    ) {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        loop {
+            let Ok((stream, peer)) = listener.accept().await else {
+                continue;
+            };
+            let (hub, acceptor, router, driver) = (
+                self.clone(),
+                acceptor.clone(),
+                router.clone(),
+                driver.clone(),
+            );
+            tokio::spawn(async move {
+                if let Err(e) = hub.connection(stream, acceptor, router, driver).await {
+                    tracing::warn!(%peer, "agent connection: {e}");
+                }
+            });
+        }
+    }
+
+    async fn connection(
+        &self,
+        stream: TcpStream,
+        acceptor: tokio_rustls::TlsAcceptor,
+        router: axum::Router,
+        driver: std::sync::mpsc::Sender<Msg>,
+    ) -> Result<(), String> {
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let handshake = async {
+            let tls = acceptor
+                .accept(stream)
+                .await
+                .map_err(|e| format!("TLS: {e}"))?;
+            let mut ws = tokio_tungstenite::accept_async(tls)
+                .await
+                .map_err(|e| format!("WebSocket upgrade: {e}"))?;
+            let hello = loop {
+                match ws.next().await {
+                    Some(Ok(Message::Text(t))) => break t,
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    other => return Err(format!("no hello: {other:?}")),
+                }
+            };
+            Ok::<_, String>((ws, hello))
+        };
+        let (mut ws, hello) = tokio::time::timeout(HANDSHAKE, handshake)
+            .await
+            .map_err(|_| "the handshake took too long".to_string())??;
+        let hello = match serde_json::from_str::<FromAgent>(&hello) {
+            Ok(FromAgent::Hello(h)) => h,
+            Ok(_) => return Err("the first message is not a hello".into()),
+            Err(e) => return Err(format!("an unreadable hello: {e}")),
+        };
+        let credentials = self.read_credentials();
+        let checked = check_hello(&hello, |s| {
+            self.sites
+                .contains_key(s)
+                .then(|| credentials.get(s).cloned())
+        });
+        let name = match checked {
+            Ok(name) => name,
+            Err(refusal) => {
+                tracing::warn!(%peer, site = %hello.site, "agent refused: {refusal}");
+                let m = ToAgent::Refused {
+                    reason: refusal.to_string(),
+                };
+                let _ = ws.send(text(&m)).await;
+                let _ = ws.close(None).await;
+                return Ok(());
+            }
+        };
+        let (index, site) = self.sites[&name].clone();
+        let welcome = ToAgent::Welcome {
+            version: VERSION,
+            role: super::proto::Role::Server,
+            heartbeat_ms: self.heartbeat.as_millis() as u64,
+        };
+        ws.send(text(&welcome))
+            .await
+            .map_err(|e| format!("welcome: {e}"))?;
+        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToAgent>();
+        site.connected(conn, tx.clone());
+        tracing::info!(%peer, site = %name, relay = %hello.relay_url, held = hello.launches.len(), "agent connected");
+        let _ = driver.send(Msg::Site(Report::AgentBack {
+            site: index,
+            held: hello.launches,
+        }));
+        let (mut sink, mut frames) = ws.split();
+        let mut beat = tokio::time::interval(self.heartbeat);
+        let mut heard = Instant::now();
+        let why = loop {
+            tokio::select! {
+                out = rx.recv() => {
+                    let Some(m) = out else { break "closed".to_string() };
+                    if let Err(e) = sink.send(text(&m)).await {
+                        break format!("send: {e}");
+                    }
+                }
+                frame = frames.next() => match frame {
+                    Some(Ok(Message::Text(t))) => {
+                        heard = Instant::now();
+                        self.on_message(&site, &t, &router, &tx);
+                    }
+                    Some(Ok(Message::Close(_))) | None => break "closed by the agent".into(),
+                    Some(Ok(_)) => heard = Instant::now(),
+                    Some(Err(e)) => break format!("receive: {e}"),
+                },
+                _ = beat.tick() => {
+                    if heard.elapsed() > self.heartbeat * 3 {
+                        break format!("no heartbeat for {} ms", heard.elapsed().as_millis());
+                    }
+                    if let Err(e) = sink.send(Message::Ping(Vec::new().into())).await {
+                        break format!("ping: {e}");
+                    }
+                }
+            }
+        };
+        site.disconnected(conn);
+        tracing::warn!(%peer, site = %name, "agent disconnected: {why}");
+        Ok(())
+    }
+
+    fn on_message(
+        &self,
+        site: &AgentSite,
+        t: &str,
+        router: &axum::Router,
+        tx: &tokio::sync::mpsc::UnboundedSender<ToAgent>,
+    ) {
+        match serde_json::from_str::<FromAgent>(t) {
+            Ok(FromAgent::Answer { id, result }) => site.answered(id, result),
+            Ok(FromAgent::Relay {
+                id,
+                method,
+                path,
+                authorization,
+                body,
+            }) => {
+                let (router, tx) = (router.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let (status, body) = relay(router, &method, &path, authorization, body).await;
+                    let _ = tx.send(ToAgent::RelayAnswer { id, status, body });
+                });
+            }
+            Ok(FromAgent::Hello(_)) => {
+                tracing::warn!(site = %site.name, "a second hello on one connection, ignored")
+            }
+            Err(e) => {
+                tracing::warn!(site = %site.name, "an unreadable message from the agent: {e}")
+            }
+        }
+    }
+}
+
+fn text<T: serde::Serialize>(m: &T) -> Message {
+    Message::Text(serde_json::to_string(m).expect("messages serialize").into())
+}
+
+/// Serve a relayed call with the server's own router.
+async fn relay(
+    router: axum::Router,
+    method: &str,
+    path: &str,
+    authorization: Option<String>,
+    body: String,
+) -> (u16, String) {
+    use tower::ServiceExt;
+    let refuse = |status: u16, m: &str| (status, serde_json::json!({ "error": m }).to_string());
+    if !relayable(method, path) {
+        return refuse(
+            404,
+            "an agent relays only the barrier and the rendezvous store",
+        );
+    }
+    let mut req = axum::http::Request::builder().method(method).uri(path);
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    let Ok(req) = req.body(axum::body::Body::from(body)) else {
+        return refuse(400, "a relayed call that is not a valid request");
+    };
+    let Ok(resp) = router.oneshot(req).await;
+    let status = resp.status().as_u16();
+    match axum::body::to_bytes(resp.into_body(), RELAY_LIMIT).await {
+        Ok(b) => (status, String::from_utf8_lossy(&b).into_owned()),
+        Err(e) => refuse(502, &format!("reading the answer: {e}")),
+    }
+}
+
+/// The launches an agent holds that the server no longer wants: not known, ended, or not the
+/// current launch of their component.
+pub fn unwanted(held: &[HeldLaunch], wanted: impl Fn(u64) -> bool) -> Vec<&HeldLaunch> {
+    held.iter().filter(|h| !wanted(h.launch)).collect()
+}

@@ -1,0 +1,391 @@
+//! The site-agent wire protocol, both directions in one place (DESIGN.md "Sites apart" §2):
+//! one JSON text message per WebSocket frame, a serde enum per direction ([`FromAgent`],
+//! [`ToAgent`]), the hello that opens every connection and its sans-IO check
+//! ([`check_hello`]), and the enrolment token ([`EnrolToken`]) that `coalloc site add` prints.
+//!
+//! A connection: the agent sends [`FromAgent::Hello`] (protocol version, role, its site, its
+//! credential, the launches it holds); the server answers [`ToAgent::Welcome`] or
+//! [`ToAgent::Refused`] and closes. Then the server makes [`Call`]s (the `Backend` trait's
+//! calls: seed 003 §4.3's GRAM role, carried over the link) and the agent answers each by its
+//! number; the agent relays its components' barrier and rendezvous calls (seed 002 §3.3)
+//! as [`FromAgent::Relay`] and the server answers each by its number.
+
+use base64::Engine;
+use coalloc_backends::{RemoteState, SiteLoad, SubmitRequest};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The protocol version this build speaks. A hello with another one is refused.
+pub const VERSION: u32 = 1;
+
+/// Which end of a link a hello comes from: a hello from a "server" reaching a server is a
+/// mirrored request (two servers, or a reflected stream), refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Agent,
+    Server,
+}
+
+/// A launch an agent holds at its resource manager, reported in every hello so that the
+/// server can compare it with what it still wants (DESIGN.md "Sites apart" §5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldLaunch {
+    pub launch: u64,
+    pub job: u64,
+    pub component: usize,
+    pub remote: String,
+}
+
+/// The first message of every connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: u32,
+    pub role: Role,
+    /// The site the agent acts for.
+    pub site: String,
+    /// The agent's credential (the secret of its enrolment token).
+    pub secret: String,
+    /// Where this agent's components reach it (the relay's base URL).
+    pub relay_url: String,
+    pub launches: Vec<HeldLaunch>,
+}
+
+/// A backend call the server makes on the agent's site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    Submit(Box<SubmitRequest>),
+    Query(Vec<String>),
+    Cancel(String),
+    CancelUnrecorded {
+        job: u64,
+        component: usize,
+        launch: u64,
+    },
+    Load,
+}
+
+/// A call's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Submitted(String),
+    States(Vec<RemoteState>),
+    Done,
+    Load(SiteLoad),
+}
+
+/// A call that failed at the site, in the backend's two classes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallError {
+    /// The request cannot run at that site (`BackendError::Rejected`).
+    Rejected(String),
+    /// The resource manager failed or did not answer (`BackendError::Unavailable`, I/O).
+    Unavailable(String),
+}
+
+/// Agent to server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromAgent {
+    Hello(Hello),
+    Answer {
+        id: u64,
+        result: Result<Answer, CallError>,
+    },
+    /// A component's call to the barrier or the rendezvous store, to be served as if it had
+    /// reached the server's API directly.
+    Relay {
+        id: u64,
+        method: String,
+        /// Path and query, e.g. `/v1/jobs/7/kv/addr?wait_ms=1000`.
+        path: String,
+        authorization: Option<String>,
+        body: String,
+    },
+}
+
+/// Server to agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToAgent {
+    Welcome {
+        version: u32,
+        role: Role,
+        /// The server pings this often; silence for three periods ends the link.
+        heartbeat_ms: u64,
+    },
+    Refused {
+        reason: String,
+    },
+    Call {
+        id: u64,
+        call: Call,
+    },
+    RelayAnswer {
+        id: u64,
+        status: u16,
+        body: String,
+    },
+}
+
+/// Whether an agent may relay a call to this path: the barrier and the rendezvous store of a
+/// job, nothing else of the API.
+pub fn relayable(method: &str, path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or("");
+    let Some(rest) = path.strip_prefix("/v1/jobs/") else {
+        return false;
+    };
+    let Some((job, tail)) = rest.split_once('/') else {
+        return false;
+    };
+    if job.is_empty() || !job.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    match (method, tail) {
+        ("POST", "barrier") => true,
+        ("PUT" | "GET", t) => t.strip_prefix("kv/").is_some_and(|k| !k.is_empty()),
+        _ => false,
+    }
+}
+
+/// The SHA-256 of a secret, in hex: what the server keeps of an agent's credential.
+pub fn secret_hash(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Equality of two strings in time that depends on their lengths only.
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Why a hello is refused; the text goes to the agent and to the server's log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("protocol version {0}; this server speaks version {VERSION}")]
+    Version(u32),
+    #[error("a hello from a server reached a server (mirrored request)")]
+    Mirrored,
+    #[error("site `{0}` is not an agent site of this server")]
+    UnknownSite(String),
+    #[error("site `{0}` has no enrolled agent: run `coalloc site add {0}`")]
+    NotEnrolled(String),
+    #[error("bad credential for site `{0}`")]
+    BadCredential(String),
+}
+
+/// The sans-IO authenticator: check a hello against the credential hashes of the agent sites
+/// (`hash_of(site)`: `None` for a site that is not an agent site, `Some(None)` for one with
+/// no agent enrolled yet). Returns the site the agent may act for.
+pub fn check_hello(
+    hello: &Hello,
+    hash_of: impl Fn(&str) -> Option<Option<String>>,
+) -> Result<String, Refusal> {
+    if hello.version != VERSION {
+        return Err(Refusal::Version(hello.version));
+    }
+    if hello.role != Role::Agent {
+        return Err(Refusal::Mirrored);
+    }
+    match hash_of(&hello.site) {
+        None => Err(Refusal::UnknownSite(hello.site.clone())),
+        Some(None) => Err(Refusal::NotEnrolled(hello.site.clone())),
+        Some(Some(hash)) if constant_time_eq(&hash, &secret_hash(&hello.secret)) => {
+            Ok(hello.site.clone())
+        }
+        Some(Some(_)) => Err(Refusal::BadCredential(hello.site.clone())),
+    }
+}
+
+/// What `coalloc site add NAME` prints and `coalloc agent --token-file` reads: the server's
+/// agent address, its certificate's fingerprint, the site and the agent's secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnrolToken {
+    /// `wss://HOST:PORT`.
+    pub server: String,
+    /// `sha256:` and the hex SHA-256 of the server's certificate (DER).
+    pub fingerprint: String,
+    pub site: String,
+    pub secret: String,
+}
+
+const TOKEN_PREFIX: &str = "coalloc-agent-1.";
+
+/// Why a token could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an enrolment token ({0}); make one with `coalloc site add NAME` on the server")]
+pub struct BadToken(String);
+
+impl EnrolToken {
+    pub fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).expect("a token serializes");
+        format!(
+            "{TOKEN_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+        )
+    }
+
+    pub fn decode(text: &str) -> Result<EnrolToken, BadToken> {
+        let body = text
+            .trim()
+            .strip_prefix(TOKEN_PREFIX)
+            .ok_or_else(|| BadToken(format!("it does not start with `{TOKEN_PREFIX}`")))?;
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(body)
+            .map_err(|e| BadToken(format!("base64: {e}")))?;
+        let t: EnrolToken = serde_json::from_slice(&json).map_err(|e| BadToken(e.to_string()))?;
+        if !t.server.starts_with("wss://") {
+            return Err(BadToken(format!("server `{}` is not wss://", t.server)));
+        }
+        if !t.fingerprint.starts_with("sha256:") {
+            return Err(BadToken("the fingerprint is not sha256:".into()));
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(site: &str, secret: &str) -> Hello {
+        Hello {
+            version: VERSION,
+            role: Role::Agent,
+            site: site.into(),
+            secret: secret.into(),
+            relay_url: "http://10.201.2.1:7100".into(),
+            launches: vec![],
+        }
+    }
+
+    fn sites(site: &str) -> Option<Option<String>> {
+        match site {
+            "s1" => Some(Some(secret_hash("one"))),
+            "s2" => Some(Some(secret_hash("two"))),
+            "s3" => Some(None),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_hello_is_accepted_only_for_its_own_site_version_and_role() {
+        assert_eq!(check_hello(&hello("s1", "one"), sites), Ok("s1".into()));
+        assert_eq!(check_hello(&hello("s2", "two"), sites), Ok("s2".into()));
+        // s1's agent presenting s2's name.
+        assert_eq!(
+            check_hello(&hello("s2", "one"), sites),
+            Err(Refusal::BadCredential("s2".into()))
+        );
+        assert_eq!(
+            check_hello(&hello("s1", "wrong"), sites),
+            Err(Refusal::BadCredential("s1".into()))
+        );
+        assert_eq!(
+            check_hello(&hello("s3", "one"), sites),
+            Err(Refusal::NotEnrolled("s3".into()))
+        );
+        assert_eq!(
+            check_hello(&hello("nowhere", "one"), sites),
+            Err(Refusal::UnknownSite("nowhere".into()))
+        );
+        let mut old = hello("s1", "one");
+        old.version = 0;
+        assert_eq!(check_hello(&old, sites), Err(Refusal::Version(0)));
+        let mut mirrored = hello("s1", "one");
+        mirrored.role = Role::Server;
+        assert_eq!(check_hello(&mirrored, sites), Err(Refusal::Mirrored));
+    }
+
+    #[test]
+    fn messages_round_trip_through_json() {
+        let msgs = vec![
+            FromAgent::Hello(hello("s1", "x")),
+            FromAgent::Answer {
+                id: 3,
+                result: Ok(Answer::States(vec![
+                    RemoteState::Running,
+                    RemoteState::Failed("exit 3".into()),
+                ])),
+            },
+            FromAgent::Answer {
+                id: 4,
+                result: Err(CallError::Rejected("too big".into())),
+            },
+            FromAgent::Relay {
+                id: 5,
+                method: "POST".into(),
+                path: "/v1/jobs/2/barrier".into(),
+                authorization: Some("Bearer s".into()),
+                body: "{}".into(),
+            },
+        ];
+        for m in msgs {
+            let text = serde_json::to_string(&m).unwrap();
+            assert_eq!(serde_json::from_str::<FromAgent>(&text).unwrap(), m);
+        }
+        let calls = vec![
+            Call::Submit(Box::default()),
+            Call::Query(vec!["12".into()]),
+            Call::Cancel("12".into()),
+            Call::CancelUnrecorded {
+                job: 1,
+                component: 2,
+                launch: 3,
+            },
+            Call::Load,
+        ];
+        for call in calls {
+            let m = ToAgent::Call { id: 9, call };
+            let text = serde_json::to_string(&m).unwrap();
+            assert_eq!(serde_json::from_str::<ToAgent>(&text).unwrap(), m);
+        }
+        assert!(serde_json::from_str::<ToAgent>("{\"type\":\"nonsense\"}").is_err());
+    }
+
+    #[test]
+    fn only_barrier_and_rendezvous_calls_are_relayed() {
+        assert!(relayable("POST", "/v1/jobs/12/barrier"));
+        assert!(relayable("PUT", "/v1/jobs/12/kv/a%2Fb"));
+        assert!(relayable("GET", "/v1/jobs/12/kv/x?wait_ms=100"));
+        for (m, p) in [
+            ("GET", "/v1/jobs"),
+            ("DELETE", "/v1/jobs/12"),
+            ("GET", "/v1/jobs/12/barrier"),
+            ("POST", "/v1/jobs/x/barrier"),
+            ("GET", "/v1/jobs/12/kv/"),
+            ("GET", "/v1/sites"),
+            ("POST", "/v1/jobs/1/edit"),
+        ] {
+            assert!(!relayable(m, p), "{m} {p}");
+        }
+    }
+
+    #[test]
+    fn tokens_round_trip_and_bad_ones_say_why() {
+        let t = EnrolToken {
+            server: "wss://10.200.0.1:7443".into(),
+            fingerprint: "sha256:ab".into(),
+            site: "s1".into(),
+            secret: "x".into(),
+        };
+        assert_eq!(EnrolToken::decode(&format!("{}\n", t.encode())), Ok(t));
+        for bad in ["", "hello", "coalloc-agent-1.!!!", "coalloc-agent-1.e30"] {
+            assert!(EnrolToken::decode(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn constant_time_equality_is_equality() {
+        assert!(constant_time_eq("abc", "abc"));
+        assert!(!constant_time_eq("abc", "abd"));
+        assert!(!constant_time_eq("abc", "ab"));
+    }
+}
