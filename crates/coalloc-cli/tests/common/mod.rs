@@ -31,3 +31,4 @@ pub fn stdout(out: &Output) -> String {
 pub mod agents;
 pub mod server;
 pub mod slurm;
+pub mod agent_rig;

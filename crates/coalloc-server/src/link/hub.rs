@@ -116,6 +116,7 @@ impl Hub {
             let Ok((stream, peer)) = listener.accept().await else {
                 continue;
             };
+            let _ = stream.set_nodelay(true);
             let (hub, acceptor, router, driver) = (
                 self.clone(),
                 acceptor.clone(),

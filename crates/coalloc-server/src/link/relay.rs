@@ -70,6 +70,10 @@ impl Relay {
             )
             .fallback(handle)
             .with_state(self);
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("the relay stopped: {e}");
         }

@@ -1,0 +1,224 @@
+//! Site-agent benchmarks (issue 16), run by `bench/agents.sh`:
+//!
+//! 1. the agent hop: co-allocation latency (submit -> barrier released, the server's own
+//!    timestamps) of jobs of k one-process components (`coalloc-barrier`), k = 1, 4, 16, 25,
+//!    on three local sites of 25 slots reached directly, and on the same three sites reached
+//!    through `coalloc agent` processes on this host; the two servers run side by side and
+//!    their samples alternate;
+//! 2. with `--slurm BASE` (a rig of scripts/slurm/up.sh with clusters alpha, beta, gamma):
+//!    the same latency for k = 1, 3, 6 components spread round-robin over the three Slurm
+//!    clusters through their agents (`launch = "allocation"`), each sample started at a random
+//!    moment on quiet clusters, as bench/slurm.sh does; bench/agents.sh then runs
+//!    bench/slurm-diag/steps.sh for Slurm's own floor of the same launches.
+//!
+//! Usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE]
+
+#[path = "shared/bench_server.rs"]
+mod bench_server;
+
+use bench_server::{arg, Server};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// An agent process, killed on drop.
+struct Agent(Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Enrol `site` on `s` and start its agent with the manager table `manager`.
+fn agent(coalloc: &str, s: &Server, dir: &Path, site: &str, n: u32, manager: &str) -> Agent {
+    let out = Command::new(coalloc)
+        .args(["site", "add", site, "--state-dir"])
+        .arg(&s.state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d = dir.join(format!("agent-{site}"));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("token"), &out.stdout).unwrap();
+    std::fs::write(
+        d.join("agent.toml"),
+        format!(
+            "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n[[site]]\nname = \"{site}\"\nprocessors = {n}\nmanager = {manager}\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(coalloc)
+        .arg("agent")
+        .arg("--token-file")
+        .arg(d.join("token"))
+        .arg("--config")
+        .arg(d.join("agent.toml"))
+        .arg("--state-dir")
+        .arg(d.join("state"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    Agent(child)
+}
+
+fn wait_links(s: &Server, n: usize) {
+    let t = Instant::now();
+    loop {
+        let v = s.call("GET", "/v1/sites", None);
+        let up = v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["link"]["connected"] == true)
+            .count();
+        if up == n {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "agents not connected: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Submit `job`, wait for its end; barrier_release - submit in ms.
+fn latency(s: &Server, job: &Value) -> f64 {
+    let id = s.call("POST", "/v1/jobs", Some(&job.to_string()))["job"]
+        .as_u64()
+        .expect("submitted");
+    let j = loop {
+        let j = s.call("GET", &format!("/v1/jobs/{id}"), None);
+        if j["state"] == "finished" || j["state"] == "failed" {
+            break j;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert_eq!(j["state"], "finished", "{j}");
+    (j["barrier_release"].as_i64().unwrap() - j["submit"].as_i64().unwrap()) as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn config(sites: &[(&str, u32, &str)]) -> String {
+    let mut c = String::from(
+        "[server]\nmonitor_interval = \"100ms\"\nagent_bind = \"127.0.0.1:0\"\nheartbeat = \"1s\"\n",
+    );
+    for (name, n, manager) in sites {
+        c += &format!("[[site]]\nname = \"{name}\"\nprocessors = {n}\nmanager = {manager}\n");
+    }
+    c + "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n"
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let coalloc = args
+        .get(1)
+        .expect("usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE]")
+        .clone();
+    let reps = arg(&args, "--reps", 10);
+    let slurm = args
+        .iter()
+        .position(|a| a == "--slurm")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let base = std::env::temp_dir().join(format!("coalloc-agent-bench-{}", std::process::id()));
+    let barrier = PathBuf::from(&coalloc)
+        .with_file_name("coalloc-barrier")
+        .display()
+        .to_string();
+    let local = "{ type = \"local\" }";
+    let agent_site = "{ type = \"agent\" }";
+    let names = ["alpha", "beta", "gamma"];
+
+    // 1. The agent hop on local sites.
+    let direct = Server::start(
+        &coalloc,
+        &base.join("direct"),
+        &config(&names.map(|n| (n, 25, local))),
+    );
+    let remote = Server::start(
+        &coalloc,
+        &base.join("agents"),
+        &config(&names.map(|n| (n, 25, agent_site))),
+    );
+    let _agents: Vec<Agent> = names
+        .iter()
+        .map(|n| agent(&coalloc, &remote, &base.join("agents"), n, 25, local))
+        .collect();
+    wait_links(&remote, 3);
+    println!("component: `{barrier}`, {reps} samples of each, alternating\n");
+    println!("| components | direct: median ms | through agents: median ms | agent hop (difference of medians) ms |");
+    println!("| ---: | ---: | ---: | ---: |");
+    for k in [1usize, 4, 16, 25] {
+        let comps: Vec<Value> = (0..k)
+            .map(|_| json!({"count": 1, "job_type": "single", "executable": barrier}))
+            .collect();
+        let job = json!({"kind": "unordered", "component": comps});
+        let (mut d, mut a) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            d.push(latency(&direct, &job));
+            a.push(latency(&remote, &job));
+        }
+        let (md, ma) = (median(&mut d), median(&mut a));
+        println!("| {k} | {md:.0} | {ma:.0} | {:+.0} |", ma - md);
+    }
+    drop(_agents);
+    drop(remote);
+    drop(direct);
+
+    // 2. Slurm sites through agents.
+    if let Some(rig) = slurm {
+        let manager = |n: &str| {
+            format!(
+                "{{ type = \"slurm\", slurm_conf = \"{}\", launch = \"allocation\" }}",
+                rig.join(n).join("slurm.conf").display()
+            )
+        };
+        let s = Server::start(
+            &coalloc,
+            &base.join("slurm"),
+            &config(&names.map(|n| (n, 32, agent_site))),
+        );
+        let _agents: Vec<Agent> = names
+            .iter()
+            .map(|n| agent(&coalloc, &s, &base.join("slurm"), n, 32, &manager(n)))
+            .collect();
+        wait_links(&s, 3);
+        println!("\nSlurm sites through agents (launch = \"allocation\"), {reps} samples of each\n");
+        println!("| components | through agents: median ms | min | max |");
+        println!("| ---: | ---: | ---: | ---: |");
+        for k in [1usize, 3, 6] {
+            let comps: Vec<Value> = (0..k)
+                .map(|i| json!({"site": names[i % 3], "count": 1, "job_type": "single", "executable": barrier}))
+                .collect();
+            let job = json!({"kind": "ordered", "max_wall_time": "2m", "component": comps});
+            let mut v = Vec::new();
+            for _ in 0..reps {
+                // A random moment on quiet clusters (bench/slurm.sh's SETTLE).
+                let r = f64::from(std::process::id() as u16 ^ (v.len() as u16 * 7919)) / 65536.0;
+                std::thread::sleep(Duration::from_secs_f64(0.3 + r));
+                v.push(latency(&s, &job));
+            }
+            let (lo, hi) = (
+                v.iter().cloned().fold(f64::MAX, f64::min),
+                v.iter().cloned().fold(0.0, f64::max),
+            );
+            println!("| {k} | {:.0} | {lo:.0} | {hi:.0} |", median(&mut v));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
