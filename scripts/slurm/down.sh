@@ -46,6 +46,11 @@ stop() { # stop PIDFILE COMM WHAT: SIGTERM, up to 15 s, then SIGKILL
     log "stopped $what (pid $pid)"
 }
 
+# in_ctld_ns CMD...: run a client in the network namespace of slurmctld (pid $ctld), where
+# it surely reaches it: up.sh's NETNS, if any, found from the process, so that even a
+# namespace whose name is already deleted works
+in_ctld_ns() { nsenter --net="/proc/$ctld/ns/net" -- "$@"; }
+
 clusters=()
 for conf in "$BASE"/*/slurm.conf; do
     [ -f "$conf" ] && clusters+=("$(basename "$(dirname "$conf")")")
@@ -55,13 +60,13 @@ for name in "${clusters[@]}"; do
     dir="$BASE/$name"
     export SLURM_CONF="$dir/slurm.conf"
     # 1. cancel every job the controller still runs or queues; wait for them to end
-    if pid_of "$dir/run/slurmctld.pid" slurmctld >/dev/null; then
-        ids=$(timeout 20 squeue -h -t PD,R,CG,S,CF,RQ,RS,RF,SE,SO,ST -o %i 2>/dev/null | tr '\n' ' ')
+    if ctld=$(pid_of "$dir/run/slurmctld.pid" slurmctld); then
+        ids=$(in_ctld_ns timeout 20 squeue -h -t PD,R,CG,S,CF,RQ,RS,RF,SE,SO,ST -o %i 2>/dev/null | tr '\n' ' ')
         if [ -n "${ids// /}" ]; then
             # shellcheck disable=SC2086
-            timeout 20 scancel $ids 2>/dev/null
+            in_ctld_ns timeout 20 scancel $ids 2>/dev/null
             for ((i = 0; i < 100; i++)); do   # up to 10 s
-                [ -z "$(timeout 10 squeue -h -t R,CG,S,CF -o %i 2>/dev/null)" ] && break
+                [ -z "$(in_ctld_ns timeout 10 squeue -h -t R,CG,S,CF -o %i 2>/dev/null)" ] && break
                 sleep 0.1
             done
             log "$name: cancelled jobs ${ids% }"
