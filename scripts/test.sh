@@ -7,6 +7,8 @@
 #
 #   bash scripts/test.sh                 # everything
 #   NO_SLURM=1 bash scripts/test.sh      # without the rig (the real-Slurm tests then skip)
+#   NO_AGENTS=1 bash scripts/test.sh     # without the agent rig of scripts/agents/ (network
+#                                        # namespaces; its tests then skip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,11 +18,15 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 rig=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm-test}
+agents=${COALLOC_AGENT_RIG:-/tmp/coalloc-agents-test}
 log=$(mktemp)
 cleanup() {
     rm -f "$log"
     if [ "${NO_SLURM:-0}" != 1 ]; then
         PURGE=1 scripts/slurm/down.sh "$rig" >/dev/null 2>&1 || true
+    fi
+    if [ "${NO_AGENTS:-0}" != 1 ]; then
+        PURGE=1 scripts/agents/down.sh "$agents" >/dev/null 2>&1 || true
     fi
 }
 trap cleanup EXIT
@@ -31,6 +37,21 @@ if [ "${NO_SLURM:-0}" != 1 ]; then
     export COALLOC_SLURM_RIG="$rig"
     # The real-Slurm tests fail, rather than skip, when the rig is not there.
     export COALLOC_REQUIRE_SLURM=1
+fi
+
+if [ "${NO_AGENTS:-0}" != 1 ]; then
+    echo "== bringing up the agent test rig in $agents (network namespaces; Slurm sites with their own munge keys)"
+    agents_status=0
+    scripts/agents/up.sh "$agents" || agents_status=$?
+    if [ "$agents_status" = 0 ]; then
+        export COALLOC_AGENT_RIG="$agents"
+        # The namespace tests fail, rather than skip, when the rig is not there.
+        export COALLOC_REQUIRE_AGENTS=1
+    elif [ "$agents_status" = 77 ]; then
+        echo "== network namespaces cannot be made here: the agent tests over namespaces are skipped"
+    else
+        exit "$agents_status"
+    fi
 fi
 
 status=0

@@ -47,7 +47,11 @@ fn agent(coalloc: &str, s: &Server, dir: &Path, site: &str, n: u32, manager: &st
         .arg(&s.state)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let d = dir.join(format!("agent-{site}"));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("token"), &out.stdout).unwrap();
@@ -87,7 +91,10 @@ fn wait_links(s: &Server, n: usize) {
         if up == n {
             return;
         }
-        assert!(t.elapsed() < Duration::from_secs(30), "agents not connected: {v}");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "agents not connected: {v}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -198,7 +205,9 @@ fn main() {
             .map(|n| agent(&coalloc, &s, &base.join("slurm"), n, 32, &manager(n)))
             .collect();
         wait_links(&s, 3);
-        println!("\nSlurm sites through agents (launch = \"allocation\"), {reps} samples of each\n");
+        println!(
+            "\nSlurm sites through agents (launch = \"allocation\"), {reps} samples of each\n"
+        );
         println!("| components | through agents: median ms | min | max |");
         println!("| ---: | ---: | ---: | ---: |");
         for k in [1usize, 3, 6] {

@@ -319,19 +319,24 @@ fn silent_link(name: &str, during_run: bool) {
     wait_link(&s, "s1", true, 20);
     wait_link(&s, "s2", true, 20);
     let mark = mark_dir(&s);
-    let then = "if [ $COALLOC_SITE = s1 ]; then sleep 120; else sleep 1; fi";
+    // Only the placement after the freeze finds its go file: the first one runs on.
+    let then = format!(
+        "if [ -e {}/go-$COALLOC_SITE ]; then sleep 1; else sleep 120; fi",
+        mark.display()
+    );
     let gate = !during_run;
     let id = s.submit(&job(vec![
-        comp(&mark, 6, gate, then),
-        comp(&mark, 4, gate, then),
+        comp(&mark, 6, gate, &then),
+        comp(&mark, 4, gate, &then),
     ]));
     let first = s.wait_for(id, 30, "on s1", |j| {
         let c = j["components"].as_array().unwrap();
-        c.iter().any(|c| c["site"] == "s1") && c.iter().all(|c| c["state"] == "started")
+        c.iter().any(|c| c["site"] == "s1")
+            && match during_run {
+                true => j["state"] == "running",
+                false => c.iter().all(|c| c["state"] == "started"),
+            }
     });
-    if during_run {
-        s.wait_for(id, 30, "running", |j| j["state"] == "running");
-    }
     let orphan = starts(&mark)[&(id, 0)][0].clone();
     assert_eq!(orphan.1, "s1", "{first}");
     a1.signal("-STOP");

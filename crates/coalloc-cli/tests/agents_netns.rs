@@ -26,7 +26,10 @@ fn server(rig: &AgentRig, name: &str, grace: &str) -> Server {
             "[[site]]\nname = \"{site}\"\nprocessors = {n}\nmanager = {{ type = \"agent\", grace = \"{grace}\" }}\n"
         );
     }
-    Server::start(name, &(c + "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n"))
+    Server::start(
+        name,
+        &(c + "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n"),
+    )
 }
 
 /// Start the agents of the rig's three sites.
@@ -105,7 +108,10 @@ fn poisson_is_co_allocated_over_three_sites_through_their_agents() {
     for (i, site) in [(0, "s1"), (1, "s2")] {
         let remote = j["components"][i]["remote"].as_str().unwrap().to_string();
         let state = rig.slurm(site, "scontrol", &["show", "job", "-o", &remote]);
-        assert!(state.contains("JobState=COMPLETED"), "{site} {remote}: {state}");
+        assert!(
+            state.contains("JobState=COMPLETED"),
+            "{site} {remote}: {state}"
+        );
     }
 }
 
@@ -125,12 +131,20 @@ fn a_job_on_the_cut_off_compute_side_needs_only_the_relay() {
         AgentRig::exec(
             &compute,
             "timeout",
-            &["3", "bash", "-c", &format!("exec 3<>/dev/tcp/{addr}/{port}")],
+            &[
+                "3",
+                "bash",
+                "-c",
+                &format!("exec 3<>/dev/tcp/{addr}/{port}"),
+            ],
         )
         .status
         .success()
     };
-    assert!(!tcp(&rig.server_addr(), &agent_port), "the compute side reaches the server");
+    assert!(
+        !tcp(&rig.server_addr(), &agent_port),
+        "the compute side reaches the server"
+    );
     assert!(tcp(&s2.compute_addr, &RELAY_PORT.to_string()), "no relay");
     let probe = format!(
         "(timeout 3 bash -c 'exec 3<>/dev/tcp/{}/{agent_port}' && echo direct:reached || echo direct:unreachable)",
@@ -186,7 +200,11 @@ fn mark_dir(s: &Server) -> std::path::PathBuf {
 fn wait_file(p: &std::path::Path, secs: u64) {
     let t = Instant::now();
     while !p.exists() {
-        assert!(t.elapsed() < Duration::from_secs(secs), "no {}", p.display());
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "no {}",
+            p.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -209,11 +227,17 @@ fn kill_9_of_a_slurm_sites_agent_and_of_the_server_loses_nothing_and_starts_noth
         "kind": "ordered", "max_wall_time": "3m", "component": [c("s1"), c("s2"), c("s3")],
     }));
     s.wait_for(id, 60, "started everywhere", |j| {
-        j["components"].as_array().unwrap().iter().all(|c| c["state"] == "started")
+        j["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "started")
     });
     // s1's component checks in; its agent dies while it waits at the barrier.
     std::fs::write(mark.join("go-s1"), "").unwrap();
-    s.wait_for(id, 30, "s1 ready", |j| j["components"][0]["state"] == "ready");
+    s.wait_for(id, 30, "s1 ready", |j| {
+        j["components"][0]["state"] == "ready"
+    });
     a[0].kill();
     std::thread::sleep(Duration::from_secs(1));
     a[0].restart();
@@ -233,7 +257,11 @@ fn kill_9_of_a_slurm_sites_agent_and_of_the_server_loses_nothing_and_starts_noth
     let j = s.wait_ended(id, 90);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
     let starts = std::fs::read_to_string(mark.join("starts")).unwrap();
-    assert_eq!(starts.lines().count(), 3, "each component started once:\n{starts}");
+    assert_eq!(
+        starts.lines().count(),
+        3,
+        "each component started once:\n{starts}"
+    );
     let launches: Vec<u64> = j["components"]
         .as_array()
         .unwrap()
@@ -254,16 +282,25 @@ fn cut_link(name: &str, during_run: bool) {
     let s = server(&rig, name, "3s");
     let _a = agents(&rig, &s);
     let mark = mark_dir(&s);
-    let then = "if [ $COALLOC_SITE = s1 ]; then sleep 120; else sleep 1; fi";
+    // Only the placement after the cut finds its go file: the first one runs on.
+    let then = format!(
+        "if [ -e {}/go-$COALLOC_SITE ]; then sleep 1; else sleep 120; fi",
+        mark.display()
+    );
+    let then = then.as_str();
     let gate = !during_run;
     // 20 processors go to s1 (first of the two largest), 10 to s2; re-placed: s2 and s3.
     let id = s.submit(&json!({
         "kind": "unordered", "max_wall_time": "3m",
         "component": [gated(&mark, 20, gate, then), gated(&mark, 10, gate, then)],
     }));
-    let j = s.wait_for(id, 60, "started", |j| {
-        j["components"].as_array().unwrap().iter().all(|c| c["state"] == "started")
-            && (!during_run || j["state"] == "running")
+    let j = s.wait_for(id, 60, "started", |j| match during_run {
+        true => j["state"] == "running",
+        false => j["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "started"),
     });
     assert_eq!(component_sites(&j), ["s1", "s2"], "{j}");
     let orphan = j["components"][0]["remote"].as_str().unwrap().to_string();
@@ -286,7 +323,11 @@ fn cut_link(name: &str, during_run: bool) {
     let mut used = component_sites(&j);
     used.sort();
     assert_eq!(used, ["s2", "s3"], "{j}");
-    assert_eq!(rig.active_jobs("s1"), [orphan.clone()], "the orphan runs on, cut off");
+    assert_eq!(
+        rig.active_jobs("s1"),
+        [orphan.clone()],
+        "the orphan runs on, cut off"
+    );
     rig.link("s1", true);
     wait_link(&s, "s1", true, 60);
     let t = Instant::now();

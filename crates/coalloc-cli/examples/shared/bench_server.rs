@@ -98,4 +98,3 @@ pub fn arg(args: &[String], name: &str, default: usize) -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
-

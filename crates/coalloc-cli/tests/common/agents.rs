@@ -163,7 +163,8 @@ impl Drop for AgentProc {
     }
 }
 
-/// Wait until site `site` of `server` has its agent's link up (or down).
+/// Wait until site `site` of `server` has its agent's link up (and the site is healthy
+/// again: its monitor read the site through the link), or down.
 pub fn wait_link(server: &Server, site: &str, connected: bool, secs: u64) {
     let t = Instant::now();
     loop {
@@ -175,7 +176,9 @@ pub fn wait_link(server: &Server, site: &str, connected: bool, secs: u64) {
             .find(|s| s["name"] == site)
             .unwrap()
             .clone();
-        if s["link"]["connected"].as_bool() == Some(connected) {
+        if s["link"]["connected"].as_bool() == Some(connected)
+            && (!connected || s["healthy"] == true)
+        {
             return;
         }
         assert!(

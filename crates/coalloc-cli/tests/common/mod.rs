@@ -28,7 +28,7 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
+pub mod agent_rig;
 pub mod agents;
 pub mod server;
 pub mod slurm;
-pub mod agent_rig;

@@ -461,10 +461,7 @@ mod tests {
                 format!("[agent]\nrelay_bind = \"0.0.0.0:7100\"\n{SITE}"),
                 "relay_url",
             ),
-            (
-                format!("{SITE}{}", SITE.replace("s1", "s2")),
-                "exactly one",
-            ),
+            (format!("{SITE}{}", SITE.replace("s1", "s2")), "exactly one"),
             (
                 "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = { type = \"agent\" }\n".into(),
                 "manager.type",
