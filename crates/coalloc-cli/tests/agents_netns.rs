@@ -40,7 +40,7 @@ fn agents(rig: &AgentRig, s: &Server) -> Vec<AgentProc> {
         .map(|site| {
             // Where the site's processes run, for the Poisson strips' own listening address.
             let host = match &site.compute_netns {
-                Some(_) => format!("{}.2", site.compute_addr.rsplitn(2, '.').nth(1).unwrap()),
+                Some(_) => format!("{}.2", site.compute_addr.rsplit_once('.').unwrap().0),
                 None => site.compute_addr.clone(),
             };
             let manager = match &site.slurm_conf {
@@ -304,7 +304,7 @@ fn cut_link(name: &str, during_run: bool) {
     });
     assert_eq!(component_sites(&j), ["s1", "s2"], "{j}");
     let orphan = j["components"][0]["remote"].as_str().unwrap().to_string();
-    assert_eq!(rig.active_jobs("s1"), [orphan.clone()]);
+    assert_eq!(rig.active_jobs("s1"), std::slice::from_ref(&orphan));
     rig.link("s1", false);
     let t = Instant::now();
     loop {
@@ -325,7 +325,7 @@ fn cut_link(name: &str, during_run: bool) {
     assert_eq!(used, ["s2", "s3"], "{j}");
     assert_eq!(
         rig.active_jobs("s1"),
-        [orphan.clone()],
+        std::slice::from_ref(&orphan),
         "the orphan runs on, cut off"
     );
     rig.link("s1", true);

@@ -77,7 +77,7 @@ impl AgentRig {
     /// The server's address on the bridge (the root namespace's side).
     pub fn server_addr(&self) -> String {
         let a = &self.sites[0].login_addr;
-        format!("{}.1", a.rsplitn(2, '.').nth(1).unwrap())
+        format!("{}.1", a.rsplit_once('.').unwrap().0)
     }
 
     /// Run a command inside a namespace.
