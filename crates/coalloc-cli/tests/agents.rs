@@ -397,3 +397,45 @@ fn a_link_silent_past_its_grace_period_during_claiming_re_places_the_job_and_can
 fn a_link_silent_past_its_grace_period_during_a_run_re_places_the_job_and_cancels_the_orphan() {
     silent_link("agent-silent-run", true);
 }
+
+#[test]
+fn a_launch_the_server_never_recorded_is_cancelled_at_its_agent_after_a_restart() {
+    let mut s = Server::start("agent-unrecorded", &config([2, 2, 2], "20s"));
+    let _a1 = AgentProc::start(&s, "s1", &agent_config("s1", 2), None);
+    wait_link(&s, "s1", true, 20);
+    let runs = s.dir.parent().unwrap().join("runs.log");
+    let cmd = format!(
+        "echo start $$ >> {0}; sleep 3; echo end $$ >> {0}",
+        runs.display()
+    );
+    let mut c = comp(&mark_dir(&s), 1, false, &cmd);
+    c["site"] = json!("s1");
+    let id = s.submit(&json!({ "kind": "ordered", "max_wall_time": "2m", "component": [c] }));
+    s.wait_for(id, 30, "running", |j| j["state"] == "running");
+    s.kill();
+    // A crash after the agent accepted the launch but before the server journaled its
+    // answer leaves the journal without the launch's `launched` entry: make it so.
+    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
+    let removed = journal
+        .execute(
+            r#"DELETE FROM journal WHERE entry LIKE '%"e":"launched"%'"#,
+            [],
+        )
+        .unwrap();
+    assert_eq!(removed, 1);
+    drop(journal);
+    s.restart();
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert_eq!(j["components"][0]["site"], "s1", "{j}");
+    // Longer than the lost launch would have gone on running.
+    std::thread::sleep(Duration::from_secs(4));
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let count = |word: &str| text.lines().filter(|l| l.starts_with(word)).count();
+    assert_eq!(count("start"), 2, "the lost launch and its replacement: {text}");
+    assert_eq!(
+        count("end"),
+        1,
+        "the lost launch was cancelled at the agent's site, not left running beside its replacement: {text}"
+    );
+}
