@@ -147,6 +147,27 @@ fn components_on_agent_sites_reach_the_barrier_and_the_store_through_their_agent
     for x in ["s1", "s2", "alpha"] {
         assert!(out.contains(&format!("hi-{x}")), "{c2}: {out:?}");
     }
+    // Through the relay, a job's secret is needed, and only the barrier and the store pass.
+    let relay = by_site["s1"].clone();
+    let http = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let status = |path: &str, token: &str| {
+        http.get(format!("{relay}{path}"))
+            .header("Authorization", format!("Bearer {token}"))
+            .call()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(status(&format!("/v1/jobs/{id}/kv/from-s1"), &s.token), 200);
+    assert_eq!(
+        status(&format!("/v1/jobs/{id}/kv/from-s1"), "not-a-secret"),
+        403
+    );
+    assert_eq!(status("/v1/jobs", &s.token), 404, "the API is not relayed");
+    assert_eq!(status(&format!("/v1/jobs/{id}"), &s.token), 404);
     // The sites table shows the agents' links.
     assert_eq!(site_of(&s, "s1")["backend"], "agent");
     assert_eq!(site_of(&s, "s1")["link"]["connected"], true);
@@ -432,7 +453,11 @@ fn a_launch_the_server_never_recorded_is_cancelled_at_its_agent_after_a_restart(
     std::thread::sleep(Duration::from_secs(4));
     let text = std::fs::read_to_string(&runs).unwrap();
     let count = |word: &str| text.lines().filter(|l| l.starts_with(word)).count();
-    assert_eq!(count("start"), 2, "the lost launch and its replacement: {text}");
+    assert_eq!(
+        count("start"),
+        2,
+        "the lost launch and its replacement: {text}"
+    );
     assert_eq!(
         count("end"),
         1,
