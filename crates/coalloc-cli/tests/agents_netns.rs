@@ -350,3 +350,49 @@ fn a_link_cut_during_claiming_re_places_the_job_and_the_orphan_is_cancelled_at_i
 fn a_link_cut_during_a_run_re_places_the_job_and_the_orphan_is_cancelled_at_its_slurm() {
     cut_link("agents-cut-run", true);
 }
+
+#[test]
+fn each_slurm_site_refuses_a_client_that_holds_the_other_sites_munge_key() {
+    let Some(rig) = AgentRig::begin("agents-munge") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("coalloc-munge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (a, b) in [("s1", "s2"), ("s2", "s1")] {
+        let (sa, sb) = (rig.site(a), rig.site(b));
+        let conf_b = std::fs::read_to_string(sb.slurm_conf.as_ref().unwrap()).unwrap();
+        let socket_a = rig.base().join(a).join("munge/munge.socket");
+        let forged: String = conf_b
+            .lines()
+            .map(|l| match l.starts_with("AuthInfo=") {
+                true => format!("AuthInfo=socket={}\n", socket_a.display()),
+                false => format!("{l}\n"),
+            })
+            .collect();
+        let conf = dir.join(format!("{a}-at-{b}.conf"));
+        std::fs::write(&conf, forged).unwrap();
+        let sinfo = |c: &std::path::Path| {
+            AgentRig::exec(
+                &sa.netns,
+                "env",
+                &[
+                    &format!("SLURM_CONF={}", c.display()),
+                    "sinfo",
+                    "-h",
+                    "-o",
+                    "%C",
+                ],
+            )
+        };
+        // b's controller is reachable from a's namespace with b's own key...
+        let control = sinfo(sb.slurm_conf.as_ref().unwrap());
+        assert!(control.status.success(), "{a} -> {b}: {control:?}");
+        // ...and refuses a's.
+        let refused = sinfo(&conf);
+        assert!(
+            !refused.status.success(),
+            "{b} accepted a client of {a}: {refused:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
