@@ -113,6 +113,13 @@ pub trait Backend: Send + Sync {
     fn submits_in_parallel(&self) -> bool {
         true
     }
+    /// Submit a burst of components, in order (what the server does with a job's components
+    /// on one site when [`Backend::submits_in_parallel`] is false); one result each, in
+    /// the same order. The default submits them one after another; a remote site sends the
+    /// burst in one message.
+    fn submit_many(&self, requests: &[SubmitRequest]) -> Vec<Result<RemoteId, BackendError>> {
+        requests.iter().map(|r| self.submit(r)).collect()
+    }
     /// Whether [`Backend::query`] still answers, and at once, when [`Backend::load`] has
     /// failed. A resource manager that is down fails both slowly, so by default the monitor
     /// does not ask for states after a failed load; a remote site whose link is gone answers

@@ -82,9 +82,12 @@ impl SiteWorker {
                             }
                             let (b, d) = (backend.clone(), driver.clone());
                             std::thread::spawn(move || {
+                                let burst: Vec<SubmitRequest> =
+                                    burst.into_iter().map(|r| *r).collect();
                                 let all = burst
-                                    .into_iter()
-                                    .map(|req| (req.launch, b.submit(&req)))
+                                    .iter()
+                                    .map(|r| r.launch)
+                                    .zip(b.submit_many(&burst))
                                     .collect();
                                 let _ = d.send(Msg::Site(Report::SubmittedMany(all)));
                             });

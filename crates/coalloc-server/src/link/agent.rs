@@ -333,29 +333,28 @@ impl Agent {
 
     /// Carry out one of the server's calls on the site's backend (blocking).
     fn execute(&self, call: Call) -> Result<Answer, CallError> {
-        let err = |e: BackendError| match e {
-            BackendError::Rejected(m) => CallError::Rejected(m),
-            other => CallError::Unavailable(other.to_string()),
-        };
+        let err = call_error;
         match call {
-            Call::Submit(req) => {
-                if let Some(h) = self.held.get(req.launch) {
-                    return Ok(Answer::Submitted(h.remote));
-                }
-                let req = self.localize(*req);
-                let remote = self.backend.submit(&req).map_err(err)?;
-                let h = HeldLaunch {
-                    launch: req.launch,
-                    job: req.job,
-                    component: req.component,
-                    remote: remote.clone(),
+            Call::Submit(req) => self.submit(*req).map(Answer::Submitted),
+            Call::SubmitMany(reqs) => {
+                let all = if self.backend.submits_in_parallel() {
+                    std::thread::scope(|sc| {
+                        let hs: Vec<_> = reqs
+                            .into_iter()
+                            .map(|r| sc.spawn(move || self.submit(r)))
+                            .collect();
+                        hs.into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|_| {
+                                    Err(CallError::Unavailable("a submission panicked".into()))
+                                })
+                            })
+                            .collect()
+                    })
+                } else {
+                    reqs.into_iter().map(|r| self.submit(r)).collect()
                 };
-                if let Err(e) = self.held.made(h) {
-                    // Not recorded: it must not run unknown to a restarted agent.
-                    let _ = self.backend.cancel(&remote);
-                    return Err(CallError::Unavailable(format!("recording the launch: {e}")));
-                }
-                Ok(Answer::Submitted(remote))
+                Ok(Answer::SubmittedMany(all))
             }
             Call::Query(ids) => {
                 let states = self.backend.query(&ids).map_err(err)?;
@@ -393,6 +392,28 @@ impl Agent {
         }
     }
 
+    /// Submit one component, once: a launch already made answers with its id (a repeated
+    /// submission after a lost answer starts nothing).
+    fn submit(&self, req: SubmitRequest) -> Result<String, CallError> {
+        if let Some(h) = self.held.get(req.launch) {
+            return Ok(h.remote);
+        }
+        let req = self.localize(req);
+        let remote = self.backend.submit(&req).map_err(call_error)?;
+        let h = HeldLaunch {
+            launch: req.launch,
+            job: req.job,
+            component: req.component,
+            remote: remote.clone(),
+        };
+        if let Err(e) = self.held.made(h) {
+            // Not recorded: it must not run unknown to a restarted agent.
+            let _ = self.backend.cancel(&remote);
+            return Err(CallError::Unavailable(format!("recording the launch: {e}")));
+        }
+        Ok(remote)
+    }
+
     /// A request as this site runs it: the server's URL replaced by the relay's in the
     /// component's configuration, the site's own environment added, and the output files
     /// in the agent's state directory.
@@ -419,6 +440,13 @@ impl Agent {
             }
         }
         req
+    }
+}
+
+fn call_error(e: BackendError) -> CallError {
+    match e {
+        BackendError::Rejected(m) => CallError::Rejected(m),
+        other => CallError::Unavailable(other.to_string()),
     }
 }
 

@@ -56,6 +56,8 @@ pub struct Hello {
 #[serde(rename_all = "snake_case")]
 pub enum Call {
     Submit(Box<SubmitRequest>),
+    /// A burst of one job's components on this site, answered by [`Answer::SubmittedMany`].
+    SubmitMany(Vec<SubmitRequest>),
     Query(Vec<String>),
     Cancel(String),
     CancelUnrecorded {
@@ -71,6 +73,7 @@ pub enum Call {
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
     Submitted(String),
+    SubmittedMany(Vec<Result<String, CallError>>),
     States(Vec<RemoteState>),
     Done,
     Load(SiteLoad),
@@ -333,6 +336,7 @@ mod tests {
         }
         let calls = vec![
             Call::Submit(Box::default()),
+            Call::SubmitMany(vec![SubmitRequest::default(); 2]),
             Call::Query(vec!["12".into()]),
             Call::Cancel("12".into()),
             Call::CancelUnrecorded {

@@ -218,6 +218,42 @@ impl Backend for AgentBackend {
         }
     }
 
+    /// A job's components on this site go out in one message (the site worker collects
+    /// them, see [`AgentBackend::submits_in_parallel`]); the agent submits them as its own
+    /// backend prefers.
+    fn submit_many(&self, requests: &[SubmitRequest]) -> Vec<Result<RemoteId, BackendError>> {
+        let answer = self
+            .0
+            .call(Call::SubmitMany(requests.to_vec()), self.0.call_timeout);
+        let fail = |e: &BackendError| match e {
+            BackendError::Rejected(m) => BackendError::Rejected(m.clone()),
+            other => BackendError::Unavailable(other.to_string()),
+        };
+        match answer {
+            Ok(Answer::SubmittedMany(all)) if all.len() == requests.len() => all
+                .into_iter()
+                .map(|r| {
+                    r.map_err(|e| match e {
+                        CallError::Rejected(m) => BackendError::Rejected(m),
+                        CallError::Unavailable(m) => BackendError::Unavailable(m),
+                    })
+                })
+                .collect(),
+            Ok(other) => {
+                let e = BackendError::Unavailable(format!(
+                    "the agent answered a burst of submissions with {other:?}"
+                ));
+                requests.iter().map(|_| Err(fail(&e))).collect()
+            }
+            Err(e) => requests.iter().map(|_| Err(fail(&e))).collect(),
+        }
+    }
+
+    /// Bursts, not one thread per submission: a burst is one message on the link.
+    fn submits_in_parallel(&self) -> bool {
+        false
+    }
+
     fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
         let site = &self.0;
         let asked = site.call(Call::Query(ids.to_vec()), site.call_timeout);
