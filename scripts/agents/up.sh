@@ -44,8 +44,16 @@ NET=${CA_SITES_NET:-10.200}
 CNET=${NET%%.*}.$((${NET#*.} + 1))
 
 # ---------------------------------------------------------------- namespaces
+if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+    [ "${INSTALL:-1}" = 1 ] || die "ip/tc missing and INSTALL=0: install iproute2"
+    log "installing iproute2"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; } >/dev/null ||
+        die "apt-get install iproute2 failed"
+fi
 probe=$P-probe$$
 if ! ip netns add "$probe" 2>/dev/null; then
+    # a failed add may leave its mount point behind (seen in a user namespace)
+    ip netns del "$probe" 2>/dev/null || rm -f "/run/netns/$probe" 2>/dev/null || true
     echo "agents/up.sh: network namespaces cannot be made here (ip netns add failed): skipped" >&2
     exit 77
 fi
