@@ -7,6 +7,7 @@
 //! - [`sites`]: one worker per site between the driver and its backend;
 //! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document;
 //! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
+//! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together.
 
 pub mod api;
@@ -15,6 +16,7 @@ pub mod driver;
 pub mod entry;
 pub mod journal;
 pub mod logs;
+pub mod metrics;
 pub mod server;
 pub mod sites;
 pub mod state;

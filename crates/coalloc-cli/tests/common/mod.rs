@@ -30,3 +30,4 @@ pub fn stdout(out: &Output) -> String {
 }
 pub mod server;
 pub mod slurm;
+pub mod tools;

@@ -8,6 +8,7 @@
 
 mod auth;
 mod jobs;
+mod metrics;
 pub mod openapi;
 mod runtime;
 
@@ -62,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/events", get(jobs::events))
+        .route("/metrics", get(metrics::scrape))
         .route("/v1/jobs/{id}/barrier", post(runtime::barrier))
         .route(
             "/v1/jobs/{id}/kv/{key}",

@@ -34,6 +34,7 @@ impl Driver {
                 Command::ReleaseBarrier { .. } => {}
                 Command::StartTransfer { transfer, .. } => {
                     if !self.replaying {
+                        self.metrics.transfers.inc();
                         self.internal.push_back(Entry::TransferDone {
                             transfer: transfer.0,
                             ok: true,
@@ -144,7 +145,10 @@ impl Driver {
                 let names: Vec<_> = sites.iter().map(|s| site_name(*s)).collect();
                 json!({"event": "placed", "job": job, "sites": names})
             }
-            Notice::Committed { job } => json!({"event": "committed", "job": job}),
+            Notice::Committed { job } => {
+                self.observe_commit(*job);
+                json!({"event": "committed", "job": job})
+            }
             Notice::Requeued { job, reason } => {
                 self.abort_reasons.insert(*job, reason.clone());
                 json!({"event": "requeued", "job": job, "reason": reason})

@@ -15,6 +15,7 @@
 
 mod clouds;
 mod commands;
+mod metrics;
 pub mod msg;
 mod reports;
 mod requests;
@@ -24,6 +25,7 @@ use crate::config::ServerConfig;
 use crate::entry::Entry;
 use crate::journal::{Journal, JournalError, Record};
 use crate::logs::JsonLines;
+use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
 use crate::state::StateDir;
 use coalloc_backends::{Backend, SiteLoad};
@@ -63,6 +65,8 @@ pub struct Shared {
     pub generation: watch::Receiver<u64>,
     /// Job, component and site state changes, as JSON (the event stream).
     pub events: broadcast::Sender<String>,
+    /// The Prometheus metrics (`/metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// The driver's state.
@@ -107,6 +111,7 @@ pub struct Driver {
     results: JsonLines,
     surveillance: JsonLines,
     next_sample: Time,
+    metrics: Arc<Metrics>,
 }
 
 /// The wall clock in milliseconds since the Unix epoch.
@@ -169,6 +174,7 @@ impl Driver {
             generation,
             events: events.clone(),
             next_sample: 0,
+            metrics: Arc::new(Metrics::new()),
             config,
         };
         let replayed = records.len();
@@ -185,12 +191,14 @@ impl Driver {
         d.now = d.now.max(wall_ms());
         d.reconcile();
         tracing::info!(replayed, "journal replayed");
+        let metrics = d.metrics.clone();
         Ok((
             d,
             Shared {
                 tx,
                 generation: generation_rx,
                 events,
+                metrics,
             },
         ))
     }
@@ -345,7 +353,14 @@ impl Driver {
     /// were entries (the state changed).
     fn commit(&mut self) -> bool {
         let changed = !self.pending.is_empty();
-        if let Err(e) = self.journal.append(&self.pending) {
+        let t = std::time::Instant::now();
+        let appended = self.journal.append(&self.pending);
+        if changed {
+            self.metrics
+                .journal_commit
+                .observe(t.elapsed().as_secs_f64());
+        }
+        if let Err(e) = appended {
             // Nothing may be acknowledged that is not on disk: stop here; a restart replays
             // what was committed.
             tracing::error!("{e}");

@@ -67,6 +67,8 @@ pub enum Request {
         usable: bool,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// Bring the metrics that are states up to date (before a scrape).
+    RefreshMetrics { reply: Reply<()> },
 }
 
 /// An edit as the API takes it.

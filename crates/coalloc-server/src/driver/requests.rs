@@ -104,6 +104,10 @@ impl Driver {
                 });
                 let _ = reply.send(v);
             }
+            Request::RefreshMetrics { reply } => {
+                self.refresh_metrics();
+                let _ = reply.send(());
+            }
             Request::Secret { job, secret, reply } => {
                 let r = match self.secrets.get(&job) {
                     None => Err(ApiError::not_found(format!("no job {job}"))),

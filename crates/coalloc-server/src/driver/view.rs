@@ -14,6 +14,15 @@ pub fn phase_name(p: Phase) -> &'static str {
     }
 }
 
+/// A job's state as the API names it: its phase, an ended one told as finished or failed.
+pub fn job_state_name(failed: bool, p: Phase) -> &'static str {
+    match p {
+        Phase::Ended if failed => "failed",
+        Phase::Ended => "finished",
+        p => phase_name(p),
+    }
+}
+
 fn comp_phase_name(p: CompPhase) -> &'static str {
     match p {
         CompPhase::Idle => "idle",
@@ -29,11 +38,7 @@ fn comp_phase_name(p: CompPhase) -> &'static str {
 impl Driver {
     pub(crate) fn job_view(&self, j: &JobState, full: bool) -> Value {
         let r = &j.record;
-        let state = match j.phase {
-            Phase::Ended if self.failed.contains(&j.id) => "failed",
-            Phase::Ended => "finished",
-            p => phase_name(p),
-        };
+        let state = job_state_name(self.failed.contains(&j.id), j.phase);
         let comps: Vec<Value> = j
             .comps
             .iter()
