@@ -45,8 +45,14 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
     let _prom = Guard(
         std::process::Command::new(prometheus)
-            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(std::process::Stdio::null())
             .stderr(log)
@@ -55,7 +61,9 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     );
     // Two co-allocated jobs pass their barriers while Prometheus scrapes.
     for _ in 0..2 {
-        let comps: Vec<Value> = (0..3).map(|_| barrier_component(2, "", "sleep 1")).collect();
+        let comps: Vec<Value> = (0..3)
+            .map(|_| barrier_component(2, "", "sleep 1"))
+            .collect();
         s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
     }
     let base = format!("http://127.0.0.1:{port}");
@@ -67,7 +75,11 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     let t = Instant::now();
     let (latency, idle) = loop {
         let latency = query(&agent, &base, "coalloc_coallocation_latency_seconds_count");
-        let idle = query(&agent, &base, "count_over_time(coalloc_site_idle_processors[1m])");
+        let idle = query(
+            &agent,
+            &base,
+            "count_over_time(coalloc_site_idle_processors[1m])",
+        );
         let done = latency.first().is_some_and(|l| value(l) >= 2.0)
             && idle.len() == 3
             && idle.iter().all(|i| value(i) >= 3.0);

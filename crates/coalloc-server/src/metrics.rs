@@ -172,7 +172,11 @@ impl Metrics {
             "Input file transfers started",
             m.transfers.clone(),
         );
-        r.register("cloud_vms", "Leased VMs of each cloud site", m.cloud_vms.clone());
+        r.register(
+            "cloud_vms",
+            "Leased VMs of each cloud site",
+            m.cloud_vms.clone(),
+        );
         r.register(
             "cloud_cost_dollars",
             "What each cloud site's VMs have cost so far",
@@ -220,9 +224,18 @@ mod tests {
         raise_to(&m.placement_tries, 5);
         raise_to(&m.placement_tries, 3);
         let text = m.encode();
-        assert!(text.contains("# TYPE coalloc_coallocation_latency_seconds histogram"), "{text}");
-        assert!(text.contains("coalloc_coallocation_latency_seconds_bucket{le=\"0.04\"} 1"), "{text}");
-        assert!(text.contains("coalloc_site_idle_processors{site=\"alpha\"} 12"), "{text}");
+        assert!(
+            text.contains("# TYPE coalloc_coallocation_latency_seconds histogram"),
+            "{text}"
+        );
+        assert!(
+            text.contains("coalloc_coallocation_latency_seconds_bucket{le=\"0.04\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("coalloc_site_idle_processors{site=\"alpha\"} 12"),
+            "{text}"
+        );
         assert!(text.contains("coalloc_placement_tries_total 5"), "{text}");
     }
 }

@@ -77,6 +77,11 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn health() -> Json<serde_json::Value> {
-    Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION") }))
+/// Liveness: answers without a token.
+#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, description = "alive", body = crate::views::Health)))]
+pub async fn health() -> Json<crate::views::Health> {
+    Json(crate::views::Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
 }

@@ -16,7 +16,9 @@ impl Driver {
         if let Some(j) = self.core.job(job) {
             let release = j.record.barrier_release().unwrap_or(self.now);
             let ms = (release - j.record.submit).max(0);
-            self.metrics.coallocation_latency.observe(ms as f64 / 1000.0);
+            self.metrics
+                .coallocation_latency
+                .observe(ms as f64 / 1000.0);
         }
     }
 

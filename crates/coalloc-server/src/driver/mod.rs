@@ -19,12 +19,13 @@ mod metrics;
 pub mod msg;
 mod reports;
 mod requests;
+mod results;
 mod view;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
 use crate::journal::{Journal, JournalError, Record};
-use crate::logs::JsonLines;
+use crate::logs::{JsonLines, SiteSample};
 use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
 use crate::state::StateDir;
@@ -83,6 +84,10 @@ pub struct Driver {
     kv: BTreeMap<(u64, String), String>,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
+    /// Every stopped run of the jobs that are not over, for the result log.
+    aborts: BTreeMap<u64, Vec<crate::logs::Abort>>,
+    /// Jobs whose current run has committed (a failure now is after commit).
+    committed: BTreeSet<u64>,
     /// Launches that failed, per site, since this server started (the core's counts are of
     /// consecutive errors and fall back to 0 on a success).
     site_failures: Vec<u64>,
@@ -111,6 +116,8 @@ pub struct Driver {
     results: JsonLines,
     surveillance: JsonLines,
     next_sample: Time,
+    /// The last surveillance sample written per site.
+    logged: Vec<Option<crate::logs::SiteSample>>,
     metrics: Arc<Metrics>,
 }
 
@@ -162,6 +169,8 @@ impl Driver {
             secrets: BTreeMap::new(),
             kv: BTreeMap::new(),
             abort_reasons: BTreeMap::new(),
+            aborts: BTreeMap::new(),
+            committed: BTreeSet::new(),
             failed: Default::default(),
             reads: Vec::new(),
             site_failures: vec![0; config.sites.len()],
@@ -174,6 +183,7 @@ impl Driver {
             generation,
             events: events.clone(),
             next_sample: 0,
+            logged: vec![None; n],
             metrics: Arc::new(Metrics::new()),
             config,
         };
@@ -337,7 +347,13 @@ impl Driver {
             self.on_request(r);
         }
         if self.now >= self.next_sample {
-            self.sample();
+            // Every interval while jobs are live, so that a run's load has a shape; otherwise
+            // only changes are written (at the site's next monitor reading).
+            let live = self.core.queued() > 0 || self.launches.values().any(|l| !l.ended);
+            let first = self.logged.iter().all(Option::is_none);
+            if live || first {
+                self.sample(None);
+            }
             self.next_sample = self.now + self.config.sample_interval;
         }
         // Waiting barrier check-ins and rendezvous reads look again only after a turn that
@@ -382,16 +398,32 @@ impl Driver {
     }
 
     /// Tell the event stream.
-    fn emit(&self, value: serde_json::Value) {
-        if !self.replaying {
+    fn emit(&self, mut value: serde_json::Value) {
+        if !self.replaying && value.is_object() {
+            value["time"] = self.now.into();
             let _ = self.events.send(value.to_string());
         }
     }
 
-    fn sample(&mut self) {
-        let samples: Vec<_> = (0..self.config.sites.len())
-            .map(|i| self.site_sample(i))
-            .collect();
-        self.surveillance.append(&samples);
+    /// Write a surveillance line for `only` this site if its numbers changed since its last
+    /// line, or (`None`) for every site.
+    pub(crate) fn sample(&mut self, only: Option<usize>) {
+        let all = only.is_none();
+        let sites = only.map_or(0..self.config.sites.len(), |i| i..i + 1);
+        let mut lines = Vec::new();
+        for i in sites {
+            let s = self.site_sample(i);
+            let same = self.logged[i].as_ref().is_some_and(|l| {
+                SiteSample {
+                    time: l.time,
+                    ..s.clone()
+                } == *l
+            });
+            if all || !same {
+                self.logged[i] = Some(s.clone());
+                lines.push(s);
+            }
+        }
+        self.surveillance.append(&lines);
     }
 }

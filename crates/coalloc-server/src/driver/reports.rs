@@ -27,6 +27,9 @@ impl Driver {
                 for (launch, state) in states {
                     self.remote_state(launch, state);
                 }
+                // The surveillance log follows the monitor (seed 003 §5.2's surveillance
+                // thread): a line when the site's numbers changed.
+                self.sample(Some(site));
             }
         }
     }
