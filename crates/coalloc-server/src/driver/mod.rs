@@ -350,8 +350,7 @@ impl Driver {
             // Every interval while jobs are live, so that a run's load has a shape; otherwise
             // only changes are written (at the site's next monitor reading).
             let live = self.core.queued() > 0 || self.launches.values().any(|l| !l.ended);
-            let first = self.logged.iter().all(Option::is_none);
-            if live || first {
+            if live {
                 self.sample(None);
             }
             self.next_sample = self.now + self.config.sample_interval;
@@ -411,7 +410,8 @@ impl Driver {
         let all = only.is_none();
         let sites = only.map_or(0..self.config.sites.len(), |i| i..i + 1);
         let mut lines = Vec::new();
-        for i in sites {
+        // A site is written once its monitor has read it (not with the zeros before).
+        for i in sites.filter(|i| self.statuses[*i].is_some()) {
             let s = self.site_sample(i);
             let same = self.logged[i].as_ref().is_some_and(|l| {
                 SiteSample {
