@@ -7,6 +7,7 @@ mod client;
 mod config_cmd;
 mod demo_cmd;
 mod error;
+mod events_cmd;
 mod job_cmd;
 mod jobs_cmd;
 mod load;
@@ -107,6 +108,9 @@ enum Command {
     Logs(jobs_cmd::LogsArgs),
     /// A live view of sites and jobs, redrawn every second.
     Watch(watch_cmd::WatchArgs),
+    /// The server's events as they happen (jobs, components, sites, VMs), one per line;
+    /// `--json` for programs.
+    Events(events_cmd::EventsArgs),
     /// Plots and a summary from the server's result and surveillance logs: utilization over
     /// time and the load of each site (SVG and PNG).
     Report(report_cmd::ReportArgs),
@@ -155,6 +159,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),
         Command::Watch(args) => watch_cmd::run(args),
+        Command::Events(args) => events_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Barrier(args) => runtime_cmd::run_barrier(args),
         Command::Kv(cmd) => runtime_cmd::run_kv(cmd),

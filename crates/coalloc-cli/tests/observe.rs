@@ -107,3 +107,62 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     assert!((0.0..60.0).contains(&value(&sum[0])), "{sum:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `coalloc events` (and `--json`) print a job's story as it happens.
+#[test]
+fn coalloc_events_prints_the_stream_in_the_terminal_and_as_json_lines() {
+    let s = Server::start("events", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let spawn = |extra: &[&str]| {
+        std::process::Command::new(common::server::COALLOC)
+            .arg("events")
+            .args(extra)
+            .arg("--state-dir")
+            .arg(&s.dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The stream is open before the job is submitted: wait for both readers to connect.
+    let json = Guard(spawn(&["--json", "--job", "1"]));
+    let text = Guard(spawn(&["--job", "1"]));
+    std::thread::sleep(Duration::from_millis(500));
+    let comps: Vec<Value> = (0..2).map(|_| barrier_component(1, "", "true")).collect();
+    let id = s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
+    assert_eq!(id, 1);
+    s.wait_ended(id, 30);
+    // The server's stop ends the streams, and both commands with them.
+    drop(s);
+    let read = |mut g: Guard| {
+        let out = g.0.stdout.take().unwrap();
+        let text = std::io::read_to_string(out).unwrap();
+        assert!(g.0.wait().unwrap().success());
+        text
+    };
+    let lines = read(json);
+    let events: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    for want in [
+        "submitted",
+        "placed",
+        "component_started",
+        "committed",
+        "finished",
+    ] {
+        assert!(names.contains(&want), "{want}: {names:?}");
+    }
+    assert!(
+        events.iter().all(|e| e["job"] == 1 && e["time"].is_i64()),
+        "{lines}"
+    );
+    let human = read(text);
+    assert!(
+        human
+            .lines()
+            .any(|l| l.contains("committed") && l.contains("job 1")),
+        "{human}"
+    );
+    assert_eq!(human.lines().count(), events.len(), "{human}\n{lines}");
+}

@@ -313,7 +313,8 @@ pub enum BarrierAnswer {
 }
 
 /// One `data:` line of the event stream (`GET /v1/events`): what happened (`event`:
-/// submitted, placed, component_submitted, component_started, component_finished,
+/// submitted, placed, component_submitted, component_started, component_checked_in (every
+/// process of the launch is at the barrier), component_finished,
 /// component_failed, committed, requeued, interactive_failed, optional_failed, preempted,
 /// cancelled, finished, failed, site_up, site_down, site_usable, site_unusable,
 /// vm_requested, vm_leased, vm_released), when (milliseconds since the Unix epoch), and the

@@ -114,9 +114,10 @@ impl Driver {
             RemoteState::Running => {
                 if phase == CompPhase::Submitted {
                     let _ = self.apply(Entry::Started { launch });
-                    self.emit(json!({"event": "component_started", "job": l.job, "component": l.component, "launch": launch}));
+                    self.emit_launch("component_started", launch);
                     if l.auto_ready {
                         let _ = self.apply(Entry::Ready { launch });
+                        self.emit_launch("component_checked_in", launch);
                     }
                 }
             }
@@ -148,6 +149,17 @@ impl Driver {
                     reason: "vanished from the resource manager".into(),
                 },
             ),
+        }
+    }
+
+    /// Tell the event stream about one launch of a component.
+    pub(crate) fn emit_launch(&self, event: &str, launch: u64) {
+        if let Some(l) = self.launches.get(&launch) {
+            let site = &self.config.sites[l.site].name;
+            self.emit(
+                json!({"event": event, "job": l.job, "component": l.component,
+                "launch": launch, "site": site}),
+            );
         }
     }
 

@@ -217,9 +217,11 @@ impl Driver {
         if all_in {
             if self.phase_of(launch) == Some(CompPhase::Submitted) {
                 let _ = self.apply(Entry::Started { launch });
+                self.emit_launch("component_started", launch);
             }
             if self.phase_of(launch) == Some(CompPhase::Started) {
                 let _ = self.apply(Entry::Ready { launch });
+                self.emit_launch("component_checked_in", launch);
             }
         }
         Ok(self.barrier_state(job, launch))
