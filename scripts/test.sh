@@ -34,11 +34,13 @@ if [ "${NO_SLURM:-0}" != 1 ]; then
     export COALLOC_REQUIRE_SLURM=1
 fi
 
-# The observability tests drive Debian's Prometheus and headless Chromium; they fail,
+# The observability tests drive Debian's Prometheus and headless Chromium (through its
+# chromedriver); they fail,
 # rather than skip, when these are missing.
 missing=()
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]} with apt-get"
     if [ "$(id -u)" -ne 0 ]; then

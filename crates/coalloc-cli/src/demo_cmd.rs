@@ -146,7 +146,14 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
         .recv_timeout(Duration::from_secs(30))
         .map_err(|_| CliError::Internal("the server did not start".into()))?
         .map_err(CliError::Internal)?;
-    println!("server listening on {url}\n");
+    println!("server listening on {url}");
+    if let Ok(token) = std::fs::read_to_string(dir.join("token")) {
+        println!(
+            "dashboard: {url}/ui#token={}  (live while the demo runs)",
+            token.trim()
+        );
+    }
+    println!();
     let result = drive(&args, &dir, &exe);
     let _ = stop_tx.send(());
     let _ = server.join();

@@ -1,8 +1,9 @@
 //! The HTTP API (axum): jobs (submit, list, show, cancel, edit), sites, the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
-//! rendezvous store (seed 002 §3.3), health, and the OpenAPI document at `/openapi.json`.
+//! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
+//! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
 //!
-//! Every route but `/v1/health` and `/openapi.json` takes `Authorization: Bearer TOKEN`: the
+//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files takes `Authorization: Bearer TOKEN`: the
 //! server's token (state directory, mode 0600), or, for a job's barrier and rendezvous
 //! routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
 
@@ -11,6 +12,7 @@ mod jobs;
 mod metrics;
 pub mod openapi;
 mod runtime;
+mod ui;
 
 use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
@@ -73,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/health", get(health))
         .route("/openapi.json", get(openapi::document))
         .merge(authed)
+        .merge(ui::routes())
         .fallback(|| async { ApiError::not_found("no such route; see /openapi.json") })
         .with_state(state)
 }

@@ -50,6 +50,9 @@ impl Modify for Security {
         super::runtime::kv_put,
         super::runtime::kv_get,
         super::metrics::scrape,
+        super::ui::index,
+        super::ui::script,
+        super::ui::style,
     ),
     components(schemas(ComponentSpec, ComponentView, CloudView, SiteView, SchedulerView)),
     modifiers(&Security)
