@@ -160,7 +160,7 @@ function render() {
   const jobs = [...state.jobs].sort((a, b) => b.id - a.id).slice(0, 200);
   $("#jobs tbody").innerHTML = jobs.map((j) => `<tr data-job="${j.id}" data-state="${esc(j.state)}" class="${j.id === state.selected ? "sel" : ""}">
     <td>${j.id}</td><td>${esc(j.name || "")}</td><td class="state ${esc(j.state)}">${esc(j.state)}</td>
-    <td>${j.processors}</td><td>${comps(j)}</td><td>${j.placement_tries}</td>
+    <td>${j.processors}</td><td class="comps">${comps(j)}</td><td>${j.placement_tries}</td>
     <td title="${esc(j.last_abort || "")}">${j.submit_failures + j.completion_failures}</td>
     <td>${j.start ? secs(j.start - j.submit) : "-"}</td></tr>`).join("");
   renderTimeline();
