@@ -25,7 +25,7 @@ mod view;
 use crate::config::ServerConfig;
 use crate::entry::Entry;
 use crate::journal::{Journal, JournalError, Record};
-use crate::logs::{JsonLines, SiteSample};
+use crate::logs::JsonLines;
 use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
 use crate::state::StateDir;
@@ -402,28 +402,5 @@ impl Driver {
             value["time"] = self.now.into();
             let _ = self.events.send(value.to_string());
         }
-    }
-
-    /// Write a surveillance line for `only` this site if its numbers changed since its last
-    /// line, or (`None`) for every site.
-    pub(crate) fn sample(&mut self, only: Option<usize>) {
-        let all = only.is_none();
-        let sites = only.map_or(0..self.config.sites.len(), |i| i..i + 1);
-        let mut lines = Vec::new();
-        // A site is written once its monitor has read it (not with the zeros before).
-        for i in sites.filter(|i| self.statuses[*i].is_some()) {
-            let s = self.site_sample(i);
-            let same = self.logged[i].as_ref().is_some_and(|l| {
-                SiteSample {
-                    time: l.time,
-                    ..s.clone()
-                } == *l
-            });
-            if all || !same {
-                self.logged[i] = Some(s.clone());
-                lines.push(s);
-            }
-        }
-        self.surveillance.append(&lines);
     }
 }

@@ -1,6 +1,8 @@
 //! Site reports into core events: the resource monitor's readings become `SiteStatus`
 //! events when they change (seed 003 §4.3.2), and what a resource manager says of a launch
 //! becomes `ComponentStarted` / `Finished` / `Failed` against the core's own view of it.
+//! Each reading that changes a site's numbers is also a line of the surveillance log (seed
+//! 003 §5.2).
 
 use super::msg::Report;
 use super::Driver;
@@ -216,5 +218,28 @@ impl Driver {
             other: load.other,
             healthy,
         }
+    }
+
+    /// Write a surveillance line for `only` this site if its numbers changed since its last
+    /// line, or (`None`) for every site.
+    pub(crate) fn sample(&mut self, only: Option<usize>) {
+        let all = only.is_none();
+        let sites = only.map_or(0..self.config.sites.len(), |i| i..i + 1);
+        let mut lines = Vec::new();
+        // A site is written once its monitor has read it (not with the zeros before).
+        for i in sites.filter(|i| self.statuses[*i].is_some()) {
+            let s = self.site_sample(i);
+            let same = self.logged[i].as_ref().is_some_and(|l| {
+                SiteSample {
+                    time: l.time,
+                    ..s.clone()
+                } == *l
+            });
+            if all || !same {
+                self.logged[i] = Some(s.clone());
+                lines.push(s);
+            }
+        }
+        self.surveillance.append(&lines);
     }
 }
