@@ -105,6 +105,9 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     assert!(buckets.len() > 10, "{buckets:?}");
     let sum = query(&agent, &base, "coalloc_coallocation_latency_seconds_sum");
     assert!((0.0..60.0).contains(&value(&sum[0])), "{sum:?}");
+    // Jobs by state and the queues by priority are there too.
+    assert_eq!(query(&agent, &base, "coalloc_jobs").len(), 6);
+    assert_eq!(query(&agent, &base, "coalloc_queued_jobs").len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -26,7 +26,7 @@ pub type FloatGauge = Gauge<f64, AtomicU64>;
 pub struct Metrics {
     registry: Registry,
     pub jobs: Family<Labels, Gauge>,
-    pub queued: Gauge,
+    pub queued: Family<Labels, Gauge>,
     pub coallocation_latency: Histogram,
     pub placement_tries: Counter,
     pub placement_failures: Counter,
@@ -73,7 +73,7 @@ impl Metrics {
         let mut r = Registry::with_prefix("coalloc");
         let m = Metrics {
             jobs: Family::default(),
-            queued: Gauge::default(),
+            queued: Family::default(),
             // 10 ms to about 87 min: a co-allocation is tens of milliseconds on idle
             // sites, and as long as the queue wait on busy ones.
             coallocation_latency: Histogram::new(exponential_buckets(0.01, 2.0, 20)),
@@ -99,7 +99,7 @@ impl Metrics {
         r.register("jobs", "Jobs by state", m.jobs.clone());
         r.register(
             "queued_jobs",
-            "Jobs waiting in the scheduler's queue",
+            "Jobs waiting in the scheduler's queues, by priority (KOALA's high and low queues)",
             m.queued.clone(),
         );
         r.register(

@@ -185,10 +185,13 @@ function renderTimeline() {
   const t0 = j.submit;
   const rel = (t) => (t == null ? "" : "+" + ((t - t0) / 1000).toFixed(2) + " s");
   const evs = state.events[j.id] || [];
-  const items = evs.length
-    ? evs.map((e) => [e.time, (WHAT[e.event] || (() => e.event))(e)])
-    : [[j.submit, "submitted"], [j.placed, "placed"], [j.barrier_release, "barrier released"], [j.end, "ended"]]
-        .filter((i) => i[0] != null);
+  // What happened before the page was opened comes from the job's record.
+  const seen = new Set(evs.map((e) => e.event));
+  const record = [[j.submit, "submitted", "submitted"], [j.placed, "placed", "placed"],
+    [j.barrier_release, "barrier released (committed)", "committed"], [j.end, j.state, j.state]]
+    .filter((r) => r[0] != null && !seen.has(r[2])).map((r) => [r[0], r[1]]);
+  const items = record.concat(evs.map((e) => [e.time, (WHAT[e.event] || (() => e.event))(e)]))
+    .sort((a, b) => a[0] - b[0]);
   const end = j.end || Date.now();
   const span = Math.max(end - t0, 1);
   const bar = (a, b, cls) => (a == null ? "" :

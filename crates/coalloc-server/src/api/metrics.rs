@@ -14,7 +14,7 @@ use axum::response::IntoResponse;
     responses(
         (status = 200, description = "the metrics", body = String,
             content_type = "text/plain; version=0.0.4",
-            example = json!("# HELP coalloc_queued_jobs Jobs waiting in the scheduler's queue.\n# TYPE coalloc_queued_jobs gauge\ncoalloc_queued_jobs 0\n")),
+            example = json!("# HELP coalloc_site_idle_processors Idle processors of each site.\n# TYPE coalloc_site_idle_processors gauge\ncoalloc_site_idle_processors{site=\"alpha\"} 12\n")),
         (status = 401, description = "no or bad token", body = ErrorBody),
     ))]
 pub async fn scrape(

@@ -6,6 +6,8 @@
 use super::view::job_state_name;
 use super::Driver;
 use crate::metrics::{label, raise_to, ABORT_CLASSES, JOB_STATES};
+use coalloc_core::model::Priority;
+use coalloc_core::scheduler::jobs::Phase;
 
 impl Driver {
     /// A job's barrier was released: its co-allocation latency (submit to release).
@@ -26,12 +28,16 @@ impl Driver {
     pub(crate) fn refresh_metrics(&self) {
         let m = &self.metrics;
         let mut states = [0i64; JOB_STATES.len()];
+        let mut queued = [0i64; 2];
         let mut tries = [0u64; 4];
         let mut aborts = [0u64; ABORT_CLASSES.len()];
         for j in self.core.jobs() {
             let name = job_state_name(self.failed.contains(&j.id), j.phase);
             if let Some(i) = JOB_STATES.iter().position(|s| *s == name) {
                 states[i] += 1;
+            }
+            if j.phase == Phase::Queued {
+                queued[usize::from(j.job.priority == Priority::High)] += 1;
             }
             let r = &j.record;
             for (t, v) in tries.iter_mut().zip([
@@ -55,7 +61,9 @@ impl Driver {
         for (name, n) in JOB_STATES.iter().zip(states) {
             m.jobs.get_or_create(&label("state", name)).set(n);
         }
-        m.queued.set(self.core.queued() as i64);
+        for (name, n) in ["low", "high"].iter().zip(queued) {
+            m.queued.get_or_create(&label("priority", name)).set(n);
+        }
         raise_to(&m.placement_tries, tries[0]);
         raise_to(&m.placement_failures, tries[1]);
         raise_to(&m.claiming_tries, tries[2]);
