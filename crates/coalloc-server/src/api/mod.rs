@@ -3,9 +3,9 @@
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
 //!
-//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files takes `Authorization: Bearer TOKEN`: the
-//! server's token (state directory, mode 0600), or, for a job's barrier and rendezvous
-//! routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
+//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files takes
+//! `Authorization: Bearer TOKEN`: the server's token (state directory, mode 0600), or, for
+//! a job's barrier and rendezvous routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
 
 mod auth;
 mod jobs;
