@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
-# apt-get when they are missing), brings up the three-cluster Slurm rig, runs every test of
-# the workspace (the real-Slurm tests included), stops exactly what it started, and ends with
-# one summary line, `tests: N passed, M failed`.
+# apt-get when they are missing; Prometheus and Chromium for the observability tests), brings
+# up the three-cluster Slurm rig, runs every test of the workspace (the real-Slurm tests
+# included), stops exactly what it started, and ends with one summary line,
+# `tests: N passed, M failed`.
 #
 #   bash scripts/test.sh                 # everything
 #   NO_SLURM=1 bash scripts/test.sh      # without the rig (the real-Slurm tests then skip)
@@ -53,6 +54,24 @@ if [ "${NO_AGENTS:-0}" != 1 ]; then
         exit "$agents_status"
     fi
 fi
+
+# The observability tests drive Debian's Prometheus and headless Chromium (through its
+# chromedriver); they fail,
+# rather than skip, when these are missing.
+missing=()
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing ${missing[*]} with apt-get"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "error: ${missing[*]} missing and not root: install them with apt-get" >&2
+        exit 1
+    fi
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+export COALLOC_REQUIRE_TOOLS=1
 
 status=0
 cargo test --workspace --locked 2>&1 | tee "$log" || status=$?

@@ -109,6 +109,28 @@ impl Client {
         self.answer(r)
     }
 
+    /// A long-lived GET (the event stream): the answer's body as it comes, with no overall
+    /// time limit.
+    pub fn stream(&self, path: &str) -> Result<impl std::io::BufRead, CliError> {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .build()
+            .new_agent();
+        let r = agent
+            .get(format!("{}{path}", self.url))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .header("Accept", "text/event-stream")
+            .call()
+            .map_err(|e| CliError::bad(format!("cannot reach the server at {}: {e}", self.url)))?;
+        if r.status().as_u16() >= 400 {
+            return self
+                .answer(Ok(r))
+                .map(|_| unreachable!("an error status is an error"));
+        }
+        Ok(std::io::BufReader::new(r.into_body().into_reader()))
+    }
+
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         let r = self
             .agent

@@ -1,8 +1,10 @@
 //! `coalloc demo`: the embedded default end to end. It starts a server (three local
-//! clusters of processes, SQLite journal) in a fresh state directory, submits the
-//! co-allocated Poisson solver (one strip per cluster, seed 003 §6.1) and a small batch of
-//! two-component jobs, shows their progress, prints the solver's answer, writes the report,
-//! and stops the server.
+//! clusters of processes with some load of other users, SQLite journal) in a fresh state
+//! directory, submits the co-allocated Poisson solver (one strip per cluster, seed 003
+//! §6.1), a batch of two- and three-component jobs that fills the clusters for about half a
+//! minute, and one job whose first start fails on purpose (a component exits before the
+//! barrier: the start is aborted, the job placed again, and it finishes); it shows their
+//! progress, prints the solver's answer, writes the report, and stops the server.
 
 use crate::client::{resolve_state_dir, Client};
 use crate::error::CliError;
@@ -22,16 +24,44 @@ pub struct DemoArgs {
     /// Grid points per side of the Poisson problem.
     #[arg(long, default_value_t = 48)]
     pub n: u32,
-    /// Jobs in the small batch that runs beside the solver.
-    #[arg(long, default_value_t = 4)]
+    /// Jobs in the batch that runs beside the solver.
+    #[arg(long, default_value_t = 12)]
     pub batch: u32,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
 }
 
-/// The jobs the demo submits (native JSON): the solver, then the batch.
-pub fn demo_jobs(exe: &str, n: u32, batch: u32) -> Vec<Value> {
+/// The demo's sites: the embedded default's three clusters, with other users' load that
+/// changes every few seconds (so the report shows coalloc's load beside theirs).
+const DEMO_SITES: &str = r#"
+[server]
+bind = "127.0.0.1:0"
+sample_interval = "1s"
+
+[[site]]
+name = "alpha"
+processors = 16
+manager = { type = "local", background = 1, background_max = 5, background_period = "4s" }
+
+[[site]]
+name = "beta"
+processors = 16
+manager = { type = "local", background = 0, background_max = 4, background_period = "5s" }
+
+[[site]]
+name = "gamma"
+processors = 16
+manager = { type = "local", background = 2 }
+
+[scheduler]
+policy = "fcfs"
+fit = "worst"
+"#;
+
+/// The jobs the demo submits (native JSON): the solver, the job whose first start fails
+/// (its components race for `mark`; the winner exits before the barrier), then the batch.
+pub fn demo_jobs(exe: &str, n: u32, batch: u32, mark: &str) -> Vec<Value> {
     let strip = |i: u32| {
         json!({
             "label": format!("strip-{i}"), "count": 4, "job_type": "single",
@@ -42,16 +72,23 @@ pub fn demo_jobs(exe: &str, n: u32, batch: u32) -> Vec<Value> {
         "name": "poisson", "user": "demo", "kind": "unordered", "max_wall_time": "5m",
         "component": [strip(0), strip(1), strip(2)],
     })];
+    let shell = |count: u32, script: String| json!({"count": count, "job_type": "single", "executable": "/bin/sh", "arguments": ["-c", script]});
+    let flaky = format!(
+        "mkdir '{mark}' 2>/dev/null && {{ echo 'injected failure before the barrier' >&2; exit 1; }}; \"{exe}\" barrier && sleep 3"
+    );
+    jobs.push(json!({
+        "name": "flaky", "user": "demo", "kind": "unordered", "max_wall_time": "1m",
+        "component": [shell(3, flaky.clone()), shell(3, flaky)],
+    }));
     for b in 0..batch {
         let comp = |c: u32| {
-            json!({
-                "count": 2 + (b + c) % 3, "job_type": "multiple", "executable": "/bin/sh",
-                "arguments": ["-c", format!("\"{exe}\" barrier && sleep {}", 1 + (b + c) % 2)],
-            })
+            let script = format!("\"{exe}\" barrier && sleep {}", 4 + (b + 2 * c) % 4);
+            shell(3 + (b + c) % 4, script)
         };
+        let comps: Vec<Value> = (0..2 + b % 2).map(comp).collect();
         jobs.push(json!({
-            "name": format!("batch-{b}"), "user": "demo", "kind": "unordered", "max_wall_time": "1m",
-            "component": [comp(0), comp(1)],
+            "name": format!("batch-{b}"), "user": "demo", "kind": "unordered", "max_wall_time": "2m",
+            "component": comps,
         }));
     }
     jobs
@@ -88,7 +125,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
             }
         };
         let ready = ready_tx.clone();
-        let mut config = ServerConfig::embedded();
+        let mut config = ServerConfig::parse(DEMO_SITES).expect("the demo's sites parse");
         config.local_launcher = crate::serve_cmd::local_launcher();
         let r = rt.block_on(coalloc_server::server::serve(
             config,
@@ -109,7 +146,14 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
         .recv_timeout(Duration::from_secs(30))
         .map_err(|_| CliError::Internal("the server did not start".into()))?
         .map_err(CliError::Internal)?;
-    println!("server listening on {url}\n");
+    println!("server listening on {url}");
+    if let Ok(token) = std::fs::read_to_string(dir.join("token")) {
+        println!(
+            "dashboard: {url}/ui#token={}  (live while the demo runs)",
+            token.trim()
+        );
+    }
+    println!();
     let result = drive(&args, &dir, &exe);
     let _ = stop_tx.send(());
     let _ = server.join();
@@ -130,7 +174,8 @@ fn drive(args: &DemoArgs, dir: &std::path::Path, exe: &str) -> Result<(), CliErr
     let sites = client.get("/v1/sites")?;
     print!("{}", sites_table(&sites["sites"]));
     println!();
-    let jobs = demo_jobs(exe, args.n, args.batch);
+    let mark = dir.join("demo-failure-injected");
+    let jobs = demo_jobs(exe, args.n, args.batch, &mark.display().to_string());
     let mut names = BTreeMap::new();
     for j in &jobs {
         let v = client.send("POST", "/v1/jobs", "application/json", &j.to_string())?;
@@ -208,6 +253,17 @@ fn drive(args: &DemoArgs, dir: &std::path::Path, exe: &str) -> Result<(), CliErr
         .filter(|j| j["state"] != "finished")
         .map(|j| j["id"].to_string())
         .collect();
+    for j in final_jobs.as_array().into_iter().flatten() {
+        if let (Some(why), "finished") =
+            (j["last_abort"].as_str(), j["state"].as_str().unwrap_or(""))
+        {
+            println!(
+                "job {} ({}) finished after an aborted start: {why}",
+                j["id"],
+                j["name"].as_str().unwrap_or("")
+            );
+        }
+    }
     // Give the surveillance log one more sample, then draw it.
     std::thread::sleep(Duration::from_millis(300));
     println!();

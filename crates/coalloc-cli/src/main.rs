@@ -8,6 +8,7 @@ mod client;
 mod config_cmd;
 mod demo_cmd;
 mod error;
+mod events_cmd;
 mod job_cmd;
 mod jobs_cmd;
 mod load;
@@ -120,6 +121,9 @@ enum Command {
     Agent(agent_cmd::AgentArgs),
     /// A live view of sites and jobs, redrawn every second.
     Watch(watch_cmd::WatchArgs),
+    /// The server's events as they happen (jobs, components, sites, VMs), one per line;
+    /// `--json` for programs.
+    Events(events_cmd::EventsArgs),
     /// Plots and a summary from the server's result and surveillance logs: utilization over
     /// time and the load of each site (SVG and PNG).
     Report(report_cmd::ReportArgs),
@@ -170,6 +174,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Site(cmd) => agent_cmd::site(cmd),
         Command::Agent(args) => agent_cmd::agent(args),
         Command::Watch(args) => watch_cmd::run(args),
+        Command::Events(args) => events_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Barrier(args) => runtime_cmd::run_barrier(args),
         Command::Kv(cmd) => runtime_cmd::run_kv(cmd),

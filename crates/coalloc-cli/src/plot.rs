@@ -89,6 +89,21 @@ pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<P
     Ok(vec![svg, png])
 }
 
+/// Write the points behind a chart to `stem.csv` (`series,x,y`, one line per point), so that
+/// the numbers of a plot can be read back; returns the file.
+pub fn write_data(stem: &Path, series: &[Series]) -> Result<PathBuf, String> {
+    let path = stem.with_extension("csv");
+    let mut text = String::from("series,x,y\n");
+    for s in series {
+        let name = s.name.replace(['"', ','], " ");
+        for (x, y) in &s.points {
+            text.push_str(&format!("{name},{x},{y}\n"));
+        }
+    }
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 fn bounds(series: &[Series], log_x: bool, log_y: bool) -> ((f64, f64), (f64, f64)) {
     let pts = || {
         series

@@ -1,16 +1,22 @@
 //! `coalloc report`: the server's logs as pictures and a summary (seed 003 appendix A.5):
 //! utilization over time, the load of every site (busy by coalloc, busy by other users,
-//! idle), and the jobs' wait, run and response times from the result log.
+//! idle), KOALA's figures (seed 000 §5: each job's placement time and start delay, the
+//! share of co-allocated jobs), and the jobs' wait, run and response times from the result
+//! log. Each plot's data is written beside it as CSV (`series,x,y`).
+//!
+//! A short run still gives plots with a span: each site's last reading is held until the
+//! end of the logs (the last sample or the last job's end), and a run with fewer readings
+//! than that is said to be too short instead of drawn as a single dot.
 
 use crate::client::StateArgs;
 use crate::error::CliError;
-use crate::plot::{line_chart, Chart, Series};
+use crate::plot::{line_chart, write_data, Chart, Series};
 use crate::table;
 use clap::Args;
 use coalloc_server::logs::{read_lines, ResultRecord, SiteSample};
 use serde_json::json;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -28,6 +34,139 @@ fn mean(v: &[i64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<i64>() as f64 / v.len() as f64 / 1000.0)
 }
 
+fn pct(a: u64, t: u64) -> f64 {
+    if t == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / t as f64
+    }
+}
+
+/// Draw one chart and write its data; the files written.
+fn draw(out: &Path, stem: &str, chart: Chart, series: &[Series]) -> Result<Vec<PathBuf>, CliError> {
+    let stem = out.join(stem);
+    let mut files = line_chart(&stem, &chart, series).map_err(CliError::Internal)?;
+    files.push(write_data(&stem, series).map_err(CliError::Internal)?);
+    Ok(files)
+}
+
+fn chart(title: String, x: &str, y: &str) -> Chart {
+    Chart {
+        title,
+        x_label: x.into(),
+        y_label: y.into(),
+        ..Chart::default()
+    }
+}
+
+/// The load plots: all sites' utilization, each site's load, and one chart per site.
+fn load_plots(out: &Path, samples: &[SiteSample], end: i64) -> Result<Vec<PathBuf>, CliError> {
+    let t0 = samples.iter().map(|s| s.time).min().unwrap_or(0);
+    let x = |t: i64| (t - t0) as f64 / 1000.0;
+    let mut by_site: BTreeMap<&str, Vec<SiteSample>> = BTreeMap::new();
+    for s in samples {
+        by_site.entry(&s.site).or_default().push(s.clone());
+    }
+    // Hold each site's last reading until the end of the logs.
+    for ss in by_site.values_mut() {
+        if let Some(last) = ss.last().filter(|l| l.time < end).cloned() {
+            ss.push(SiteSample { time: end, ..last });
+        }
+    }
+    // Utilization of all sites: at each instant, every site's latest reading.
+    let times: BTreeSet<i64> = by_site.values().flatten().map(|s| s.time).collect();
+    let mut util = (Vec::new(), Vec::new());
+    let mut at = vec![0usize; by_site.len()];
+    for t in &times {
+        let (mut c, mut o, mut total) = (0u64, 0u64, 0u64);
+        for (k, ss) in by_site.values().enumerate() {
+            while ss.get(at[k] + 1).is_some_and(|s| s.time <= *t) {
+                at[k] += 1;
+            }
+            let s = &ss[at[k]];
+            if s.time <= *t {
+                c += u64::from(s.coalloc);
+                o += u64::from(s.other);
+                total += u64::from(s.total);
+            }
+        }
+        util.0.push((x(*t), pct(c, total)));
+        util.1.push((x(*t), pct(c + o, total)));
+    }
+    let mut files = draw(
+        out,
+        "utilization",
+        chart(
+            "Utilization of all sites".into(),
+            "time (s)",
+            "busy processors (%)",
+        ),
+        &[
+            Series {
+                name: "coalloc".into(),
+                points: util.0,
+            },
+            Series {
+                name: "coalloc + other users".into(),
+                points: util.1,
+            },
+        ],
+    )?;
+    let series: Vec<Series> = by_site
+        .iter()
+        .map(|(name, ss)| Series {
+            name: name.to_string(),
+            points: ss
+                .iter()
+                .map(|s| {
+                    let busy = u64::from(s.coalloc + s.other);
+                    (x(s.time), pct(busy, u64::from(s.total)))
+                })
+                .collect(),
+        })
+        .collect();
+    let c = chart("Load per site".into(), "time (s)", "busy processors (%)");
+    files.extend(draw(out, "site-load", c, &series)?);
+    for (name, ss) in &by_site {
+        let line = |label: &str, f: &dyn Fn(&SiteSample) -> u32| Series {
+            name: label.into(),
+            points: ss.iter().map(|s| (x(s.time), f64::from(f(s)))).collect(),
+        };
+        let series = [
+            line("coalloc", &|s| s.coalloc),
+            line("other users", &|s| s.other),
+            line("idle", &|s| s.idle),
+        ];
+        let c = chart(format!("Site {name}"), "time (s)", "processors");
+        files.extend(draw(out, &format!("site-{name}"), c, &series)?);
+    }
+    Ok(files)
+}
+
+/// KOALA's figure (seed 000 figure 5): each job's placement time and start delay, in the
+/// order the jobs arrived.
+fn koala_plot(out: &Path, results: &[ResultRecord]) -> Result<Vec<PathBuf>, CliError> {
+    let mut jobs: Vec<&ResultRecord> = results.iter().filter(|r| r.placed.is_some()).collect();
+    jobs.sort_by_key(|r| (r.submit, r.job));
+    let points = |f: &dyn Fn(&ResultRecord) -> Option<i64>| -> Vec<(f64, f64)> {
+        jobs.iter()
+            .filter_map(|r| Some((r.job as f64, f(r)? as f64 / 1000.0)))
+            .collect()
+    };
+    let series = [
+        Series {
+            name: "placement time".into(),
+            points: points(&|r| r.placement_ms),
+        },
+        Series {
+            name: "start delay".into(),
+            points: points(&|r| r.start_delay_ms),
+        },
+    ];
+    let c = chart("Placement times and start delays".into(), "job", "seconds");
+    draw(out, "placement-times", c, &series)
+}
+
 pub fn run(args: ReportArgs) -> Result<(), CliError> {
     let dir = args.state.dir();
     let results: Vec<ResultRecord> =
@@ -42,110 +181,49 @@ pub fn run(args: ReportArgs) -> Result<(), CliError> {
     }
     let out = args.out.unwrap_or_else(|| dir.join("report"));
     std::fs::create_dir_all(&out).map_err(|e| CliError::bad(format!("{}: {e}", out.display())))?;
-    let t0 = samples.first().map_or(0, |s| s.time);
-    let x = |t: i64| (t - t0) as f64 / 1000.0;
-    let mut by_site: BTreeMap<&str, Vec<&SiteSample>> = BTreeMap::new();
-    let mut by_time: BTreeMap<i64, (u64, u64, u64)> = BTreeMap::new();
-    for s in &samples {
-        by_site.entry(&s.site).or_default().push(s);
-        let e = by_time.entry(s.time).or_default();
-        e.0 += u64::from(s.coalloc);
-        e.1 += u64::from(s.other);
-        e.2 += u64::from(s.total);
-    }
+    let end = samples
+        .iter()
+        .map(|s| s.time)
+        .chain(results.iter().filter_map(|r| r.end))
+        .max()
+        .unwrap_or(0);
+    let start = samples.iter().map(|s| s.time).min().unwrap_or(end);
+    let mut notes = Vec::new();
     let mut files = Vec::new();
-    let pct = |a: u64, t: u64| {
-        if t == 0 {
-            0.0
-        } else {
-            100.0 * a as f64 / t as f64
-        }
-    };
-    if !samples.is_empty() {
-        let series = vec![
-            Series {
-                name: "coalloc".into(),
-                points: by_time
-                    .iter()
-                    .map(|(t, v)| (x(*t), pct(v.0, v.2)))
-                    .collect(),
-            },
-            Series {
-                name: "coalloc + other users".into(),
-                points: by_time
-                    .iter()
-                    .map(|(t, v)| (x(*t), pct(v.0 + v.1, v.2)))
-                    .collect(),
-            },
-        ];
-        let chart = Chart {
-            title: "Utilization of all sites".into(),
-            x_label: "time (s)".into(),
-            y_label: "busy processors (%)".into(),
-            ..Chart::default()
-        };
-        files.extend(
-            line_chart(&out.join("utilization"), &chart, &series).map_err(CliError::Internal)?,
-        );
-        let series: Vec<Series> = by_site
-            .iter()
-            .map(|(name, ss)| Series {
-                name: name.to_string(),
-                points: ss
-                    .iter()
-                    .map(|s| {
-                        (
-                            x(s.time),
-                            pct(u64::from(s.coalloc + s.other), u64::from(s.total)),
-                        )
-                    })
-                    .collect(),
-            })
-            .collect();
-        let chart = Chart {
-            title: "Load per site".into(),
-            x_label: "time (s)".into(),
-            y_label: "busy processors (%)".into(),
-            ..Chart::default()
-        };
-        files.extend(
-            line_chart(&out.join("site-load"), &chart, &series).map_err(CliError::Internal)?,
-        );
-        for (name, ss) in &by_site {
-            let line = |label: &str, f: &dyn Fn(&SiteSample) -> u32| Series {
-                name: label.into(),
-                points: ss.iter().map(|s| (x(s.time), f64::from(f(s)))).collect(),
-            };
-            let series = vec![
-                line("coalloc", &|s| s.coalloc),
-                line("other users", &|s| s.other),
-                line("idle", &|s| s.idle),
-            ];
-            let chart = Chart {
-                title: format!("Site {name}"),
-                x_label: "time (s)".into(),
-                y_label: "processors".into(),
-                ..Chart::default()
-            };
-            files.extend(
-                line_chart(&out.join(format!("site-{name}")), &chart, &series)
-                    .map_err(CliError::Internal)?,
-            );
-        }
+    if end > start {
+        files.extend(load_plots(&out, &samples, end)?);
+    } else {
+        notes.push("the run was too short for load plots (one reading of the sites)".to_string());
+    }
+    if results.iter().any(|r| r.placed.is_some()) {
+        files.extend(koala_plot(&out, &results)?);
     }
     let finished: Vec<&ResultRecord> = results.iter().filter(|r| r.outcome == "finished").collect();
     let col = |f: &dyn Fn(&ResultRecord) -> Option<i64>| -> Vec<i64> {
         finished.iter().filter_map(|r| f(r)).collect()
     };
+    let coallocated = finished
+        .iter()
+        .filter(|r| r.sites.iter().collect::<BTreeSet<_>>().len() > 1)
+        .count();
+    let aborts: usize = results.iter().map(|r| r.aborts.len()).sum();
+    let survived = finished.iter().filter(|r| !r.aborts.is_empty()).count();
     let summary = json!({
         "jobs": results.len(),
         "finished": finished.len(),
         "failed": results.len() - finished.len(),
+        "coallocated": coallocated,
+        "coallocated_share": (!finished.is_empty()).then(|| coallocated as f64 / finished.len() as f64),
+        "mean_placement_s": mean(&col(&|r| r.placement_ms)),
+        "mean_start_delay_s": mean(&col(&|r| r.start_delay_ms)),
         "mean_wait_s": mean(&col(&|r| r.wait_ms)),
         "mean_run_s": mean(&col(&|r| r.run_ms)),
         "mean_response_s": mean(&col(&|r| r.response_ms)),
-        "aborts": results.iter().map(|r| u64::from(r.submit_failures)).sum::<u64>(),
+        "aborts": aborts,
+        "finished_after_aborts": survived,
         "site_samples": samples.len(),
+        "duration_s": (end - start) as f64 / 1000.0,
+        "notes": notes,
         "plots": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
     });
     if args.json {
@@ -156,18 +234,40 @@ pub fn run(args: ReportArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.2}"));
+    let share = summary["coallocated_share"]
+        .as_f64()
+        .map_or("-".into(), |s| format!("{:.0}%", 100.0 * s));
     let rows = vec![
         vec!["jobs ended".into(), summary["jobs"].to_string()],
         vec![
             "finished / failed".into(),
             format!("{} / {}", summary["finished"], summary["failed"]),
         ],
+        vec![
+            "co-allocated (several sites)".into(),
+            format!("{coallocated} ({share})"),
+        ],
+        vec![
+            "mean placement time (s)".into(),
+            f(&summary["mean_placement_s"]),
+        ],
+        vec![
+            "mean start delay (s)".into(),
+            f(&summary["mean_start_delay_s"]),
+        ],
         vec!["mean wait (s)".into(), f(&summary["mean_wait_s"])],
         vec!["mean run (s)".into(), f(&summary["mean_run_s"])],
         vec!["mean response (s)".into(), f(&summary["mean_response_s"])],
-        vec!["aborted starts".into(), summary["aborts"].to_string()],
+        vec![
+            "aborted runs / jobs that finished after one".into(),
+            format!("{aborts} / {survived}"),
+        ],
+        vec!["logged span (s)".into(), f(&summary["duration_s"])],
     ];
     print!("{}", table::render(&["", "value"], &rows));
+    for n in &notes {
+        println!("note: {n}");
+    }
     for p in files {
         println!("wrote {}", p.display());
     }

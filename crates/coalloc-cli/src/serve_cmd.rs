@@ -57,6 +57,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         shutdown_signal(),
         move |url| {
             eprintln!("coalloc serve: listening on {url}; state directory {shown}");
+            eprintln!(
+                "coalloc serve: dashboard at {url}/ui (the token is in {shown}/token), metrics at {url}/metrics"
+            );
         },
     ))
     .map_err(|e| CliError::bad(e.to_string()))

@@ -7,7 +7,8 @@
 //! [server]
 //! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
 //! monitor_interval = "200ms"    # how often each site's resource manager is polled
-//! sample_interval = "5s"        # surveillance log period
+//! sample_interval = "2s"        # surveillance log period while jobs are live (changes are
+//!                               # written at every monitor reading)
 //! agent_bind = "0.0.0.0:7443"   # where site agents connect (needed when a site is an agent's)
 //! agent_url = "wss://server.example.org:7443"   # what enrolment tokens carry (default: bind)
 //! heartbeat = "1s"              # the server pings each agent this often
@@ -273,7 +274,7 @@ impl ServerConfig {
             agents,
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
-            sample_interval: dur("sample_interval", &s.sample_interval, 5_000)?.max(100),
+            sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
             sites,
             backends,

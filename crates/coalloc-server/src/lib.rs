@@ -5,8 +5,10 @@
 //! - [`config`]: the TOML configuration and the embedded default;
 //! - [`driver`]: the thread that owns the core (journal, replay, reconcile, commands);
 //! - [`sites`]: one worker per site between the driver and its backend;
-//! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document;
+//! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document; [`views`]: the
+//!   API's types;
 //! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
+//! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
 //! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
 
@@ -17,6 +19,8 @@ pub mod entry;
 pub mod journal;
 pub mod link;
 pub mod logs;
+pub mod metrics;
 pub mod server;
 pub mod sites;
 pub mod state;
+pub mod views;

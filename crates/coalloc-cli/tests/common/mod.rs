@@ -32,3 +32,4 @@ pub mod agent_rig;
 pub mod agents;
 pub mod server;
 pub mod slurm;
+pub mod tools;

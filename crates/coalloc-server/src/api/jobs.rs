@@ -5,6 +5,10 @@ use super::auth::admin;
 use super::AppState;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
+use crate::views::{
+    AgentTokenView, Cancelled, EditBody, Edited, ErrorBody, JobList, JobSpec, JobView, SitesView,
+    StreamEvent, Submitted, UsableAnswer, UsableBody,
+};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -12,12 +16,13 @@ use axum::response::IntoResponse;
 use axum::Json;
 use coalloc_core::spec::{parse_job, Format};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::convert::Infallible;
 use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 use tokio_stream::{Stream, StreamExt};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SubmitQuery {
     /// rsl, uno, toml or json; otherwise from the Content-Type, else JSON.
     format: Option<String>,
@@ -47,6 +52,19 @@ fn format_of(q: &SubmitQuery, headers: &HeaderMap) -> Result<Format, ApiError> {
     })
 }
 
+/// Submit a job: the native spec in JSON or TOML, or Globus RSL (`.rsl` ordered, `.uno`
+/// unordered).
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs", params(SubmitQuery), security(("token" = [])),
+    request_body(content(
+        (JobSpec = "application/json"),
+        (String = "application/toml", example = json!("name = \"hello\"\nkind = \"unordered\"\n[[component]]\ncount = 2\nexecutable = \"/bin/hostname\"\n")),
+        (String = "text/x-rsl", example = json!("+(&(resourceManagerContact=alpha)(count=2)(executable=/bin/hostname))(&(resourceManagerContact=beta)(count=2)(executable=/bin/hostname))")),
+    )),
+    responses(
+        (status = 201, description = "accepted", body = Submitted),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
 pub async fn submit(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -63,23 +81,41 @@ pub async fn submit(
         })
         .await?;
     match answers.into_iter().next() {
-        Some(Ok(id)) => Ok((StatusCode::CREATED, Json(json!({ "job": id })))),
+        Some(Ok(id)) => Ok((StatusCode::CREATED, Json(Submitted { job: id }))),
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
         None => Err(ApiError::new(500, "no answer")),
     }
 }
 
-pub async fn list(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+/// Every job the server knows, with its components' sites and states.
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", security(("token" = [])),
+    responses(
+        (status = 200, description = "the jobs", body = JobList),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<JobList>, ApiError> {
     admin(&s, &headers)?;
     let jobs = s.ask(|reply| Request::Jobs { reply }).await?;
-    Ok(Json(json!({ "jobs": jobs })))
+    Ok(Json(JobList { jobs }))
 }
 
+/// One job: its components with their sites, launches and check-ins, and its times.
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
+    responses(
+        (status = 200, description = "the job", body = JobView),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody),
+    ))]
 pub async fn show(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<JobView>, ApiError> {
     admin(&s, &headers)?;
     s.ask(|reply| Request::Job { job: id, reply })
         .await?
@@ -87,31 +123,44 @@ pub async fn show(
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
 }
 
+/// Cancel a job: every started component is killed.
+#[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
+    responses(
+        (status = 200, description = "cancelled", body = Cancelled),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody),
+        (status = 409, description = "the job has ended", body = ErrorBody),
+    ))]
 pub async fn cancel(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Cancelled>, ApiError> {
     admin(&s, &headers)?;
     s.ask(|reply| Request::Cancel { job: id, reply }).await??;
-    Ok(Json(json!({ "job": id, "cancelled": true })))
+    Ok(Json(Cancelled {
+        job: id,
+        cancelled: true,
+    }))
 }
 
-/// `{"op": "add" | "delete" | "substitute", "index": N, "component": {native component}}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EditBody {
-    op: String,
-    index: Option<usize>,
-    component: Option<Value>,
-}
-
+/// Edit a job before it commits (seed 002 §3.2): add a component, delete or substitute one.
+#[utoipa::path(post, path = "/v1/jobs/{id}/edit", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
+    request_body = EditBody,
+    responses(
+        (status = 200, description = "edited", body = Edited),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody),
+        (status = 409, description = "the job has committed or ended", body = ErrorBody),
+    ))]
 pub async fn edit(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<u64>,
     body: String,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Edited>, ApiError> {
     admin(&s, &headers)?;
     let b: EditBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("edit: {e}")))?;
@@ -143,22 +192,34 @@ pub async fn edit(
         reply,
     })
     .await??;
-    Ok(Json(json!({ "job": id, "edited": b.op })))
+    Ok(Json(Edited {
+        job: id,
+        edited: b.op,
+    }))
 }
 
-pub async fn sites(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+/// The sites with their state and load, and the scheduler's policies.
+#[utoipa::path(get, path = "/v1/sites", tag = "sites", security(("token" = [])),
+    responses(
+        (status = 200, description = "the sites", body = SitesView),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
+pub async fn sites(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<SitesView>, ApiError> {
     admin(&s, &headers)?;
     let mut v = s.ask(|reply| Request::Sites { reply }).await?;
     // Agent sites: the state of their link.
-    if let (Some(hub), Some(sites)) = (&s.hub, v["sites"].as_array_mut()) {
-        for site in sites {
-            let name = site["name"].as_str().unwrap_or_default().to_string();
-            if let Some((_, link)) = hub.sites.get(&name) {
+    if let Some(hub) = &s.hub {
+        for site in &mut v.sites {
+            if let Some((_, link)) = hub.sites.get(&site.name) {
                 let status = link.status();
                 if status.unreachable {
-                    site["state"] = json!("unreachable");
+                    site.state = Some("unreachable".into());
                 }
-                site["link"] = json!(status);
+                site.link = Some(status);
             }
         }
     }
@@ -167,11 +228,18 @@ pub async fn sites(State(s): State<AppState>, headers: HeaderMap) -> Result<Json
 
 /// A new enrolment token for an agent site (`coalloc site add NAME`); it replaces the
 /// site's previous credential.
+#[utoipa::path(post, path = "/v1/sites/{name}/agent-token", tag = "sites",
+    params(("name" = String, Path, description = "an agent site's name")), security(("token" = [])),
+    responses(
+        (status = 200, description = "the enrolment token", body = AgentTokenView),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "not an agent site of this server", body = ErrorBody),
+    ))]
 pub async fn agent_token(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AgentTokenView>, ApiError> {
     admin(&s, &headers)?;
     let Some(hub) = &s.hub else {
         return Err(ApiError::not_found(
@@ -180,23 +248,30 @@ pub async fn agent_token(
     };
     let token = hub.enrol(&name).map_err(ApiError::not_found)?;
     tracing::info!(site = %name, "an agent credential was issued");
-    Ok(Json(
-        json!({ "site": name, "server": token.server, "fingerprint": token.fingerprint, "token": token.encode() }),
-    ))
+    Ok(Json(AgentTokenView {
+        token: token.encode(),
+        site: name,
+        server: token.server,
+        fingerprint: token.fingerprint,
+    }))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UsableBody {
-    usable: bool,
-}
-
+/// Mark a site usable or unusable (an operator's word; seed 003 §4.3.4).
+#[utoipa::path(put, path = "/v1/sites/{name}/usable", tag = "sites",
+    params(("name" = String, Path, description = "the site's name")), security(("token" = [])),
+    request_body = UsableBody,
+    responses(
+        (status = 200, description = "marked", body = UsableAnswer),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such site", body = ErrorBody),
+    ))]
 pub async fn set_usable(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(name): Path<String>,
     body: String,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UsableAnswer>, ApiError> {
     admin(&s, &headers)?;
     let b: UsableBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("usable: {e}")))?;
@@ -206,9 +281,22 @@ pub async fn set_usable(
         reply,
     })
     .await??;
-    Ok(Json(json!({ "site": name, "usable": b.usable })))
+    Ok(Json(UsableAnswer {
+        site: name,
+        usable: b.usable,
+    }))
 }
 
+/// Server-sent events: one `data:` line of JSON per job, component, site and VM change
+/// (seed 002 §3.4's monitoring callbacks); an `event: lagged` line when a slow reader
+/// missed some.
+#[utoipa::path(get, path = "/v1/events", tag = "events", security(("token" = [])),
+    responses(
+        (status = 200, description = "the stream; each `data:` line is a StreamEvent",
+            content_type = "text/event-stream", body = StreamEvent),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
 pub async fn events(
     State(s): State<AppState>,
     headers: HeaderMap,

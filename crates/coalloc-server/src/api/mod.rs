@@ -1,15 +1,18 @@
 //! The HTTP API (axum): jobs (submit, list, show, cancel, edit), sites, the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
-//! rendezvous store (seed 002 §3.3), health, and the OpenAPI document at `/openapi.json`.
+//! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
+//! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
 //!
-//! Every route but `/v1/health` and `/openapi.json` takes `Authorization: Bearer TOKEN`: the
-//! server's token (state directory, mode 0600), or, for a job's barrier and rendezvous
-//! routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
+//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files takes
+//! `Authorization: Bearer TOKEN`: the server's token (state directory, mode 0600), or, for
+//! a job's barrier and rendezvous routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
 
 mod auth;
 mod jobs;
+mod metrics;
 pub mod openapi;
 mod runtime;
+mod ui;
 
 use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
@@ -65,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))
         .route("/v1/events", get(jobs::events))
+        .route("/metrics", get(metrics::scrape))
         .route("/v1/jobs/{id}/barrier", post(runtime::barrier))
         .route(
             "/v1/jobs/{id}/kv/{key}",
@@ -74,10 +78,16 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/health", get(health))
         .route("/openapi.json", get(openapi::document))
         .merge(authed)
+        .merge(ui::routes())
         .fallback(|| async { ApiError::not_found("no such route; see /openapi.json") })
         .with_state(state)
 }
 
-async fn health() -> Json<serde_json::Value> {
-    Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION") }))
+/// Liveness: answers without a token.
+#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, description = "alive", body = crate::views::Health)))]
+pub async fn health() -> Json<crate::views::Health> {
+    Json(crate::views::Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
 }

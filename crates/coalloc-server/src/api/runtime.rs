@@ -5,6 +5,7 @@
 use super::auth::job_or_admin;
 use super::AppState;
 use crate::driver::msg::{ApiError, BarrierAnswer, Request};
+use crate::views::{CheckIn, ErrorBody};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,16 +14,18 @@ use serde::Deserialize;
 use std::time::Duration;
 use tokio::time::Instant;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckIn {
-    launch: u64,
-    #[serde(default)]
-    local_rank: u32,
-    ok: bool,
-    reason: Option<String>,
-}
-
+/// Check in at the job's start barrier: held until the job commits (`released`), aborts
+/// (`aborted`) or the hold runs out (`waiting`: ask again).
+#[utoipa::path(post, path = "/v1/jobs/{id}/barrier", tag = "runtime",
+    params(("id" = u64, Path, description = "the job's number")), security(("secret" = []), ("token" = [])),
+    request_body = CheckIn,
+    responses(
+        (status = 200, description = "the barrier's state", body = BarrierAnswer),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 403, description = "another job's secret or launch", body = ErrorBody),
+        (status = 404, description = "no such job or launch", body = ErrorBody),
+    ))]
 pub async fn barrier(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -64,6 +67,16 @@ async fn wait_change(g: &mut tokio::sync::watch::Receiver<u64>, deadline: Instan
     )
 }
 
+/// Put a value in the job's rendezvous store (seed 002 §3.3): the raw body, at most 1 MiB.
+#[utoipa::path(put, path = "/v1/jobs/{id}/kv/{key}", tag = "runtime", params(("id" = u64, Path, description = "the job's number"), ("key" = String, Path, description = "1 to 1024 bytes")), security(("secret" = []), ("token" = [])),
+    request_body(content = String, content_type = "text/plain", example = json!("10.0.0.5:4040")),
+    responses(
+        (status = 204, description = "stored"),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 403, description = "another job's secret or launch", body = ErrorBody),
+        (status = 404, description = "no such job or launch", body = ErrorBody),
+    ))]
 pub async fn kv_put(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -86,12 +99,25 @@ pub async fn kv_put(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct KvQuery {
+    /// Wait up to this long for the value (at most the barrier hold).
     wait_ms: Option<u64>,
 }
 
+/// Get a value of the job's rendezvous store; `?wait_ms=N` waits for it.
+#[utoipa::path(get, path = "/v1/jobs/{id}/kv/{key}", tag = "runtime", params(("id" = u64, Path, description = "the job's number"), ("key" = String, Path, description = "1 to 1024 bytes"), KvQuery),
+    security(("secret" = []), ("token" = [])),
+    responses(
+        (status = 200, description = "the value", body = String, content_type = "text/plain",
+            example = json!("10.0.0.5:4040")),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 403, description = "another job's secret or launch", body = ErrorBody),
+        (status = 404, description = "no such job or launch", body = ErrorBody),
+    ))]
 pub async fn kv_get(
     State(s): State<AppState>,
     headers: HeaderMap,

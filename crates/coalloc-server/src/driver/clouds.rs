@@ -7,7 +7,8 @@
 
 use super::Driver;
 use crate::entry::Entry;
-use serde_json::{json, Value};
+use crate::views::CloudView;
+use serde_json::json;
 
 /// Where one VM is.
 #[derive(Debug, Clone)]
@@ -116,21 +117,24 @@ impl Driver {
     }
 
     /// A cloud site's VMs and bill, for the sites view.
-    pub(crate) fn cloud_view(&self, site: usize) -> Value {
-        let Some(c) = self.core.cloud(site) else {
-            return Value::Null;
-        };
+    pub(crate) fn cloud_view(&self, site: usize) -> Option<CloudView> {
+        let c = self.core.cloud(site)?;
         let bill = c.bill_until(self.now);
-        json!({
-            "vms": c.live(),
-            "capacity": c.capacity(),
-            "leases": c.leases,
-            "lease_failures": c.lease_failures,
-            "peak_vms": c.peak_vms,
-            "vm_hours": bill.vm_hours,
-            "cost": bill.dollars(),
-            "price_per_vm_hour": c.limits.price_micros_per_vm_hour as f64 / 1e6,
-            "nodes": self.vms.values().filter(|v| v.site == site).filter_map(|v| v.node.clone()).collect::<Vec<_>>(),
+        Some(CloudView {
+            vms: c.live(),
+            capacity: c.capacity(),
+            leases: c.leases,
+            lease_failures: c.lease_failures,
+            peak_vms: c.peak_vms,
+            vm_hours: bill.vm_hours,
+            cost: bill.dollars(),
+            price_per_vm_hour: c.limits.price_micros_per_vm_hour as f64 / 1e6,
+            nodes: self
+                .vms
+                .values()
+                .filter(|v| v.site == site)
+                .filter_map(|v| v.node.clone())
+                .collect(),
         })
     }
 }

@@ -1,14 +1,13 @@
 //! Carrying out the core's commands: a start becomes a resource-manager submission with the
 //! component's configuration in its environment (seed 002 §3.3), a cancel a kill, a
 //! transfer is done at once (local sites share one file system), a finished job a line of
-//! the result log. During replay the commands are only booked.
+//! the result log (`results.rs`). During replay the commands are only booked.
 
 use super::{Driver, LaunchInfo};
 use crate::entry::Entry;
-use crate::logs::ResultRecord;
 use coalloc_backends::SubmitRequest;
 use coalloc_core::model::{JobType, Value};
-use coalloc_core::scheduler::{Command, JobRecord, Notice, Start};
+use coalloc_core::scheduler::{Command, Notice, Start};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -34,6 +33,7 @@ impl Driver {
                 Command::ReleaseBarrier { .. } => {}
                 Command::StartTransfer { transfer, .. } => {
                     if !self.replaying {
+                        self.metrics.transfers.inc();
                         self.internal.push_back(Entry::TransferDone {
                             transfer: transfer.0,
                             ok: true,
@@ -144,9 +144,19 @@ impl Driver {
                 let names: Vec<_> = sites.iter().map(|s| site_name(*s)).collect();
                 json!({"event": "placed", "job": job, "sites": names})
             }
-            Notice::Committed { job } => json!({"event": "committed", "job": job}),
+            Notice::Committed { job } => {
+                self.observe_commit(*job);
+                self.committed.insert(*job);
+                json!({"event": "committed", "job": job})
+            }
             Notice::Requeued { job, reason } => {
                 self.abort_reasons.insert(*job, reason.clone());
+                let class = if self.committed.remove(job) {
+                    "after_commit"
+                } else {
+                    "before_commit"
+                };
+                self.log_abort(*job, class, reason);
                 json!({"event": "requeued", "job": job, "reason": reason})
             }
             Notice::InteractiveFailed {
@@ -163,7 +173,10 @@ impl Driver {
             } => {
                 json!({"event": "optional_failed", "job": job, "component": component, "reason": reason})
             }
-            Notice::Preempted { job, by } => json!({"event": "preempted", "job": job, "by": by}),
+            Notice::Preempted { job, by } => {
+                self.log_abort(*job, "preempted", &format!("preempted by job {by}"));
+                json!({"event": "preempted", "job": job, "by": by})
+            }
             Notice::SiteUnusable { site, reason } => {
                 json!({"event": "site_unusable", "site": site_name(*site), "reason": reason})
             }
@@ -176,50 +189,6 @@ impl Driver {
             }
         };
         self.emit(v);
-    }
-
-    fn ended(&mut self, job: u64, failure: Option<String>, r: &JobRecord) {
-        if let Some(reason) = &failure {
-            self.abort_reasons.insert(job, reason.clone());
-            self.failed.insert(job);
-        }
-        let outcome = if failure.is_some() {
-            "failed"
-        } else {
-            "finished"
-        };
-        self.emit(json!({"event": outcome, "job": job, "reason": failure}));
-        if self.replaying {
-            return;
-        }
-        let Some(state) = self.core.job(job) else {
-            return;
-        };
-        let rec = ResultRecord {
-            job,
-            name: state.job.name().map(str::to_owned),
-            outcome: outcome.into(),
-            reason: failure,
-            components: state.job.components.len(),
-            processors: state.job.total_processors(),
-            submit: r.submit,
-            barrier_release: r.barrier_release(),
-            start: r.start(),
-            end: r.end(),
-            wait_ms: r.wait(),
-            response_ms: r.response(),
-            run_ms: r.runtime(),
-            sites: r
-                .sites()
-                .iter()
-                .map(|s| self.config.sites[*s].name.clone())
-                .collect(),
-            placement_tries: r.placement_tries,
-            placement_failures: r.placement_failures,
-            submit_failures: r.submit_failures,
-            completion_failures: r.completion_failures,
-        };
-        self.results.append(&[rec]);
     }
 
     /// After replay: adopt what still runs, report what vanished.

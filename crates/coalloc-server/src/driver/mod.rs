@@ -15,15 +15,18 @@
 
 mod clouds;
 mod commands;
+mod metrics;
 pub mod msg;
 mod reports;
 mod requests;
+mod results;
 mod view;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
 use crate::journal::{Journal, JournalError, Record};
 use crate::logs::JsonLines;
+use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
 use crate::state::StateDir;
 use coalloc_backends::{Backend, SiteLoad};
@@ -63,6 +66,8 @@ pub struct Shared {
     pub generation: watch::Receiver<u64>,
     /// Job, component and site state changes, as JSON (the event stream).
     pub events: broadcast::Sender<String>,
+    /// The Prometheus metrics (`/metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// The driver's state.
@@ -79,6 +84,10 @@ pub struct Driver {
     kv: BTreeMap<(u64, String), String>,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
+    /// Every stopped run of the jobs that are not over, for the result log.
+    aborts: BTreeMap<u64, Vec<crate::logs::Abort>>,
+    /// Jobs whose current run has committed (a failure now is after commit).
+    committed: BTreeSet<u64>,
     /// Launches that failed, per site, since this server started (the core's counts are of
     /// consecutive errors and fall back to 0 on a success).
     site_failures: Vec<u64>,
@@ -107,6 +116,9 @@ pub struct Driver {
     results: JsonLines,
     surveillance: JsonLines,
     next_sample: Time,
+    /// The last surveillance sample written per site.
+    logged: Vec<Option<crate::logs::SiteSample>>,
+    metrics: Arc<Metrics>,
 }
 
 /// The wall clock in milliseconds since the Unix epoch.
@@ -157,6 +169,8 @@ impl Driver {
             secrets: BTreeMap::new(),
             kv: BTreeMap::new(),
             abort_reasons: BTreeMap::new(),
+            aborts: BTreeMap::new(),
+            committed: BTreeSet::new(),
             failed: Default::default(),
             reads: Vec::new(),
             site_failures: vec![0; config.sites.len()],
@@ -169,6 +183,8 @@ impl Driver {
             generation,
             events: events.clone(),
             next_sample: 0,
+            logged: vec![None; n],
+            metrics: Arc::new(Metrics::new()),
             config,
         };
         let replayed = records.len();
@@ -185,12 +201,14 @@ impl Driver {
         d.now = d.now.max(wall_ms());
         d.reconcile();
         tracing::info!(replayed, "journal replayed");
+        let metrics = d.metrics.clone();
         Ok((
             d,
             Shared {
                 tx,
                 generation: generation_rx,
                 events,
+                metrics,
             },
         ))
     }
@@ -329,7 +347,12 @@ impl Driver {
             self.on_request(r);
         }
         if self.now >= self.next_sample {
-            self.sample();
+            // Every interval while jobs are live, so that a run's load has a shape; otherwise
+            // only changes are written (at the site's next monitor reading).
+            let live = self.core.queued() > 0 || self.launches.values().any(|l| !l.ended);
+            if live {
+                self.sample(None);
+            }
             self.next_sample = self.now + self.config.sample_interval;
         }
         // Waiting barrier check-ins and rendezvous reads look again only after a turn that
@@ -345,7 +368,14 @@ impl Driver {
     /// were entries (the state changed).
     fn commit(&mut self) -> bool {
         let changed = !self.pending.is_empty();
-        if let Err(e) = self.journal.append(&self.pending) {
+        let t = std::time::Instant::now();
+        let appended = self.journal.append(&self.pending);
+        if changed {
+            self.metrics
+                .journal_commit
+                .observe(t.elapsed().as_secs_f64());
+        }
+        if let Err(e) = appended {
             // Nothing may be acknowledged that is not on disk: stop here; a restart replays
             // what was committed.
             tracing::error!("{e}");
@@ -367,16 +397,10 @@ impl Driver {
     }
 
     /// Tell the event stream.
-    fn emit(&self, value: serde_json::Value) {
-        if !self.replaying {
+    fn emit(&self, mut value: serde_json::Value) {
+        if !self.replaying && value.is_object() {
+            value["time"] = self.now.into();
             let _ = self.events.send(value.to_string());
         }
-    }
-
-    fn sample(&mut self) {
-        let samples: Vec<_> = (0..self.config.sites.len())
-            .map(|i| self.site_sample(i))
-            .collect();
-        self.surveillance.append(&samples);
     }
 }

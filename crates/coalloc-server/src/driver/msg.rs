@@ -1,9 +1,10 @@
 //! The messages the driver thread takes: requests from the HTTP API (each with a one-shot
 //! reply), and reports from the site workers.
 
+pub use crate::views::BarrierAnswer;
+use crate::views::{JobView, SitesView};
 use coalloc_backends::{BackendError, RemoteState, SiteLoad};
 use coalloc_core::model::{Component, Job};
-use serde::Serialize;
 use tokio::sync::oneshot;
 
 /// A reply channel.
@@ -26,14 +27,14 @@ pub enum Request {
         reply: Reply<Result<(), ApiError>>,
     },
     Jobs {
-        reply: Reply<Vec<serde_json::Value>>,
+        reply: Reply<Vec<JobView>>,
     },
     Job {
         job: u64,
-        reply: Reply<Option<serde_json::Value>>,
+        reply: Reply<Option<JobView>>,
     },
     Sites {
-        reply: Reply<serde_json::Value>,
+        reply: Reply<SitesView>,
     },
     /// Is this the job's secret?
     Secret {
@@ -67,6 +68,10 @@ pub enum Request {
         usable: bool,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// Bring the metrics that are states up to date (before a scrape).
+    RefreshMetrics {
+        reply: Reply<()>,
+    },
 }
 
 /// An edit as the API takes it.
@@ -74,15 +79,6 @@ pub enum EditRequest {
     Add(Component),
     Delete(usize),
     Substitute(usize, Component),
-}
-
-/// What a barrier check-in hears.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum BarrierAnswer {
-    Released,
-    Aborted { reason: String },
-    Waiting,
 }
 
 /// A refused request: an HTTP status and a message.

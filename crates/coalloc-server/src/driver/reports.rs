@@ -1,6 +1,8 @@
 //! Site reports into core events: the resource monitor's readings become `SiteStatus`
 //! events when they change (seed 003 §4.3.2), and what a resource manager says of a launch
 //! becomes `ComponentStarted` / `Finished` / `Failed` against the core's own view of it.
+//! Each reading that changes a site's numbers is also a line of the surveillance log (seed
+//! 003 §5.2).
 
 use super::msg::Report;
 use super::Driver;
@@ -28,6 +30,9 @@ impl Driver {
                 for (launch, state) in states {
                     self.remote_state(launch, state);
                 }
+                // The surveillance log follows the monitor (seed 003 §5.2's surveillance
+                // thread): a line when the site's numbers changed.
+                self.sample(Some(site));
             }
         }
     }
@@ -134,9 +139,10 @@ impl Driver {
             RemoteState::Running => {
                 if phase == CompPhase::Submitted {
                     let _ = self.apply(Entry::Started { launch });
-                    self.emit(json!({"event": "component_started", "job": l.job, "component": l.component, "launch": launch}));
+                    self.emit_launch("component_started", launch);
                     if l.auto_ready {
                         let _ = self.apply(Entry::Ready { launch });
+                        self.emit_launch("component_checked_in", launch);
                     }
                 }
             }
@@ -168,6 +174,17 @@ impl Driver {
                     reason: "vanished from the resource manager".into(),
                 },
             ),
+        }
+    }
+
+    /// Tell the event stream about one launch of a component.
+    pub(crate) fn emit_launch(&self, event: &str, launch: u64) {
+        if let Some(l) = self.launches.get(&launch) {
+            let site = &self.config.sites[l.site].name;
+            self.emit(
+                json!({"event": event, "job": l.job, "component": l.component,
+                "launch": launch, "site": site}),
+            );
         }
     }
 
@@ -224,5 +241,28 @@ impl Driver {
             other: load.other,
             healthy,
         }
+    }
+
+    /// Write a surveillance line for `only` this site if its numbers changed since its last
+    /// line, or (`None`) for every site.
+    pub(crate) fn sample(&mut self, only: Option<usize>) {
+        let all = only.is_none();
+        let sites = only.map_or(0..self.config.sites.len(), |i| i..i + 1);
+        let mut lines = Vec::new();
+        // A site is written once its monitor has read it (not with the zeros before).
+        for i in sites.filter(|i| self.statuses[*i].is_some()) {
+            let s = self.site_sample(i);
+            let same = self.logged[i].as_ref().is_some_and(|l| {
+                SiteSample {
+                    time: l.time,
+                    ..s.clone()
+                } == *l
+            });
+            if all || !same {
+                self.logged[i] = Some(s.clone());
+                lines.push(s);
+            }
+        }
+        self.surveillance.append(&lines);
     }
 }

@@ -6,6 +6,7 @@ use super::msg::{ApiError, BarrierAnswer, EditRequest, Request};
 use super::Driver;
 use crate::entry::{EditOp, Entry};
 use crate::state::random_hex;
+use crate::views::{SchedulerView, SitesView};
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
 use coalloc_core::scheduler::{LaunchId, Rejected, Reply};
 use coalloc_core::spec::native;
@@ -91,18 +92,23 @@ impl Driver {
                 let sites: Vec<_> = (0..self.config.sites.len())
                     .map(|i| self.site_view(i))
                     .collect();
-                let v = serde_json::json!({
-                    "sites": sites,
-                    "scheduler": {
-                        "policy": self.core.policy(),
-                        "fit": self.config.scheduler.fit.name(),
-                        "claiming": match self.config.scheduler.claiming {
+                let v = SitesView {
+                    sites,
+                    scheduler: SchedulerView {
+                        policy: self.core.policy().into(),
+                        fit: self.config.scheduler.fit.name().into(),
+                        claiming: match self.config.scheduler.claiming {
                             coalloc_core::scheduler::Claiming::Immediate => "immediate",
                             coalloc_core::scheduler::Claiming::Icp(_) => "icp",
-                        },
+                        }
+                        .into(),
                     },
-                });
+                };
                 let _ = reply.send(v);
+            }
+            Request::RefreshMetrics { reply } => {
+                self.refresh_metrics();
+                let _ = reply.send(());
             }
             Request::Secret { job, secret, reply } => {
                 let r = match self.secrets.get(&job) {
@@ -211,9 +217,11 @@ impl Driver {
         if all_in {
             if self.phase_of(launch) == Some(CompPhase::Submitted) {
                 let _ = self.apply(Entry::Started { launch });
+                self.emit_launch("component_started", launch);
             }
             if self.phase_of(launch) == Some(CompPhase::Started) {
                 let _ = self.apply(Entry::Ready { launch });
+                self.emit_launch("component_checked_in", launch);
             }
         }
         Ok(self.barrier_state(job, launch))

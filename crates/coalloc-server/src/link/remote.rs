@@ -13,6 +13,7 @@
 //! (see [`super::hub`]).
 
 use super::proto::{Answer, Call, CallError, ToAgent};
+use crate::views::LinkView;
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{channel, Sender};
@@ -48,16 +49,6 @@ struct Inner {
     last_load: Option<SiteLoad>,
     /// The last state of each launch asked about, by its remote id.
     states: BTreeMap<String, RemoteState>,
-}
-
-/// A site's link status, for `coalloc sites`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct LinkStatus {
-    pub connected: bool,
-    /// Milliseconds since the link went down (absent while connected).
-    pub down_for_ms: Option<u64>,
-    /// Down for longer than the grace period.
-    pub unreachable: bool,
 }
 
 impl AgentSite {
@@ -126,10 +117,11 @@ impl AgentSite {
         }
     }
 
-    pub fn status(&self) -> LinkStatus {
+    /// The link's status, for `coalloc sites`.
+    pub fn status(&self) -> LinkView {
         let g = self.lock();
         let down_for = g.down_since.map(|t| t.elapsed());
-        LinkStatus {
+        LinkView {
             connected: g.conn.is_some(),
             down_for_ms: down_for.map(|d| d.as_millis() as u64),
             unreachable: down_for.is_some_and(|d| d > self.grace),

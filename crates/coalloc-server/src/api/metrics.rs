@@ -1,0 +1,30 @@
+//! `GET /metrics`: the Prometheus exposition ([`crate::metrics`]), with the server's token.
+
+use super::auth::admin;
+use super::AppState;
+use crate::driver::msg::{ApiError, Request};
+use crate::metrics::CONTENT_TYPE;
+use crate::views::ErrorBody;
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::response::IntoResponse;
+
+/// The Prometheus metrics, in the text exposition format (0.0.4).
+#[utoipa::path(get, path = "/metrics", tag = "server", security(("token" = [])),
+    responses(
+        (status = 200, description = "the metrics", body = String,
+            content_type = "text/plain; version=0.0.4",
+            example = json!("# HELP coalloc_site_idle_processors Idle processors of each site.\n# TYPE coalloc_site_idle_processors gauge\ncoalloc_site_idle_processors{site=\"alpha\"} 12\n")),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
+pub async fn scrape(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    admin(&s, &headers)?;
+    s.ask(|reply| Request::RefreshMetrics { reply }).await?;
+    Ok((
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
+        s.shared.metrics.encode(),
+    ))
+}
