@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
-# apt-get when they are missing), brings up the three-cluster Slurm rig, runs every test of
+# apt-get when they are missing; MPICH for the MPI tests), brings up the three-cluster Slurm rig, runs every test of
 # the workspace (the real-Slurm tests included), stops exactly what it started, and ends with
 # one summary line, `tests: N passed, M failed`.
 #
@@ -31,6 +31,17 @@ if [ "${NO_SLURM:-0}" != 1 ]; then
     export COALLOC_SLURM_RIG="$rig"
     # The real-Slurm tests fail, rather than skip, when the rig is not there.
     export COALLOC_REQUIRE_SLURM=1
+fi
+
+# MPICH (mpicc and the library) for the MPI tests (crates/coalloc-cli/tests/mpi.rs):
+# installed when missing, as root; those tests then fail rather than skip without it.
+if ! command -v mpicc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing mpich and libmpich-dev (the MPI tests build a C program with mpicc)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mpich libmpich-dev >/dev/null
+fi
+if command -v mpicc >/dev/null 2>&1; then
+    export COALLOC_REQUIRE_MPI=1
 fi
 
 status=0

@@ -1,0 +1,167 @@
+//! Unmodified MPI programs co-allocated through coalloc's PMI (coalloc-runtime `pmi`): a C
+//! program built here with Debian's `mpicc` (MPICH) runs as one job of 2, then 3 `mpi`
+//! components on three local clusters of a real `coalloc serve`; each rank checks an
+//! `MPI_Allreduce` over every rank and an `MPI_Sendrecv` with its ring neighbours, which sit
+//! on other components at the edges. A component whose executable is missing aborts the
+//! whole job before any rank computes; an Open MPI program is refused with the reason.
+//!
+//! Skips (saying so) when `mpicc` is missing, unless `COALLOC_REQUIRE_MPI=1` (set by
+//! scripts/test.sh, which installs mpich and libmpich-dev).
+
+mod common;
+
+use common::server::{processes_with, three_clusters, Server};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The test program, `examples/mpi/ring.c`, built once with `mpicc`; `None` when there is
+/// no `mpicc` and MPI is not required.
+pub fn ring() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let have = Command::new("mpicc").arg("-show").output().is_ok();
+            if !have {
+                assert!(
+                    std::env::var("COALLOC_REQUIRE_MPI").as_deref() != Ok("1"),
+                    "mpicc not found: install mpich and libmpich-dev (scripts/test.sh does)"
+                );
+                eprintln!("skipped: mpicc not found (install mpich and libmpich-dev)");
+                return None;
+            }
+            let dir = std::env::temp_dir().join(format!("coalloc-mpi-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let exe = dir.join("ring");
+            let src = common::repo().join("examples/mpi/ring.c");
+            let out = Command::new("mpicc")
+                .args(["-O2", "-o"])
+                .arg(&exe)
+                .arg(&src)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "mpicc: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(exe)
+        })
+        .as_deref()
+}
+
+fn mpi_component(count: u32, exe: &str, args: &[&str]) -> Value {
+    json!({ "count": count, "job_type": "mpi", "executable": exe, "arguments": args })
+}
+
+fn job(components: Vec<Value>) -> Value {
+    json!({ "kind": "unordered", "max_wall_time": "2m", "component": components })
+}
+
+/// Every rank printed `rank R of N on HOST: ok` in the output of the component it belongs
+/// to, the components holding consecutive ranks in order.
+fn check_ranks(s: &Server, id: u64, sizes: &[u32]) {
+    let total: u32 = sizes.iter().sum();
+    let mut first = 0;
+    for (c, n) in sizes.iter().enumerate() {
+        let out = s.output(id, c);
+        for r in first..first + n {
+            let want = format!("rank {r} of {total} on ");
+            let line = out.lines().find(|l| l.starts_with(&want));
+            assert!(
+                line.is_some_and(|l| l.ends_with(": ok")),
+                "component {c}, rank {r}: {out:?}"
+            );
+        }
+        assert_eq!(out.lines().count(), *n as usize, "component {c}: {out:?}");
+        first += n;
+    }
+}
+
+#[test]
+fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let s = Server::start(
+        "mpi",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
+    );
+    for sizes in [vec![3, 3], vec![3, 3, 2]] {
+        let comps = sizes.iter().map(|n| mpi_component(*n, ring, &[])).collect();
+        let id = s.submit(&job(comps));
+        let j = s.wait_ended(id, 60);
+        assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+        // Components of 3 on clusters of 4: each on a cluster of its own.
+        let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
+        assert_eq!(used.len(), sizes.len(), "{j}");
+        assert!(j["barrier_release"].as_i64().is_some(), "{j}");
+        check_ranks(&s, id, &sizes);
+    }
+}
+
+#[test]
+fn a_missing_executable_aborts_the_whole_mpi_job_before_any_rank_computes() {
+    let Some(built) = ring() else { return };
+    let s = Server::start(
+        "mpi-missing",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
+    );
+    // A copy of its own, so that the other tests' ranks are not counted as left over.
+    let copy = s.dir.parent().unwrap().join("ring-missing");
+    std::fs::copy(built, &copy).unwrap();
+    let ring = copy.to_str().unwrap();
+    let id = s.submit(&job(vec![
+        mpi_component(2, ring, &["--started"]),
+        mpi_component(2, "/no/such/mpi-program", &[]),
+        mpi_component(2, ring, &["--started"]),
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    let why = j["last_abort"]
+        .as_str()
+        .or(j["reason"].as_str())
+        .unwrap_or("");
+    let shown = j.to_string();
+    assert!(
+        shown.contains("MPI process 2 could not be started (/no/such/mpi-program"),
+        "{why} {shown}"
+    );
+    for c in [0, 2] {
+        let out = s.output(id, c);
+        assert!(
+            !out.contains("computing"),
+            "component {c} computed: {out:?}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with(ring),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
+
+#[test]
+fn an_open_mpi_program_is_refused_with_the_reason() {
+    if ring().is_none() {
+        return;
+    }
+    let s = Server::start(
+        "mpi-ompi",
+        &three_clusters([4, 4, 4], "max_submit_failures = 1"),
+    );
+    // What the proxy looks for: the library an Open MPI program is linked against.
+    let fake = s.dir.parent().unwrap().join("ompi-program");
+    std::fs::write(&fake, "#!/bin/sh\n# NEEDED libmpi.so.40\nexit 0\n").unwrap();
+    let id = s.submit(&job(vec![mpi_component(2, fake.to_str().unwrap(), &[])]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    let shown = j.to_string();
+    assert!(
+        shown.contains("linked against Open MPI (libmpi.so.40)"),
+        "{shown}"
+    );
+    assert!(shown.contains("PMIx"), "{shown}");
+}
