@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
-# apt-get when they are missing; MPICH for the MPI tests), brings up the three-cluster Slurm rig, runs every test of
+# apt-get when they are missing; MPICH for the MPI tests), brings up the three-cluster Slurm
+# rig, runs every test of
 # the workspace (the real-Slurm tests included), stops exactly what it started, and ends with
 # one summary line, `tests: N passed, M failed`.
 #

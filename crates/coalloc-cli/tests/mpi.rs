@@ -165,3 +165,37 @@ fn an_open_mpi_program_is_refused_with_the_reason() {
     );
     assert!(shown.contains("PMIx"), "{shown}");
 }
+
+/// The same program over the clusters of the Slurm rig (scripts/slurm/; skipped unless
+/// `COALLOC_SLURM_RIG` is set): each component is a Slurm job of its own cluster, its MPI
+/// processes started inside that allocation by the PMI proxy; 2 then 3 clusters, in both
+/// launch modes.
+#[test]
+fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm") else {
+        return;
+    };
+    for launch in ["batch", "allocation"] {
+        let config = sc.rig.config_launching("policy = \"fcfs\"", launch);
+        let s = Server::start(&format!("mpi-slurm-{launch}"), &config);
+        for sites in [&["alpha", "beta"][..], &["alpha", "beta", "gamma"][..]] {
+            let comps: Vec<Value> = sites
+                .iter()
+                .map(|site| {
+                    let mut c = mpi_component(2, ring, &[]);
+                    c["site"] = json!(site);
+                    c
+                })
+                .collect();
+            let id = s.submit(&json!({
+                "kind": "ordered", "max_wall_time": "5m", "component": comps,
+            }));
+            let j = s.wait_ended(id, 90);
+            assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
+            assert_eq!(common::server::component_sites(&j), *sites, "{j}");
+            check_ranks(&s, id, &vec![2; sites.len()]);
+        }
+    }
+}
