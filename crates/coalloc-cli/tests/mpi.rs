@@ -246,3 +246,30 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
         }
     }
 }
+
+/// A program that never speaks PMI and never ends never reaches the co-allocation barrier:
+/// the core has no barrier timeout of its own, so the component's wall time ends it, which
+/// is a failed start; its processes are gone with it.
+#[test]
+fn a_program_that_never_speaks_pmi_is_ended_by_its_wall_time_as_a_failed_start() {
+    if ring().is_none() {
+        return;
+    }
+    let s = Server::start(
+        "mpi-silent",
+        &three_clusters([4, 4, 4], "max_submit_failures = 1"),
+    );
+    let silent = mpi_component(2, "/bin/sleep", &["3131"]);
+    let id = s.submit(&json!({
+        "kind": "unordered", "max_wall_time": "2s", "component": [silent],
+    }));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].is_null(), "{j}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with("/bin/sleep 3131"),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
