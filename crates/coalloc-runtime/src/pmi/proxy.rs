@@ -42,6 +42,8 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
         processes: cfg.processes,
     };
     let mut session = Session::new(setup);
+    // `COALLOC_PMI_TRACE=1` in the component's environment: every PMI line on stderr.
+    let trace = std::env::var_os("COALLOC_PMI_TRACE").is_some_and(|v| v == "1");
     let (tx, rx) = channel::<Input>();
     let mut ranks: Vec<Option<(u32, UnixStream)>> = Vec::new();
     for local in 0..cfg.processes {
@@ -49,6 +51,9 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
     }
     loop {
         while let Some(t) = session.poll_transmit() {
+            if trace {
+                eprint!("coalloc pmi-proxy: local rank {} < {}", t.local, t.line);
+            }
             if let Some(Some((_, stream))) = ranks.get_mut(t.local as usize) {
                 // A rank that is gone is reported by its waiter thread.
                 let _ = stream.write_all(t.line.as_bytes());
@@ -92,7 +97,12 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
             }
         }
         match rx.recv() {
-            Ok(input) => session.handle(input),
+            Ok(input) => {
+                if trace {
+                    eprintln!("coalloc pmi-proxy: {input:?}");
+                }
+                session.handle(input)
+            }
             // Every sender is gone: nothing can happen any more.
             Err(_) => return 1,
         }
