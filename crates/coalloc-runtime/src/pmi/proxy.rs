@@ -44,6 +44,8 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
     let mut session = Session::new(setup);
     // `COALLOC_PMI_TRACE=1` in the component's environment: every PMI line on stderr.
     let trace = std::env::var_os("COALLOC_PMI_TRACE").is_some_and(|v| v == "1");
+    let t0 = std::time::Instant::now();
+    let ms = || t0.elapsed().as_secs_f64() * 1e3;
     let (tx, rx) = channel::<Input>();
     let mut ranks: Vec<Option<(u32, UnixStream)>> = Vec::new();
     for local in 0..cfg.processes {
@@ -52,7 +54,12 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
     loop {
         while let Some(t) = session.poll_transmit() {
             if trace {
-                eprint!("coalloc pmi-proxy: local rank {} < {}", t.local, t.line);
+                eprint!(
+                    "coalloc pmi-proxy: {:.1} ms: local rank {} < {}",
+                    ms(),
+                    t.local,
+                    t.line
+                );
             }
             if let Some(Some((_, stream))) = ranks.get_mut(t.local as usize) {
                 // A rank that is gone is reported by its waiter thread.
@@ -99,7 +106,7 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
         match rx.recv() {
             Ok(input) => {
                 if trace {
-                    eprintln!("coalloc pmi-proxy: {input:?}");
+                    eprintln!("coalloc pmi-proxy: {:.1} ms: {input:?}", ms());
                 }
                 session.handle(input)
             }
