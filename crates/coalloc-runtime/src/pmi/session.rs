@@ -2,9 +2,10 @@
 //! [`Session::handle`] takes what happened (a client's line, a process's exit, the answer
 //! of a store or barrier call), [`Session::poll_transmit`] gives the lines to write to the
 //! clients and [`Session::poll_event`] the calls to make (rendezvous `put`/`get`, the
-//! barrier check-in, killing the ranks, exiting). The session has no timer of its own: the
-//! co-allocation barrier's timeout is the server's (seed 002 §3.3), so there is no
-//! `poll_timeout`.
+//! barrier check-in, killing the ranks, exiting). The session has no timer of its own, so
+//! there is no `poll_timeout`: waiting at the co-allocation barrier is bounded by the
+//! server's side (seed 002 §3.3; today the component's wall time ends a component whose
+//! processes never get there, a failed start).
 //!
 //! What it means (seed 002 §3.3, §4.3: the co-allocator hidden in the MPI library):
 //! - ranks are job-wide, `rank_offset + local` of `total`; the KVS is the job's rendezvous
@@ -344,6 +345,7 @@ impl Session {
         self.events.push_back(Event::Exit(code));
     }
 }
+
 /// The store key where component `c` publishes its launch number.
 fn launch_key(c: usize) -> String {
     format!("pmi/launch/{c}")
