@@ -2,6 +2,8 @@
  * every rank checks MPI_Allreduce over all ranks and MPI_Sendrecv with its neighbours
  * (rank - 1 and rank + 1, round the ring: across components at their edges), then prints
  * one line "rank R of N on HOST: ok" or "... FAILED ..." and exits 0 or 1.
+ * `--started` prints "rank R computing" once MPI_Init returned; `--abort-at R` makes rank R
+ * call MPI_Abort(MPI_COMM_WORLD, 5) after the first collective.
  * Nothing in it knows about coalloc. Build: mpicc -O2 -o ring ring.c */
 #include <mpi.h>
 #include <stdio.h>
@@ -17,15 +19,22 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Get_processor_name(host, &hlen);
-    if (argc > 1 && strcmp(argv[1], "--started") == 0) {
-        /* Proof that the computation began (the failed-start test looks for it). */
-        printf("rank %d computing\n", rank);
-        fflush(stdout);
+    int abort_at = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--started") == 0) {
+            /* Proof that the computation began (the failed-start test looks for it). */
+            printf("rank %d computing\n", rank);
+            fflush(stdout);
+        } else if (strcmp(argv[i], "--abort-at") == 0 && i + 1 < argc) {
+            abort_at = atoi(argv[++i]);
+        }
     }
 
     /* Sum of 0..size-1 and of the ranks squared, over every rank. */
     long mine[2] = { rank, (long) rank * rank }, sum[2];
     MPI_Allreduce(mine, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == abort_at)
+        MPI_Abort(MPI_COMM_WORLD, 5);
     long n = size;
     if (sum[0] != n * (n - 1) / 2 || sum[1] != (n - 1) * n * (2 * n - 1) / 6) {
         printf("rank %d: allreduce gave %ld %ld\n", rank, sum[0], sum[1]);

@@ -189,6 +189,46 @@ fn a_missing_executable_aborts_the_whole_mpi_job_before_any_rank_computes() {
     );
 }
 
+/// `MPI_Abort` after the commit: the aborting component ends with the code, the server
+/// handles it as a failure after commit (the job fails here, at its first), and no rank of
+/// any component is left running.
+#[test]
+fn mpi_abort_after_the_commit_ends_the_job_everywhere() {
+    let Some(built) = ring() else { return };
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi-abort",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_completion_failures = 1"),
+    );
+    let copy = s.dir.parent().unwrap().join("ring-abort");
+    std::fs::copy(built, &copy).unwrap();
+    let ring = copy.to_str().unwrap();
+    let id = s.submit(&job(vec![
+        mpi_component(2, ring, &["--abort-at", "3"]),
+        mpi_component(2, ring, &["--abort-at", "3"]),
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].as_i64().is_some(), "{j}");
+    let err = std::fs::read_dir(s.dir.join("output").join(id.to_string()))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("1.L"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".err"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        err.contains("rank 3 called MPI_Abort (exit code 5)"),
+        "{err:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with(ring),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
+
 #[test]
 fn an_open_mpi_program_is_refused_with_the_reason() {
     if ring().is_none() {
