@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
-# apt-get when they are missing; Prometheus and Chromium for the observability tests), brings
-# up the three-cluster Slurm rig, runs every test of the workspace (the real-Slurm tests
-# included), stops exactly what it started, and ends with one summary line,
-# `tests: N passed, M failed`.
+# apt-get when they are missing; Prometheus and Chromium for the observability tests; MPICH
+# for the MPI tests), brings up the three-cluster Slurm rig and the agent rig, runs every test
+# of the workspace (the real-Slurm tests included), stops exactly what it started, and ends
+# with one summary line, `tests: N passed, M failed`.
 #
 #   bash scripts/test.sh                 # everything
 #   NO_SLURM=1 bash scripts/test.sh      # without the rig (the real-Slurm tests then skip)
@@ -72,6 +72,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 export COALLOC_REQUIRE_TOOLS=1
+
+# MPICH (mpicc and the library) for the MPI tests (crates/coalloc-cli/tests/mpi.rs):
+# installed when missing, as root; those tests then fail rather than skip without it.
+if ! command -v mpicc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing mpich and libmpich-dev (the MPI tests build a C program with mpicc)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mpich libmpich-dev >/dev/null
+fi
+if command -v mpicc >/dev/null 2>&1; then
+    export COALLOC_REQUIRE_MPI=1
+fi
 
 status=0
 cargo test --workspace --locked 2>&1 | tee "$log" || status=$?

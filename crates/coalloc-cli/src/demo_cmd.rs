@@ -127,6 +127,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
         let ready = ready_tx.clone();
         let mut config = ServerConfig::parse(DEMO_SITES).expect("the demo's sites parse");
         config.local_launcher = crate::serve_cmd::local_launcher();
+        config.pmi_proxy = std::env::current_exe().ok();
         let r = rt.block_on(coalloc_server::server::serve(
             config,
             &server_dir,

@@ -136,6 +136,14 @@ enum Command {
     /// (put an address, get a peer's).
     #[command(subcommand)]
     Kv(runtime_cmd::KvCommand),
+    /// Inside an `mpi` component (the server starts it there): serve MPICH's PMI-1 to the
+    /// component's COALLOC_PROCESSES MPI processes of PROGRAM, with job-wide ranks, the
+    /// job's rendezvous store as their KVS and their first PMI barrier as the start barrier.
+    PmiProxy {
+        /// The MPI program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// The co-allocated Poisson solver of the demo (examples/poisson), built in.
     #[command(hide = true, disable_help_flag = true)]
     Poisson {
@@ -178,6 +186,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Report(args) => report_cmd::run(args),
         Command::Barrier(args) => runtime_cmd::run_barrier(args),
         Command::Kv(cmd) => runtime_cmd::run_kv(cmd),
+        Command::PmiProxy { command } => runtime_cmd::run_pmi_proxy(&command),
         Command::Poisson { args } => std::process::exit(coalloc_poisson::run(&args)),
         Command::LocalLauncher { dir } => coalloc_backends::local::launcher::run(&dir)
             .map_err(|e| CliError::Internal(format!("local launcher: {e}"))),

@@ -1,6 +1,7 @@
 //! The component runtime for shell scripts and any language (seed 002 §3.3, §4.1):
 //! `coalloc barrier [--fail]` and `coalloc kv put|get`, thin wrappers over `coalloc-runtime`
-//! that read the component's `COALLOC_*` environment.
+//! that read the component's `COALLOC_*` environment; and `coalloc pmi-proxy`, the PMI
+//! server of an `mpi` component (coalloc-runtime's `pmi`).
 
 use crate::error::CliError;
 use clap::{Args, Subcommand};
@@ -110,4 +111,13 @@ pub fn run_kv(cmd: KvCommand) -> Result<(), CliError> {
             }
         },
     }
+}
+
+/// Run an `mpi` component's processes under coalloc's PMI; exits with the component's code.
+pub fn run_pmi_proxy(command: &[String]) -> Result<(), CliError> {
+    let cfg = config()?;
+    let Some((program, args)) = command.split_first() else {
+        return Err(CliError::bad("pmi-proxy needs the MPI program to run"));
+    };
+    std::process::exit(coalloc_runtime::pmi::proxy::run(&cfg, program, args))
 }

@@ -46,6 +46,7 @@ pub fn local_launcher() -> Option<LauncherCommand> {
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let mut config = load_config(args.config.as_ref())?;
     config.local_launcher = local_launcher();
+    config.pmi_proxy = std::env::current_exe().ok();
     let dir = resolve_state_dir(args.state_dir);
     init_tracing();
     let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;

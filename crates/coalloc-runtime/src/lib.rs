@@ -42,6 +42,8 @@
 //!   (seed 002 §4.1: the job is released only when every required component checked in).
 //! - [`kv_put`] / [`kv_get`]: the job's rendezvous store, how components find each other
 //!   (addresses of listening sockets and the like) once the job is released.
+//! - [`pmi`]: MPICH's PMI-1 served to an `mpi` component's processes (`coalloc pmi-proxy`),
+//!   its barrier the start barrier, its KVS the rendezvous store.
 //!
 //! Every call is blocking (plain HTTP through `ureq`); connection failures are retried with
 //! a back-off for [`Config::patience`] (5 minutes by default) because the server may be
@@ -52,6 +54,7 @@ mod config;
 mod error;
 mod http;
 mod kv;
+pub mod pmi;
 
 pub use barrier::{barrier, barrier_or_exit, BarrierOutcome};
 pub use config::Config;

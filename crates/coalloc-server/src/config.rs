@@ -145,6 +145,10 @@ pub struct ServerConfig {
     /// that runs the server (`coalloc serve` names itself), not by the file. `None`: every
     /// local launch under a `/bin/sh` wrapper of its own.
     pub local_launcher: Option<coalloc_backends::local::LauncherCommand>,
+    /// The program an `mpi` component runs under, `PROGRAM pmi-proxy -- EXECUTABLE ARGS`
+    /// (coalloc-runtime's PMI proxy); set like `local_launcher` (`coalloc serve` names
+    /// itself). `None`: `mpi` components fail to start, with the reason.
+    pub pmi_proxy: Option<std::path::PathBuf>,
 }
 
 /// How a cloud site's VMs are leased and released (coalloc-backends' providers).
@@ -281,6 +285,7 @@ impl ServerConfig {
             providers,
             scheduler,
             local_launcher: None,
+            pmi_proxy: None,
         })
     }
 

@@ -65,6 +65,10 @@ impl Driver {
             JobType::Single => 1,
             JobType::Multiple | JobType::Mpi => s.count.max(1),
         };
+        // An `mpi` component is one PMI proxy that starts its MPI processes and checks in
+        // once for all of them (coalloc-runtime's `pmi`; seed 002 §4.3).
+        let mpi = s.spec.job_type == JobType::Mpi;
+        let launched = if mpi { 1 } else { processes };
         let auto_ready = s.spec.attributes().iter().any(|a| {
             a.name.eq_ignore_ascii_case("barrier")
                 && matches!(a.values.as_slice(), [Value::Str(v)] if v.eq_ignore_ascii_case("auto"))
@@ -77,7 +81,7 @@ impl Driver {
                 site: s.site,
                 count: s.count,
                 remote: None,
-                processes,
+                processes: launched,
                 checkins: BTreeSet::new(),
                 ended: false,
                 auto_ready,
@@ -90,6 +94,19 @@ impl Driver {
             self.internal.push_back(Entry::Failed {
                 launch: s.launch.0,
                 reason: "the component names no executable".into(),
+            });
+            return;
+        };
+        let mut arguments = s.spec.arguments().to_vec();
+        let exe = if !mpi {
+            exe
+        } else if let Some(proxy) = self.config.pmi_proxy.as_ref().and_then(|p| p.to_str()) {
+            arguments = [vec!["pmi-proxy".into(), "--".into(), exe], arguments].concat();
+            proxy.to_owned()
+        } else {
+            self.internal.push_back(Entry::Failed {
+                launch: s.launch.0,
+                reason: "jobtype=mpi needs the PMI proxy of `coalloc serve`".into(),
             });
             return;
         };
@@ -121,9 +138,9 @@ impl Driver {
             job: s.job,
             component: s.component,
             count: s.count,
-            processes,
+            processes: launched,
             executable: exe,
-            arguments: s.spec.arguments().to_vec(),
+            arguments,
             environment: env,
             directory: s.spec.directory().map(PathBuf::from),
             wall_time_ms: s.wall_time,

@@ -7,7 +7,7 @@
 //! with a jittered back-off that stops at once when the server refuses its credential or
 //! presents another certificate than the pinned one (DESIGN.md "Sites apart" §5), answers
 //! the server's calls on its backend, and relays its components' barrier and rendezvous
-//! calls ([`super::relay`]).
+//! calls ([`super::relay`]), which carry the PMI traffic of `mpi` components too.
 
 use super::held::Held;
 use super::proto::{
@@ -143,6 +143,9 @@ pub struct Agent {
     backend: Arc<dyn Backend>,
     held: Arc<Held>,
     state_dir: PathBuf,
+    /// This program (`coalloc`) on the agent's host: an `mpi` component's PMI proxy runs
+    /// from here, wherever the server's copy is.
+    program: Option<PathBuf>,
 }
 
 impl Agent {
@@ -165,6 +168,7 @@ impl Agent {
         let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
         std::fs::create_dir_all(state_dir).map_err(setup)?;
         let state = crate::state::StateDir::create(state_dir).map_err(setup)?;
+        let program = launcher.as_ref().map(|l| l.program.clone());
         let parts = BackendParts {
             index: 0,
             work_dir: state.site_dir(&config.site.name),
@@ -182,6 +186,7 @@ impl Agent {
             backend,
             held: Arc::new(held),
             state_dir: state_dir.to_path_buf(),
+            program,
         })
     }
 
@@ -432,6 +437,12 @@ impl Agent {
         }
         req.environment
             .extend(self.config.environment.iter().cloned());
+        // An `mpi` component runs under the PMI proxy of this host's coalloc.
+        if req.arguments.first().map(String::as_str) == Some("pmi-proxy") {
+            if let Some(p) = &self.program {
+                req.executable = p.display().to_string();
+            }
+        }
         let out = self.state_dir.join("output").join(req.job.to_string());
         let _ = std::fs::create_dir_all(&out);
         for p in [&mut req.stdout, &mut req.stderr] {

@@ -1,0 +1,387 @@
+//! Unmodified MPI programs co-allocated through coalloc's PMI (coalloc-runtime `pmi`): a C
+//! program built here with Debian's `mpicc` (MPICH) runs as one job of 2, then 3 `mpi`
+//! components on three local clusters of a real `coalloc serve`; each rank checks an
+//! `MPI_Allreduce` over every rank and an `MPI_Sendrecv` with its ring neighbours, which sit
+//! on other components at the edges. A component whose executable is missing aborts the
+//! whole job before any rank computes; an Open MPI program is refused with the reason.
+//!
+//! Skips (saying so) when `mpicc` is missing, unless `COALLOC_REQUIRE_MPI=1` (set by
+//! scripts/test.sh, which installs mpich and libmpich-dev).
+
+mod common;
+
+use common::server::{processes_with, three_clusters, Server};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// One MPI job at a time: MPICH's ranks poll busily, and several jobs at once on a small
+/// machine's cores only slow each other down.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The test program, `examples/mpi/ring.c`, built once with `mpicc`; `None` when there is
+/// no `mpicc` and MPI is not required.
+fn ring() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build("ring")).as_deref()
+}
+
+/// The MPI Poisson solver, `examples/mpi/poisson.c`, likewise.
+fn poisson() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build("poisson")).as_deref()
+}
+
+/// `examples/mpi/NAME.c` built with `mpicc` into a folder of this test run.
+fn build(name: &str) -> Option<PathBuf> {
+    if Command::new("mpicc").arg("-show").output().is_err() {
+        assert!(
+            std::env::var("COALLOC_REQUIRE_MPI").as_deref() != Ok("1"),
+            "mpicc not found: install mpich and libmpich-dev (scripts/test.sh does)"
+        );
+        eprintln!("skipped: mpicc not found (install mpich and libmpich-dev)");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("coalloc-mpi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let src = common::repo().join(format!("examples/mpi/{name}.c"));
+    let out = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-lm")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mpicc {name}.c: {err}");
+    Some(exe)
+}
+
+fn mpi_component(count: u32, exe: &str, args: &[&str]) -> Value {
+    json!({ "count": count, "job_type": "mpi", "executable": exe, "arguments": args })
+}
+
+fn job(components: Vec<Value>) -> Value {
+    json!({ "kind": "unordered", "max_wall_time": "2m", "component": components })
+}
+
+/// Every rank printed `rank R of N on HOST: ok` in the output of the component it belongs
+/// to, the components holding consecutive ranks in order.
+fn check_ranks(s: &Server, id: u64, sizes: &[u32]) {
+    let total: u32 = sizes.iter().sum();
+    let mut first = 0;
+    for (c, n) in sizes.iter().enumerate() {
+        let out = s.output(id, c);
+        for r in first..first + n {
+            let want = format!("rank {r} of {total} on ");
+            let line = out.lines().find(|l| l.starts_with(&want));
+            assert!(
+                line.is_some_and(|l| l.ends_with(": ok")),
+                "component {c}, rank {r}: {out:?}"
+            );
+        }
+        assert_eq!(out.lines().count(), *n as usize, "component {c}: {out:?}");
+        first += n;
+    }
+}
+
+#[test]
+fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
+    );
+    for sizes in [vec![3, 3], vec![3, 3, 2]] {
+        let comps = sizes.iter().map(|n| mpi_component(*n, ring, &[])).collect();
+        let id = s.submit(&job(comps));
+        let j = s.wait_ended(id, 60);
+        assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+        // Components of 3 on clusters of 4: each on a cluster of its own.
+        let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
+        assert_eq!(used.len(), sizes.len(), "{j}");
+        assert!(j["barrier_release"].as_i64().is_some(), "{j}");
+        check_ranks(&s, id, &sizes);
+    }
+}
+
+/// The MPI version of the Poisson example, one strip per rank, its ranks on three
+/// clusters: the right answer (the bound of examples/poisson), the same iterations as the
+/// serial solver (red-black Gauss-Seidel does not depend on the split).
+#[test]
+fn the_mpi_poisson_solver_is_co_allocated_over_three_clusters() {
+    let Some(exe) = poisson() else { return };
+    let exe = exe.to_str().unwrap();
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi-poisson",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
+    );
+    // 3 ranks on 3 clusters; more would only oversubscribe a small machine's cores with
+    // MPICH's busy-polling ranks.
+    let comps = (0..3).map(|_| mpi_component(1, exe, &["24"])).collect();
+    let id = s.submit(&job(comps));
+    let j = s.wait_ended(id, 120);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.output(id, 0));
+    let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
+    assert_eq!(used.len(), 3, "{j}");
+    let out = s.output(id, 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("poisson-mpi:"))
+        .unwrap_or("");
+    // The serial solver's figures at n = 24 (`mpiexec -n 1 poisson 24`: 620 iterations,
+    // max_error 1.257e-03); the bound is 1e-2.
+    assert_eq!(
+        line, "poisson-mpi: n=24 ranks=3 iterations=620 max_error=1.257e-03 ok",
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_missing_executable_aborts_the_whole_mpi_job_before_any_rank_computes() {
+    let Some(built) = ring() else { return };
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi-missing",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
+    );
+    // A copy of its own, so that the other tests' ranks are not counted as left over.
+    let copy = s.dir.parent().unwrap().join("ring-missing");
+    std::fs::copy(built, &copy).unwrap();
+    let ring = copy.to_str().unwrap();
+    let id = s.submit(&job(vec![
+        mpi_component(2, ring, &["--started"]),
+        mpi_component(2, "/no/such/mpi-program", &[]),
+        mpi_component(2, ring, &["--started"]),
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    let why = j["last_abort"]
+        .as_str()
+        .or(j["reason"].as_str())
+        .unwrap_or("");
+    let shown = j.to_string();
+    assert!(
+        shown.contains("MPI process 2 could not be started (/no/such/mpi-program"),
+        "{why} {shown}"
+    );
+    for c in [0, 2] {
+        let out = s.output(id, c);
+        assert!(
+            !out.contains("computing"),
+            "component {c} computed: {out:?}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with(ring),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
+
+/// `MPI_Abort` after the commit: the aborting component ends with the code, the server
+/// handles it as a failure after commit (the job fails here, at its first), and no rank of
+/// any component is left running.
+#[test]
+fn mpi_abort_after_the_commit_ends_the_job_everywhere() {
+    let Some(built) = ring() else { return };
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi-abort",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_completion_failures = 1"),
+    );
+    let copy = s.dir.parent().unwrap().join("ring-abort");
+    std::fs::copy(built, &copy).unwrap();
+    let ring = copy.to_str().unwrap();
+    let id = s.submit(&job(vec![
+        mpi_component(2, ring, &["--abort-at", "3"]),
+        mpi_component(2, ring, &["--abort-at", "3"]),
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].as_i64().is_some(), "{j}");
+    let err = std::fs::read_dir(s.dir.join("output").join(id.to_string()))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("1.L"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".err"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        err.contains("rank 3 called MPI_Abort (exit code 5)"),
+        "{err:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with(ring),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
+
+#[test]
+fn an_open_mpi_program_is_refused_with_the_reason() {
+    if ring().is_none() {
+        return;
+    }
+    let s = Server::start(
+        "mpi-ompi",
+        &three_clusters([4, 4, 4], "max_submit_failures = 1"),
+    );
+    // What the proxy looks for: the library an Open MPI program is linked against.
+    let fake = s.dir.parent().unwrap().join("ompi-program");
+    std::fs::write(&fake, "#!/bin/sh\n# NEEDED libmpi.so.40\nexit 0\n").unwrap();
+    let id = s.submit(&job(vec![mpi_component(2, fake.to_str().unwrap(), &[])]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    let shown = j.to_string();
+    assert!(
+        shown.contains("linked against Open MPI (libmpi.so.40)"),
+        "{shown}"
+    );
+    assert!(shown.contains("PMIx"), "{shown}");
+}
+
+/// The same program over the clusters of the Slurm rig (scripts/slurm/; skipped unless
+/// `COALLOC_SLURM_RIG` is set): each component is a Slurm job of its own cluster, its MPI
+/// processes started inside that allocation by the PMI proxy; 2 then 3 clusters, in both
+/// launch modes.
+#[test]
+fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm") else {
+        return;
+    };
+    let _one = one_at_a_time();
+    for launch in ["batch", "allocation"] {
+        let config = sc.rig.config_launching("policy = \"fcfs\"", launch);
+        let s = Server::start(&format!("mpi-slurm-{launch}"), &config);
+        for sites in [&["alpha", "beta"][..], &["alpha", "beta", "gamma"][..]] {
+            let comps: Vec<Value> = sites
+                .iter()
+                .map(|site| {
+                    let mut c = mpi_component(2, ring, &[]);
+                    c["site"] = json!(site);
+                    c
+                })
+                .collect();
+            let id = s.submit(&json!({
+                "kind": "ordered", "max_wall_time": "5m", "component": comps,
+            }));
+            let j = s.wait_ended(id, 90);
+            assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
+            assert_eq!(common::server::component_sites(&j), *sites, "{j}");
+            check_ranks(&s, id, &vec![2; sites.len()]);
+        }
+    }
+}
+
+/// A program that never speaks PMI and never ends never reaches the co-allocation barrier:
+/// the core has no barrier timeout of its own, so the component's wall time ends it, which
+/// is a failed start; its processes are gone with it.
+#[test]
+fn a_program_that_never_speaks_pmi_is_ended_by_its_wall_time_as_a_failed_start() {
+    if ring().is_none() {
+        return;
+    }
+    let s = Server::start(
+        "mpi-silent",
+        &three_clusters([4, 4, 4], "max_submit_failures = 1"),
+    );
+    let silent = mpi_component(2, "/bin/sleep", &["3131"]);
+    let id = s.submit(&json!({
+        "kind": "unordered", "max_wall_time": "2s", "component": [silent],
+    }));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].is_null(), "{j}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        processes_with("/bin/sleep 3131"),
+        Vec::<u32>::new(),
+        "ranks left running"
+    );
+}
+
+/// The same program across two agent sites (`coalloc agent` on this host, local backends
+/// behind them) and a direct site: the PMI traffic of the agent sites' ranks goes to their
+/// own agent, which relays it.
+#[test]
+fn an_unmodified_mpi_program_runs_across_agent_sites() {
+    use common::agents::{wait_link, AgentProc};
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let _one = one_at_a_time();
+    let mut config = String::from(
+        "[server]\nmonitor_interval = \"50ms\"\nagent_bind = \"127.0.0.1:0\"\nheartbeat = \"200ms\"\n",
+    );
+    for site in ["s1", "s2"] {
+        config += &format!(
+            "[[site]]\nname = \"{site}\"\nprocessors = 4\nmanager = {{ type = \"agent\" }}\n"
+        );
+    }
+    config += "[[site]]\nname = \"alpha\"\nprocessors = 4\nmanager = { type = \"local\" }\n";
+    let s = Server::start("mpi-agents", &config);
+    let agents: Vec<AgentProc> = ["s1", "s2"]
+        .iter()
+        .map(|site| {
+            let c = format!(
+                "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n[[site]]\nname = \"{site}\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
+                common::agents::free_port()
+            );
+            AgentProc::start(&s, site, &c, None)
+        })
+        .collect();
+    for site in ["s1", "s2"] {
+        wait_link(&s, site, true, 20);
+    }
+    let sizes = [3u32, 3, 2];
+    let comps: Vec<Value> = ["s1", "s2", "alpha"]
+        .iter()
+        .zip(sizes)
+        .map(|(site, n)| {
+            let mut c = mpi_component(n, ring, &[]);
+            c["site"] = json!(site);
+            c
+        })
+        .collect();
+    let id = s.submit(&json!({ "kind": "ordered", "max_wall_time": "2m", "component": comps }));
+    let j = s.wait_ended(id, 90);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    // Each rank's line, in its component's output at its site.
+    let mut first = 0;
+    for (c, n) in sizes.iter().enumerate() {
+        let out = match agents.get(c) {
+            Some(a) => {
+                let dir = a.dir.join(format!("state/output/{id}"));
+                std::fs::read_dir(&dir)
+                    .unwrap()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".out"))
+                    .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                    .collect::<String>()
+            }
+            None => s.output(id, c),
+        };
+        for r in first..first + n {
+            let want = format!("rank {r} of 8 on ");
+            let line = out.lines().find(|l| l.starts_with(&want));
+            assert!(
+                line.is_some_and(|l| l.ends_with(": ok")),
+                "component {c}, rank {r}: {out:?}"
+            );
+        }
+        first += n;
+    }
+}
