@@ -226,6 +226,11 @@ for spec in $CELLS; do
     dir="$BASE/$name"
     qport=$((PORT_BASE + 10 * i))
     eport=$((qport + 1))
+    if [ -f "$dir/.configured" ] && [ -f "$dir/common/settings.sh" ]; then
+        # A configured cell keeps its ports (its hosts and clients know them).
+        qport=$(sed -n 's/^SGE_QMASTER_PORT=\([0-9]*\);.*/\1/p' "$dir/common/settings.sh")
+        eport=$(sed -n 's/^SGE_EXECD_PORT=\([0-9]*\);.*/\1/p' "$dir/common/settings.sh")
+    fi
     mkdir -p "$dir/log"
     if ! pid_alive "$dir/spool/qmaster/qmaster.pid" sge_qmaster; then
         port_busy "$qport" && die "$name: port $qport is in use (choose another PORT_BASE)"

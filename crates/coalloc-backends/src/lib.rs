@@ -12,8 +12,8 @@
 //! - `slurm`: one independent Slurm cluster per site;
 //! - `gridengine`: one Grid Engine cell per site.
 
-pub mod local;
 pub mod gridengine;
+pub mod local;
 pub mod provider;
 mod run;
 pub mod slurm;

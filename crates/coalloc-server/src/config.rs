@@ -16,11 +16,18 @@
 //! # A Slurm site hands components over as batch jobs (`launch = "batch"`, the default) or
 //! # as allocations started inside the request (`launch = "allocation"`; see
 //! # coalloc_backends::slurm::alloc).
+//! # A Grid Engine cell: manager = { type = "gridengine", settings = "/ge/delta/common/settings.sh",
+//! #   pe = "mpi" }: `settings` (the cell's settings.sh) or `sge_root` (+ `cell`,
+//! #   `qmaster_port`, `execd_port`) select the cell; `queue` one cluster queue; `pe` the
+//! #   parallel environment of components of more than one slot (see config::gridengine).
 //! # Other users of a local cluster: `background = 4` holds 4 slots; with
 //! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
 //! # period, uniformly on [background, background_max].
 //! ```
 
+mod gridengine;
+
+use coalloc_backends::gridengine::GridEngineConfig;
 use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -95,6 +102,8 @@ pub enum BackendKind {
         /// `batch` (sbatch) or `allocation` (salloc + srun).
         launch: Launch,
     },
+    /// A Grid Engine cell; its name tag is the server's to set.
+    GridEngine(GridEngineConfig),
 }
 
 /// Everything the server runs with.
@@ -150,7 +159,7 @@ fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind
     }
     let default = match backend {
         BackendKind::Local { .. } => "local",
-        BackendKind::Slurm { .. } => "command",
+        BackendKind::Slurm { .. } | BackendKind::GridEngine(_) => "command",
     };
     match get("provider").as_deref().unwrap_or(default) {
         "local" => Ok(Some(ProviderKind::Local)),
@@ -252,10 +261,19 @@ fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "release_program",
             "provider_timeout",
         ],
+        "gridengine" => {
+            if let Some(k) = site.manager.keys().find(|k| !gridengine::known(k)) {
+                return Err(SpecError::invalid(
+                    field(k),
+                    format!("unknown key (known: {})", gridengine::KEYS.join(", ")),
+                ));
+            }
+            return gridengine::backend(site);
+        }
         other => {
             return Err(SpecError::invalid(
                 field("type"),
-                format!("unknown backend `{other}` (known: local, slurm)"),
+                format!("unknown backend `{other}` (known: local, slurm, gridengine)"),
             ))
         }
     };

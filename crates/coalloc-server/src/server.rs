@@ -6,6 +6,7 @@ use crate::config::{BackendKind, ProviderKind, ServerConfig};
 use crate::driver::msg::Msg;
 use crate::driver::{Driver, StartError};
 use crate::state::StateDir;
+use coalloc_backends::gridengine::GridEngineCell;
 use coalloc_backends::local::{BackgroundLoad, LocalCluster, LocalConfig};
 use coalloc_backends::provider::{CommandProvider, LocalProvider, Provider};
 use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
@@ -121,6 +122,11 @@ pub fn backends(
                         c.partition = partition.clone();
                         c.name_tag = Some(state.name_tag());
                         Ok(Arc::new(SlurmCluster::new(c)))
+                    }
+                    BackendKind::GridEngine(c) => {
+                        let mut c = c.clone();
+                        c.name_tag = Some(state.name_tag());
+                        Ok(Arc::new(GridEngineCell::new(c)))
                     }
                 }
             },

@@ -367,7 +367,12 @@ impl Backend for GridEngineCell {
         }
         Ok(ids
             .iter()
-            .map(|id| known.get(id.as_str()).cloned().unwrap_or(RemoteState::Unknown))
+            .map(|id| {
+                known
+                    .get(id.as_str())
+                    .cloned()
+                    .unwrap_or(RemoteState::Unknown)
+            })
             .collect())
     }
 
@@ -392,10 +397,9 @@ impl Backend for GridEngineCell {
     fn load(&self) -> Result<SiteLoad, BackendError> {
         let q = self.qstat(true)?;
         if q.queues.is_empty() {
-            return Err(BackendError::Unavailable(self.said(
-                "qstat",
-                "no queue instances (unknown queue?)",
-            )));
+            return Err(BackendError::Unavailable(
+                self.said("qstat", "no queue instances (unknown queue?)"),
+            ));
         }
         // A flag (unknown, alarm, disabled, error, suspended, orphaned...) keeps new jobs
         // out of an instance: its slots are not usable.

@@ -74,9 +74,11 @@ fn job(node: roxmltree::Node<'_, '_>, queue: Option<&QueueInstance>) -> Result<Q
         name: text(node, "JB_name").unwrap_or("").to_string(),
         state: text(node, "state").unwrap_or("").to_string(),
         slots: number(node, "slots")?,
-        queue: queue
-            .map(|q| q.name.clone())
-            .or_else(|| text(node, "queue_name").filter(|q| !q.is_empty()).map(String::from)),
+        queue: queue.map(|q| q.name.clone()).or_else(|| {
+            text(node, "queue_name")
+                .filter(|q| !q.is_empty())
+                .map(String::from)
+        }),
         queue_state: queue.map(|q| q.state.clone()).unwrap_or_default(),
     })
 }

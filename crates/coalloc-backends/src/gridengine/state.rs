@@ -45,7 +45,9 @@ pub fn seen(state: &str, queue_state: &str) -> Seen {
 pub fn finished(failed: &str, exit_status: i32) -> RemoteState {
     let code = failed.split_whitespace().next().unwrap_or("0");
     if code != "0" {
-        RemoteState::Failed(format!("Grid Engine: failed {failed}, exit status {exit_status}"))
+        RemoteState::Failed(format!(
+            "Grid Engine: failed {failed}, exit status {exit_status}"
+        ))
     } else if exit_status == 0 {
         RemoteState::Finished
     } else if exit_status > 128 {
@@ -102,8 +104,14 @@ mod tests {
         assert_eq!(seen("dr", ""), Seen::State(RemoteState::Running));
         assert_eq!(seen("Eqw", ""), Seen::Error);
         assert_eq!(seen("z", ""), Seen::Finished);
-        assert!(matches!(seen("r", "u"), Seen::State(RemoteState::Failed(_))));
-        assert!(matches!(seen("dr", "au"), Seen::State(RemoteState::Failed(_))));
+        assert!(matches!(
+            seen("r", "u"),
+            Seen::State(RemoteState::Failed(_))
+        ));
+        assert!(matches!(
+            seen("dr", "au"),
+            Seen::State(RemoteState::Failed(_))
+        ));
         assert_eq!(seen("qw", "u"), Seen::State(RemoteState::Queued));
     }
 
@@ -120,7 +128,9 @@ mod tests {
     #[test]
     fn failures_are_told_apart() {
         assert!(unreachable("error: commlib error: got select error (Connection refused)\nUnable to run job: unable to send message to qmaster using port 6960 on host \"vm\": got send error."));
-        assert!(!unreachable("Unable to run job: error: no suitable queues.\nExiting."));
+        assert!(!unreachable(
+            "Unable to run job: error: no suitable queues.\nExiting."
+        ));
         assert!(!unreachable("Unable to run job: job rejected: the requested parallel environment \"x\" does not exist"));
         assert!(no_such_job("denied: job \"999\" does not exist"));
         assert!(no_such_job("The job nosuch of user(s) root does not exist"));

@@ -53,7 +53,10 @@ fn qsub_options_carry_slots_wall_time_paths_and_the_tagged_name() {
         ..request()
     };
     let a = cell.submit_args(&one).unwrap().join(" ");
-    assert!(!a.contains("-pe") && !a.contains("h_rt") && !a.contains("-wd"), "{a}");
+    assert!(
+        !a.contains("-pe") && !a.contains("h_rt") && !a.contains("-wd"),
+        "{a}"
+    );
 }
 
 #[test]
@@ -101,5 +104,7 @@ fn a_missing_grid_engine_is_unavailable_not_a_panic() {
         settings: Some("/nonexistent/settings.sh".into()),
         ..GridEngineConfig::new("nowhere")
     });
-    assert!(matches!(unreadable.load(), Err(BackendError::Unavailable(m)) if m.contains("settings")));
+    assert!(
+        matches!(unreadable.load(), Err(BackendError::Unavailable(m)) if m.contains("settings"))
+    );
 }

@@ -30,9 +30,9 @@ mod query;
 pub mod script;
 mod state;
 
+use crate::run::{self, Output, RunError};
 use crate::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use classify::{invalid_job_id, unreachable};
-use crate::run::{self, Output, RunError};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;

@@ -102,6 +102,7 @@ impl Driver {
             "backend": match &self.config.backends[i] {
                 crate::config::BackendKind::Local { .. } => "local",
                 crate::config::BackendKind::Slurm { .. } => "slurm",
+                crate::config::BackendKind::GridEngine(_) => "gridengine",
             },
             "processors": site.processors,
             "total": s.total,
