@@ -25,9 +25,10 @@
 //!   running until it is. A job in error (`Eqw`) never runs without an operator: it is
 //!   reported failed and deleted. A running job on a queue instance in state `u` (its execd
 //!   silent for `max_unheard`) is reported failed, since Grid Engine keeps it `r` for ever.
-//! - **cancel**: `qdel -f` (removed at once even when its execd is gone; the execd still
-//!   kills it when it answers), by id, or by the launch's unique name for a launch whose id
-//!   was never recorded.
+//! - **cancel**: `qdel`, by id, or by the launch's unique name for a launch whose id was
+//!   never recorded. Not `qdel -f`: a forced deletion is written to the accounting file as
+//!   `failed 0`, `exit_status 0`, a clean end. A job of a host in state `u` stays listed
+//!   (`dr`) until its execd answers again and reports it gone; it is reported failed.
 //! - **load**: the same `qstat -f -xml`: slots of queue instances without a state flag,
 //!   their free slots, and the slots of running jobs not named `coalloc-`.
 //!
@@ -245,9 +246,9 @@ impl GridEngineCell {
         Ok(a)
     }
 
-    /// `qdel -f TARGET` (an id or a job name); a job it does not know is not an error.
+    /// `qdel TARGET` (an id or a job name); a job it does not know is not an error.
     fn delete(&self, target: &str) -> Result<(), BackendError> {
-        let out = self.call("qdel", &["-f", target], None)?;
+        let out = self.call("qdel", &[target], None)?;
         if out.status.success() || no_such_job(&out.message()) {
             Ok(())
         } else {

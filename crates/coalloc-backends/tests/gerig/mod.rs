@@ -190,6 +190,44 @@ impl GeRig {
         );
     }
 
+    /// `qdel -f` every job of every cell.
+    pub fn delete_all(&self) {
+        for i in 0..self.cells.len() {
+            let _ = self.run(i, "qdel", &["-f", "-u", "*"]);
+        }
+    }
+
+    /// Grid Engine's word on a job of cell `i`: its `qstat` letters while it is listed,
+    /// else `failed/exit_status` of its accounting record (`0/0` for a clean end).
+    pub fn job_state(&self, i: usize, id: &str) -> String {
+        if let Some(j) = self
+            .active_jobs(i)
+            .into_iter()
+            .find(|j| j.starts_with(&format!("{id} ")))
+        {
+            return j.split(' ').nth(1).unwrap_or("?").to_string();
+        }
+        let acct = self.run(i, "qacct", &["-j", id]);
+        let text = String::from_utf8_lossy(&acct.stdout);
+        let field = |k: &str| {
+            text.lines()
+                .rev()
+                .find(|l| l.starts_with(k))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or("?")
+                .to_string()
+        };
+        format!("{}/{}", field("failed"), field("exit_status"))
+    }
+
+    /// The pid of cell `i`'s sge_qmaster.
+    pub fn qmaster_pid(&self, i: usize) -> Option<u32> {
+        let f = self.cells[i].dir.join("spool/qmaster/qmaster.pid");
+        let pid: u32 = std::fs::read_to_string(f).ok()?.trim().parse().ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (comm.trim() == "sge_qmaster").then_some(pid)
+    }
+
     fn cells_spec(&self) -> String {
         self.cells
             .iter()

@@ -28,5 +28,6 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
+pub mod gridengine;
 pub mod server;
 pub mod slurm;
