@@ -376,7 +376,10 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
     let d = site(&s, &rig.cells[0].name);
     assert_eq!(d["usable"], false, "{d}");
     assert!(
-        j["last_abort"].as_str().unwrap_or("").contains("parallel environment"),
+        j["last_abort"]
+            .as_str()
+            .unwrap_or("")
+            .contains("parallel environment"),
         "the reason is not shown: {j}"
     );
     assert!(s.pid().is_some(), "the server is alive");
