@@ -10,7 +10,7 @@
 #
 # Environment: COALLOC_GE_RIG (the rig's BASE_DIR, default /tmp/coalloc-ge); MONITOR (the
 # server's monitor_interval, default 100ms); PROFILE (release, the default, or debug: the
-# binaries' build); CARGO_TARGET_DIR; the knobs of scripts/gridengine/up.sh (PORT_BASE...)
+# binaries' build); CARGO_TARGET_DIR; the knobs of scripts/gridengine/up.sh (GE_PORT_BASE...)
 # pass through. The rig is brought up if needed and taken down at the end when this script
 # started it (KEEP_UP=1 leaves it up).
 #

@@ -16,7 +16,7 @@
 #
 # Environment knobs (defaults in brackets):
 #   CELLS        space-separated name:slots (one execution host per cell) [delta:32 epsilon:16]
-#   PORT_BASE    cell i (0-based) uses PORT_BASE+10*i for sge_qmaster and the next port
+#   GE_PORT_BASE    cell i (0-based) uses GE_PORT_BASE+10*i for sge_qmaster and the next port
 #                for sge_execd                                                   [6960]
 #   QUEUE        cluster queue of every cell                                     [main.q]
 #   PE           parallel environment of every cell ($pe_slots)                 [coalloc]
@@ -28,7 +28,7 @@ set -euo pipefail
 
 BASE="${1:-${COALLOC_GE_RIG:-/tmp/coalloc-ge}}"
 CELLS="${CELLS:-delta:32 epsilon:16}"
-PORT_BASE="${PORT_BASE:-6960}"
+GE_PORT_BASE="${GE_PORT_BASE:-6960}"
 QUEUE="${QUEUE:-main.q}"
 PE="${PE:-coalloc}"
 LOAD_REPORT="${LOAD_REPORT:-2}"
@@ -224,7 +224,7 @@ for spec in $CELLS; do
     [[ "$name" =~ ^[a-z][a-z0-9]*$ ]] || die "bad cell name '$name' (lower-case letter, then letters/digits)"
     [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "bad slot count '$slots' for cell $name"
     dir="$BASE/$name"
-    qport=$((PORT_BASE + 10 * i))
+    qport=$((GE_PORT_BASE + 10 * i))
     eport=$((qport + 1))
     if [ -f "$dir/.configured" ] && [ -f "$dir/common/settings.sh" ]; then
         # A configured cell keeps its ports (its hosts and clients know them).
@@ -233,7 +233,7 @@ for spec in $CELLS; do
     fi
     mkdir -p "$dir/log"
     if ! pid_alive "$dir/spool/qmaster/qmaster.pid" sge_qmaster; then
-        port_busy "$qport" && die "$name: port $qport is in use (choose another PORT_BASE)"
+        port_busy "$qport" && die "$name: port $qport is in use (choose another GE_PORT_BASE)"
         if [ ! -f "$dir/.configured" ]; then
             init_cell "$name" "$dir"
         fi
@@ -252,7 +252,7 @@ EOF
     fi
     [ -f "$dir/.configured" ] || configure_cell "$name" "$dir" "$slots"
     if ! pid_alive "$(execd_pid_file "$dir")" sge_execd; then
-        port_busy "$eport" && die "$name: port $eport is in use (choose another PORT_BASE)"
+        port_busy "$eport" && die "$name: port $eport is in use (choose another GE_PORT_BASE)"
         log "$name: starting sge_execd on port $eport"
         # shellcheck disable=SC1091
         (. "$dir/common/settings.sh"; cd "$dir/log"; setsid "$SGEBIN/sge_execd" </dev/null >>"$dir/log/execd.out" 2>&1)
