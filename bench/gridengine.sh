@@ -15,8 +15,8 @@
 # started it (KEEP_UP=1 leaves it up).
 #
 # coalloc's latency is read from the job (GET /v1/jobs/{id}: barrier_release - submit, the
-# server's clock, ms); qsub's from the client's clock around the command and a 20 ms
-# `qstat` poll for state `r`. Every sample starts on empty cells after a pause of 0.3 s plus
+# server's clock, ms); qsub's from the client's clock, from before the command until the
+# job's first command has run (it touches a file; 5 ms polls). Every sample starts on empty cells after a pause of 0.3 s plus
 # a uniform 0-1 s, so that it falls at a random phase of the qmasters' 1 s scheduling
 # interval (scripts/gridengine/up.sh: schedule_interval 0:0:1, flush_submit_sec 1).
 set -euo pipefail
@@ -113,21 +113,22 @@ submit_and_wait() { # K one-slot components round-robin over the cells: latency 
 }
 
 to_running() { # to_running I...: one plain qsub per listed cell at once; ms until all run
-    local t0 ids=() i n all st
+    # "Run" is the job's first command (it touches a file), as coalloc's latency ends at
+    # the components' check-in: qstat shows `t` until the execd's next report, up to
+    # load_report_time (2 s) after the job started.
+    local t0 ids=() i n all
+    rm -f "$WORK"/started.*
     t0=$(now_ms)
     for i in "$@"; do
-        ids+=("$(echo 'sleep 1' | ge "$i" qsub -terse -N bench-plain -o /dev/null -e /dev/null)")
+        ids+=("$(echo "touch $WORK/started.$i; sleep 1" | ge "$i" qsub -terse -N bench-plain -o /dev/null -e /dev/null)")
     done
-    for _ in $(seq 1500); do
+    for _ in $(seq 3000); do
         all=1
-        n=0
         for i in "$@"; do
-            st=$(ge "$i" qstat -u '*' | awk -v id="${ids[$n]}" '$1 == id {print $5}')
-            n=$((n + 1))
-            case $st in r | "") ;; *) all=0 ;; esac
+            [ -e "$WORK/started.$i" ] || all=0
         done
         [ "$all" = 1 ] && break
-        sleep 0.02
+        sleep 0.005
     done
     echo $(($(now_ms) - t0))
     n=0
@@ -165,9 +166,9 @@ for ((r = 0; r < REPS; r++)); do
     done
 done
 # shellcheck disable=SC2086
-stats "plain qsub to running, 1 job on ${NAMES[0]}" ${samples[q1]}
+stats "plain qsub to started, 1 job on ${NAMES[0]}" ${samples[q1]}
 # shellcheck disable=SC2086
-stats "plain qsub to running, 1 job on each of ${NAMES[0]}, ${NAMES[1]} at once" ${samples[q2]}
+stats "plain qsub to started, 1 job on each of ${NAMES[0]}, ${NAMES[1]} at once" ${samples[q2]}
 for k in "${SIZES[@]}"; do
     # shellcheck disable=SC2086
     stats "coalloc co-allocation, $k component(s) over ${NAMES[0]}, ${NAMES[1]}" ${samples[c$k]}
