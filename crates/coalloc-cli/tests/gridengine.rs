@@ -185,11 +185,7 @@ fn crash(name: &str, after_commit: bool) {
     }
     // The abort was atomic: the first launch on delta was deleted (killed: 137).
     let st = rig.job_state(0, &first[0].1);
-    assert!(
-        st.ends_with("/137"),
-        "delta job {}: {st}",
-        first[0].1
-    );
+    assert!(st.ends_with("/137"), "delta job {}: {st}", first[0].1);
     for c in 0..2 {
         assert!(
             s.output(id, c).contains(&format!("done on {delta}")),
