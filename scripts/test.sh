@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
-# It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh, which uses
-# apt-get when they are missing; Prometheus and Chromium for the observability tests; MPICH
-# for the MPI tests), brings up the three-cluster Slurm rig and the agent rig, runs every test
-# of the workspace (the real-Slurm tests included), stops exactly what it started, and ends
-# with one summary line, `tests: N passed, M failed`.
+# It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh; Grid Engine,
+# through scripts/gridengine/up.sh; both use apt-get when they are missing; Prometheus and
+# Chromium for the observability tests; MPICH for the MPI tests), brings up the three-cluster
+# Slurm rig, the two-cell Grid Engine rig and the agent rig (network namespaces), runs every
+# test of the workspace, stops exactly what it started, and ends with one summary line,
+# `tests: N passed, M failed`.
 #
 #   bash scripts/test.sh                 # everything
-#   NO_SLURM=1 bash scripts/test.sh      # without the rig (the real-Slurm tests then skip)
+#   NO_SLURM=1 bash scripts/test.sh      # without the Slurm rig (the real-Slurm tests then skip)
+#   NO_GE=1 bash scripts/test.sh         # without the Grid Engine rig (its tests then skip)
 #   NO_AGENTS=1 bash scripts/test.sh     # without the agent rig of scripts/agents/ (network
 #                                        # namespaces; its tests then skip)
 set -euo pipefail
@@ -20,6 +22,7 @@ fi
 
 rig=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm-test}
 agents=${COALLOC_AGENT_RIG:-/tmp/coalloc-agents-test}
+ge_rig=${COALLOC_GE_RIG:-/tmp/coalloc-ge-test}
 log=$(mktemp)
 cleanup() {
     rm -f "$log"
@@ -28,6 +31,9 @@ cleanup() {
     fi
     if [ "${NO_AGENTS:-0}" != 1 ]; then
         PURGE=1 scripts/agents/down.sh "$agents" >/dev/null 2>&1 || true
+    fi
+    if [ "${NO_GE:-0}" != 1 ]; then
+        PURGE=1 scripts/gridengine/down.sh "$ge_rig" >/dev/null 2>&1 || true
     fi
 }
 trap cleanup EXIT
@@ -82,6 +88,14 @@ if ! command -v mpicc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 fi
 if command -v mpicc >/dev/null 2>&1; then
     export COALLOC_REQUIRE_MPI=1
+fi
+
+if [ "${NO_GE:-0}" != 1 ]; then
+    echo "== bringing up the Grid Engine test rig in $ge_rig (installs gridengine-* if missing)"
+    scripts/gridengine/up.sh "$ge_rig"
+    export COALLOC_GE_RIG="$ge_rig"
+    # The real-Grid-Engine tests fail, rather than skip, when the rig is not there.
+    export COALLOC_REQUIRE_GE=1
 fi
 
 status=0

@@ -9,15 +9,19 @@
 //!
 //! Backends:
 //! - [`local`]: the embedded default, virtual clusters of processor slots on this machine;
-//! - `slurm`: one independent Slurm cluster per site.
+//! - `slurm`: one independent Slurm cluster per site;
+//! - `gridengine`: one Grid Engine cell per site.
 
+pub mod gridengine;
 pub mod local;
 pub mod provider;
+mod run;
 pub mod slurm;
 
 use std::path::PathBuf;
 
-/// A backend's handle for one submitted component (a local launch's name, a Slurm job id). It is journaled by the server, so that after a restart the component is found again
+/// A backend's handle for one submitted component (a local launch's name, a Slurm or Grid
+/// Engine job id). It is journaled by the server, so that after a restart the component is found again
 /// ("adopted") by this handle.
 pub type RemoteId = String;
 

@@ -19,41 +19,14 @@
 
 mod common;
 
-use common::server::{barrier_component as comp, component_sites as sites_of, Server, COALLOC};
+use common::server::{
+    barrier_component as comp, component_sites as sites_of, job, remotes, site, wait_site, Server,
+    COALLOC,
+};
 use common::slurm::{Rig, Scenario};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-
-fn job(components: Vec<Value>) -> Value {
-    json!({ "kind": "unordered", "max_wall_time": "5m", "component": components })
-}
-
-fn site(s: &Server, name: &str) -> Value {
-    let v = s.get("/v1/sites");
-    v["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no site {name}: {v}"))
-}
-
-fn wait_site(s: &Server, name: &str, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) {
-    let t = Instant::now();
-    loop {
-        let v = site(s, name);
-        if pred(&v) {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(secs),
-            "site {name}: not {what}: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// Slurm's word on a job of cluster `i`: `JobState=` of `scontrol show job -o`.
 fn slurm_state(rig: &Rig, i: usize, id: &str) -> String {
@@ -62,22 +35,6 @@ fn slurm_state(rig: &Rig, i: usize, id: &str) -> String {
         .find_map(|w| w.strip_prefix("JobState="))
         .unwrap_or("?")
         .to_string()
-}
-
-/// (site, Slurm id) of every component's current launch.
-fn remotes(s: &Server, id: u64) -> Vec<(String, String)> {
-    let j = s.job(id);
-    j["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["site"].as_str().unwrap_or("-").to_string(),
-                c["remote"].as_str().unwrap_or("-").to_string(),
-            )
-        })
-        .collect()
 }
 
 /// Every cluster has no queued or running job (polled for up to `secs`).

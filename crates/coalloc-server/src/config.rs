@@ -23,11 +23,18 @@
 //! # A site on another host: manager = { type = "agent", grace = "30s" }; its agent
 //! # (`coalloc agent` on the site's login node) runs the site's own manager there, and the
 //! # site counts as failed when the agent's link has been down longer than `grace`.
+//! # A Grid Engine cell: manager = { type = "gridengine", settings = "/ge/delta/common/settings.sh",
+//! #   pe = "mpi" }: `settings` (the cell's settings.sh) or `sge_root` (+ `cell`,
+//! #   `qmaster_port`, `execd_port`) select the cell; `queue` one cluster queue; `pe` the
+//! #   parallel environment of components of more than one slot (see config::gridengine).
 //! # Other users of a local cluster: `background = 4` holds 4 slots; with
 //! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
 //! # period, uniformly on [background, background_max].
 //! ```
 
+mod gridengine;
+
+use coalloc_backends::gridengine::GridEngineConfig;
 use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -111,6 +118,8 @@ pub enum BackendKind {
         /// How long the agent's link may be down before the site counts as failed.
         grace: Millis,
     },
+    /// A Grid Engine cell; its name tag is the server's to set.
+    GridEngine(GridEngineConfig),
 }
 
 /// Where the server listens for site agents.
@@ -185,7 +194,7 @@ fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind
     }
     let default = match backend {
         BackendKind::Local { .. } => "local",
-        BackendKind::Slurm { .. } => "command",
+        BackendKind::Slurm { .. } | BackendKind::GridEngine(_) => "command",
         BackendKind::Agent { .. } => {
             return Err(SpecError::invalid(
                 field("type"),
@@ -322,10 +331,19 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "provider_timeout",
         ],
         "agent" => &["type", "grace"],
+        "gridengine" => {
+            if let Some(k) = site.manager.keys().find(|k| !gridengine::known(k)) {
+                return Err(SpecError::invalid(
+                    field(k),
+                    format!("unknown key (known: {})", gridengine::KEYS.join(", ")),
+                ));
+            }
+            return gridengine::backend(site);
+        }
         other => {
             return Err(SpecError::invalid(
                 field("type"),
-                format!("unknown backend `{other}` (known: local, slurm, agent)"),
+                format!("unknown backend `{other}` (known: local, slurm, gridengine, agent)"),
             ))
         }
     };

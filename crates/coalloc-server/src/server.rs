@@ -9,6 +9,7 @@ use crate::link::hub::Hub;
 use crate::link::remote::{AgentBackend, AgentSite};
 use crate::link::tls;
 use crate::state::StateDir;
+use coalloc_backends::gridengine::GridEngineCell;
 use coalloc_backends::local::{BackgroundLoad, LocalCluster, LocalConfig};
 use coalloc_backends::provider::{CommandProvider, LocalProvider, Provider};
 use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
@@ -168,6 +169,11 @@ pub fn backend_for(
             c.partition = partition.clone();
             c.name_tag = Some(parts.name_tag);
             Ok(Arc::new(SlurmCluster::new(c)))
+        }
+        BackendKind::GridEngine(c) => {
+            let mut c = c.clone();
+            c.name_tag = Some(parts.name_tag);
+            Ok(Arc::new(GridEngineCell::new(c)))
         }
         BackendKind::Agent { .. } => Err("an agent site runs no resource manager here".into()),
     }

@@ -10,7 +10,7 @@
 //! cluster, so the server must key jobs by (site, id); inside one backend the id is enough.
 //!
 //! Every command runs under [`SlurmConfig::command_timeout`] and is killed past it (see
-//! [`run`]), so a dead or hung controller costs one site at most that long per command; the
+//! [`crate::run`]), so a dead or hung controller costs one site at most that long per command; the
 //! server calls each site's backend from its own worker, so calls to one cluster never hold
 //! up another. Slurm 22.05 facts relied on here are in scripts/slurm/README.md: `squeue
 //! --json` ignores `-j` (so `-o` formats are parsed instead), finished jobs vanish after
@@ -27,13 +27,12 @@ pub mod alloc;
 mod classify;
 pub mod parse;
 mod query;
-mod run;
 pub mod script;
 mod state;
 
+use crate::run::{self, Output, RunError};
 use crate::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use classify::{invalid_job_id, unreachable};
-use run::{Output, RunError};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! The Slurm rig of scripts/slurm/ as the backend's test files see it, and the helpers they
 //! share: the rig's clusters from `$COALLOC_SLURM_RIG/clusters.tsv`, a backend per cluster
-//! (batch or allocation launch), requests, and polling until a job runs or ends.
+//! (batch or allocation launch), requests, and polling until a job runs or ends (for any
+//! backend: the Grid Engine tests use them too).
 #![allow(dead_code)] // each test file uses its own subset
 
 use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
@@ -160,8 +161,13 @@ pub fn shared() -> RwLockReadGuard<'static, ()> {
 
 /// A fresh directory for one test's output files.
 pub fn out_dir(test: &str) -> PathBuf {
+    out_dir_of("slurm", test)
+}
+
+/// The same under `TARGET_TMPDIR/group/`.
+pub fn out_dir_of(group: &str, test: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("slurm")
+        .join(group)
         .join(format!("{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -192,12 +198,12 @@ pub fn request(
     }
 }
 
-pub fn state(b: &SlurmCluster, id: &str) -> RemoteState {
+pub fn state(b: &dyn Backend, id: &str) -> RemoteState {
     b.query(&[id.to_string()]).unwrap().remove(0)
 }
 
 /// Polls until the job's state is final; returns every distinct state seen, in order.
-pub fn until_final(b: &SlurmCluster, id: &str, limit: Duration) -> Vec<RemoteState> {
+pub fn until_final(b: &dyn Backend, id: &str, limit: Duration) -> Vec<RemoteState> {
     let t0 = Instant::now();
     let mut seen: Vec<RemoteState> = Vec::new();
     loop {
@@ -217,7 +223,7 @@ pub fn until_final(b: &SlurmCluster, id: &str, limit: Duration) -> Vec<RemoteSta
 }
 
 /// Polls until the job runs; returns how long that took.
-pub fn until_running(b: &SlurmCluster, id: &str) -> Duration {
+pub fn until_running(b: &dyn Backend, id: &str) -> Duration {
     let t0 = Instant::now();
     loop {
         match state(b, id) {

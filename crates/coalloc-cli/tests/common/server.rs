@@ -1,7 +1,7 @@
 //! A real `coalloc serve` process for end-to-end tests: its own state directory and
 //! configuration, HTTP calls with its token, `kill -9` and restart.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,6 +26,55 @@ pub fn barrier_component(count: u32, before: &str, then: &str) -> serde_json::Va
         "arguments": ["-c", format!("{before} \"$COALLOC\" barrier || exit 1; {then}")],
         "environment": { "COALLOC": COALLOC },
     })
+}
+
+/// An unordered job of these components, 5 minutes of wall time.
+pub fn job(components: Vec<Value>) -> Value {
+    json!({ "kind": "unordered", "max_wall_time": "5m", "component": components })
+}
+
+/// `GET /v1/sites`' entry of site `name`.
+pub fn site(s: &Server, name: &str) -> Value {
+    let v = s.get("/v1/sites");
+    v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no site {name}: {v}"))
+}
+
+/// Polls site `name` until `pred` holds (for up to `secs`).
+pub fn wait_site(s: &Server, name: &str, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) {
+    let t = Instant::now();
+    loop {
+        let v = site(s, name);
+        if pred(&v) {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "site {name}: not {what}: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// (site, resource manager's id) of every component's current launch.
+pub fn remotes(s: &Server, id: u64) -> Vec<(String, String)> {
+    let j = s.job(id);
+    j["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["site"].as_str().unwrap_or("-").to_string(),
+                c["remote"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect()
 }
 
 pub struct Server {

@@ -146,15 +146,21 @@ impl Rig {
         let mut s = String::from(
             "[server]\nmonitor_interval = \"100ms\"\nsample_interval = \"500ms\"\nbarrier_hold = \"2s\"\n",
         );
-        for c in &self.clusters {
-            s += &format!(
-                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"slurm\", slurm_conf = \"{}\", launch = \"{launch}\" }}\n",
-                c.name,
-                c.cpus,
-                c.conf.display()
-            );
+        for i in 0..self.clusters.len() {
+            s += &self.site(i, launch);
         }
         s + "[scheduler]\n" + scheduler + "\n"
+    }
+
+    /// The `[[site]]` table of cluster `i` (for configurations that mix resource managers).
+    pub fn site(&self, i: usize, launch: &str) -> String {
+        let c = &self.clusters[i];
+        format!(
+            "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"slurm\", slurm_conf = \"{}\", launch = \"{launch}\" }}\n",
+            c.name,
+            c.cpus,
+            c.conf.display()
+        )
     }
 
     /// Runs a Slurm client command against cluster `i` (with a 20 s limit).

@@ -106,6 +106,7 @@ impl Driver {
             backend: match &self.config.backends[i] {
                 crate::config::BackendKind::Local { .. } => "local",
                 crate::config::BackendKind::Slurm { .. } => "slurm",
+                crate::config::BackendKind::GridEngine(_) => "gridengine",
                 crate::config::BackendKind::Agent { .. } => "agent",
             }
             .into(),

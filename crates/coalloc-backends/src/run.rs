@@ -1,8 +1,10 @@
-//! Running one Slurm client command (`sbatch`, `squeue`, ...) with a deadline.
+//! Running one resource-manager client command (`sbatch`, `squeue`, `qsub`, `qstat`, ...)
+//! with a deadline.
 //!
-//! A dead controller makes a client fail only after about `MessageTimeout` (4 to 9 s on the
-//! rig, scripts/slurm/README.md), a hung one after `MessageTimeout`, and a missing
-//! `slurm.conf` makes a client retry for up to 60 s. So every command is spawned, waited for
+//! A dead Slurm controller makes a client fail only after about `MessageTimeout` (4 to 9 s
+//! on the rig, scripts/slurm/README.md), a hung one after `MessageTimeout`, and a missing
+//! `slurm.conf` makes a client retry for up to 60 s; a Grid Engine client waits for a
+//! stopped qmaster as long as its TCP connection does (scripts/gridengine/README.md). So every command is spawned, waited for
 //! with a deadline, and killed when the deadline passes: no call into a site blocks longer
 //! than its `command_timeout`. Standard output and error are drained by helper threads so a
 //! chatty command never stalls on a full pipe; a timed-out command's helpers are abandoned,
