@@ -8,8 +8,9 @@
 mod common;
 
 use base64::Engine;
-use common::agents::{free_port, wait_link, AgentProc};
-use common::server::{Server, COALLOC};
+use common::agents::{gated_component, mark_dir, wait_link, AgentProc};
+use common::server::Server;
+use common::tools::free_port;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,23 +38,9 @@ fn agent_config(site: &str, n: u32) -> String {
     )
 }
 
-/// A component of `count` processors that records its start (`MARK/starts`: job, component,
-/// launch, site, pid, URL), waits for the file `MARK/go-SITE` when `gate`, checks in, and
-/// runs `then`.
+/// The shared gated component (common::agents), under this file's short name.
 fn comp(mark: &Path, count: u32, gate: bool, then: &str) -> Value {
-    let m = mark.display();
-    let wait = if gate {
-        format!("while [ ! -e {m}/go-$COALLOC_SITE ]; do sleep 0.05; done;")
-    } else {
-        String::new()
-    };
-    json!({
-        "count": count, "job_type": "single", "executable": "/bin/sh",
-        "arguments": ["-c", format!(
-            "echo $COALLOC_JOB_ID $COALLOC_COMPONENT $COALLOC_LAUNCH $COALLOC_SITE $$ $COALLOC_URL >> {m}/starts; \
-             {wait} \"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
-    })
+    gated_component(mark, count, gate, then)
 }
 
 fn job(components: Vec<Value>) -> Value {
@@ -81,12 +68,6 @@ fn starts(mark: &Path) -> BTreeMap<(u64, usize), Vec<Start>> {
             ));
     }
     m
-}
-
-fn mark_dir(s: &Server) -> std::path::PathBuf {
-    let d = s.dir.parent().unwrap().join("mark");
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn alive(pid: u32) -> bool {
@@ -436,15 +417,7 @@ fn a_launch_the_server_never_recorded_is_cancelled_at_its_agent_after_a_restart(
     s.kill();
     // A crash after the agent accepted the launch but before the server journaled its
     // answer leaves the journal without the launch's `launched` entry: make it so.
-    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
-    let removed = journal
-        .execute(
-            r#"DELETE FROM journal WHERE entry LIKE '%"e":"launched"%'"#,
-            [],
-        )
-        .unwrap();
-    assert_eq!(removed, 1);
-    drop(journal);
+    assert_eq!(s.forget_launched_entries(), 1);
     s.restart();
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");

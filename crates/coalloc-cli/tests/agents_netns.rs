@@ -8,9 +8,9 @@
 mod common;
 
 use common::agent_rig::AgentRig;
-use common::agents::{wait_link, AgentProc};
+use common::agents::{gated_component as gated, mark_dir, wait_link, AgentProc};
 use common::server::{component_sites, Server, COALLOC};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const RELAY_PORT: u16 = 7100;
@@ -171,30 +171,6 @@ fn a_job_on_the_cut_off_compute_side_needs_only_the_relay() {
     assert!(out.contains("direct:unreachable"), "{out}");
     assert!(out.contains("there"), "{out}");
     assert!(agent_output(&a[2], id, 1).contains("hello"));
-}
-
-/// A one-process component that records its start, waits for `MARK/go-SITE` when `gate`,
-/// checks in, and runs `then`.
-fn gated(mark: &std::path::Path, count: u32, gate: bool, then: &str) -> Value {
-    let m = mark.display();
-    let wait = if gate {
-        format!("while [ ! -e {m}/go-$COALLOC_SITE ]; do sleep 0.05; done;")
-    } else {
-        String::new()
-    };
-    json!({
-        "count": count, "job_type": "single", "executable": "/bin/sh",
-        "arguments": ["-c", format!(
-            "echo $COALLOC_JOB_ID $COALLOC_COMPONENT $COALLOC_LAUNCH $COALLOC_SITE >> {m}/starts; \
-             {wait} \"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
-    })
-}
-
-fn mark_dir(s: &Server) -> std::path::PathBuf {
-    let d = s.dir.parent().unwrap().join("mark");
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn wait_file(p: &std::path::Path, secs: u64) {

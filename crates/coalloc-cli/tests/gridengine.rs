@@ -388,7 +388,8 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
 /// there checks in through the agent's relay.
 #[test]
 fn a_grid_engine_cell_behind_a_site_agent_runs_its_component() {
-    use common::agents::{free_port, wait_link, AgentProc};
+    use common::agents::{wait_link, AgentProc};
+    use common::tools::free_port;
     let Some(ge) = GeScenario::begin("ge-agent") else {
         return;
     };

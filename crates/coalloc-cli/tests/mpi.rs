@@ -338,7 +338,7 @@ fn an_unmodified_mpi_program_runs_across_agent_sites() {
         .map(|site| {
             let c = format!(
                 "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n[[site]]\nname = \"{site}\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
-                common::agents::free_port()
+                common::tools::free_port()
             );
             AgentProc::start(&s, site, &c, None)
         })

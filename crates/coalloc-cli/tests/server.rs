@@ -261,15 +261,7 @@ fn a_launch_the_server_never_recorded_is_cancelled_at_restart_not_left_running()
     s.kill();
     // A crash after the cluster accepted the launch but before the server journaled its
     // answer leaves the journal without the launch's `launched` entry: make it so.
-    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
-    let removed = journal
-        .execute(
-            r#"DELETE FROM journal WHERE entry LIKE '%"e":"launched"%'"#,
-            [],
-        )
-        .unwrap();
-    assert_eq!(removed, 1);
-    drop(journal);
+    assert_eq!(s.forget_launched_entries(), 1);
     s.restart();
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");

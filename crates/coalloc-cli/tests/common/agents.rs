@@ -3,7 +3,7 @@
 //! freeze it, start it again.
 
 use super::server::{Server, COALLOC};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,15 +15,6 @@ pub struct AgentProc {
     /// Run inside this network namespace (`ip netns exec`).
     pub netns: Option<String>,
     child: Option<Child>,
-}
-
-/// A port free on this host now (for a relay's fixed address).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Enrol `site` on `server`: the token's text.
@@ -161,6 +152,32 @@ impl Drop for AgentProc {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A one-process component of `count` processors that records its start (a line in
+/// `MARK/starts`: job, component, launch, site, pid, the URL it was given), waits for the
+/// file `MARK/go-SITE` when `gate`, checks in at the barrier, and runs `then`.
+pub fn gated_component(mark: &Path, count: u32, gate: bool, then: &str) -> serde_json::Value {
+    let m = mark.display();
+    let wait = if gate {
+        format!("while [ ! -e {m}/go-$COALLOC_SITE ]; do sleep 0.05; done;")
+    } else {
+        String::new()
+    };
+    serde_json::json!({
+        "count": count, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", format!(
+            "echo $COALLOC_JOB_ID $COALLOC_COMPONENT $COALLOC_LAUNCH $COALLOC_SITE $$ $COALLOC_URL >> {m}/starts; \
+             {wait} \"$COALLOC\" barrier || exit 1; {then}")],
+        "environment": { "COALLOC": COALLOC },
+    })
+}
+
+/// A folder for a test's marks, beside the server's state directory.
+pub fn mark_dir(s: &Server) -> PathBuf {
+    let d = s.dir.parent().unwrap().join("mark");
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 /// Wait until site `site` of `server` has its agent's link up (and the site is healthy

@@ -187,6 +187,18 @@ impl Server {
         self.spawn();
     }
 
+    /// Edit a stopped server's journal into the state a crash between a launch's acceptance
+    /// and its journaling leaves: its `launched` entries deleted. How many were.
+    pub fn forget_launched_entries(&self) -> usize {
+        let journal = rusqlite::Connection::open(self.dir.join("journal.sqlite")).unwrap();
+        journal
+            .execute(
+                r#"DELETE FROM journal WHERE entry LIKE '%"e":"launched"%'"#,
+                [],
+            )
+            .unwrap()
+    }
+
     /// SIGTERM the server; whether it exited within `within` (else it is killed with -9).
     pub fn terminate(&mut self, within: Duration) -> bool {
         let Some(mut c) = self.child.take() else {
