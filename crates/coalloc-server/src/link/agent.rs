@@ -13,6 +13,7 @@ use super::held::Held;
 use super::proto::{
     Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent, VERSION,
 };
+use super::pump::{self, text};
 use super::relay::Relay;
 use super::tls;
 use crate::config::{backend_of, BackendKind};
@@ -294,44 +295,25 @@ impl Agent {
         tracing::info!(site = %self.config.site.name, held = self.held.all().len(), "connected to the server");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<FromAgent>();
         relay.linked(Some(tx.clone()));
-        let (mut sink, mut frames) = ws.split();
-        let mut beat = tokio::time::interval(heartbeat);
-        let mut heard = Instant::now();
-        let why = loop {
-            tokio::select! {
-                out = rx.recv() => {
-                    let Some(m) = out else { break "closed".to_string() };
-                    if let Err(e) = sink.send(text(&m)).await {
-                        break format!("send: {e}");
-                    }
+        let why = pump::run(
+            ws,
+            &mut rx,
+            heartbeat,
+            false,
+            |t| match serde_json::from_str::<ToAgent>(t) {
+                Ok(ToAgent::Call { id, call }) => {
+                    let (this, tx) = (self.clone(), tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let result = this.execute(call);
+                        let _ = tx.send(FromAgent::Answer { id, result });
+                    });
                 }
-                frame = frames.next() => match frame {
-                    Some(Ok(Message::Text(t))) => {
-                        heard = Instant::now();
-                        match serde_json::from_str::<ToAgent>(&t) {
-                            Ok(ToAgent::Call { id, call }) => {
-                                let (this, tx) = (self.clone(), tx.clone());
-                                tokio::task::spawn_blocking(move || {
-                                    let result = this.execute(call);
-                                    let _ = tx.send(FromAgent::Answer { id, result });
-                                });
-                            }
-                            Ok(ToAgent::RelayAnswer { id, status, body }) => relay.answered(id, status, body),
-                            Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
-                            Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
-                        }
-                    }
-                    Some(Ok(Message::Close(_))) | None => break "closed by the server".into(),
-                    Some(Ok(_)) => heard = Instant::now(),
-                    Some(Err(e)) => break format!("receive: {e}"),
-                },
-                _ = beat.tick() => {
-                    if heard.elapsed() > heartbeat * 3 {
-                        break format!("nothing from the server for {} ms", heard.elapsed().as_millis());
-                    }
-                }
-            }
-        };
+                Ok(ToAgent::RelayAnswer { id, status, body }) => relay.answered(id, status, body),
+                Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
+                Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
+            },
+        )
+        .await;
         relay.linked(None);
         Ok(Ended::Lost(why, since.elapsed()))
     }
@@ -459,10 +441,6 @@ fn call_error(e: BackendError) -> CallError {
         BackendError::Rejected(m) => CallError::Rejected(m),
         other => CallError::Unavailable(other.to_string()),
     }
-}
-
-fn text<T: serde::Serialize>(m: &T) -> Message {
-    Message::Text(serde_json::to_string(m).expect("messages serialize").into())
 }
 
 /// `HOST:PORT` of `wss://HOST:PORT/...`, `https://HOST:PORT` or `HOST:PORT`.

@@ -13,6 +13,7 @@
 use super::proto::{
     check_hello, relayable, secret_hash, EnrolToken, FromAgent, HeldLaunch, ToAgent, VERSION,
 };
+use super::pump::{self, text};
 use super::remote::AgentSite;
 use crate::driver::msg::{Msg, Report};
 use futures_util::{SinkExt, StreamExt};
@@ -22,7 +23,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -202,36 +203,10 @@ impl Hub {
             site: index,
             held: hello.launches,
         }));
-        let (mut sink, mut frames) = ws.split();
-        let mut beat = tokio::time::interval(self.heartbeat);
-        let mut heard = Instant::now();
-        let why = loop {
-            tokio::select! {
-                out = rx.recv() => {
-                    let Some(m) = out else { break "closed".to_string() };
-                    if let Err(e) = sink.send(text(&m)).await {
-                        break format!("send: {e}");
-                    }
-                }
-                frame = frames.next() => match frame {
-                    Some(Ok(Message::Text(t))) => {
-                        heard = Instant::now();
-                        self.on_message(&site, &t, &router, &tx);
-                    }
-                    Some(Ok(Message::Close(_))) | None => break "closed by the agent".into(),
-                    Some(Ok(_)) => heard = Instant::now(),
-                    Some(Err(e)) => break format!("receive: {e}"),
-                },
-                _ = beat.tick() => {
-                    if heard.elapsed() > self.heartbeat * 3 {
-                        break format!("no heartbeat for {} ms", heard.elapsed().as_millis());
-                    }
-                    if let Err(e) = sink.send(Message::Ping(Vec::new().into())).await {
-                        break format!("ping: {e}");
-                    }
-                }
-            }
-        };
+        let why = pump::run(ws, &mut rx, self.heartbeat, true, |t| {
+            self.on_message(&site, t, &router, &tx)
+        })
+        .await;
         site.disconnected(conn);
         tracing::warn!(%peer, site = %name, "agent disconnected: {why}");
         Ok(())
@@ -267,10 +242,6 @@ impl Hub {
             }
         }
     }
-}
-
-fn text<T: serde::Serialize>(m: &T) -> Message {
-    Message::Text(serde_json::to_string(m).expect("messages serialize").into())
 }
 
 /// Serve a relayed call with the server's own router.
