@@ -84,7 +84,7 @@ impl AgentConfig {
         if matches!(backend, BackendKind::Agent { .. }) {
             return Err(SpecError::invalid(
                 format!("site `{}`: manager.type", site.name),
-                "an agent runs the site's own manager (local, slurm), not another agent",
+                "an agent runs the site's own manager (local, slurm, gridengine), not another agent",
             ));
         }
         if site.cloud.is_some() {
