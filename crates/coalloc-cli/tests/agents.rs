@@ -321,9 +321,10 @@ fn silent_link(name: &str, during_run: bool) {
     wait_link(&s, "s1", true, 20);
     wait_link(&s, "s2", true, 20);
     let mark = mark_dir(&s);
-    // Only the placement after the freeze finds its go file: the first one runs on.
+    // Components run until their site's go file appears, which happens after the freeze:
+    // the first placement runs on, the one after the freeze ends a second later.
     let then = format!(
-        "if [ -e {}/go-$COALLOC_SITE ]; then sleep 1; else sleep 120; fi",
+        "while [ ! -e {}/go-$COALLOC_SITE ]; do sleep 0.1; done; sleep 1",
         mark.display()
     );
     let gate = !during_run;

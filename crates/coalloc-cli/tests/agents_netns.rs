@@ -258,9 +258,10 @@ fn cut_link(name: &str, during_run: bool) {
     let s = server(&rig, name, "3s");
     let _a = agents(&rig, &s);
     let mark = mark_dir(&s);
-    // Only the placement after the cut finds its go file: the first one runs on.
+    // Components run until their site's go file appears, which happens after the cut:
+    // the first placement runs on, the one after the cut ends a second later.
     let then = format!(
-        "if [ -e {}/go-$COALLOC_SITE ]; then sleep 1; else sleep 120; fi",
+        "while [ ! -e {}/go-$COALLOC_SITE ]; do sleep 0.1; done; sleep 1",
         mark.display()
     );
     let then = then.as_str();
