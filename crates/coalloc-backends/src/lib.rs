@@ -12,6 +12,8 @@
 //! - `slurm`: one independent Slurm cluster per site;
 //! - `gridengine`: one Grid Engine cell per site.
 
+#[cfg(test)]
+mod contract;
 pub mod gridengine;
 pub mod local;
 pub mod provider;
