@@ -459,6 +459,34 @@ fn a_launch_ended_after_its_cluster_went_away_is_read_from_the_launchers_codes()
     );
 }
 
+/// A process a component leaves behind (its parent ended) is the launcher's to reap, not
+/// init's, which may reap it seconds later and keep its group alive to a waiting cancel.
+#[test]
+fn the_launcher_adopts_what_a_component_leaves_behind() {
+    let d = temp_dir(Mode::Launcher, "orphans");
+    let c = cluster(Mode::Launcher, &d, 4);
+    let pid_file = d.join("orphan.pid");
+    let script = format!("(sleep 30 & echo $! > {}); sleep 30", pid_file.display());
+    c.submit(&sh(&d, 1, 1, 1, &script)).unwrap();
+    let launcher = parent_of(pgid(&d, 1)).unwrap();
+    let mut orphan = None;
+    wait_until("the orphan's pid was not written", || {
+        orphan = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok());
+        orphan.is_some()
+    });
+    let orphan = orphan.unwrap();
+    wait_until("the orphan was not adopted by the launcher", || {
+        parent_of(orphan) == Some(launcher)
+    });
+    c.cancel(&remote_id(1)).unwrap();
+    assert!(
+        !group_alive(pgid(&d, 1)),
+        "processes left when cancel returned"
+    );
+}
+
 #[test]
 fn a_killed_launcher_is_replaced_at_the_next_launch() {
     let d = temp_dir(Mode::Launcher, "replaced");

@@ -11,7 +11,7 @@
 //!    moment on quiet clusters, as bench/slurm.sh does; bench/agents.sh then runs
 //!    bench/slurm-diag/steps.sh for Slurm's own floor of the same launches.
 //!
-//! Usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE]
+//! Usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE [--slurm-only]]
 
 #[path = "shared/bench_server.rs"]
 mod bench_server;
@@ -99,24 +99,43 @@ fn wait_links(s: &Server, n: usize) {
     }
 }
 
-/// Submit `job`, wait for its end; barrier_release - submit in ms.
-fn latency(s: &Server, job: &Value) -> f64 {
+/// How long one sample may take before it is given up (and its job shown).
+const SAMPLE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Submit `job`, wait for its end; barrier_release - submit in ms, or `None` (with the job
+/// and the sites on stderr) when the job failed or did not end within [`SAMPLE_LIMIT`].
+fn latency(s: &Server, job: &Value) -> Option<f64> {
     let id = s.call("POST", "/v1/jobs", Some(&job.to_string()))["job"]
         .as_u64()
         .expect("submitted");
+    let t = Instant::now();
     let j = loop {
         let j = s.call("GET", &format!("/v1/jobs/{id}"), None);
         if j["state"] == "finished" || j["state"] == "failed" {
             break j;
         }
+        if t.elapsed() > SAMPLE_LIMIT {
+            eprintln!(
+                "sample given up after {SAMPLE_LIMIT:?}: job {j}\nsites: {}",
+                s.call("GET", "/v1/sites", None)
+            );
+            s.call("DELETE", &format!("/v1/jobs/{id}"), None);
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(2));
     };
-    assert_eq!(j["state"], "finished", "{j}");
-    (j["barrier_release"].as_i64().unwrap() - j["submit"].as_i64().unwrap()) as f64
+    if j["state"] != "finished" {
+        eprintln!("sample failed: job {j}");
+        return None;
+    }
+    Some((j["barrier_release"].as_i64()? - j["submit"].as_i64()?) as f64)
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
@@ -128,6 +147,62 @@ fn config(sites: &[(&str, u32, &str)]) -> String {
         c += &format!("[[site]]\nname = \"{name}\"\nprocessors = {n}\nmanager = {manager}\n");
     }
     c + "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n"
+}
+
+/// Part 1: the agent hop on three local sites, direct and through agents, alternating.
+fn hop(coalloc: &str, base: &Path, barrier: &str, reps: usize) {
+    let local = "{ type = \"local\" }";
+    let agent_site = "{ type = \"agent\" }";
+    let names = ["alpha", "beta", "gamma"];
+    let direct = Server::start(
+        coalloc,
+        &base.join("direct"),
+        &config(&names.map(|n| (n, 25, local))),
+    );
+    let remote = Server::start(
+        coalloc,
+        &base.join("agents"),
+        &config(&names.map(|n| (n, 25, agent_site))),
+    );
+    let _agents: Vec<Agent> = names
+        .iter()
+        .map(|n| agent(coalloc, &remote, &base.join("agents"), n, 25, local))
+        .collect();
+    wait_links(&remote, 3);
+    println!("component: `{barrier}`, {reps} samples of each, alternating\n");
+    println!("| components | direct: median ms | through agents: median ms | agent hop: difference of medians ms | agent hop: median of paired differences ms |");
+    println!("| ---: | ---: | ---: | ---: | ---: |");
+    for k in [1usize, 4, 16, 25] {
+        let comps: Vec<Value> = (0..k)
+            .map(|_| json!({"count": 1, "job_type": "single", "executable": barrier}))
+            .collect();
+        let job = json!({"kind": "unordered", "component": comps});
+        let (mut d, mut a, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..reps {
+            // Alternate which server goes first, so neither always follows the other's job.
+            let (x, y) = if i % 2 == 0 {
+                let x = latency(&direct, &job);
+                (x, latency(&remote, &job))
+            } else {
+                let y = latency(&remote, &job);
+                (latency(&direct, &job), y)
+            };
+            d.extend(x);
+            a.extend(y);
+            if let (Some(x), Some(y)) = (x, y) {
+                pairs.push(y - x);
+            }
+        }
+        let (md, ma) = (median(&mut d), median(&mut a));
+        println!(
+            "| {k} | {md:.0} | {ma:.0} | {:+.0} | {:+.1} |",
+            ma - md,
+            median(&mut pairs)
+        );
+    }
+    drop(_agents);
+    drop(remote);
+    drop(direct);
 }
 
 fn main() {
@@ -147,46 +222,13 @@ fn main() {
         .with_file_name("coalloc-barrier")
         .display()
         .to_string();
-    let local = "{ type = \"local\" }";
     let agent_site = "{ type = \"agent\" }";
     let names = ["alpha", "beta", "gamma"];
 
-    // 1. The agent hop on local sites.
-    let direct = Server::start(
-        &coalloc,
-        &base.join("direct"),
-        &config(&names.map(|n| (n, 25, local))),
-    );
-    let remote = Server::start(
-        &coalloc,
-        &base.join("agents"),
-        &config(&names.map(|n| (n, 25, agent_site))),
-    );
-    let _agents: Vec<Agent> = names
-        .iter()
-        .map(|n| agent(&coalloc, &remote, &base.join("agents"), n, 25, local))
-        .collect();
-    wait_links(&remote, 3);
-    println!("component: `{barrier}`, {reps} samples of each, alternating\n");
-    println!("| components | direct: median ms | through agents: median ms | agent hop (difference of medians) ms |");
-    println!("| ---: | ---: | ---: | ---: |");
-    for k in [1usize, 4, 16, 25] {
-        let comps: Vec<Value> = (0..k)
-            .map(|_| json!({"count": 1, "job_type": "single", "executable": barrier}))
-            .collect();
-        let job = json!({"kind": "unordered", "component": comps});
-        let (mut d, mut a) = (Vec::new(), Vec::new());
-        for _ in 0..reps {
-            d.push(latency(&direct, &job));
-            a.push(latency(&remote, &job));
-        }
-        let (md, ma) = (median(&mut d), median(&mut a));
-        println!("| {k} | {md:.0} | {ma:.0} | {:+.0} |", ma - md);
+    // 1. The agent hop on local sites (`--slurm-only`: skipped).
+    if !args.iter().any(|a| a == "--slurm-only") {
+        hop(&coalloc, &base, &barrier, reps);
     }
-    drop(_agents);
-    drop(remote);
-    drop(direct);
-
     // 2. Slurm sites through agents.
     if let Some(rig) = slurm {
         let manager = |n: &str| {
@@ -208,25 +250,32 @@ fn main() {
         println!(
             "\nSlurm sites through agents (launch = \"allocation\"), {reps} samples of each\n"
         );
-        println!("| components | through agents: median ms | min | max |");
-        println!("| ---: | ---: | ---: | ---: |");
+        println!("| components | through agents: median ms | min | max | samples given up |");
+        println!("| ---: | ---: | ---: | ---: | ---: |");
         for k in [1usize, 3, 6] {
             let comps: Vec<Value> = (0..k)
                 .map(|i| json!({"site": names[i % 3], "count": 1, "job_type": "single", "executable": barrier}))
                 .collect();
             let job = json!({"kind": "ordered", "max_wall_time": "2m", "component": comps});
-            let mut v = Vec::new();
-            for _ in 0..reps {
+            let (mut v, mut lost) = (Vec::new(), 0);
+            for i in 0..reps {
                 // A random moment on quiet clusters (bench/slurm.sh's SETTLE).
-                let r = f64::from(std::process::id() as u16 ^ (v.len() as u16 * 7919)) / 65536.0;
+                let r =
+                    f64::from(std::process::id() as u16 ^ (i as u16).wrapping_mul(7919)) / 65536.0;
                 std::thread::sleep(Duration::from_secs_f64(0.3 + r));
-                v.push(latency(&s, &job));
+                match latency(&s, &job) {
+                    Some(x) => v.push(x),
+                    None => lost += 1,
+                }
             }
             let (lo, hi) = (
                 v.iter().cloned().fold(f64::MAX, f64::min),
                 v.iter().cloned().fold(0.0, f64::max),
             );
-            println!("| {k} | {:.0} | {lo:.0} | {hi:.0} |", median(&mut v));
+            println!(
+                "| {k} | {:.0} | {lo:.0} | {hi:.0} | {lost} |",
+                median(&mut v)
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&base);

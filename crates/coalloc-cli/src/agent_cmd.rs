@@ -95,7 +95,13 @@ pub fn agent(args: AgentArgs) -> Result<(), CliError> {
         crate::serve_cmd::local_launcher(),
     )
     .map_err(|e| CliError::bad(e.to_string()))?;
-    let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;
+    // One thread for the link, the relay and the timers (the backend's calls run on the
+    // blocking pool): an agent's work is small messages, and on a login node shared with
+    // others a single thread wakes fewer cores than a worker per core.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Internal(e.to_string()))?;
     rt.block_on(agent.run(crate::serve_cmd::shutdown_signal()))
         .map_err(|e: AgentError| CliError::bad(e.to_string()))
 }

@@ -103,6 +103,12 @@ pub fn run(work_dir: &Path) -> io::Result<()> {
         .open(work_dir.join(LOG))?;
     let signals = sigchld_fd()?;
     detach()?;
+    // The processes a component leaves behind when its first process ends (an MPI
+    // component's ranks under a killed `pmi-proxy`) become ours, not init's: init may reap
+    // them seconds later (1.7 s seen here), and until then their group looks alive to a
+    // cancel waiting for it. [`Launcher::reap`] reaps them with the rest.
+    // SAFETY: prctl with an integer option on this process only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     // The server reads this line from our standard output, then it is of no further use.
     println!("ready");
     let null = File::open("/dev/null")?;

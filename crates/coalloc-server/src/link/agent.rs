@@ -322,42 +322,27 @@ impl Agent {
     fn execute(&self, call: Call) -> Result<Answer, CallError> {
         let err = call_error;
         match call {
-            Call::Submit(req) => self.submit(*req).map(Answer::Submitted),
-            Call::SubmitMany(reqs) => {
-                let all = if self.backend.submits_in_parallel() {
-                    std::thread::scope(|sc| {
-                        let hs: Vec<_> = reqs
-                            .into_iter()
-                            .map(|r| sc.spawn(move || self.submit(r)))
-                            .collect();
-                        hs.into_iter()
-                            .map(|h| {
-                                h.join().unwrap_or_else(|_| {
-                                    Err(CallError::Unavailable("a submission panicked".into()))
-                                })
-                            })
-                            .collect()
-                    })
-                } else {
-                    reqs.into_iter().map(|r| self.submit(r)).collect()
-                };
-                Ok(Answer::SubmittedMany(all))
-            }
+            Call::Submit(req) => self
+                .submit(vec![*req])
+                .pop()
+                .unwrap_or_else(|| Err(CallError::Unavailable("no submission made".into())))
+                .map(Answer::Submitted),
+            Call::SubmitMany(reqs) => Ok(Answer::SubmittedMany(self.submit(reqs))),
             Call::Query(ids) => {
                 let states = self.backend.query(&ids).map_err(err)?;
-                for (id, s) in ids.iter().zip(&states) {
-                    if s.is_final() {
-                        if let Some(l) = self.held.by_remote(id) {
-                            self.held.ended(l);
-                        }
-                    }
-                }
+                let ended: Vec<u64> = ids
+                    .iter()
+                    .zip(&states)
+                    .filter(|(_, s)| s.is_final())
+                    .filter_map(|(id, _)| self.held.by_remote(id))
+                    .collect();
+                self.held.ended(&ended);
                 Ok(Answer::States(states))
             }
             Call::Cancel(remote) => {
                 self.backend.cancel(&remote).map_err(err)?;
                 if let Some(l) = self.held.by_remote(&remote) {
-                    self.held.ended(l);
+                    self.held.ended(&[l]);
                 }
                 Ok(Answer::Done)
             }
@@ -368,7 +353,7 @@ impl Agent {
             } => {
                 if let Some(h) = self.held.get(launch) {
                     self.backend.cancel(&h.remote).map_err(err)?;
-                    self.held.ended(launch);
+                    self.held.ended(&[launch]);
                 }
                 self.backend
                     .cancel_unrecorded(job, component, launch)
@@ -379,26 +364,63 @@ impl Agent {
         }
     }
 
-    /// Submit one component, once: a launch already made answers with its id (a repeated
-    /// submission after a lost answer starts nothing).
-    fn submit(&self, req: SubmitRequest) -> Result<String, CallError> {
+    /// Submit components, once each: a launch already made answers with its id (a repeated
+    /// submission after a lost answer starts nothing). The new launches are recorded
+    /// together, with one sync, before any id is answered; one result per request, in order.
+    fn submit(&self, reqs: Vec<SubmitRequest>) -> Vec<Result<String, CallError>> {
+        let made: Vec<Result<Launched, CallError>> = if self.backend.submits_in_parallel() {
+            std::thread::scope(|sc| {
+                let hs: Vec<_> = reqs
+                    .into_iter()
+                    .map(|r| sc.spawn(move || self.launch(r)))
+                    .collect();
+                hs.into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(CallError::Unavailable("a submission panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            reqs.into_iter().map(|r| self.launch(r)).collect()
+        };
+        let new: Vec<HeldLaunch> = made
+            .iter()
+            .filter_map(|m| match m {
+                Ok(Launched::New(h)) => Some(h.clone()),
+                _ => None,
+            })
+            .collect();
+        let unrecorded = self.held.made(&new).err().map(|e| {
+            // Not recorded: they must not run unknown to a restarted agent.
+            for h in &new {
+                let _ = self.backend.cancel(&h.remote);
+            }
+            format!("recording the launch: {e}")
+        });
+        made.into_iter()
+            .map(|m| match (m?, &unrecorded) {
+                (Launched::Known(remote), _) => Ok(remote),
+                (Launched::New(_), Some(e)) => Err(CallError::Unavailable(e.clone())),
+                (Launched::New(h), None) => Ok(h.remote),
+            })
+            .collect()
+    }
+
+    /// Submit one component unless its launch was made before (not recorded yet).
+    fn launch(&self, req: SubmitRequest) -> Result<Launched, CallError> {
         if let Some(h) = self.held.get(req.launch) {
-            return Ok(h.remote);
+            return Ok(Launched::Known(h.remote));
         }
         let req = self.localize(req);
         let remote = self.backend.submit(&req).map_err(call_error)?;
-        let h = HeldLaunch {
+        Ok(Launched::New(HeldLaunch {
             launch: req.launch,
             job: req.job,
             component: req.component,
-            remote: remote.clone(),
-        };
-        if let Err(e) = self.held.made(h) {
-            // Not recorded: it must not run unknown to a restarted agent.
-            let _ = self.backend.cancel(&remote);
-            return Err(CallError::Unavailable(format!("recording the launch: {e}")));
-        }
-        Ok(remote)
+            remote,
+        }))
     }
 
     /// A request as this site runs it: the server's URL replaced by the relay's in the
@@ -434,6 +456,12 @@ impl Agent {
         }
         req
     }
+}
+
+/// A submission's launch: made before (its id answered again) or made now.
+enum Launched {
+    Known(String),
+    New(HeldLaunch),
 }
 
 fn call_error(e: BackendError) -> CallError {

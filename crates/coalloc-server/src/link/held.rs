@@ -66,13 +66,26 @@ impl Held {
         self.launches.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn append(&self, line: &Line) -> std::io::Result<()> {
+    /// Append `lines` with one write, and one sync when `sync` (a burst of launches costs
+    /// one sync).
+    fn append(&self, lines: &[Line], sync: bool) -> std::io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::new();
+        for line in lines {
+            text += &serde_json::to_string(line)?;
+            text.push('\n');
+        }
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.path)?;
-        writeln!(f, "{}", serde_json::to_string(line)?)?;
-        f.sync_data()
+        f.write_all(text.as_bytes())?;
+        if sync {
+            f.sync_data()?;
+        }
+        Ok(())
     }
 
     pub fn get(&self, launch: u64) -> Option<HeldLaunch> {
@@ -90,22 +103,34 @@ impl Held {
         self.lock().values().cloned().collect()
     }
 
-    /// A launch was made: recorded (on disk) before its id is answered.
-    pub fn made(&self, h: HeldLaunch) -> std::io::Result<()> {
-        self.append(&Line::Made(h.clone()))?;
-        self.lock().insert(h.launch, h);
+    /// Launches were made: recorded (on disk, together) before their ids are answered.
+    pub fn made(&self, made: &[HeldLaunch]) -> std::io::Result<()> {
+        let lines: Vec<Line> = made.iter().cloned().map(Line::Made).collect();
+        self.append(&lines, true)?;
+        let mut all = self.lock();
+        for h in made {
+            all.insert(h.launch, h.clone());
+        }
         Ok(())
     }
 
-    /// A launch ended or was cancelled.
-    pub fn ended(&self, launch: u64) {
-        if self.lock().remove(&launch).is_some() {
-            if let Err(e) = self.append(&Line::Ended {
-                launch,
-                ended: true,
-            }) {
-                tracing::warn!(launch, "recording the end of a launch: {e}");
-            }
+    /// Launches ended or were cancelled. Not synced: an end lost in a crash only makes a
+    /// restarted agent report a launch that has ended, which the server then cancels, and
+    /// cancelling an ended launch does nothing.
+    pub fn ended(&self, launches: &[u64]) {
+        let lines: Vec<Line> = {
+            let mut all = self.lock();
+            launches
+                .iter()
+                .filter(|l| all.remove(l).is_some())
+                .map(|&launch| Line::Ended {
+                    launch,
+                    ended: true,
+                })
+                .collect()
+        };
+        if let Err(e) = self.append(&lines, false) {
+            tracing::warn!(?launches, "recording the end of launches: {e}");
         }
     }
 }
@@ -126,9 +151,8 @@ mod tests {
         };
         {
             let held = Held::open(path.clone()).unwrap();
-            held.made(h(1)).unwrap();
-            held.made(h(2)).unwrap();
-            held.ended(1);
+            held.made(&[h(1), h(2)]).unwrap();
+            held.ended(&[1]);
         }
         // A torn line from a crash.
         std::fs::OpenOptions::new()

@@ -35,7 +35,17 @@ where
         tokio::select! {
             out = outgoing.recv() => {
                 let Some(m) = out else { return "closed".into() };
-                if let Err(e) = sink.send(text(&m)).await {
+                // What else is waiting goes in the same write (one flush for a burst).
+                let mut batch = vec![m];
+                while let Ok(m) = outgoing.try_recv() {
+                    batch.push(m);
+                }
+                for m in &batch {
+                    if let Err(e) = sink.feed(text(m)).await {
+                        return format!("send: {e}");
+                    }
+                }
+                if let Err(e) = sink.flush().await {
                     return format!("send: {e}");
                 }
             }
