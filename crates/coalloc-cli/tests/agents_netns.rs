@@ -62,19 +62,6 @@ fn agents(rig: &AgentRig, s: &Server) -> Vec<AgentProc> {
     out
 }
 
-/// A component's standard output at its agent's site.
-fn agent_output(a: &AgentProc, job: u64, component: usize) -> String {
-    let dir = a.dir.join(format!("state/output/{job}"));
-    let mut text = String::new();
-    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let n = e.file_name().to_string_lossy().to_string();
-        if n.starts_with(&format!("{component}.L")) && n.ends_with(".out") {
-            text += &std::fs::read_to_string(e.path()).unwrap_or_default();
-        }
-    }
-    text
-}
-
 #[test]
 fn poisson_is_co_allocated_over_three_sites_through_their_agents() {
     let Some(rig) = AgentRig::begin("agents-poisson") else {
@@ -93,7 +80,7 @@ fn poisson_is_co_allocated_over_three_sites_through_their_agents() {
         "component": [strip("s1", 30), strip("s2", 30), strip("s3", 16)],
     }));
     let j = s.wait_ended(id, 120);
-    let out = agent_output(&a[0], id, 0);
+    let out = a[0].output(id, 0);
     assert_eq!(j["state"], "finished", "{j}\n{out}\n{}", a[1].log());
     assert_eq!(component_sites(&j), ["s1", "s2", "s3"], "{j}");
     let line = out
@@ -167,10 +154,44 @@ fn a_job_on_the_cut_off_compute_side_needs_only_the_relay() {
     let j = s.wait_ended(id, 90);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
     let a = &_a;
-    let out = agent_output(&a[1], id, 0);
+    let out = a[1].output(id, 0);
     assert!(out.contains("direct:unreachable"), "{out}");
     assert!(out.contains("there"), "{out}");
-    assert!(agent_output(&a[2], id, 1).contains("hello"));
+    assert!(a[2].output(id, 1).contains("hello"));
+}
+
+/// An unmodified MPI program (examples/mpi/ring.c, built with `mpicc`) across the three
+/// sites' namespaces: two Slurm clusters (one with its compute side behind its login node)
+/// and a local site. Each component's PMI traffic goes to its own agent; MPI's own traffic
+/// goes between the compute sides, over the routes the rig gives them.
+#[test]
+fn an_unmodified_mpi_program_runs_across_the_sites_namespaces() {
+    use common::mpi::{check_ranks, mpi_component_at, one_at_a_time, ring};
+    let Some(rig) = AgentRig::begin("agents-mpi") else {
+        return;
+    };
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let _one = one_at_a_time();
+    let s = server(&rig, "netns-mpi", "30s");
+    let a = agents(&rig, &s);
+    let sizes = [2u32, 2, 2];
+    let comps: Vec<serde_json::Value> = ["s1", "s2", "s3"]
+        .iter()
+        .zip(sizes)
+        .map(|(site, n)| mpi_component_at(site, n, ring, &[]))
+        .collect();
+    let id = s.submit(&json!({ "kind": "ordered", "max_wall_time": "2m", "component": comps }));
+    let j = s.wait_ended(id, 120);
+    assert_eq!(
+        j["state"],
+        "finished",
+        "{j}\n{}\n{}",
+        a[0].output(id, 0),
+        a[1].log()
+    );
+    assert_eq!(component_sites(&j), ["s1", "s2", "s3"], "{j}");
+    check_ranks(|c| a[c].output(id, c), &sizes);
 }
 
 fn wait_file(p: &std::path::Path, secs: u64) {

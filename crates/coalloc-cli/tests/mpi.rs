@@ -10,86 +10,12 @@
 
 mod common;
 
+use common::mpi::{
+    check_ranks, job, mpi_component, mpi_component_at, one_at_a_time, poisson, ring,
+};
 use common::server::{processes_with, three_clusters, Server};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
-
-/// One MPI job at a time: MPICH's ranks poll busily, and several jobs at once on a small
-/// machine's cores only slow each other down.
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The test program, `examples/mpi/ring.c`, built once with `mpicc`; `None` when there is
-/// no `mpicc` and MPI is not required.
-fn ring() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| build("ring")).as_deref()
-}
-
-/// The MPI Poisson solver, `examples/mpi/poisson.c`, likewise.
-fn poisson() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| build("poisson")).as_deref()
-}
-
-/// `examples/mpi/NAME.c` built with `mpicc` into a folder of this test run.
-fn build(name: &str) -> Option<PathBuf> {
-    if Command::new("mpicc").arg("-show").output().is_err() {
-        assert!(
-            std::env::var("COALLOC_REQUIRE_MPI").as_deref() != Ok("1"),
-            "mpicc not found: install mpich and libmpich-dev (scripts/test.sh does)"
-        );
-        eprintln!("skipped: mpicc not found (install mpich and libmpich-dev)");
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("coalloc-mpi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(name);
-    let src = common::repo().join(format!("examples/mpi/{name}.c"));
-    let out = Command::new("mpicc")
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-lm")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "mpicc {name}.c: {err}");
-    Some(exe)
-}
-
-fn mpi_component(count: u32, exe: &str, args: &[&str]) -> Value {
-    json!({ "count": count, "job_type": "mpi", "executable": exe, "arguments": args })
-}
-
-fn job(components: Vec<Value>) -> Value {
-    json!({ "kind": "unordered", "max_wall_time": "2m", "component": components })
-}
-
-/// Every rank printed `rank R of N on HOST: ok` in the output of the component it belongs
-/// to, the components holding consecutive ranks in order.
-fn check_ranks(s: &Server, id: u64, sizes: &[u32]) {
-    let total: u32 = sizes.iter().sum();
-    let mut first = 0;
-    for (c, n) in sizes.iter().enumerate() {
-        let out = s.output(id, c);
-        for r in first..first + n {
-            let want = format!("rank {r} of {total} on ");
-            let line = out.lines().find(|l| l.starts_with(&want));
-            assert!(
-                line.is_some_and(|l| l.ends_with(": ok")),
-                "component {c}, rank {r}: {out:?}"
-            );
-        }
-        assert_eq!(out.lines().count(), *n as usize, "component {c}: {out:?}");
-        first += n;
-    }
-}
 
 #[test]
 fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
@@ -109,7 +35,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
         let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
         assert_eq!(used.len(), sizes.len(), "{j}");
         assert!(j["barrier_release"].as_i64().is_some(), "{j}");
-        check_ranks(&s, id, &sizes);
+        check_ranks(|c| s.output(id, c), &sizes);
     }
 }
 
@@ -270,11 +196,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
         for sites in [&["alpha", "beta"][..], &["alpha", "beta", "gamma"][..]] {
             let comps: Vec<Value> = sites
                 .iter()
-                .map(|site| {
-                    let mut c = mpi_component(2, ring, &[]);
-                    c["site"] = json!(site);
-                    c
-                })
+                .map(|site| mpi_component_at(site, 2, ring, &[]))
                 .collect();
             let id = s.submit(&json!({
                 "kind": "ordered", "max_wall_time": "5m", "component": comps,
@@ -282,7 +204,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
             let j = s.wait_ended(id, 90);
             assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
             assert_eq!(common::server::component_sites(&j), *sites, "{j}");
-            check_ranks(&s, id, &vec![2; sites.len()]);
+            check_ranks(|c| s.output(id, c), &vec![2; sites.len()]);
         }
     }
 }
@@ -350,38 +272,15 @@ fn an_unmodified_mpi_program_runs_across_agent_sites() {
     let comps: Vec<Value> = ["s1", "s2", "alpha"]
         .iter()
         .zip(sizes)
-        .map(|(site, n)| {
-            let mut c = mpi_component(n, ring, &[]);
-            c["site"] = json!(site);
-            c
-        })
+        .map(|(site, n)| mpi_component_at(site, n, ring, &[]))
         .collect();
     let id = s.submit(&json!({ "kind": "ordered", "max_wall_time": "2m", "component": comps }));
     let j = s.wait_ended(id, 90);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
     // Each rank's line, in its component's output at its site.
-    let mut first = 0;
-    for (c, n) in sizes.iter().enumerate() {
-        let out = match agents.get(c) {
-            Some(a) => {
-                let dir = a.dir.join(format!("state/output/{id}"));
-                std::fs::read_dir(&dir)
-                    .unwrap()
-                    .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".out"))
-                    .map(|e| std::fs::read_to_string(e.path()).unwrap())
-                    .collect::<String>()
-            }
-            None => s.output(id, c),
-        };
-        for r in first..first + n {
-            let want = format!("rank {r} of 8 on ");
-            let line = out.lines().find(|l| l.starts_with(&want));
-            assert!(
-                line.is_some_and(|l| l.ends_with(": ok")),
-                "component {c}, rank {r}: {out:?}"
-            );
-        }
-        first += n;
-    }
+    let output = |c: usize| match agents.get(c) {
+        Some(a) => a.output(id, c),
+        None => s.output(id, c),
+    };
+    check_ranks(output, &sizes);
 }

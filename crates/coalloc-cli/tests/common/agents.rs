@@ -90,6 +90,26 @@ impl AgentProc {
         self.child = Some(cmd.spawn().unwrap());
     }
 
+    /// A component's standard output at this agent's site (the agent's state directory).
+    pub fn output(&self, job: u64, component: usize) -> String {
+        let dir = self.dir.join(format!("state/output/{job}"));
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().to_string();
+                n.starts_with(&format!("{component}.L")) && n.ends_with(".out")
+            })
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        names
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
     }

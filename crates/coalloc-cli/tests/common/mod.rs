@@ -31,6 +31,7 @@ pub fn stdout(out: &Output) -> String {
 pub mod agent_rig;
 pub mod agents;
 pub mod gridengine;
+pub mod mpi;
 pub mod server;
 pub mod slurm;
 pub mod tools;
