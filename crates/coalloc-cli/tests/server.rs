@@ -230,18 +230,7 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
         let j = s.wait_ended(*id, 60);
         assert_eq!(j["state"], "finished", "{j}");
     }
-    let text = std::fs::read_to_string(&starts).unwrap();
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.sort();
-    let want: Vec<String> = ids
-        .iter()
-        .flat_map(|i| [format!("{i}.0"), format!("{i}.1")])
-        .collect();
-    assert_eq!(
-        lines,
-        want.iter().map(String::as_str).collect::<Vec<_>>(),
-        "starts: {text}"
-    );
+    common::server::assert_started_once(&starts, &ids, 2);
     assert_eq!(s.get("/v1/jobs")["jobs"].as_array().unwrap().len(), 4);
 }
 

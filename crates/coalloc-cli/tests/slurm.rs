@@ -551,19 +551,7 @@ fn restart(launch: &str) {
         assert_eq!(j["submit_failures"], 0, "{j}");
         assert_eq!(j["completion_failures"], 0, "{j}");
     }
-    let text = std::fs::read_to_string(&starts).unwrap();
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.sort();
-    let mut want: Vec<String> = ids
-        .iter()
-        .flat_map(|i| [format!("{i}.0"), format!("{i}.1")])
-        .collect();
-    want.sort();
-    assert_eq!(
-        lines,
-        want.iter().map(String::as_str).collect::<Vec<_>>(),
-        "starts: {text}"
-    );
+    common::server::assert_started_once(&starts, &ids, 2);
     // And Slurm ran exactly one job (batch or allocation) per component.
     let new: Vec<String> = slurm_jobs_seen(rig)
         .difference(&seen_before)

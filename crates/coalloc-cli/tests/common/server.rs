@@ -2,7 +2,7 @@
 //! configuration, HTTP calls with its token, `kill -9` and restart.
 
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -366,4 +366,23 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
                 .unwrap_or(false)
         })
         .collect()
+}
+
+/// Each component of each job of `ids` (`components` each) wrote its
+/// `$COALLOC_JOB_ID.$COALLOC_COMPONENT` line into `starts` exactly once: nothing was lost and
+/// nothing started twice.
+pub fn assert_started_once(starts: &Path, ids: &[u64], components: usize) {
+    let text = std::fs::read_to_string(starts).unwrap_or_default();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .flat_map(|i| (0..components).map(move |c| format!("{i}.{c}")))
+        .collect();
+    want.sort();
+    assert_eq!(
+        lines,
+        want.iter().map(String::as_str).collect::<Vec<_>>(),
+        "starts: {text}"
+    );
 }
