@@ -9,7 +9,13 @@
 //! than its `command_timeout`. Standard output and error are drained by helper threads so a
 //! chatty command never stalls on a full pipe; a timed-out command's helpers are abandoned,
 //! not joined, so a grandchild holding the pipe open cannot block us either.
+//!
+//! Also the two steps around those commands that the Slurm and Grid Engine backends share:
+//! making a request's output folders before submitting it, and answering a query in the
+//! order of its ids.
 
+use crate::{RemoteId, RemoteState, SubmitRequest};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -136,6 +142,29 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<String> {
         }
     }
     rx
+}
+
+/// Make the folders of a request's output files before it goes to the resource manager, as
+/// the local backend does. Best effort: the paths are the cluster's (this machine's on the
+/// rigs, else a shared filesystem), and the resource manager reports a job it cannot start.
+pub(crate) fn make_output_dirs(r: &SubmitRequest) {
+    for file in [&r.stdout, &r.stderr] {
+        if let Some(parent) = file.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+    }
+}
+
+/// The states of `ids`, in their order, from those found (`Unknown` for the others).
+pub(crate) fn in_order(ids: &[RemoteId], known: &HashMap<&str, RemoteState>) -> Vec<RemoteState> {
+    ids.iter()
+        .map(|id| {
+            known
+                .get(id.as_str())
+                .cloned()
+                .unwrap_or(RemoteState::Unknown)
+        })
+        .collect()
 }
 
 #[cfg(test)]

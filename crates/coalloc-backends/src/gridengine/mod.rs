@@ -247,13 +247,7 @@ impl Backend for GridEngineCell {
         let body = script::batch_script(r).map_err(|e| BackendError::Rejected(e.to_string()))?;
         let args = self.submit_args(r).map_err(BackendError::Rejected)?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        // As for Slurm: the output files' directories are made (best effort; the paths are
-        // the cell's, this machine's on the rig or a shared filesystem).
-        for file in [&r.stdout, &r.stderr] {
-            if let Some(parent) = file.parent() {
-                let _ = std::fs::create_dir_all(parent);
-            }
-        }
+        crate::run::make_output_dirs(r);
         let out = self.call("qsub", &args, Some(body.into_bytes()))?;
         if !out.status.success() {
             return Err(self.failure("qsub", &out));
@@ -290,15 +284,7 @@ impl Backend for GridEngineCell {
             };
             known.insert(id, state);
         }
-        Ok(ids
-            .iter()
-            .map(|id| {
-                known
-                    .get(id.as_str())
-                    .cloned()
-                    .unwrap_or(RemoteState::Unknown)
-            })
-            .collect())
+        Ok(crate::run::in_order(ids, &known))
     }
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {

@@ -118,11 +118,7 @@ pub(super) fn submit(c: &SlurmCluster, r: &SubmitRequest) -> Result<RemoteId, Ba
     let reject = |e: script::ScriptError| BackendError::Rejected(e.to_string());
     let body = script::batch_script(r).map_err(reject)?;
     let args = arguments(c, r).map_err(reject)?;
-    for file in [&r.stdout, &r.stderr] {
-        if let Some(parent) = file.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-    }
+    crate::run::make_output_dirs(r);
     let log_path = client_log(r);
     // The launch number is unique, so is the file: nothing of another launch is read.
     let log = OpenOptions::new()

@@ -256,14 +256,7 @@ impl Backend for SlurmCluster {
         let body = script::batch_script(r).map_err(reject)?;
         let args = self.submit_args(r).map_err(reject)?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        // Like the local backend: the output files' directories are made, and the files
-        // appended to. Best effort: the paths are the cluster's, which is this machine's
-        // filesystem on the rig or a shared one, and Slurm reports a job it cannot start.
-        for file in [&r.stdout, &r.stderr] {
-            if let Some(parent) = file.parent() {
-                let _ = std::fs::create_dir_all(parent);
-            }
-        }
+        crate::run::make_output_dirs(r);
         let out = self.call("sbatch", &args, Some(body.into_bytes()))?;
         if !out.status.success() {
             let message = out.message();

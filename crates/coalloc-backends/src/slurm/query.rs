@@ -66,15 +66,7 @@ pub(super) fn query(c: &SlurmCluster, ids: &[RemoteId]) -> Result<Vec<RemoteStat
         };
         known.insert(id, state);
     }
-    Ok(ids
-        .iter()
-        .map(|id| {
-            known
-                .get(id.as_str())
-                .cloned()
-                .unwrap_or(RemoteState::Unknown)
-        })
-        .collect())
+    Ok(crate::run::in_order(ids, &known))
 }
 
 /// `scontrol show job -o ID`; `None` when the controller does not know the job.
