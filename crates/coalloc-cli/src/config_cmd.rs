@@ -66,6 +66,10 @@ fn limit(v: Option<u32>) -> String {
     v.map_or_else(|| "none".to_owned(), |n| n.to_string())
 }
 
+fn timeout(v: Option<coalloc_core::model::Millis>) -> String {
+    v.map_or_else(|| "none".to_owned(), format_duration)
+}
+
 /// The configuration as name/value pairs, in a stable order.
 fn settings(c: &SchedulerConfig) -> Vec<(&'static str, String)> {
     let mut out = vec![
@@ -95,11 +99,10 @@ fn settings(c: &SchedulerConfig) -> Vec<(&'static str, String)> {
     out.extend([
         ("max_submit_failures", limit(c.max_submit_failures)),
         ("max_completion_failures", limit(c.max_completion_failures)),
-        (
-            "pending_timeout",
-            c.pending_timeout
-                .map_or_else(|| "none".to_owned(), format_duration),
-        ),
+        ("pending_timeout", timeout(c.pending_timeout)),
+        ("barrier_timeout", timeout(c.barrier_timeout)),
+        ("retry_backoff", format_duration(c.retry_backoff)),
+        ("retry_backoff_max", format_duration(c.retry_backoff_max)),
         (
             "max_queued",
             c.max_queued

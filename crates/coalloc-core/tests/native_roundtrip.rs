@@ -144,6 +144,7 @@ fn job() -> impl Strategy<Value = Job> {
             .with(|e| {
                 e.name = name;
                 e.user = user;
+                e.barrier_timeout = wall.map(|w| w / 2 + 1);
                 e.input_file = file.map(|(name, size, chunks)| InputFile {
                     name,
                     size: u64::from(size),

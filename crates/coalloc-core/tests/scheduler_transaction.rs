@@ -534,3 +534,98 @@ fn a_component_that_dies_before_the_barrier_is_a_submission_error() {
     let st = h.s.site_state(0).unwrap();
     assert_eq!((st.submit_errors, st.completion_errors), (1, 0));
 }
+
+/// A job whose component `silent` starts and never checks in: each try is aborted at the
+/// barrier timeout and the next one waits a back-off that doubles up to its cap.
+#[test]
+fn a_silent_component_times_out_at_the_barrier_and_the_job_retries_with_growing_waits() {
+    let config = SchedulerConfig {
+        barrier_timeout: Some(60_000),
+        retry_backoff: 10_000,
+        retry_backoff_max: 40_000,
+        max_submit_failures: Some(10),
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[16, 16]);
+    let (id, mut cmds) = h.submit(unordered(&[4, 4]));
+    let mut t = 0;
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        let st = starts(&cmds);
+        assert_eq!(st.len(), 2, "a whole new try at {t}");
+        h.at(t, Event::ComponentStarted { launch: st[0].0 });
+        h.at(t, Event::ComponentReady { launch: st[0].0 });
+        h.at(t, Event::ComponentStarted { launch: st[1].0 });
+        assert_eq!(h.s.next_wakeup(), Some(t + 60_000));
+        let out = h.at(t + 60_000, Event::Tick);
+        assert_eq!(cancels(&out), [st[1].0, st[0].0]);
+        assert!(!released(&out));
+        let reason = out
+            .iter()
+            .find_map(|c| match c {
+                Command::Notify(Notice::Requeued { reason, .. }) => Some(reason.clone()),
+                _ => None,
+            })
+            .expect("requeued");
+        assert!(
+            reason.contains("did not check in at the barrier within the barrier timeout (1m)"),
+            "{reason}"
+        );
+        assert_eq!(h.s.job(id).map(|j| j.phase), Some(jobs::Phase::Queued));
+        let next = h.s.next_wakeup().expect("the retry is timed");
+        waits.push(next - (t + 60_000));
+        assert!(h.s.job(id).is_some_and(|j| j.retry_at == Some(next)));
+        assert_eq!(h.s.queued(), 0, "out of the queue during its back-off");
+        t = next;
+        cmds = h.at(t, Event::Tick);
+    }
+    assert_eq!(waits, [10_000, 20_000, 40_000, 40_000]);
+}
+
+#[test]
+fn a_job_sets_its_own_barrier_timeout_and_a_checked_in_component_is_not_timed_out() {
+    let config = SchedulerConfig {
+        barrier_timeout: Some(600_000),
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[16, 16]);
+    let job = unordered(&[4]).with(|e| e.barrier_timeout = Some(5_000));
+    let (_, cmds) = h.submit(job);
+    let l = starts(&cmds)[0].0;
+    h.at(1_000, Event::ComponentStarted { launch: l });
+    assert_eq!(h.s.next_wakeup(), Some(6_000));
+    let out = h.at(6_000, Event::Tick);
+    assert_eq!(cancels(&out), [l]);
+
+    // A component at the barrier in time is left alone when its timer fires.
+    let (_, cmds) = h.submit(unordered(&[4]));
+    let l = starts(&cmds)[0].0;
+    h.at(7_000, Event::ComponentStarted { launch: l });
+    assert!(released(&h.at(8_000, Event::ComponentReady { launch: l })));
+    let out = h.at(607_000, Event::Tick);
+    assert!(cancels(&out).is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_job_cancelled_during_its_back_off_ends_and_does_not_come_back() {
+    let config = SchedulerConfig {
+        retry_backoff: 10_000,
+        retry_backoff_max: 10_000,
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[16]);
+    let (id, cmds) = h.submit(unordered(&[4]));
+    let l = starts(&cmds)[0].0;
+    h.at(
+        1,
+        Event::ComponentFailed {
+            launch: l,
+            reason: "boom".into(),
+        },
+    );
+    assert!(h.s.job(id).is_some_and(|j| j.retry_at == Some(10_001)));
+    h.at(2, Event::Cancel { job: id });
+    let out = h.at(10_001, Event::Tick);
+    assert!(starts(&out).is_empty());
+    assert_eq!(h.s.job(id).map(|j| j.phase), Some(jobs::Phase::Ended));
+}

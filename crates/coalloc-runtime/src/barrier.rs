@@ -19,9 +19,12 @@ pub enum BarrierOutcome {
 /// Check in at the barrier with `ok` (and a `reason` when not ok) and wait for the job's fate.
 ///
 /// The server holds each call up to about 25 s and answers `waiting` when nothing was
-/// decided; the check-in is idempotent, so it is simply posted again, as long as needed
-/// (the barrier itself has no deadline here: the server owns the timeout, seed 002 §3.3).
-/// Connection errors are retried for [`Config::patience`] each time.
+/// decided; the check-in is idempotent, so it is simply posted again, as long as needed.
+/// Connection errors are retried for [`Config::patience`] each time. With a
+/// [`Config::barrier_timeout`] the whole wait gives up after it with
+/// [`RuntimeError::BarrierTimeout`], whether the server answers `waiting` or cannot be
+/// reached: the server fails the component at its own barrier timeout (seed 002 §3.2), so
+/// nothing waits for ever.
 pub fn barrier(
     cfg: &Config,
     ok: bool,
@@ -35,14 +38,31 @@ pub fn barrier(
         "reason": reason,
     })
     .to_string();
+    let start = std::time::Instant::now();
+    let mut cfg = cfg.clone();
+    let patience = cfg.patience;
     loop {
-        let answer = exchange(
-            cfg,
+        if let Some(limit) = cfg.barrier_timeout {
+            let left = limit.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                let why = "still waiting for the other components".to_owned();
+                return Err(RuntimeError::BarrierTimeout(limit, why));
+            }
+            cfg.patience = patience.min(left);
+        }
+        let answer = match exchange(
+            &cfg,
             &agent,
             Method::Post,
             &cfg.barrier_url,
             Some((body.as_bytes(), "application/json")),
-        )?;
+        ) {
+            Err(RuntimeError::Unreachable(why)) if cfg.patience < patience => {
+                let limit = cfg.barrier_timeout.unwrap_or_default();
+                return Err(RuntimeError::BarrierTimeout(limit, why));
+            }
+            other => other?,
+        };
         if answer.status == 404 {
             return Err(crate::http::refusal(404, &answer.body));
         }

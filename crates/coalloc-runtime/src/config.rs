@@ -42,6 +42,10 @@ pub struct Config {
     pub local_rank: u32,
     /// This process's job-wide rank (`COALLOC_RANK`; `rank_offset + local_rank` when unset).
     pub rank: u64,
+    /// The job's barrier timeout (`COALLOC_BARRIER_TIMEOUT_MS`, milliseconds): the barrier
+    /// gives up after it, even while the server cannot be reached (the server fails the
+    /// component at the same time, so nothing waits for ever; seed 002 §3.2).
+    pub barrier_timeout: Option<Duration>,
     /// How long a call retries an unreachable server before giving up. Not from the
     /// environment: [`DEFAULT_PATIENCE`] unless the program (or a test) changes it.
     pub patience: Duration,
@@ -79,6 +83,7 @@ impl Config {
             Some(r) => r,
             None => rank_offset.saturating_add(u64::from(local_rank)),
         };
+        let barrier_timeout: Option<u64> = optional(&get, "COALLOC_BARRIER_TIMEOUT_MS")?;
         let bad = |var: &'static str, reason: String| RuntimeError::BadVar { var, reason };
         for (var, u) in [("COALLOC_URL", &url), ("COALLOC_BARRIER_URL", &barrier_url)] {
             if !u.starts_with("http://") && !u.starts_with("https://") {
@@ -118,6 +123,7 @@ impl Config {
             processes,
             local_rank,
             rank,
+            barrier_timeout: barrier_timeout.map(Duration::from_millis),
             patience: DEFAULT_PATIENCE,
         })
     }

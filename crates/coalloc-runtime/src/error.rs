@@ -28,6 +28,10 @@ pub enum RuntimeError {
         /// The server's `error` message, or the raw body.
         message: String,
     },
+    /// The job did not commit within its barrier timeout (`COALLOC_BARRIER_TIMEOUT_MS`):
+    /// the server has failed this component's start by now, so the process leaves.
+    #[error("the job did not commit within the barrier timeout ({0:?}): {1}")]
+    BarrierTimeout(std::time::Duration, String),
     /// The server could not be reached for the whole retry budget.
     #[error("the coalloc server is unreachable: {0}")]
     Unreachable(String),

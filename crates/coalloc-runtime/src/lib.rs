@@ -19,6 +19,7 @@
 //! | `COALLOC_PROCESSES` | processes in this component |
 //! | `COALLOC_LOCAL_RANK` | this process's index in its component, from 0 (per process) |
 //! | `COALLOC_RANK` | `COALLOC_RANK_OFFSET + COALLOC_LOCAL_RANK` (per process) |
+//! | `COALLOC_BARRIER_TIMEOUT_MS` | the job's barrier timeout in milliseconds, if it has one: the barrier gives up after it, even while the server is unreachable |
 //!
 //! # HTTP protocol (JSON bodies, `Authorization: Bearer {COALLOC_SECRET}`)
 //!

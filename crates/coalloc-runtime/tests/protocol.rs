@@ -116,6 +116,30 @@ fn unreachable_server_gives_up_after_patience() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
+/// The server stays unreachable: the barrier gives up at the job's barrier timeout, long
+/// before its patience (5 minutes) runs out.
+#[test]
+fn unreachable_server_gives_up_at_the_barrier_timeout() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let mut env = Mock::start(7, "good", &[]).env(0, &[1]);
+    env.push(("COALLOC_BARRIER_TIMEOUT_MS".into(), "800".into()));
+    let mut cfg =
+        Config::from_vars(|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap();
+    assert_eq!(cfg.barrier_timeout, Some(Duration::from_millis(800)));
+    cfg.url = format!("http://{addr}");
+    cfg.barrier_url = format!("http://{addr}/v1/jobs/7/barrier");
+    let start = Instant::now();
+    match barrier(&cfg, true, None) {
+        Err(RuntimeError::BarrierTimeout(limit, _)) => {
+            assert_eq!(limit, Duration::from_millis(800))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
 #[test]
 fn barrier_rides_out_a_server_restart() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -39,7 +39,7 @@ use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
 use coalloc_core::spec::native::toml_doc;
-use coalloc_core::spec::scheduler::{scheduler_config, SchedulerDoc};
+use coalloc_core::spec::scheduler::{scheduler_config_over, SchedulerDoc};
 use coalloc_core::spec::sites::{sites_from_docs, SiteDoc};
 use coalloc_core::spec::units::{parse_duration, Scalar};
 use coalloc_core::SpecError;
@@ -239,7 +239,7 @@ impl ServerConfig {
             ));
         }
         let sites = sites_from_docs(&doc.site)?;
-        let scheduler = scheduler_config(&doc.scheduler, &sites)?;
+        let scheduler = scheduler_config_over(&doc.scheduler, &sites, SchedulerConfig::served())?;
         let backends = sites
             .iter()
             .map(backend_of)
@@ -446,6 +446,10 @@ mod tests {
             }));
         assert_eq!(c.bind, "127.0.0.1:0");
         assert_eq!(c.monitor_interval, 200);
+        // Nothing waits for ever on a server (issue 20).
+        assert_eq!(c.scheduler.barrier_timeout, Some(5 * 60_000));
+        assert_eq!(c.scheduler.pending_timeout, Some(10 * 60_000));
+        assert_eq!(c.scheduler.retry_backoff, 10_000);
     }
 
     #[test]

@@ -150,6 +150,9 @@ pub struct JobView {
     /// Why the job's last start was aborted (or why it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_abort: Option<String>,
+    /// A queued job waiting out its retry back-off: when it is tried again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

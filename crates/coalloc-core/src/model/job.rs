@@ -265,12 +265,15 @@ pub struct JobExtra {
     pub name: Option<String>,
     pub user: Option<String>,
     pub input_file: Option<InputFile>,
+    /// This job's own barrier timeout, instead of the scheduler's (seed 002 §3.2).
+    pub barrier_timeout: Option<Millis>,
 }
 
 static NO_EXTRA: JobExtra = JobExtra {
     name: None,
     user: None,
     input_file: None,
+    barrier_timeout: None,
 };
 
 impl PartialEq for Job {
@@ -354,6 +357,12 @@ impl Job {
             runtime_estimate: None,
             max_wall_time: None,
         }
+    }
+
+    /// How long a started component of this job may take to check in at the barrier: its
+    /// own `barrier_timeout`, else `default` (the scheduler's).
+    pub fn barrier_timeout_or(&self, default: Option<Millis>) -> Option<Millis> {
+        self.extra().barrier_timeout.or(default)
     }
 
     /// The name, user and input file (all empty when none were given).

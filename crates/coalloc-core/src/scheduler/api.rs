@@ -109,6 +109,9 @@ pub struct Start {
     pub count: u32,
     /// Kill it after this long, if set.
     pub wall_time: Option<Millis>,
+    /// The job's barrier timeout (its own or the scheduler's): a component's runtime gives
+    /// up waiting at the barrier after it, so nothing waits for ever (seed 002 §3.2).
+    pub barrier_timeout: Option<Millis>,
     pub config: ComponentConfig,
     /// The component as the job asks for it (executable, arguments, ...).
     pub spec: Component,

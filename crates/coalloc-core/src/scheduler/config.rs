@@ -149,6 +149,16 @@ pub struct SchedulerConfig {
     /// A launch not running after this long counts as failed (seed 003 §4.3.5's pending
     /// timeout).
     pub pending_timeout: Option<Millis>,
+    /// A component that started but has not checked in at the barrier after this long has
+    /// failed its start (seed 002 §3.2: "failure or timeout of a required resource"); a job
+    /// may set its own (`barrier_timeout` in its spec). `None` = wait for ever.
+    pub barrier_timeout: Option<Millis>,
+    /// A job aborted before or after commit waits this long before it is queued again,
+    /// doubled at each further failure of the job and capped at `retry_backoff_max`
+    /// (Kueue's requeue back-off). 0 = back to the queue at once (the documents' model).
+    pub retry_backoff: Millis,
+    /// The longest wait between two tries of a job.
+    pub retry_backoff_max: Millis,
     /// Most jobs waiting in the queue; a submission beyond it is refused (seed 000 §4.2).
     pub max_queued: Option<usize>,
     pub interactive_default: InteractiveDefault,
@@ -187,6 +197,9 @@ impl Default for SchedulerConfig {
             max_submit_failures: Some(5),
             max_completion_failures: Some(3),
             pending_timeout: None,
+            barrier_timeout: None,
+            retry_backoff: 0,
+            retry_backoff_max: 0,
             max_queued: None,
             interactive_default: InteractiveDefault::Substitute,
             default_estimate: crate::model::HOUR,
@@ -196,5 +209,44 @@ impl Default for SchedulerConfig {
             forget_ended: false,
             notices: true,
         }
+    }
+}
+
+/// The server's pending timeout unless its configuration says otherwise.
+pub const SERVED_PENDING_TIMEOUT: Millis = 10 * crate::model::MINUTE;
+/// The server's barrier timeout unless its configuration or the job says otherwise: long
+/// enough for a large MPI start-up on a busy node, short enough that a silent component
+/// does not hold the processors of the others for long.
+pub const SERVED_BARRIER_TIMEOUT: Millis = 5 * crate::model::MINUTE;
+/// The server's first wait before a failed job is tried again.
+pub const SERVED_RETRY_BACKOFF: Millis = 10 * crate::model::SECOND;
+/// The server's longest wait between two tries of a job.
+pub const SERVED_RETRY_BACKOFF_MAX: Millis = 10 * crate::model::MINUTE;
+
+impl SchedulerConfig {
+    /// What a server runs with when its configuration says nothing: [`Default`] (the
+    /// documents' model, which the simulator reproduces) plus the timeouts and back-off a
+    /// real grid needs, so that no launch or barrier waits for ever (issue 20).
+    pub fn served() -> SchedulerConfig {
+        SchedulerConfig {
+            pending_timeout: Some(SERVED_PENDING_TIMEOUT),
+            barrier_timeout: Some(SERVED_BARRIER_TIMEOUT),
+            retry_backoff: SERVED_RETRY_BACKOFF,
+            retry_backoff_max: SERVED_RETRY_BACKOFF_MAX,
+            ..SchedulerConfig::default()
+        }
+    }
+
+    /// The wait before try `failures + 1` of a job that has failed `failures` times (from
+    /// 1): `retry_backoff` doubled at each failure after the first, at most
+    /// `retry_backoff_max`.
+    pub fn backoff_after(&self, failures: u32) -> Millis {
+        if self.retry_backoff <= 0 {
+            return 0;
+        }
+        let doublings = failures.saturating_sub(1).min(30);
+        self.retry_backoff
+            .saturating_mul(1 << doublings)
+            .min(self.retry_backoff_max.max(self.retry_backoff))
     }
 }

@@ -99,6 +99,9 @@ pub struct JobState {
     pub l_permille: Option<u32>,
     /// While the job holds processors: its estimated end, its key in [`Active`].
     pub holding_until: Option<Time>,
+    /// A queued job waiting out its retry back-off: when it goes back into its queue (it
+    /// is not in the queue until then).
+    pub retry_at: Option<Time>,
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
@@ -131,6 +134,7 @@ impl JobState {
             claim: None,
             l_permille: None,
             holding_until: None,
+            retry_at: None,
         }
     }
 

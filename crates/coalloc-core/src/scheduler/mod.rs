@@ -13,7 +13,9 @@
 //! failure before commit aborts (required), re-places (interactive) or drops (optional) the
 //! component. It owns fault handling (seed 000 §3.4, seed 003 §4.3.4–4.3.5): after commit a
 //! failure sends the whole job back to its queue, sites count consecutive errors, jobs count
-//! failures against their limits, and launches that never start time out. Which queued job
+//! failures against their limits, launches that never start time out, started components
+//! that never check in time out at the barrier, and a failed job waits a growing back-off
+//! before its next try. Which queued job
 //! goes next is the queue policy's decision ([`crate::queue`]); where it goes is placement's
 //! ([`crate::placement`]).
 
@@ -47,6 +49,14 @@ enum Timer {
         component: usize,
         launch: LaunchId,
     },
+    /// A launch that has started but is not at the barrier by now has failed its start.
+    Barrier {
+        job: JobId,
+        component: usize,
+        launch: LaunchId,
+    },
+    /// A job's retry back-off is over: it goes back into its queue.
+    Retry { job: JobId, generation: u64 },
     /// The job may commit from now on.
     Hold { job: JobId, generation: u64 },
     /// The job's runtime limit is reached: kill it and queue it again.
@@ -330,7 +340,8 @@ impl Scheduler {
         }
         core.requeued.clear();
         for id in core.edited.drain(..) {
-            if let Some(j) = core.jobs.get(&id).filter(|j| j.phase == Phase::Queued) {
+            let queued = |j: &&JobState| j.phase == Phase::Queued && j.retry_at.is_none();
+            if let Some(j) = core.jobs.get(&id).filter(queued) {
                 self.queue.edited(id, &j.job);
             }
         }
@@ -386,7 +397,8 @@ impl Core {
         if j.ended() {
             return Err(Rejected::Ended(id));
         }
-        if j.phase == Phase::Queued {
+        // A job in its retry back-off is not in the queue.
+        if j.phase == Phase::Queued && j.retry_at.is_none() {
             self.unqueued.push(id);
         }
         self.cancel_launches(id);
@@ -448,31 +460,30 @@ impl Core {
                 component,
                 launch,
             } => {
-                let current = self
-                    .jobs
-                    .get(&job)
-                    .and_then(|j| j.comps.get(component))
-                    .is_some_and(|c| {
-                        c.launch == Some(launch) && c.phase == jobs::CompPhase::Submitted
-                    });
-                if current {
-                    let site = self.jobs[&job].comps[component].site.unwrap_or(0);
-                    self.commands.push_back(Command::CancelComponent {
-                        launch,
-                        job,
-                        component,
-                        site,
-                    });
-                    let timeout = self.config.pending_timeout.unwrap_or(0);
-                    self.failed(
-                        launch,
-                        format!(
-                            "did not start within the pending timeout ({})",
-                            crate::spec::units::format_duration(timeout)
-                        ),
-                    );
-                }
+                let timeout = self.config.pending_timeout.unwrap_or(0);
+                self.time_out((job, component, launch), jobs::CompPhase::Submitted, |_| {
+                    format!(
+                        "did not start within the pending timeout ({})",
+                        crate::spec::units::format_duration(timeout)
+                    )
+                });
             }
+            Timer::Barrier {
+                job,
+                component,
+                launch,
+            } => {
+                let default = self.config.barrier_timeout;
+                self.time_out((job, component, launch), jobs::CompPhase::Started, |j| {
+                    let t = j.job.barrier_timeout_or(default).unwrap_or(0);
+                    format!(
+                        "started but did not check in at the barrier within the barrier \
+                         timeout ({})",
+                        crate::spec::units::format_duration(t)
+                    )
+                });
+            }
+            Timer::Retry { job, generation } => self.retry_now(job, generation),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs

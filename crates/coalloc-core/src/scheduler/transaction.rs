@@ -278,6 +278,7 @@ impl Core {
             site,
             count,
             wall_time: j.job.wall_time_of(i),
+            barrier_timeout: j.job.barrier_timeout_or(self.config.barrier_timeout),
             config: ComponentConfig {
                 job: id,
                 index: i,
@@ -373,12 +374,52 @@ impl Core {
         let Some((id, i)) = self.current(launch) else {
             return;
         };
-        let c = &mut self.jobs.get_mut(&id).expect("current").comps[i];
+        let j = self.jobs.get_mut(&id).expect("current");
+        let timeout = j.job.barrier_timeout_or(self.config.barrier_timeout);
+        let c = &mut j.comps[i];
         if c.phase == CompPhase::Submitted {
             c.phase = CompPhase::Started;
             let (site, count) = (c.site.unwrap_or(0), c.count);
             self.sites.started(site, count);
+            if let Some(t) = timeout {
+                let timer = Timer::Barrier {
+                    job: id,
+                    component: i,
+                    launch,
+                };
+                self.timers.insert((self.now + t, timer));
+            }
         }
+    }
+
+    /// A launch's timer fired: if component `i` of job `id` is still on `launch` and in
+    /// `phase`, cancel it and fail it with `reason` (the pending timeout of seed 003 §4.3.5,
+    /// the barrier timeout of seed 002 §3.2).
+    pub(super) fn time_out(
+        &mut self,
+        (id, i, launch): (JobId, usize, LaunchId),
+        phase: CompPhase,
+        reason: impl FnOnce(&JobState) -> String,
+    ) {
+        let Some(j) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(c) = j
+            .comps
+            .get(i)
+            .filter(|c| c.launch == Some(launch) && c.phase == phase)
+        else {
+            return;
+        };
+        let site = c.site.unwrap_or(0);
+        let reason = reason(j);
+        self.commands.push_back(Command::CancelComponent {
+            launch,
+            job: id,
+            component: i,
+            site,
+        });
+        self.failed(launch, reason);
     }
 
     pub(super) fn ready(&mut self, launch: LaunchId) {
@@ -556,8 +597,47 @@ impl Core {
             let why = format!("{reason} (limit of {} {what} reached)", limit.unwrap_or(0));
             return self.end_job(id, Err(why));
         }
+        let failures = j.record.submit_failures + j.record.completion_failures;
+        let wait = self.config.backoff_after(failures);
         self.reset_to_queue(id);
+        let reason = if wait > 0 {
+            self.delay_retry(id, wait);
+            format!(
+                "{reason}; tried again in {}",
+                crate::spec::units::format_duration(wait)
+            )
+        } else {
+            reason
+        };
         self.notify(Notice::Requeued { job: id, reason });
+    }
+
+    /// Keep a job just sent back to the queue out of it for `wait` (the retry back-off).
+    fn delay_retry(&mut self, id: JobId, wait: crate::model::Millis) {
+        self.requeued.retain(|&r| r != id);
+        let j = self.jobs.get_mut(&id).expect("known job");
+        let at = self.now + wait;
+        j.retry_at = Some(at);
+        let generation = j.generation;
+        self.timers.insert((
+            at,
+            Timer::Retry {
+                job: id,
+                generation,
+            },
+        ));
+    }
+
+    /// The retry back-off of a job is over: into the queue.
+    pub(super) fn retry_now(&mut self, id: JobId, generation: u64) {
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if j.generation == generation && j.phase == Phase::Queued && j.retry_at.is_some() {
+            j.retry_at = None;
+            self.requeued.push(id);
+            self.dirty = true;
+        }
     }
 
     /// Back to the queue with nothing started; the components as the user wrote them.

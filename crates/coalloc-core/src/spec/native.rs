@@ -5,6 +5,8 @@
 //! priority = "high"            # high | low (default low)
 //! kind = "unordered"           # ordered | unordered | flexible | total (inferred when absent)
 //! max_wall_time = "10m"        # seconds, or "90s", "10m", "1h30m"
+//! barrier_timeout = "2m"       # a started component not at the barrier by then fails its
+//!                              # start (default: the server's `barrier_timeout`)
 //! [input_file]
 //! name = "poisson-grid.dat"    # logical name, looked up in the replica catalog
 //! size = "4GB"                 # bytes, or "4GB", "512MiB"
@@ -63,6 +65,9 @@ pub struct JobDoc {
     pub runtime_estimate: Option<Scalar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_wall_time: Option<Scalar>,
+    /// This job's barrier timeout (seed 002 §3.2), instead of the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_timeout: Option<Scalar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file: Option<InputFileDoc>,
     #[serde(default, rename = "component")]
@@ -369,6 +374,13 @@ impl JobDoc {
                 })
             })
             .transpose()?;
+        let barrier_timeout = duration("barrier_timeout", &self.barrier_timeout)?;
+        if barrier_timeout.is_some_and(|t| t <= 0) {
+            return Err(SpecError::invalid(
+                "barrier_timeout",
+                "must be longer than zero",
+            ));
+        }
         let job = Job {
             id: self.id,
             extra: None,
@@ -385,6 +397,7 @@ impl JobDoc {
             e.name = self.name.clone();
             e.user = self.user.clone();
             e.input_file = input_file;
+            e.barrier_timeout = barrier_timeout;
         });
         validate(&job, &[])?;
         Ok(job)
@@ -414,6 +427,7 @@ impl JobDoc {
             deadline: time(job.deadline),
             runtime_estimate: dur(job.runtime_estimate),
             max_wall_time: dur(job.max_wall_time),
+            barrier_timeout: dur(job.extra().barrier_timeout),
             input_file: job.extra().input_file.as_ref().map(|f| InputFileDoc {
                 name: f.name.clone(),
                 size: Scalar::Int(i64::try_from(f.size).unwrap_or(i64::MAX)),

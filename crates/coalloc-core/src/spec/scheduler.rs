@@ -10,7 +10,10 @@
 //! claiming = "icp"           # immediate icp
 //! max_submit_failures = 5    # or "none"
 //! max_completion_failures = 3
-//! pending_timeout = "10m"
+//! pending_timeout = "10m"    # or "none"; the server's default is 10m, the simulator's none
+//! barrier_timeout = "5m"     # or "none"; the server's default is 5m, the simulator's none
+//! retry_backoff = "10s"      # wait before a failed job's next try, doubled each failure
+//! retry_backoff_max = "10m"  # (server defaults; the simulator's are 0: at once)
 //! max_queued = 100
 //! site_errors = 3            # consecutive errors that make a site unusable
 //! interactive = "substitute" # substitute delete
@@ -92,6 +95,9 @@ pub struct SchedulerDoc {
     pub max_submit_failures: Option<Scalar>,
     pub max_completion_failures: Option<Scalar>,
     pub pending_timeout: Option<Scalar>,
+    pub barrier_timeout: Option<Scalar>,
+    pub retry_backoff: Option<Scalar>,
+    pub retry_backoff_max: Option<Scalar>,
     pub max_queued: Option<Scalar>,
     pub site_errors: Option<Scalar>,
     pub completion_errors: Option<Scalar>,
@@ -204,6 +210,22 @@ fn dur(field: &str, v: &Option<Scalar>) -> Result<Option<Millis>, SpecError> {
         .map_err(|r| bad(field, r))
 }
 
+/// A duration, `"none"` for no timeout (`None`), or `default` when absent.
+fn timeout(
+    field: &str,
+    v: &Option<Scalar>,
+    default: Option<Millis>,
+) -> Result<Option<Millis>, SpecError> {
+    match v {
+        None => Ok(default),
+        Some(Scalar::Str(s)) if s.eq_ignore_ascii_case("none") => Ok(None),
+        Some(_) => match dur(field, v)? {
+            Some(t) if t <= 0 => Err(bad(field, "must be longer than zero, or \"none\"")),
+            t => Ok(t),
+        },
+    }
+}
+
 /// A count, or `"none"` for no limit.
 fn limit(field: &str, v: &Option<Scalar>, default: Option<u32>) -> Result<Option<u32>, SpecError> {
     match v {
@@ -256,9 +278,19 @@ fn site_lists(
         .collect()
 }
 
-/// Turn a `[scheduler]` table into a configuration for these sites.
+/// Turn a `[scheduler]` table into a configuration for these sites; what it leaves out is
+/// [`SchedulerConfig::default`]'s.
 pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerConfig, SpecError> {
-    let d = SchedulerConfig::default();
+    scheduler_config_over(doc, sites, SchedulerConfig::default())
+}
+
+/// [`scheduler_config`] with what the table leaves out taken from `d` (the server's
+/// [`SchedulerConfig::served`]).
+pub fn scheduler_config_over(
+    doc: &SchedulerDoc,
+    sites: &[Site],
+    d: SchedulerConfig,
+) -> Result<SchedulerConfig, SpecError> {
     let fit = match &doc.fit {
         Some(f) => Fit::from_name(f).map_err(|r| bad("fit", r))?,
         None => d.fit,
@@ -332,7 +364,14 @@ pub fn scheduler_config(doc: &SchedulerDoc, sites: &[Site]) -> Result<SchedulerC
             &doc.max_completion_failures,
             d.max_completion_failures,
         )?,
-        pending_timeout: dur("pending_timeout", &doc.pending_timeout)?.or(d.pending_timeout),
+        pending_timeout: timeout("pending_timeout", &doc.pending_timeout, d.pending_timeout)?,
+        barrier_timeout: timeout("barrier_timeout", &doc.barrier_timeout, d.barrier_timeout)?,
+        retry_backoff: dur("retry_backoff", &doc.retry_backoff)?
+            .unwrap_or(d.retry_backoff)
+            .max(0),
+        retry_backoff_max: dur("retry_backoff_max", &doc.retry_backoff_max)?
+            .unwrap_or(d.retry_backoff_max)
+            .max(0),
         max_queued: limit("max_queued", &doc.max_queued, None)?.map(|n| n as usize),
         interactive_default,
         default_estimate: dur("default_estimate", &doc.default_estimate)?
@@ -544,6 +583,33 @@ mod tests {
             (d.site_faults.submit_errors, d.site_faults.completion_errors),
             (5, 3)
         );
+    }
+
+    #[test]
+    fn timeouts_and_back_off_are_read_and_none_turns_a_timeout_off() {
+        let c = parse("[scheduler]\nbarrier_timeout = \"90s\"\npending_timeout = \"none\"\nretry_backoff = \"5s\"\nretry_backoff_max = \"1m\"\n").unwrap();
+        assert_eq!(c.barrier_timeout, Some(90_000));
+        assert_eq!(c.pending_timeout, None);
+        assert_eq!((c.retry_backoff, c.retry_backoff_max), (5_000, 60_000));
+        assert_eq!(
+            [1, 2, 3, 4, 5, 6].map(|n| c.backoff_after(n)),
+            [5_000, 10_000, 20_000, 40_000, 60_000, 60_000]
+        );
+        let e = parse("[scheduler]\nbarrier_timeout = \"0s\"\n").unwrap_err();
+        assert!(e.contains("barrier_timeout"), "{e}");
+        // What the file leaves out comes from the defaults given: the simulator's are off.
+        let d = parse("").unwrap();
+        assert_eq!(
+            (d.barrier_timeout, d.pending_timeout, d.retry_backoff),
+            (None, None, 0)
+        );
+        let (sites, _) = parse_config(SITES).unwrap();
+        let served =
+            scheduler_config_over(&SchedulerDoc::default(), &sites, SchedulerConfig::served())
+                .unwrap();
+        assert_eq!(served.barrier_timeout, Some(5 * 60_000));
+        assert_eq!(served.pending_timeout, Some(10 * 60_000));
+        assert_eq!(served.backoff_after(1), 10_000);
     }
 
     #[test]

@@ -132,6 +132,9 @@ impl Driver {
             ("COALLOC_SITE".into(), site),
             ("COALLOC_PROCESSES".into(), processes.to_string()),
         ]);
+        if let Some(t) = s.barrier_timeout {
+            env.push(("COALLOC_BARRIER_TIMEOUT_MS".into(), t.to_string()));
+        }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
         let req = SubmitRequest {
             launch: s.launch.0,

@@ -82,6 +82,7 @@ impl Driver {
             submit_failures: r.submit_failures,
             completion_failures: r.completion_failures,
             last_abort: self.abort_reasons.get(&j.id).cloned(),
+            retry_at: j.retry_at,
             placed: when(r.placed()),
             barrier_release: when(r.barrier_release()),
             wait_ms: when(r.wait()),

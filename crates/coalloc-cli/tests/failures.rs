@@ -1,0 +1,64 @@
+//! End to end with real processes, the failures a real grid throws (issue 20): a component
+//! that never checks in is aborted at the barrier timeout and its job tried again after a
+//! growing back-off.
+
+mod common;
+
+use common::server::{barrier_component, job, processes_with, three_clusters, Server};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// A job with one component that checks in and one that starts and stays silent (a program
+/// that speaks neither the barrier nor PMI): every try is aborted at the job's 1 s barrier
+/// timeout, the tries are spaced by a back-off that doubles (1 s, then 2 s), and after its
+/// limit the job fails with the reason, nothing left running.
+#[test]
+fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing_waits() {
+    let s = Server::start(
+        "barrier-timeout",
+        &three_clusters(
+            [4, 4, 4],
+            "policy = \"fcfs\"\nmax_submit_failures = 2\nretry_backoff = \"1s\"\nretry_backoff_max = \"10s\"",
+        ),
+    );
+    let silent =
+        json!({ "count": 2, "executable": "/bin/sh", "arguments": ["-c", "exec sleep 3023"] });
+    let mut spec = job(vec![barrier_component(2, "", "sleep 30"), silent]);
+    spec["barrier_timeout"] = json!("1s");
+    let id = s.submit(&spec);
+    // The start of each try, as the job's placement time shows it.
+    let mut placed: Vec<i64> = Vec::new();
+    let mut retry_seen = false;
+    let t = Instant::now();
+    let j = loop {
+        let j = s.job(id);
+        if let Some(p) = j["placed"].as_i64().filter(|p| placed.last() != Some(p)) {
+            placed.push(p);
+        }
+        retry_seen |= j["retry_at"].as_i64().is_some();
+        if matches!(j["state"].as_str(), Some("finished" | "failed")) {
+            break j;
+        }
+        assert!(t.elapsed() < Duration::from_secs(40), "{j}");
+        std::thread::sleep(Duration::from_millis(40));
+    };
+    assert_eq!(j["state"], "failed", "{j}");
+    assert_eq!(j["submit_failures"], 3, "{j}");
+    let why = j["last_abort"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("did not check in at the barrier within the barrier timeout (1s)")
+            && why.contains("limit of 2 aborted starts"),
+        "{why}"
+    );
+    assert!(retry_seen, "the job showed no retry_at while it waited");
+    assert_eq!(placed.len(), 3, "{placed:?}");
+    // Each gap is the barrier timeout (1 s) plus the back-off (1 s, then 2 s) plus start-up.
+    let gaps: Vec<i64> = placed.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps[0] >= 2_000 && gaps[1] >= 3_000, "{gaps:?}");
+    assert!(
+        gaps[1] - gaps[0] >= 800,
+        "the back-off did not grow: {gaps:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(processes_with("sleep 3023"), Vec::<u32>::new());
+}
