@@ -210,24 +210,33 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
 }
 
 /// A program that never speaks PMI and never ends never reaches the co-allocation barrier:
-/// the core has no barrier timeout of its own, so the component's wall time ends it, which
-/// is a failed start; its processes are gone with it.
+/// the barrier timeout (the job's own, 1 s here; its wall time is 2 minutes) fails its
+/// start, the job is aborted, and its processes are gone with it.
 #[test]
-fn a_program_that_never_speaks_pmi_is_ended_by_its_wall_time_as_a_failed_start() {
+fn a_program_that_never_speaks_pmi_is_aborted_at_the_barrier_timeout() {
     if ring().is_none() {
         return;
     }
     let s = Server::start(
         "mpi-silent",
-        &three_clusters([4, 4, 4], "max_submit_failures = 1"),
+        &three_clusters(
+            [4, 4, 4],
+            "max_submit_failures = 1\nretry_backoff = \"100ms\"",
+        ),
     );
     let silent = mpi_component(2, "/bin/sleep", &["3131"]);
     let id = s.submit(&json!({
-        "kind": "unordered", "max_wall_time": "2s", "component": [silent],
+        "kind": "unordered", "max_wall_time": "2m", "barrier_timeout": "1s",
+        "component": [silent],
     }));
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "failed", "{j}");
     assert!(j["barrier_release"].is_null(), "{j}");
+    let why = j["last_abort"].as_str().unwrap_or_default();
+    assert!(why.contains("barrier"), "{j}");
+    // Ended long before its wall time.
+    let ran = j["end"].as_i64().unwrap() - j["submit"].as_i64().unwrap();
+    assert!(ran < 60_000, "{j}");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(
         processes_with("/bin/sleep 3131"),
