@@ -62,3 +62,36 @@ fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(processes_with("sleep 3023"), Vec::<u32>::new());
 }
+
+/// Issue 20: one bad job, whose component exits 3 before the barrier, fails after its tries
+/// and leaves every site usable with no error counted against it (seed 000 §3.4 counts the
+/// errors of a cluster, not of the user's program).
+#[test]
+fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_usable() {
+    let s = Server::start(
+        "exit-3",
+        &three_clusters(
+            [4, 4, 4],
+            "policy = \"fcfs\"\nmax_submit_failures = 4\nretry_backoff = \"100ms\"",
+        ),
+    );
+    let bad = json!({ "count": 2, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
+    let id = s.submit(&job(vec![
+        barrier_component(2, "", "sleep 30"),
+        bad.clone(),
+        bad,
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert_eq!(j["submit_failures"], 5, "{j}");
+    let why = j["last_abort"].as_str().unwrap_or_default();
+    assert!(why.contains("exited with 3"), "{why}");
+    for site in ["alpha", "beta", "gamma"] {
+        let v = common::server::site(&s, site);
+        assert_eq!(v["usable"], true, "{v}");
+        assert_eq!(v["submit_errors"], 0, "{v}");
+    }
+    // And the sites take the next job at once.
+    let good = s.submit(&job(vec![barrier_component(4, "", "true"); 3]));
+    assert_eq!(s.wait_ended(good, 30)["state"], "finished");
+}

@@ -8,7 +8,7 @@ use crate::entry::{EditOp, Entry};
 use crate::state::random_hex;
 use crate::views::{SchedulerView, SitesView};
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
-use coalloc_core::scheduler::{LaunchId, Rejected, Reply};
+use coalloc_core::scheduler::{Fault, LaunchId, Rejected, Reply};
 use coalloc_core::spec::native;
 
 fn rejected(r: Rejected) -> ApiError {
@@ -202,13 +202,7 @@ impl Driver {
         }
         if !ok {
             let reason = reason.unwrap_or_else(|| "the component reported a failed start".into());
-            self.end_launch(
-                launch,
-                Entry::Failed {
-                    launch,
-                    reason: reason.clone(),
-                },
-            );
+            self.fail_launch(launch, reason.clone(), Fault::Job);
             return Ok(BarrierAnswer::Aborted { reason });
         }
         let info = self.launches.get_mut(&launch).expect("known launch");
