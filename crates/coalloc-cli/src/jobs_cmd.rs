@@ -243,6 +243,17 @@ pub struct SitesArgs {
     pub state: StateArgs,
 }
 
+/// Why a site is out and since when (UTC), or `-`.
+fn out_why(s: &Value) -> String {
+    let Some(why) = s["out_reason"].as_str() else {
+        return "-".into();
+    };
+    match s["out_since"].as_i64() {
+        Some(ms) => format!("{why} (since {})", crate::events_cmd::time_of_day(ms)),
+        None => why.to_owned(),
+    }
+}
+
 /// The sites table (also used by `watch`).
 pub fn sites_table(sites: &Value) -> String {
     let rows: Vec<Vec<String>> = sites
@@ -262,8 +273,10 @@ pub fn sites_table(sites: &Value) -> String {
                     _ if s["link"]["connected"] == false => "link down".into(),
                     (Some(false), _) => "down".into(),
                     (_, Some(false)) => "unusable".into(),
+                    _ if s["probation"] == true => "probation".into(),
                     _ => "up".into(),
                 },
+                out_why(s),
                 format!("{}/{}", s["submit_errors"], s["completion_errors"]),
                 match s["cloud"].as_object() {
                     Some(c) => format!(
@@ -278,7 +291,8 @@ pub fn sites_table(sites: &Value) -> String {
         .collect();
     table::render(
         &[
-            "site", "backend", "total", "idle", "coalloc", "others", "state", "errors", "cloud",
+            "site", "backend", "total", "idle", "coalloc", "others", "state", "why out", "errors",
+            "cloud",
         ],
         &rows,
     )

@@ -107,7 +107,8 @@ enum Command {
     Sites(jobs_cmd::SitesArgs),
     /// Standard output (or error) of a job's components, every launch.
     Logs(jobs_cmd::LogsArgs),
-    /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent.
+    /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent;
+    /// `coalloc site drain|down|resume NAME --reason TEXT` takes one out or puts it back.
     #[command(subcommand)]
     Site(agent_cmd::SiteCommand),
     /// Run a site agent on a site's login node: it runs the site's resource manager's

@@ -3,6 +3,7 @@
 //! the rendezvous store's values).
 
 use coalloc_core::model::{Component, Job};
+use coalloc_core::scheduler::sites::SiteControl;
 use coalloc_core::scheduler::{Edit, Event, Fault, LaunchId};
 use coalloc_core::spec::native;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,11 @@ pub enum Entry {
     SetUsable {
         site: usize,
         usable: bool,
+    },
+    SiteControl {
+        site: usize,
+        control: SiteControl,
+        reason: String,
     },
     Queued {
         launch: u64,
@@ -149,6 +155,15 @@ impl Entry {
             Entry::SetUsable { site, usable } => Event::SetUsable {
                 site: *site,
                 usable: *usable,
+            },
+            Entry::SiteControl {
+                site,
+                control,
+                reason,
+            } => Event::SiteControl {
+                site: *site,
+                control: *control,
+                reason: reason.clone(),
             },
             Entry::Queued { launch } => Event::ComponentQueued { launch: l(launch) },
             Entry::Started { launch } => Event::ComponentStarted { launch: l(launch) },

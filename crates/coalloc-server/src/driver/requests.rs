@@ -160,15 +160,34 @@ impl Driver {
                 usable,
                 reply,
             } => {
-                let r = match self.config.sites.iter().position(|s| s.name == site) {
-                    None => Err(ApiError::not_found(format!("no site `{site}`"))),
-                    Some(i) => self
-                        .apply(Entry::SetUsable { site: i, usable })
-                        .map(|_| ())
-                        .map_err(rejected),
-                };
+                let r = self.apply_to_site(&site, |i| Entry::SetUsable { site: i, usable });
                 self.reply_later(reply, r);
             }
+            Request::SiteControl {
+                site,
+                control,
+                reason,
+                reply,
+            } => {
+                let r = self.apply_to_site(&site, |i| Entry::SiteControl {
+                    site: i,
+                    control,
+                    reason,
+                });
+                self.reply_later(reply, r);
+            }
+        }
+    }
+
+    /// Journal and apply the entry `entry` makes for the site named `site`.
+    fn apply_to_site(
+        &mut self,
+        site: &str,
+        entry: impl FnOnce(usize) -> Entry,
+    ) -> Result<(), ApiError> {
+        match self.config.sites.iter().position(|s| s.name == site) {
+            None => Err(ApiError::not_found(format!("no site `{site}`"))),
+            Some(i) => self.apply(entry(i)).map(|_| ()).map_err(rejected),
         }
     }
 
