@@ -64,9 +64,14 @@ pub enum RemoteState {
     Running,
     /// Every process ended with exit code 0.
     Finished,
-    /// It ended badly (a process exited non-zero, was killed, hit its wall time, could not
-    /// start); the reason says which.
+    /// It ended badly by the job's own doing (a process exited non-zero, was killed, hit its
+    /// wall time, its command was not found); the reason says which. Counts against the job
+    /// only ([`coalloc_core::scheduler::faults`]).
     Failed(String),
+    /// The site lost it (a node died, the host stopped answering, someone else cancelled or
+    /// preempted it, it could not be started for a reason of the site's); the reason says
+    /// which. Counts against the site as well.
+    Lost(String),
     /// The resource manager does not know it (any more).
     Unknown,
 }
@@ -92,7 +97,8 @@ pub struct SiteLoad {
 /// Why a backend call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// The request cannot be run here at all (too many processors, no such executable...).
+    /// The request cannot be run here at all (too many processors, no such executable...):
+    /// the job's fault, not the site's.
     #[error("rejected: {0}")]
     Rejected(String),
     /// The resource manager did not answer or failed; the site may be down.

@@ -205,7 +205,7 @@ impl Shared {
                     self.wake.notify_all();
                 }
                 Err(e) => {
-                    let state = RemoteState::Failed(format!("could not start: {e}"));
+                    let state = RemoteState::Lost(format!("could not start: {e}"));
                     self.log.ended(launch.request.launch, &state);
                     launch.phase = Phase::Done(state);
                 }

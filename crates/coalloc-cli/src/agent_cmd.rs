@@ -1,5 +1,6 @@
-//! `coalloc site add` (enrol a site's agent) and `coalloc agent` (run one on a site's login
-//! node): sites that are really apart (coalloc_server::link).
+//! `coalloc site add` (enrol a site's agent), `coalloc site drain|down|resume` (an
+//! operator's word on a site) and `coalloc agent` (run one on a site's login node): sites
+//! that are really apart (coalloc_server::link).
 
 use crate::client::{Client, StateArgs};
 use crate::error::CliError;
@@ -24,6 +25,28 @@ pub enum SiteCommand {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Take no new components on a site; running ones finish (Slurm's DRAIN).
+    Drain(ControlArgs),
+    /// Take a site out of service until it is resumed; it is never probed back by itself.
+    /// Running components are left alone (cancel them if they must go).
+    Down(ControlArgs),
+    /// Put a drained, down or error-marked site back into service (clears its error counts).
+    Resume(ControlArgs),
+}
+
+/// A site control's arguments.
+#[derive(Args)]
+pub struct ControlArgs {
+    /// The site's name in the server's configuration.
+    pub name: String,
+    /// Why, shown by `coalloc sites` while the site is out.
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    /// Print the server's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateArgs,
 }
 
 pub fn site(cmd: SiteCommand) -> Result<(), CliError> {
@@ -48,7 +71,28 @@ pub fn site(cmd: SiteCommand) -> Result<(), CliError> {
             }
             Ok(())
         }
+        SiteCommand::Drain(a) => control(a, "drain"),
+        SiteCommand::Down(a) => control(a, "down"),
+        SiteCommand::Resume(a) => control(a, "resume"),
     }
+}
+
+/// `PUT /v1/sites/NAME/control`.
+fn control(a: ControlArgs, action: &str) -> Result<(), CliError> {
+    let client = Client::connect(&a.state)?;
+    let body = serde_json::json!({ "action": action, "reason": a.reason }).to_string();
+    let v = client.send(
+        "PUT",
+        &format!("/v1/sites/{}/control", a.name),
+        "application/json",
+        &body,
+    )?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        println!("site {}: {action}", a.name);
+    }
+    Ok(())
 }
 
 #[derive(Args)]

@@ -24,7 +24,7 @@ pub struct EventsArgs {
 }
 
 /// Milliseconds since the Unix epoch as a UTC time of day, `HH:MM:SS.mmm`.
-fn time_of_day(ms: i64) -> String {
+pub fn time_of_day(ms: i64) -> String {
     let d = ms.rem_euclid(86_400_000);
     format!(
         "{:02}:{:02}:{:02}.{:03}",

@@ -24,8 +24,12 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub fit: Option<String>,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "parsable")]
     pub json: bool,
+    /// Print each job's id alone on a line, nothing else (as `sbatch --parsable`), for
+    /// scripts: `id=$(coalloc submit --parsable job.toml)`.
+    #[arg(long)]
+    pub parsable: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -61,7 +65,9 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
         match client.send("POST", "/v1/jobs", "application/json", &body) {
             Ok(v) => {
                 let id = v["job"].as_u64().unwrap_or(0);
-                if !args.json {
+                if args.parsable {
+                    println!("{id}");
+                } else if !args.json {
                     println!("submitted job {id} ({name})");
                 }
                 out.push(json!({ "file": name, "job": id }));
@@ -221,15 +227,26 @@ pub struct CancelArgs {
     /// The jobs to cancel.
     #[arg(required = true)]
     pub jobs: Vec<u64>,
+    /// Print JSON: the server's answer for each job.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
 
 pub fn cancel(args: CancelArgs) -> Result<(), CliError> {
     let client = Client::connect(&args.state)?;
+    let mut answers = Vec::new();
     for j in args.jobs {
-        client.delete(&format!("/v1/jobs/{j}"))?;
-        println!("cancelled job {j}");
+        let v = client.delete(&format!("/v1/jobs/{j}"))?;
+        if args.json {
+            answers.push(v);
+        } else {
+            println!("cancelled job {j}");
+        }
+    }
+    if args.json {
+        println!("{}", json!({ "cancelled": answers }));
     }
     Ok(())
 }
@@ -241,6 +258,17 @@ pub struct SitesArgs {
     pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
+}
+
+/// Why a site is out and since when (UTC), or `-`.
+fn out_why(s: &Value) -> String {
+    let Some(why) = s["out_reason"].as_str() else {
+        return "-".into();
+    };
+    match s["out_since"].as_i64() {
+        Some(ms) => format!("{why} (since {})", crate::events_cmd::time_of_day(ms)),
+        None => why.to_owned(),
+    }
 }
 
 /// The sites table (also used by `watch`).
@@ -262,8 +290,10 @@ pub fn sites_table(sites: &Value) -> String {
                     _ if s["link"]["connected"] == false => "link down".into(),
                     (Some(false), _) => "down".into(),
                     (_, Some(false)) => "unusable".into(),
+                    _ if s["probation"] == true => "probation".into(),
                     _ => "up".into(),
                 },
+                out_why(s),
                 format!("{}/{}", s["submit_errors"], s["completion_errors"]),
                 match s["cloud"].as_object() {
                     Some(c) => format!(
@@ -278,7 +308,8 @@ pub fn sites_table(sites: &Value) -> String {
         .collect();
     table::render(
         &[
-            "site", "backend", "total", "idle", "coalloc", "others", "state", "errors", "cloud",
+            "site", "backend", "total", "idle", "coalloc", "others", "state", "why out", "errors",
+            "cloud",
         ],
         &rows,
     )
@@ -309,6 +340,9 @@ pub struct LogsArgs {
     /// Standard error instead of standard output.
     #[arg(long)]
     pub err: bool,
+    /// Print JSON: one object per launch (component, launch, file, text).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -337,6 +371,18 @@ pub fn logs(args: LogsArgs) -> Result<(), CliError> {
     files.sort();
     if files.is_empty() {
         return Err(CliError::bad(format!("no output of job {} yet", args.job)));
+    }
+    if args.json {
+        let launches: Vec<Value> = files
+            .iter()
+            .map(|(c, l, p)| {
+                let text = std::fs::read(p).unwrap_or_default();
+                json!({ "component": c, "launch": l, "file": p.display().to_string(),
+                    "text": String::from_utf8_lossy(&text) })
+            })
+            .collect();
+        println!("{}", json!({ "job": args.job, "launches": launches }));
+        return Ok(());
     }
     for (c, l, p) in files {
         println!(

@@ -107,7 +107,8 @@ enum Command {
     Sites(jobs_cmd::SitesArgs),
     /// Standard output (or error) of a job's components, every launch.
     Logs(jobs_cmd::LogsArgs),
-    /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent.
+    /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent;
+    /// `coalloc site drain|down|resume NAME --reason TEXT` takes one out or puts it back.
     #[command(subcommand)]
     Site(agent_cmd::SiteCommand),
     /// Run a site agent on a site's login node: it runs the site's resource manager's
@@ -198,8 +199,37 @@ fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
+/// Whether the command only prints for a reader (a client or an offline tool): a closed pipe
+/// ends it quietly. The long-running ones (the server, agents, launchers, the PMI proxy and
+/// the demo that runs a server) keep Rust's ignored SIGPIPE and see the error instead.
+fn prints_for_a_reader(c: &Command) -> bool {
+    !matches!(
+        c,
+        Command::Serve(_)
+            | Command::Agent(_)
+            | Command::LocalLauncher { .. }
+            | Command::PmiProxy { .. }
+            | Command::Demo(_)
+            | Command::Poisson { .. }
+    )
+}
+
+/// Let SIGPIPE end the process, as it does `ls` or `grep`: `coalloc status --json | head`
+/// must not panic on the closed pipe (Rust ignores SIGPIPE, and `println!` panics on the
+/// write error that follows).
+fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread
+    // is spawned, has no memory-safety effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if prints_for_a_reader(&cli.command) {
+        default_sigpipe();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

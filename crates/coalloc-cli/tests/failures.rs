@@ -62,3 +62,93 @@ fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(processes_with("sleep 3023"), Vec::<u32>::new());
 }
+
+/// Issue 20: one bad job, whose component exits 3 before the barrier, fails after its tries
+/// and leaves every site usable with no error counted against it (seed 000 §3.4 counts the
+/// errors of a cluster, not of the user's program).
+#[test]
+fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_usable() {
+    let s = Server::start(
+        "exit-3",
+        &three_clusters(
+            [4, 4, 4],
+            "policy = \"fcfs\"\nmax_submit_failures = 4\nretry_backoff = \"100ms\"",
+        ),
+    );
+    let bad = json!({ "count": 2, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
+    let id = s.submit(&job(vec![
+        barrier_component(2, "", "sleep 30"),
+        bad.clone(),
+        bad,
+    ]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert_eq!(j["submit_failures"], 5, "{j}");
+    let why = j["last_abort"].as_str().unwrap_or_default();
+    assert!(why.contains("exited with 3"), "{why}");
+    for site in ["alpha", "beta", "gamma"] {
+        let v = common::server::site(&s, site);
+        assert_eq!(v["usable"], true, "{v}");
+        assert_eq!(v["submit_errors"], 0, "{v}");
+    }
+    // And the sites take the next job at once.
+    let good = s.submit(&job(vec![barrier_component(4, "", "true"); 3]));
+    assert_eq!(s.wait_ended(good, 30)["state"], "finished");
+}
+
+/// `coalloc site drain|down|resume NAME --reason TEXT`: a drained site takes no new
+/// component while its running one finishes, `coalloc sites` says why and since when, and
+/// resume puts it back.
+#[test]
+fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
+    let s = Server::start("drain", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let state = s.dir.to_str().unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(common::server::COALLOC)
+            .args(args)
+            .args(["--state-dir", &state])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let running = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
+    let j = s.wait_for(running, 20, "running", |j| j["state"] == "running");
+    let busy = j["components"][0]["site"].as_str().unwrap().to_string();
+    cli(&["site", "drain", &busy, "--reason", "disk swap"]);
+    let v = common::server::site(&s, &busy);
+    assert_eq!(v["usable"], false, "{v}");
+    assert_eq!(v["out_reason"], "drained: disk swap", "{v}");
+    assert!(v["out_since"].as_i64().is_some(), "{v}");
+    let table = cli(&["sites"]);
+    assert!(table.contains("drained: disk swap (since "), "{table}");
+    // Running ones finish; new ones go elsewhere.
+    assert_eq!(s.wait_ended(running, 20)["state"], "finished");
+    let next = s.submit(&job(vec![barrier_component(4, "", "true"); 2]));
+    let j = s.wait_ended(next, 20);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert!(!common::server::component_sites(&j).contains(&busy), "{j}");
+    cli(&["site", "resume", &busy]);
+    let v = common::server::site(&s, &busy);
+    assert_eq!(v["usable"], true, "{v}");
+    assert!(v.get("out_reason").is_none(), "{v}");
+    let (code, body) = s.call(
+        "PUT",
+        "/v1/sites/nowhere/control",
+        &s.token,
+        Some(r#"{"action":"down"}"#),
+    );
+    assert_eq!(code, 404, "{body}");
+    let (code, body) = s.call(
+        "PUT",
+        &format!("/v1/sites/{busy}/control"),
+        &s.token,
+        Some(r#"{"action":"explode"}"#),
+    );
+    assert_eq!(code, 400, "{body}");
+}

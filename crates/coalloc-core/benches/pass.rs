@@ -163,6 +163,7 @@ impl Bench {
         });
         for &launch in &launches {
             self.handle(Event::ComponentFailed {
+                fault: Fault::Site,
                 launch,
                 reason: "bench".to_owned(),
             });

@@ -474,6 +474,7 @@ fn a_job_aborted_before_its_deadline_is_placed_again_at_once() {
     let out = h.at(
         750 * SECOND,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: st[0].0,
             reason: "node down".into(),
         },

@@ -842,6 +842,7 @@ impl<'c> Driver<'c> {
                             }
                         }
                         self.done(Event::ComponentFailed {
+                            fault: Fault::Site,
                             launch: id,
                             reason: "the driver says so".to_owned(),
                         })?;
@@ -1152,6 +1153,7 @@ fn deleting_every_component_does_not_requeue_an_empty_job_that_blocks_fcfs() {
     s.handle(
         1,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: l,
             reason: "x".into(),
         },
@@ -1232,6 +1234,7 @@ fn a_job_whose_components_are_all_deleted_ends_even_when_a_transfer_fails_late()
     s.handle(
         21_000,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch,
             reason: "x".into(),
         },

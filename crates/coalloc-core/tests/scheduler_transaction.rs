@@ -146,6 +146,7 @@ fn a_required_failure_before_commit_aborts_atomically_and_the_job_is_placed_agai
     let out = h.at(
         6,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: first[1],
             reason: "exec failed".into(),
         },
@@ -178,6 +179,7 @@ fn an_interactive_failure_is_substituted_on_another_site() {
     let out = h.at(
         1,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: st[1].0,
             reason: "node down".into(),
         },
@@ -212,6 +214,7 @@ fn an_optional_failure_is_ignored() {
     let out = h.at(
         2,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: st[1].0,
             reason: "gone".into(),
         },
@@ -234,6 +237,7 @@ fn a_failure_after_commit_requeues_the_job_and_counts_a_site_error() {
     let out = h.at(
         9,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: st[1].0,
             reason: "segfault".into(),
         },
@@ -265,6 +269,7 @@ fn consecutive_errors_make_a_site_unusable_until_an_operator_says_otherwise() {
         cmds = h.at(
             t,
             Event::ComponentFailed {
+                fault: Fault::Site,
                 launch: st[0].0,
                 reason: "no such file".into(),
             },
@@ -304,6 +309,7 @@ fn a_job_past_its_abort_limit_fails_with_the_reason() {
         cmds = h.at(
             t,
             Event::ComponentFailed {
+                fault: Fault::Site,
                 launch: st[0].0,
                 reason: "boom".into(),
             },
@@ -471,6 +477,7 @@ fn a_job_left_with_only_an_optional_component_commits_when_it_is_ready() {
     let out = h.at(
         1,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: st[0].0,
             reason: "x".into(),
         },
@@ -527,6 +534,7 @@ fn a_component_that_dies_before_the_barrier_is_a_submission_error() {
     h.at(
         2,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch,
             reason: "crashed at start-up".into(),
         },
@@ -619,6 +627,7 @@ fn a_job_cancelled_during_its_back_off_ends_and_does_not_come_back() {
     h.at(
         1,
         Event::ComponentFailed {
+            fault: Fault::Site,
             launch: l,
             reason: "boom".into(),
         },
@@ -628,4 +637,159 @@ fn a_job_cancelled_during_its_back_off_ends_and_does_not_come_back() {
     let out = h.at(10_001, Event::Tick);
     assert!(starts(&out).is_empty());
     assert_eq!(h.s.job(id).map(|j| j.phase), Some(jobs::Phase::Ended));
+}
+
+/// Issue 20: a job whose own program fails before the barrier fails after its tries and
+/// leaves every site usable; the same failures of the sites' make them unusable.
+#[test]
+fn the_jobs_own_failures_count_against_the_job_only_and_the_sites_against_the_site() {
+    for (fault, sites_usable) in [(Fault::Job, true), (Fault::Site, false)] {
+        let config = SchedulerConfig {
+            max_submit_failures: Some(5),
+            ..SchedulerConfig::default()
+        };
+        let mut h = H::new(config, &[16, 16, 16]);
+        let (id, mut cmds) = h.submit(unordered(&[4, 4, 4]));
+        let mut t = 0;
+        while h.s.job(id).is_some_and(|j| j.phase != jobs::Phase::Ended) {
+            let st = starts(&cmds);
+            if st.is_empty() {
+                break;
+            }
+            t += 1;
+            cmds = h.at(
+                t,
+                Event::ComponentFailed {
+                    launch: st[0].0,
+                    reason: "process 0 exited with 3".into(),
+                    fault,
+                },
+            );
+        }
+        let record = &h.s.job(id).expect("known").record;
+        let usable: Vec<bool> = (0..3)
+            .map(|s| h.s.site_state(s).is_some_and(|x| x.usable()))
+            .collect();
+        if sites_usable {
+            assert_eq!(record.submit_failures, 6, "failed after its 5 retries");
+            assert_eq!(usable, [true; 3]);
+            let errors: Vec<u32> = (0..3)
+                .map(|s| h.s.site_state(s).map_or(9, |x| x.submit_errors))
+                .collect();
+            assert_eq!(errors, [0; 3]);
+        } else {
+            assert!(usable.contains(&false), "{usable:?}");
+        }
+    }
+}
+
+/// Issue 20: a site its errors took out is probed, let back on probation once its monitor
+/// has read it healthy for a while, taken out at once by an error on probation with a longer
+/// wait before the next probe, and kept by a success; an operator's down is never probed.
+#[test]
+fn a_site_out_for_its_errors_comes_back_by_itself_on_probation() {
+    use coalloc_core::scheduler::recovery::SiteRecovery;
+    use coalloc_core::scheduler::sites::SiteControl;
+    let config = SchedulerConfig {
+        site_faults: sites::SiteFaultLimits {
+            submit_errors: 1,
+            completion_errors: 1,
+        },
+        site_recovery: Some(SiteRecovery {
+            probe_after: 60_000,
+            healthy_for: 10_000,
+            probe_max: 240_000,
+        }),
+        max_submit_failures: None,
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[16, 16]);
+    let on_s0 = || {
+        Job::new(
+            JobKind::Ordered,
+            vec![Component {
+                count: 4,
+                site: Some("s0".into()),
+                ..Component::default()
+            }],
+        )
+    };
+    let fail = |h: &mut H, t: Time, launch: LaunchId| {
+        h.at(
+            t,
+            Event::ComponentFailed {
+                launch,
+                reason: "NODE_FAIL".into(),
+                fault: Fault::Site,
+            },
+        )
+    };
+    let state = |h: &H| h.s.site_state(0).cloned().expect("site 0");
+    let (_, cmds) = h.submit(on_s0());
+    let out = fail(&mut h, 1_000, starts(&cmds)[0].0);
+    assert!(starts(&out).is_empty(), "s0 is out");
+    assert!(!state(&h).usable());
+    assert_eq!(state(&h).out_since, Some(1_000));
+    assert_eq!(
+        state(&h).why_out().as_deref(),
+        Some("1 consecutive submission errors")
+    );
+    // Its resource manager stops answering, then answers again at 55 s.
+    h.at(2_000, status(0, 16, false));
+    h.at(55_000, status(0, 16, true));
+    assert_eq!(h.s.next_wakeup(), Some(61_000));
+    assert!(
+        starts(&h.at(61_000, Event::Tick)).is_empty(),
+        "healthy only 6 s"
+    );
+    assert_eq!(h.s.next_wakeup(), Some(65_000));
+    let back = h.at(65_000, Event::Tick);
+    assert!(state(&h).usable() && state(&h).probation);
+    assert_eq!(state(&h).out_since, None);
+    // The waiting job goes there at once, and fails on probation: out again, and the next
+    // probe waits twice as long.
+    let out = fail(&mut h, 66_000, starts(&back)[0].0);
+    assert!(!state(&h).usable() && !state(&h).probation);
+    assert_eq!(state(&h).relapses, 1);
+    assert_eq!(state(&h).probe_at, Some(66_000 + 120_000));
+    assert!(starts(&out).is_empty());
+    let back = h.at(186_000, Event::Tick);
+    let l = starts(&back)[0].0;
+    h.at(187_000, Event::ComponentStarted { launch: l });
+    assert!(!state(&h).probation, "a success ends the probation");
+    assert_eq!(state(&h).relapses, 0);
+
+    // An operator's down is not probed; resume brings it back.
+    h.s.handle(
+        188_000,
+        Event::SiteControl {
+            site: 0,
+            control: SiteControl::Down,
+            reason: "disk swap".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(state(&h).why_out().as_deref(), Some("down: disk swap"));
+    assert_eq!(state(&h).out_since, Some(188_000));
+    h.at(10_000_000, Event::Tick);
+    assert!(!state(&h).usable());
+    h.s.handle(
+        10_000_001,
+        Event::SiteControl {
+            site: 0,
+            control: SiteControl::Resume,
+            reason: String::new(),
+        },
+    )
+    .unwrap();
+    assert!(state(&h).usable());
+}
+
+fn status(site: SiteId, processors: u32, healthy: bool) -> Event {
+    Event::SiteStatus {
+        site,
+        idle: processors,
+        total: processors,
+        healthy,
+    }
 }

@@ -3,7 +3,8 @@
 //! the rendezvous store's values).
 
 use coalloc_core::model::{Component, Job};
-use coalloc_core::scheduler::{Edit, Event, LaunchId};
+use coalloc_core::scheduler::sites::SiteControl;
+use coalloc_core::scheduler::{Edit, Event, Fault, LaunchId};
 use coalloc_core::spec::native;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,11 @@ pub enum Entry {
         site: usize,
         usable: bool,
     },
+    SiteControl {
+        site: usize,
+        control: SiteControl,
+        reason: String,
+    },
     Queued {
         launch: u64,
     },
@@ -48,6 +54,10 @@ pub enum Entry {
     Failed {
         launch: u64,
         reason: String,
+        /// Who it counts against; entries written before it existed count against the site,
+        /// as every failure did then.
+        #[serde(default)]
+        fault: Fault,
     },
     Finished {
         launch: u64,
@@ -146,12 +156,26 @@ impl Entry {
                 site: *site,
                 usable: *usable,
             },
+            Entry::SiteControl {
+                site,
+                control,
+                reason,
+            } => Event::SiteControl {
+                site: *site,
+                control: *control,
+                reason: reason.clone(),
+            },
             Entry::Queued { launch } => Event::ComponentQueued { launch: l(launch) },
             Entry::Started { launch } => Event::ComponentStarted { launch: l(launch) },
             Entry::Ready { launch } => Event::ComponentReady { launch: l(launch) },
-            Entry::Failed { launch, reason } => Event::ComponentFailed {
+            Entry::Failed {
+                launch,
+                reason,
+                fault,
+            } => Event::ComponentFailed {
                 launch: l(launch),
                 reason: reason.clone(),
+                fault: *fault,
             },
             Entry::Finished { launch } => Event::ComponentFinished { launch: l(launch) },
             Entry::TransferDone { transfer, ok } => Event::TransferDone {
@@ -188,17 +212,31 @@ mod tests {
         let e = Entry::Failed {
             launch: 3,
             reason: "exit 2".into(),
+            fault: Fault::Job,
         };
         let text = serde_json::to_string(&e).unwrap();
-        assert_eq!(text, r#"{"e":"failed","launch":3,"reason":"exit 2"}"#);
+        assert_eq!(
+            text,
+            r#"{"e":"failed","launch":3,"reason":"exit 2","fault":"job"}"#
+        );
         assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), e);
         assert_eq!(
             e.to_event().unwrap(),
             Some(Event::ComponentFailed {
                 launch: LaunchId(3),
-                reason: "exit 2".into()
+                reason: "exit 2".into(),
+                fault: Fault::Job,
             })
         );
+        // A journal written before failure classes: the site's, as then.
+        let old: Entry = serde_json::from_str(r#"{"e":"failed","launch":3,"reason":"x"}"#).unwrap();
+        assert!(matches!(
+            old,
+            Entry::Failed {
+                fault: Fault::Site,
+                ..
+            }
+        ));
         assert_eq!(
             Entry::KvPut {
                 job: 1,

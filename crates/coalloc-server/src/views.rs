@@ -257,6 +257,16 @@ pub struct SiteView {
     /// `unreachable`: an agent site whose link has been down past its grace period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// Why the site is not usable now (an operator's drain or down, its errors, its
+    /// resource manager not answering); absent while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_reason: Option<String>,
+    /// Since when it has not been usable (milliseconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_since: Option<i64>,
+    /// Let back in by a probe: its next error takes it out at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probation: bool,
 }
 
 /// The link of an agent site.
@@ -315,6 +325,28 @@ pub struct SitesView {
 #[schema(example = json!({"usable": false}))]
 pub struct UsableBody {
     pub usable: bool,
+}
+
+/// `PUT /v1/sites/{name}/control`: an operator's drain, down or resume (Slurm's
+/// `scontrol update state=`), with a reason.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"action": "drain", "reason": "disk swap at 14:00"}))]
+pub struct ControlBody {
+    /// drain (no new components; running ones finish), down (out until resumed), resume.
+    #[schema(value_type = String)]
+    pub action: coalloc_core::scheduler::sites::SiteControl,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The answer to a site control.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"site": "alpha", "action": "drain"}))]
+pub struct ControlAnswer {
+    pub site: String,
+    pub action: String,
 }
 
 /// The answer to a usable mark.

@@ -276,7 +276,7 @@ impl Backend for GridEngineCell {
                 Some(Seen::Error) => {
                     let reason = self.error_reason(id);
                     self.delete(id)?;
-                    RemoteState::Failed(format!("Grid Engine put the job in error: {reason}"))
+                    RemoteState::Lost(format!("Grid Engine put the job in error: {reason}"))
                 }
                 // Finished: its record, or running until the record is written.
                 Some(Seen::Finished) => self.accounting(id)?.unwrap_or(RemoteState::Running),

@@ -29,7 +29,7 @@ pub fn seen(state: &str, queue_state: &str) -> Seen {
     }
     let holds_slots = state.contains(['r', 't', 'R', 's', 'S', 'T']);
     if holds_slots && queue_state.contains('u') {
-        return Seen::State(RemoteState::Failed(
+        return Seen::State(RemoteState::Lost(
             "its execution host stopped answering (queue instance in state u)".into(),
         ));
     }
@@ -45,9 +45,15 @@ pub fn seen(state: &str, queue_state: &str) -> Seen {
 pub fn finished(failed: &str, exit_status: i32) -> RemoteState {
     let code = failed.split_whitespace().next().unwrap_or("0");
     if code != "0" {
-        RemoteState::Failed(format!(
-            "Grid Engine: failed {failed}, exit status {exit_status}"
-        ))
+        // Grid Engine's failure codes: 37 (a limit such as h_rt enforced) and 100 (ended
+        // by a signal or exit 99-ish after the job ran) are the job's own; the others (the
+        // host, shepherd, queue or spool failed before or around the job) are the site's.
+        let text = format!("Grid Engine: failed {failed}, exit status {exit_status}");
+        if matches!(code.trim_end_matches(':'), "37" | "100") {
+            RemoteState::Failed(text)
+        } else {
+            RemoteState::Lost(text)
+        }
     } else if exit_status == 0 {
         RemoteState::Finished
     } else if exit_status > 128 {
@@ -104,13 +110,10 @@ mod tests {
         assert_eq!(seen("dr", ""), Seen::State(RemoteState::Running));
         assert_eq!(seen("Eqw", ""), Seen::Error);
         assert_eq!(seen("z", ""), Seen::Finished);
-        assert!(matches!(
-            seen("r", "u"),
-            Seen::State(RemoteState::Failed(_))
-        ));
+        assert!(matches!(seen("r", "u"), Seen::State(RemoteState::Lost(_))));
         assert!(matches!(
             seen("dr", "au"),
-            Seen::State(RemoteState::Failed(_))
+            Seen::State(RemoteState::Lost(_))
         ));
         assert_eq!(seen("qw", "u"), Seen::State(RemoteState::Queued));
     }
@@ -122,6 +125,10 @@ mod tests {
         assert!(matches!(finished("0", 137), RemoteState::Failed(m) if m.contains("signal 9")));
         assert!(
             matches!(finished("37  : qmaster enforced h_rt, h_cpu, or h_vmem limit", 137), RemoteState::Failed(m) if m.contains("h_rt"))
+        );
+        // The site failed around the job: counted against the site.
+        assert!(
+            matches!(finished("1   : failed early in execd", 0), RemoteState::Lost(m) if m.contains("execd"))
         );
     }
 

@@ -76,7 +76,13 @@ pub(super) enum Record {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub(super) enum Final {
     Finished,
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
+    /// The site's failure ([`RemoteState::Lost`]).
+    Lost {
+        reason: String,
+    },
 }
 
 impl Final {
@@ -84,6 +90,7 @@ impl Final {
         match self {
             Final::Finished => RemoteState::Finished,
             Final::Failed { reason } => RemoteState::Failed(reason),
+            Final::Lost { reason } => RemoteState::Lost(reason),
         }
     }
 }
@@ -120,6 +127,9 @@ impl Log {
         let outcome = match state {
             RemoteState::Finished => Final::Finished,
             RemoteState::Failed(reason) => Final::Failed {
+                reason: reason.clone(),
+            },
+            RemoteState::Lost(reason) => Final::Lost {
                 reason: reason.clone(),
             },
             _ => return,

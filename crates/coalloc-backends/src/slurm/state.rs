@@ -2,7 +2,10 @@
 //! [`RemoteState`], and the reason text of a failure.
 //!
 //! Ended well is `COMPLETED` only (every process exited 0: the batch script exits non-zero
-//! when one of its processes does). Every other end state is a failure whose reason names
+//! when one of its processes does). Every other end state is a failure, the job's own
+//! (`FAILED`, `TIMEOUT`, `OUT_OF_MEMORY`, `DEADLINE`, `SPECIAL_EXIT`) or the site's
+//! (`NODE_FAIL`, `BOOT_FAIL`, `CANCELLED` by someone else, `PREEMPTED`, `REVOKED`: see
+//! [`coalloc_core::scheduler::faults`]), whose reason names
 //! the Slurm state, the exit code when known, and Slurm's reason. States in which a job
 //! still holds or will get its allocation (suspended, requeued, resizing) are not final.
 
@@ -21,9 +24,14 @@ pub fn remote_state(
         "RUNNING" | "COMPLETING" | "SUSPENDED" | "STOPPED" | "RESIZING" | "SIGNALING"
         | "STAGE_OUT" => RemoteState::Running,
         "COMPLETED" => RemoteState::Finished,
-        "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED" | "OUT_OF_MEMORY"
-        | "BOOT_FAIL" | "DEADLINE" | "SPECIAL_EXIT" | "REVOKED" => {
+        // The job's own end: its program failed, ran out of time or memory.
+        "FAILED" | "TIMEOUT" | "OUT_OF_MEMORY" | "DEADLINE" | "SPECIAL_EXIT" => {
             RemoteState::Failed(failure(state, reason, exit))
+        }
+        // The site's doing: a node died or did not boot, someone else cancelled or
+        // preempted it, another cluster of a federation took it.
+        "CANCELLED" | "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL" | "REVOKED" => {
+            RemoteState::Lost(failure(state, reason, exit))
         }
         _ => return None,
     })
@@ -83,7 +91,7 @@ mod tests {
         );
         assert_eq!(
             remote_state("CANCELLED", Some("None"), None),
-            Some(failed("CANCELLED"))
+            Some(RemoteState::Lost("CANCELLED".into()))
         );
         let ok = ExitCode {
             status: 0,
@@ -93,14 +101,16 @@ mod tests {
             remote_state("TIMEOUT", Some("TimeLimit"), Some(ok)),
             Some(failed("TIMEOUT (TimeLimit)"))
         );
-        for s in [
-            "NODE_FAIL",
-            "PREEMPTED",
-            "OUT_OF_MEMORY",
-            "BOOT_FAIL",
-            "DEADLINE",
-        ] {
-            assert_eq!(remote_state(s, None, None), Some(failed(s)));
+        for s in ["OUT_OF_MEMORY", "DEADLINE", "SPECIAL_EXIT"] {
+            assert_eq!(
+                remote_state(s, None, None),
+                Some(failed(s)),
+                "the job's own"
+            );
+        }
+        for s in ["NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "REVOKED"] {
+            let lost = RemoteState::Lost(s.into());
+            assert_eq!(remote_state(s, None, None), Some(lost), "the site's");
         }
     }
 

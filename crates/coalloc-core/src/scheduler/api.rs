@@ -60,14 +60,25 @@ pub enum Event {
     },
     /// An operator marks a site usable or unusable (seed 000 §3.4).
     SetUsable { site: SiteId, usable: bool },
+    /// An operator drains, downs or resumes a site, with a reason.
+    SiteControl {
+        site: SiteId,
+        control: super::sites::SiteControl,
+        reason: String,
+    },
     /// The resource manager accepted a launch; it waits in the site's queue.
     ComponentQueued { launch: LaunchId },
     /// The launch's processes run.
     ComponentStarted { launch: LaunchId },
     /// The launch reported a successful start and waits at the barrier (seed 002 §3.2).
     ComponentReady { launch: LaunchId },
-    /// The launch failed: it could not be submitted, did not start, or died.
-    ComponentFailed { launch: LaunchId, reason: String },
+    /// The launch failed: it could not be submitted, did not start, or died; `fault` says
+    /// whether it counts against the site ([`super::faults`]).
+    ComponentFailed {
+        launch: LaunchId,
+        reason: String,
+        fault: super::faults::Fault,
+    },
     /// The launch's processes ended successfully.
     ComponentFinished { launch: LaunchId },
     /// A file transfer ended.

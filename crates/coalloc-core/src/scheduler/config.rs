@@ -141,6 +141,9 @@ pub struct SchedulerConfig {
     pub flexible_fit: FlexibleFit,
     pub claiming: Claiming,
     pub site_faults: SiteFaultLimits,
+    /// Probe a site its errors made unusable and let it back on probation
+    /// ([`super::recovery`]); `None` = it waits for an operator (seed 000 §3.4).
+    pub site_recovery: Option<super::recovery::SiteRecovery>,
     /// Aborts before commit a job may suffer before it fails (seed 003 §4.3.4); `None` = no
     /// limit.
     pub max_submit_failures: Option<u32>,
@@ -194,6 +197,7 @@ impl Default for SchedulerConfig {
             flexible_fit: FlexibleFit::ClusterFilling,
             claiming: Claiming::Immediate,
             site_faults: SiteFaultLimits::default(),
+            site_recovery: None,
             max_submit_failures: Some(5),
             max_completion_failures: Some(3),
             pending_timeout: None,
@@ -233,6 +237,7 @@ impl SchedulerConfig {
             barrier_timeout: Some(SERVED_BARRIER_TIMEOUT),
             retry_backoff: SERVED_RETRY_BACKOFF,
             retry_backoff_max: SERVED_RETRY_BACKOFF_MAX,
+            site_recovery: Some(super::recovery::SiteRecovery::default()),
             ..SchedulerConfig::default()
         }
     }
@@ -241,12 +246,17 @@ impl SchedulerConfig {
     /// 1): `retry_backoff` doubled at each failure after the first, at most
     /// `retry_backoff_max`.
     pub fn backoff_after(&self, failures: u32) -> Millis {
-        if self.retry_backoff <= 0 {
-            return 0;
-        }
-        let doublings = failures.saturating_sub(1).min(30);
-        self.retry_backoff
-            .saturating_mul(1 << doublings)
-            .min(self.retry_backoff_max.max(self.retry_backoff))
+        doubled(self.retry_backoff, failures, self.retry_backoff_max)
     }
+}
+
+/// An exponential back-off: the wait before try `n + 1` after `n` failures (from 1), `base`
+/// doubled at each failure after the first and at most `cap` (or `base`, if larger); 0 when
+/// `base` is not positive.
+pub fn doubled(base: Millis, n: u32, cap: Millis) -> Millis {
+    if base <= 0 {
+        return 0;
+    }
+    let doublings = n.saturating_sub(1).min(30);
+    base.saturating_mul(1 << doublings).min(cap.max(base))
 }

@@ -168,7 +168,11 @@ impl Core {
                     component: i,
                     site,
                 });
-                self.failed(launch, "its input file did not arrive".to_owned());
+                self.failed(
+                    launch,
+                    "its input file did not arrive".to_owned(),
+                    super::Fault::Site,
+                );
             }
             None => {
                 c.site = None;

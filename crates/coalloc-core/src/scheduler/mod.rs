@@ -23,14 +23,17 @@ pub mod api;
 mod clouds;
 pub mod config;
 mod edit;
+pub mod faults;
 pub mod icp;
 pub mod jobs;
 mod launches;
+pub mod recovery;
 pub mod sites;
 mod transaction;
 
 pub use api::*;
 pub use config::{Claiming, InteractiveDefault, QueueConfig, SchedulerConfig};
+pub use faults::Fault;
 pub use icp::IcpParams;
 
 use crate::model::{Job, Site, Time};
@@ -57,6 +60,8 @@ enum Timer {
     },
     /// A job's retry back-off is over: it goes back into its queue.
     Retry { job: JobId, generation: u64 },
+    /// Probe a site its errors made unusable (the probe timed for `at`).
+    Probe { site: SiteId, at: Time },
     /// The job may commit from now on.
     Hold { job: JobId, generation: u64 },
     /// The job's runtime limit is reached: kill it and queue it again.
@@ -218,6 +223,13 @@ impl Scheduler {
             Event::SetUsable { site, usable } => {
                 core.set_usable(site, usable).map(|()| Reply::Done)
             }
+            Event::SiteControl {
+                site,
+                control,
+                reason,
+            } => core
+                .site_control(site, control, reason)
+                .map(|()| Reply::Done),
             Event::ComponentQueued { .. } => Ok(Reply::Done),
             Event::ComponentStarted { launch } => {
                 core.started(launch);
@@ -227,8 +239,12 @@ impl Scheduler {
                 core.ready(launch);
                 Ok(Reply::Done)
             }
-            Event::ComponentFailed { launch, reason } => {
-                core.failed(launch, reason);
+            Event::ComponentFailed {
+                launch,
+                reason,
+                fault,
+            } => {
+                core.failed(launch, reason, fault);
                 Ok(Reply::Done)
             }
             Event::ComponentFinished { launch } => {
@@ -426,7 +442,30 @@ impl Core {
         if self.sites.report(site, idle, total, healthy) {
             self.dirty = true;
         }
+        let s = &mut self.sites.state[site];
+        match (healthy, s.healthy_since) {
+            (true, None) => s.healthy_since = Some(self.now),
+            (false, Some(_)) => s.healthy_since = None,
+            _ => {}
+        }
         self.usable_changed(site, was, "the resource manager does not answer");
+        Ok(())
+    }
+
+    fn site_control(
+        &mut self,
+        site: SiteId,
+        control: sites::SiteControl,
+        reason: String,
+    ) -> Result<(), Rejected> {
+        if site >= self.sites.len() {
+            return Err(Rejected::UnknownSite(site));
+        }
+        let was = self.sites.state[site].usable();
+        let why = format!("{}: {reason}", control.name());
+        self.sites.control(site, control, reason);
+        self.dirty = true;
+        self.usable_changed(site, was, &why);
         Ok(())
     }
 
@@ -441,8 +480,16 @@ impl Core {
         Ok(())
     }
 
+    /// After a change that may have taken site `site` out (`why`) or let it back: its
+    /// `out_since` and the notice.
     fn usable_changed(&mut self, site: SiteId, was: bool, why: &str) {
-        let now = self.sites.state[site].usable();
+        let s = &mut self.sites.state[site];
+        let now = s.usable();
+        s.out_since = match (now, s.out_since) {
+            (true, _) => None,
+            (false, None) => Some(self.now),
+            (false, since) => since,
+        };
         if was && !now {
             self.notify(Notice::SiteUnusable {
                 site,
@@ -461,7 +508,8 @@ impl Core {
                 launch,
             } => {
                 let timeout = self.config.pending_timeout.unwrap_or(0);
-                self.time_out((job, component, launch), jobs::CompPhase::Submitted, |_| {
+                let on = (job, component, launch);
+                self.time_out(on, jobs::CompPhase::Submitted, Fault::Site, |_| {
                     format!(
                         "did not start within the pending timeout ({})",
                         crate::spec::units::format_duration(timeout)
@@ -474,7 +522,8 @@ impl Core {
                 launch,
             } => {
                 let default = self.config.barrier_timeout;
-                self.time_out((job, component, launch), jobs::CompPhase::Started, |j| {
+                let on = (job, component, launch);
+                self.time_out(on, jobs::CompPhase::Started, Fault::Job, |j| {
                     let t = j.job.barrier_timeout_or(default).unwrap_or(0);
                     format!(
                         "started but did not check in at the barrier within the barrier \
@@ -484,6 +533,7 @@ impl Core {
                 });
             }
             Timer::Retry { job, generation } => self.retry_now(job, generation),
+            Timer::Probe { site, at } => self.probe(site, at),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs

@@ -1,9 +1,11 @@
 //! The scheduler's view of its sites (seed 003 §4.3.2, §4.3.4; seed 000 §3.4): idle
 //! processors as last reported by the resource monitor minus what coalloc has claimed since,
-//! the usable flag, and the consecutive-error counters that clear it.
+//! the usable flag, the consecutive-error counters that clear it, an operator's drain or
+//! down, and the probation of a site its probe let back in ([`super::recovery`]).
 
 use super::api::SiteId;
-use crate::model::Site;
+use crate::model::{Site, Time};
+use serde::{Deserialize, Serialize};
 
 /// Thresholds of the fault handling (seed 000 §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +25,40 @@ impl Default for SiteFaultLimits {
     }
 }
 
+/// An operator's word on a site, as Slurm's `scontrol update nodename=... state=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SiteControl {
+    /// Back in service: clears drain, down, error marks, probation and back-off.
+    Resume,
+    /// No new components; running ones finish.
+    Drain,
+    /// Out of service until resumed (never probed back by itself); running ones are left
+    /// alone.
+    Down,
+}
+
+impl SiteControl {
+    pub fn name(self) -> &'static str {
+        match self {
+            SiteControl::Resume => "resume",
+            SiteControl::Drain => "drain",
+            SiteControl::Down => "down",
+        }
+    }
+}
+
+/// Where an operator has put a site.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Operator {
+    #[default]
+    InService,
+    /// Drained, with the operator's reason.
+    Drained(String),
+    /// Down, with the operator's reason.
+    Down(String),
+}
+
 /// One site's live state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SiteState {
@@ -36,15 +72,48 @@ pub struct SiteState {
     pub ours: u32,
     /// The resource manager answers.
     pub healthy: bool,
-    /// Not marked unusable by errors or an operator.
+    /// Not marked unusable by errors (seed 000 §3.4) or `PUT /usable`.
     pub enabled: bool,
     pub submit_errors: u32,
     pub completion_errors: u32,
+    /// Why errors or an operator cleared `enabled`.
+    pub disabled_why: Option<String>,
+    /// Drained or down by an operator.
+    pub operator: Operator,
+    /// Since when the monitor has read the site healthy (while it does).
+    pub healthy_since: Option<Time>,
+    /// Since when the site has not been usable (while it is not).
+    pub out_since: Option<Time>,
+    /// Made usable again by a probe: its next error takes it out at once, its next success
+    /// ends the probation (see [`super::recovery`]).
+    pub probation: bool,
+    /// Times the site failed on probation in a row: the probe's back-off doubles with each.
+    pub relapses: u32,
+    /// When the next probe is due, if one is.
+    pub probe_at: Option<Time>,
 }
 
 impl SiteState {
     pub fn usable(&self) -> bool {
-        self.healthy && self.enabled
+        self.healthy && self.enabled && self.operator == Operator::InService
+    }
+
+    /// Why the site is not usable now (`None` when it is): the operator's word first, then
+    /// the error marks, then the monitor.
+    pub fn why_out(&self) -> Option<String> {
+        match &self.operator {
+            Operator::Down(why) => return Some(format!("down: {why}")),
+            Operator::Drained(why) => return Some(format!("drained: {why}")),
+            Operator::InService => {}
+        }
+        if !self.enabled {
+            return Some(
+                self.disabled_why
+                    .clone()
+                    .unwrap_or_else(|| "marked unusable".to_owned()),
+            );
+        }
+        (!self.healthy).then(|| "the resource manager does not answer".to_owned())
     }
 }
 
@@ -80,6 +149,13 @@ impl SiteTable {
                 enabled: true,
                 submit_errors: 0,
                 completion_errors: 0,
+                disabled_why: None,
+                operator: Operator::InService,
+                healthy_since: Some(Time::MIN),
+                out_since: None,
+                probation: false,
+                relapses: 0,
+                probe_at: None,
             })
             .collect();
         SiteTable {
@@ -146,6 +222,7 @@ impl SiteTable {
         let s = &mut self.state[site];
         s.pending = s.pending.saturating_sub(count);
         s.submit_errors = 0;
+        s.passed_probation();
     }
 
     /// A launch here ended (finished, failed or cancelled); `was_pending` if it never ran.
@@ -178,6 +255,7 @@ impl SiteTable {
     /// A launch here finished well.
     pub fn success(&mut self, site: SiteId) {
         self.state[site].completion_errors = 0;
+        self.state[site].passed_probation();
     }
 
     /// A launch here failed; `before_start` tells a submission error from a completion error.
@@ -191,9 +269,19 @@ impl SiteTable {
             s.completion_errors += 1;
             (s.completion_errors, limits.completion_errors, "completion")
         };
-        if s.enabled && limit > 0 && count >= limit {
+        if s.enabled && s.probation {
+            // Failed again on probation: out at once, and the next probe waits longer.
             s.enabled = false;
-            ErrorOutcome::MadeUnusable(format!("{count} consecutive {what} errors"))
+            s.probation = false;
+            s.relapses += 1;
+            let why = format!("a {what} error on probation");
+            s.disabled_why = Some(why.clone());
+            ErrorOutcome::MadeUnusable(why)
+        } else if s.enabled && limit > 0 && count >= limit {
+            s.enabled = false;
+            let why = format!("{count} consecutive {what} errors");
+            s.disabled_why = Some(why.clone());
+            ErrorOutcome::MadeUnusable(why)
         } else {
             ErrorOutcome::Counted
         }
@@ -209,6 +297,38 @@ impl SiteTable {
         if enabled {
             s.submit_errors = 0;
             s.completion_errors = 0;
+            s.disabled_why = None;
+            s.probe_at = None;
+        } else {
+            s.disabled_why = Some("marked unusable by an operator".to_owned());
+        }
+    }
+
+    /// An operator's drain, down or resume.
+    pub fn control(&mut self, site: SiteId, control: SiteControl, reason: String) {
+        let s = &mut self.state[site];
+        match control {
+            SiteControl::Drain => s.operator = Operator::Drained(reason),
+            SiteControl::Down => {
+                s.operator = Operator::Down(reason);
+                s.probe_at = None;
+            }
+            SiteControl::Resume => {
+                s.operator = Operator::InService;
+                s.probation = false;
+                s.relapses = 0;
+                self.set_enabled(site, true);
+            }
+        }
+        self.epoch += 1;
+    }
+}
+
+impl SiteState {
+    fn passed_probation(&mut self) {
+        if self.probation {
+            self.probation = false;
+            self.relapses = 0;
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::api::*;
 use super::config::{Claiming, InteractiveDefault};
+use super::faults::Fault;
 use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
@@ -399,6 +400,7 @@ impl Core {
         &mut self,
         (id, i, launch): (JobId, usize, LaunchId),
         phase: CompPhase,
+        fault: Fault,
         reason: impl FnOnce(&JobState) -> String,
     ) {
         let Some(j) = self.jobs.get(&id) else {
@@ -419,7 +421,7 @@ impl Core {
             component: i,
             site,
         });
-        self.failed(launch, reason);
+        self.failed(launch, reason, fault);
     }
 
     pub(super) fn ready(&mut self, launch: LaunchId) {
@@ -468,7 +470,9 @@ impl Core {
         }
     }
 
-    pub(super) fn failed(&mut self, launch: LaunchId, reason: String) {
+    /// A launch failed; it counts against its site only when `fault` says so
+    /// ([`super::faults`]), against the job's limits always.
+    pub(super) fn failed(&mut self, launch: LaunchId, reason: String, fault: Fault) {
         let Some((id, i)) = self.current(launch) else {
             return;
         };
@@ -480,7 +484,9 @@ impl Core {
         let start_error = matches!(c.phase, CompPhase::Submitted | CompPhase::Started);
         self.release_launch(site, launch, c.count, was_pending);
         self.launches.remove(launch);
-        self.site_error(site, start_error);
+        if fault.counts_against_site() {
+            self.site_error(site, start_error);
+        }
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;
         j.comps[i].launch = None;
@@ -531,8 +537,10 @@ impl Core {
     }
 
     pub(super) fn site_error(&mut self, site: SiteId, before_start: bool) {
+        let was = self.sites.state[site].usable();
         if let ErrorOutcome::MadeUnusable(why) = self.sites.error(site, before_start) {
-            self.notify(Notice::SiteUnusable { site, reason: why });
+            self.usable_changed(site, was, &why);
+            self.schedule_probe(site);
         }
     }
 

@@ -16,6 +16,10 @@
 //! retry_backoff_max = "10m"  # (server defaults; the simulator's are 0: at once)
 //! max_queued = 100
 //! site_errors = 3            # consecutive errors that make a site unusable
+//! site_probe_after = "1m"    # probe such a site after this ("none": wait for an operator;
+//!                            # the server's default is 1m, the simulator's none), doubled at
+//!                            # each relapse on probation up to site_probe_max = "30m"
+//! site_healthy_for = "30s"   # its monitor must read it healthy this long to be let back
 //! interactive = "substitute" # substitute delete
 //! default_estimate = "1h"
 //! record_try_times = 16      # keep the times of each job's first 16 placement tries
@@ -80,6 +84,7 @@ use crate::queue::koala::KoalaParams;
 use crate::queue::koala_c::KoalaCParams;
 use crate::queue::rpp::{GlobalPriority, RppParams};
 use crate::queue::tags::{ChainDispatch, TagsChainParams, TagsSetsParams};
+use crate::scheduler::recovery::SiteRecovery;
 use crate::scheduler::{Claiming, IcpParams, InteractiveDefault, QueueConfig, SchedulerConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -100,6 +105,9 @@ pub struct SchedulerDoc {
     pub retry_backoff_max: Option<Scalar>,
     pub max_queued: Option<Scalar>,
     pub site_errors: Option<Scalar>,
+    pub site_probe_after: Option<Scalar>,
+    pub site_healthy_for: Option<Scalar>,
+    pub site_probe_max: Option<Scalar>,
     pub completion_errors: Option<Scalar>,
     pub interactive: Option<String>,
     pub default_estimate: Option<Scalar>,
@@ -348,7 +356,9 @@ pub fn scheduler_config_over(
         Some(site_faults.completion_errors),
     )?
     .unwrap_or(0);
+    let site_recovery = site_recovery(doc, d.site_recovery)?;
     Ok(SchedulerConfig {
+        site_recovery,
         queue,
         fit,
         flexible_fit,
@@ -384,6 +394,31 @@ pub fn scheduler_config_over(
         forget_ended: d.forget_ended,
         notices: d.notices,
     })
+}
+
+/// `site_probe_after`, `site_healthy_for`, `site_probe_max` ([`SiteRecovery`]).
+fn site_recovery(
+    doc: &SchedulerDoc,
+    d: Option<SiteRecovery>,
+) -> Result<Option<SiteRecovery>, SpecError> {
+    let base = d.unwrap_or_default();
+    let Some(probe_after) = timeout(
+        "site_probe_after",
+        &doc.site_probe_after,
+        d.map(|r| r.probe_after),
+    )?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(SiteRecovery {
+        probe_after,
+        healthy_for: dur("site_healthy_for", &doc.site_healthy_for)?
+            .unwrap_or(base.healthy_for)
+            .max(0),
+        probe_max: dur("site_probe_max", &doc.site_probe_max)?
+            .unwrap_or(base.probe_max)
+            .max(probe_after),
+    }))
 }
 
 /// `provisioning` and `[scheduler.on_demand]`.
@@ -610,6 +645,13 @@ mod tests {
         assert_eq!(served.barrier_timeout, Some(5 * 60_000));
         assert_eq!(served.pending_timeout, Some(10 * 60_000));
         assert_eq!(served.backoff_after(1), 10_000);
+        assert_eq!(served.site_recovery, Some(SiteRecovery::default()));
+        assert_eq!(d.site_recovery, None);
+        let r = parse("[scheduler]\nsite_probe_after = \"2m\"\nsite_healthy_for = \"10s\"\n")
+            .unwrap()
+            .site_recovery
+            .expect("on");
+        assert_eq!((r.probe_after, r.healthy_for), (120_000, 10_000));
     }
 
     #[test]

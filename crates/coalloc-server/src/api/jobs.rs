@@ -6,8 +6,8 @@ use super::AppState;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
 use crate::views::{
-    AgentTokenView, Cancelled, EditBody, Edited, ErrorBody, JobList, JobSpec, JobView, SitesView,
-    StreamEvent, Submitted, UsableAnswer, UsableBody,
+    AgentTokenView, Cancelled, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody, JobList,
+    JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -284,6 +284,41 @@ pub async fn set_usable(
     Ok(Json(UsableAnswer {
         site: name,
         usable: b.usable,
+    }))
+}
+
+/// Drain, down or resume a site, with a reason (Slurm's `scontrol update state=`): drain
+/// takes no new components and lets running ones finish; down takes the site out until it
+/// is resumed (it is never probed back by itself); resume puts it back and clears its error
+/// marks.
+#[utoipa::path(put, path = "/v1/sites/{name}/control", tag = "sites",
+    params(("name" = String, Path, description = "the site's name")), security(("token" = [])),
+    request_body = ControlBody,
+    responses(
+        (status = 200, description = "done", body = ControlAnswer),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such site", body = ErrorBody),
+    ))]
+pub async fn site_control(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: String,
+) -> Result<Json<ControlAnswer>, ApiError> {
+    admin(&s, &headers)?;
+    let b: ControlBody =
+        serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("control: {e}")))?;
+    s.ask(|reply| Request::SiteControl {
+        site: name.clone(),
+        control: b.action,
+        reason: b.reason,
+        reply,
+    })
+    .await??;
+    Ok(Json(ControlAnswer {
+        site: name,
+        action: b.action.name().to_owned(),
     }))
 }
 

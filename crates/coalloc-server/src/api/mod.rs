@@ -66,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
+        .route("/v1/sites/{name}/control", put(jobs::site_control))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))
         .route("/v1/events", get(jobs::events))
         .route("/metrics", get(metrics::scrape))

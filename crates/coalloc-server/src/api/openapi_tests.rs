@@ -143,6 +143,8 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         }
         "UsableBody" => check::<UsableBody>(v),
         "UsableAnswer" => check::<UsableAnswer>(v),
+        "ControlBody" => check::<ControlBody>(v),
+        "ControlAnswer" => check::<ControlAnswer>(v),
         "CheckIn" => check::<CheckIn>(v),
         "BarrierAnswer" => check::<BarrierAnswer>(v),
         "StreamEvent" => check::<StreamEvent>(v),

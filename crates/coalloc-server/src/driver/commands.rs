@@ -7,7 +7,7 @@ use super::{Driver, LaunchInfo};
 use crate::entry::Entry;
 use coalloc_backends::SubmitRequest;
 use coalloc_core::model::{JobType, Value};
-use coalloc_core::scheduler::{Command, Notice, Start};
+use coalloc_core::scheduler::{Command, Fault, Notice, Start};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -94,6 +94,7 @@ impl Driver {
             self.internal.push_back(Entry::Failed {
                 launch: s.launch.0,
                 reason: "the component names no executable".into(),
+                fault: Fault::Job,
             });
             return;
         };
@@ -107,6 +108,7 @@ impl Driver {
             self.internal.push_back(Entry::Failed {
                 launch: s.launch.0,
                 reason: "jobtype=mpi needs the PMI proxy of `coalloc serve`".into(),
+                fault: Fault::Job,
             });
             return;
         };
@@ -236,6 +238,7 @@ impl Driver {
                     self.internal.push_back(Entry::Failed {
                         launch,
                         reason: "the server stopped while submitting it".into(),
+                        fault: Fault::Site,
                     });
                 }
             }

@@ -68,6 +68,12 @@ pub enum Request {
         usable: bool,
         reply: Reply<Result<(), ApiError>>,
     },
+    SiteControl {
+        site: String,
+        control: coalloc_core::scheduler::sites::SiteControl,
+        reason: String,
+        reply: Reply<Result<(), ApiError>>,
+    },
     /// Bring the metrics that are states up to date (before a scrape).
     RefreshMetrics {
         reply: Reply<()>,

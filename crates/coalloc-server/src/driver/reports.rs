@@ -10,7 +10,7 @@ use crate::entry::Entry;
 use crate::logs::SiteSample;
 use coalloc_backends::{RemoteState, SiteLoad};
 use coalloc_core::scheduler::jobs::CompPhase;
-use coalloc_core::scheduler::LaunchId;
+use coalloc_core::scheduler::{Fault, LaunchId};
 use serde_json::json;
 
 impl Driver {
@@ -57,13 +57,12 @@ impl Driver {
             }
             Err(e) => {
                 if !l.ended {
-                    self.end_launch(
-                        launch,
-                        Entry::Failed {
-                            launch,
-                            reason: format!("submission failed: {e}"),
-                        },
-                    );
+                    // Refused as impossible here (the job's request); else the manager's.
+                    let fault = match e {
+                        coalloc_backends::BackendError::Rejected(_) => Fault::Job,
+                        _ => Fault::Site,
+                    };
+                    self.fail_launch(launch, format!("submission failed: {e}"), fault);
                 }
             }
         }
@@ -152,7 +151,7 @@ impl Driver {
                     // It ended without checking in: it never reached the barrier, which is a
                     // failed start (seed 002 §3.3), not a finished component.
                     let reason = "ended before reaching the barrier".to_string();
-                    self.end_launch(launch, Entry::Failed { launch, reason });
+                    self.fail_launch(launch, reason, Fault::Job);
                     return;
                 }
                 if phase == CompPhase::Submitted {
@@ -164,15 +163,13 @@ impl Driver {
                 }
                 self.end_launch(launch, Entry::Finished { launch });
             }
-            RemoteState::Failed(reason) => {
-                self.end_launch(launch, Entry::Failed { launch, reason })
-            }
-            RemoteState::Unknown => self.end_launch(
+            // Who is to blame: coalloc_core::scheduler::faults.
+            RemoteState::Failed(reason) => self.fail_launch(launch, reason, Fault::Job),
+            RemoteState::Lost(reason) => self.fail_launch(launch, reason, Fault::Site),
+            RemoteState::Unknown => self.fail_launch(
                 launch,
-                Entry::Failed {
-                    launch,
-                    reason: "vanished from the resource manager".into(),
-                },
+                "vanished from the resource manager".into(),
+                Fault::Site,
             ),
         }
     }
@@ -186,6 +183,18 @@ impl Driver {
                 "launch": launch, "site": site}),
             );
         }
+    }
+
+    /// A launch failed, counting against whom `fault` says: its last report.
+    pub(crate) fn fail_launch(&mut self, launch: u64, reason: String, fault: Fault) {
+        self.end_launch(
+            launch,
+            Entry::Failed {
+                launch,
+                reason,
+                fault,
+            },
+        );
     }
 
     /// A launch's last report: apply it and stop watching.

@@ -8,7 +8,7 @@ use crate::entry::{EditOp, Entry};
 use crate::state::random_hex;
 use crate::views::{SchedulerView, SitesView};
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
-use coalloc_core::scheduler::{LaunchId, Rejected, Reply};
+use coalloc_core::scheduler::{Fault, LaunchId, Rejected, Reply};
 use coalloc_core::spec::native;
 
 fn rejected(r: Rejected) -> ApiError {
@@ -160,15 +160,34 @@ impl Driver {
                 usable,
                 reply,
             } => {
-                let r = match self.config.sites.iter().position(|s| s.name == site) {
-                    None => Err(ApiError::not_found(format!("no site `{site}`"))),
-                    Some(i) => self
-                        .apply(Entry::SetUsable { site: i, usable })
-                        .map(|_| ())
-                        .map_err(rejected),
-                };
+                let r = self.apply_to_site(&site, |i| Entry::SetUsable { site: i, usable });
                 self.reply_later(reply, r);
             }
+            Request::SiteControl {
+                site,
+                control,
+                reason,
+                reply,
+            } => {
+                let r = self.apply_to_site(&site, |i| Entry::SiteControl {
+                    site: i,
+                    control,
+                    reason,
+                });
+                self.reply_later(reply, r);
+            }
+        }
+    }
+
+    /// Journal and apply the entry `entry` makes for the site named `site`.
+    fn apply_to_site(
+        &mut self,
+        site: &str,
+        entry: impl FnOnce(usize) -> Entry,
+    ) -> Result<(), ApiError> {
+        match self.config.sites.iter().position(|s| s.name == site) {
+            None => Err(ApiError::not_found(format!("no site `{site}`"))),
+            Some(i) => self.apply(entry(i)).map(|_| ()).map_err(rejected),
         }
     }
 
@@ -202,13 +221,7 @@ impl Driver {
         }
         if !ok {
             let reason = reason.unwrap_or_else(|| "the component reported a failed start".into());
-            self.end_launch(
-                launch,
-                Entry::Failed {
-                    launch,
-                    reason: reason.clone(),
-                },
-            );
+            self.fail_launch(launch, reason.clone(), Fault::Job);
             return Ok(BarrierAnswer::Aborted { reason });
         }
         let info = self.launches.get_mut(&launch).expect("known launch");

@@ -124,6 +124,9 @@ impl Driver {
             cloud: self.cloud_view(i),
             link: None,
             state: None,
+            out_reason: core.and_then(|c| c.why_out()),
+            out_since: core.and_then(|c| c.out_since),
+            probation: core.is_some_and(|c| c.probation),
         }
     }
 }

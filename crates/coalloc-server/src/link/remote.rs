@@ -262,10 +262,7 @@ impl Backend for AgentBackend {
                 "the agent answered a query with {other:?}"
             ))),
             Err(e) => match site.unreachable(&g) {
-                Some(why) => Ok(ids
-                    .iter()
-                    .map(|_| RemoteState::Failed(why.clone()))
-                    .collect()),
+                Some(why) => Ok(ids.iter().map(|_| RemoteState::Lost(why.clone())).collect()),
                 // Within the grace period: the last states heard.
                 None if g.conn.is_none() => Ok(ids
                     .iter()
@@ -415,7 +412,7 @@ mod tests {
         let e = b.load().unwrap_err().to_string();
         assert!(e.contains("unreachable"), "{e}");
         match &b.query(&["R1".into()]).unwrap()[..] {
-            [RemoteState::Failed(why)] => assert!(why.contains("unreachable"), "{why}"),
+            [RemoteState::Lost(why)] => assert!(why.contains("unreachable"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

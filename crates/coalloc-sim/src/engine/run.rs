@@ -6,7 +6,7 @@ use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::provisioning::{billed_hours, Bill, Provisioning};
 use coalloc_core::scheduler::{
-    Command, Event, JobId, JobRecord, LaunchId, Notice, Rejected, Reply, Scheduler,
+    Command, Event, Fault, JobId, JobRecord, LaunchId, Notice, Rejected, Reply, Scheduler,
     SchedulerConfig, SiteId, Start, TransferId, VmId,
 };
 use rand::Rng;
@@ -503,6 +503,7 @@ impl Sim<'_> {
                     batch.push(Event::ComponentFailed {
                         launch,
                         reason: "the component failed to start (injected)".into(),
+                        fault: Fault::Site,
                     });
                 } else {
                     l.state = LState::Ready;
@@ -523,10 +524,12 @@ impl Sim<'_> {
                     Ev::Crash(_) => Event::ComponentFailed {
                         launch,
                         reason: "the component crashed (injected)".into(),
+                        fault: Fault::Site,
                     },
                     _ => Event::ComponentFailed {
                         launch,
                         reason: "killed at its maximum wall time".into(),
+                        fault: Fault::Job,
                     },
                 });
             }
@@ -612,6 +615,7 @@ impl Sim<'_> {
             batch.push(Event::ComponentFailed {
                 launch,
                 reason: format!("site {} went down", self.site_names[site]),
+                fault: Fault::Site,
             });
         }
         self.dirty.insert(site);
@@ -725,6 +729,7 @@ impl Sim<'_> {
                     "site {} does not answer (injected outage)",
                     self.site_names[site]
                 ),
+                fault: Fault::Site,
             });
             return;
         }
