@@ -471,3 +471,42 @@ fn every_name_parses() {
         assert_eq!(q.build().name(), name);
     }
 }
+
+#[test]
+fn a_blocked_head_needs_no_wakeup_until_something_changes() {
+    let ff = QueueConfig::Ff(KoalaCParams {
+        period: Some(30_000),
+        ..params()
+    });
+    let chain = QueueConfig::TagsChain(TagsChainParams {
+        chains: vec![vec![0]],
+        limits: vec![],
+        dispatch: ChainDispatch::RoundRobin,
+        period: Some(30_000),
+    });
+    for queue in [ff, chain] {
+        let mut h = H::new(queue, &[4]);
+        let (a, _) = h.submit(7_000, job(4, "u", None));
+        assert_eq!(starts(&h.at(30_000, Event::Tick)), [(a, 0)]);
+        h.commit(30_000, a);
+        let (b, _) = h.submit(31_000, job(2, "u", None));
+        assert_eq!(h.s.next_wakeup(), Some(60_000));
+        assert!(starts(&h.at(60_000, Event::Tick)).is_empty());
+        // The head is blocked and nothing can change before a job ends or arrives.
+        assert_eq!(h.s.next_wakeup(), None, "{}", h.s.policy());
+        assert_eq!(h.record(b).placement_failures, 1);
+        // An arrival: the next multiple's pass tries the head again (and it is blocked).
+        let (c, _) = h.submit(70_000, job(1, "u", None));
+        assert_eq!(h.s.next_wakeup(), Some(90_000));
+        assert!(starts(&h.at(90_000, Event::Tick)).is_empty());
+        assert_eq!(h.s.next_wakeup(), None);
+        assert_eq!(h.record(b).placement_failures, 2);
+        // A passed multiple (120 s) is not made up for: the end at 130 s frees processors,
+        // and the jobs start at the next multiple.
+        assert!(starts(&h.finish(130_000, a)).is_empty());
+        assert_eq!(h.s.next_wakeup(), Some(150_000));
+        let started = starts(&h.at(150_000, Event::Tick));
+        assert_eq!(started.len(), 2, "{}: {started:?}", h.s.policy());
+        assert!(started.iter().any(|&(j, _)| j == b) && started.iter().any(|&(j, _)| j == c));
+    }
+}

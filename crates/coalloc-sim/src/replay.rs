@@ -202,7 +202,7 @@ pub fn replay_keeping(
 }
 
 /// The earlier of two times, either of which may be absent.
-fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+pub(crate) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, None) => a,

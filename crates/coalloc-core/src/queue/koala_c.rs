@@ -47,6 +47,17 @@
 //! does nothing, and while jobs wait the policy asks to be woken at the next multiple
 //! ([`QueuePolicy::next_wakeup`]). Without it (the default) every scheduler pass is a
 //! scheduling pass — the event-driven reading of "periodically".
+//!
+//! # Passes that cannot change anything
+//!
+//! FF, RR, SJF and SJF-ideal try the head only, in an order that depends on nothing but the
+//! queue, so a pass that ended on a blocked head cannot start anything before a site gains
+//! processors or becomes usable ([`PassCtx::epoch`]) or a job enters or leaves the queue:
+//! until then passes are skipped ([`Stall`]) and the policy is [`QueuePolicy::blocked`], so
+//! the scheduler stops waking it every period. A skipped pass tries nothing, so it counts
+//! no placement try (as under FCFS). HSDF's order changes with the time, so it is never
+//! blocked; its pass finds the head without sorting the queue, and ends at once when that
+//! head was already tried at this epoch.
 
 use super::{PassCtx, QueuePolicy, StartOptions};
 use crate::model::{Job, Millis, Time, HOUR};
@@ -54,7 +65,7 @@ use crate::placement::Fit;
 use crate::predictor::{wait_so_far, EstimatedSlowdown, RuntimePredictor};
 use crate::scheduler::api::{JobId, SiteId};
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Parameters of FF, RR, SJF, SJF-ideal and HSDF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +121,9 @@ pub struct KoalaC {
     next_seq: u64,
     /// RR: the site the previous job went to.
     cursor: Option<SiteId>,
+    stall: Stall,
+    /// HSDF: the jobs tried at this epoch that did not start.
+    failed: (u64, BTreeSet<JobId>),
 }
 
 impl KoalaC {
@@ -123,6 +137,8 @@ impl KoalaC {
             entries: BTreeMap::new(),
             next_seq: 0,
             cursor: None,
+            stall: Stall::default(),
+            failed: (0, BTreeSet::new()),
         }
     }
 
@@ -156,12 +172,10 @@ impl KoalaC {
         &self.predictor
     }
 
-    /// The queued jobs in the order this pass tries them (HSDF's depends on the time and the
-    /// jobs' submission times; the others are the queue's order).
-    fn order(&self, ctx: &dyn PassCtx) -> Vec<JobId> {
-        if self.kind != Kind::Hsdf {
-            return self.queue.values().copied().collect();
-        }
+    /// HSDF's pass: the queue by estimated slowdown at this time (it depends on the time and
+    /// the jobs' submission times), sorted only when its head was not already tried at this
+    /// epoch.
+    fn pass_hsdf(&mut self, ctx: &mut dyn PassCtx) {
         let now = ctx.now();
         let mut jobs: Vec<(Reverse<EstimatedSlowdown>, u64, JobId)> = self
             .entries
@@ -172,8 +186,29 @@ impl KoalaC {
                 (Reverse(s), e.seq, id)
             })
             .collect();
+        let epoch = ctx.epoch();
+        if self.failed.0 != epoch {
+            self.failed = (epoch, BTreeSet::new());
+        }
+        if jobs
+            .iter()
+            .min()
+            .is_some_and(|h| self.failed.1.contains(&h.2))
+        {
+            return; // the head still does not fit, and the pass would end there
+        }
         jobs.sort();
-        jobs.into_iter().map(|(_, _, id)| id).collect()
+        for (_, _, id) in jobs {
+            if !self.start(ctx, id) {
+                let epoch = ctx.epoch();
+                if self.failed.0 != epoch {
+                    self.failed = (epoch, BTreeSet::new());
+                }
+                self.failed.1.insert(id);
+                return;
+            }
+            self.remove(id);
+        }
     }
 
     /// RR's start: growing windows of sites in cyclic order after the cursor.
@@ -239,6 +274,7 @@ impl QueuePolicy for KoalaC {
 
     fn push(&mut self, id: JobId, job: &Job, now: Time) {
         self.remove(id);
+        self.failed.1.remove(&id);
         self.period.on_push(now, self.entries.is_empty());
         let default = self.params.default_runtime;
         let predicted = match self.kind {
@@ -264,6 +300,7 @@ impl QueuePolicy for KoalaC {
     }
 
     fn remove(&mut self, id: JobId) {
+        self.stall.clear();
         if let Some(e) = self.entries.remove(&id) {
             self.queue.remove(&(e.key, e.seq));
         }
@@ -274,11 +311,16 @@ impl QueuePolicy for KoalaC {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
-        if self.entries.is_empty() || !self.period.begin(ctx.now()) {
+        let (now, epoch) = (ctx.now(), ctx.epoch());
+        if self.entries.is_empty() || !self.stall.begin(epoch, now, &mut self.period) {
             return;
         }
-        for id in self.order(ctx) {
+        if self.kind == Kind::Hsdf {
+            return self.pass_hsdf(ctx);
+        }
+        while let Some(&id) = self.queue.values().next() {
             if !self.start(ctx, id) {
+                self.stall.blocked_at(epoch, ctx.epoch());
                 return;
             }
             self.remove(id);
@@ -287,6 +329,10 @@ impl QueuePolicy for KoalaC {
 
     fn next_wakeup(&self) -> Option<Time> {
         self.period.wakeup(!self.entries.is_empty())
+    }
+
+    fn blocked(&self) -> bool {
+        self.stall.blocked()
     }
 
     fn finished(&mut self, _id: JobId, job: &Job, runtime: Millis) {
@@ -347,6 +393,64 @@ impl Period {
         } else {
             None
         }
+    }
+}
+
+impl Period {
+    /// Wakeups were skipped while the policy was blocked ([`Stall`]): a due time left
+    /// behind moves to the first multiple at or after `now`, where the skipped passes would
+    /// have put it.
+    fn catch_up(&mut self, now: Time) {
+        if let (Some(p), Some(due)) = (self.every, self.due) {
+            if due < now {
+                self.due = Some(ceil_multiple(now, p));
+            }
+        }
+    }
+}
+
+/// Whether the last pass of a policy that tries heads only left every head blocked, with
+/// nothing changed since: see "Passes that cannot change anything" in the module
+/// documentation. Shared with [`super::tags`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Stall {
+    /// The epoch at which the last pass ended with every head blocked.
+    at: Option<u64>,
+    /// Blocked since the last pass: the scheduler may have skipped the period's wakeups.
+    parked: bool,
+}
+
+impl Stall {
+    /// A job entered or left the queue: the next pass runs.
+    pub(crate) fn clear(&mut self) {
+        self.at = None;
+    }
+
+    /// Whether a pass at `now` may schedule: not while blocked at `epoch` (the period still
+    /// moves on, as the skipped pass would have moved it), else as `period` says.
+    pub(crate) fn begin(&mut self, epoch: u64, now: Time, period: &mut Period) -> bool {
+        if self.at == Some(epoch) {
+            period.begin(now);
+            return false;
+        }
+        self.at = None;
+        if std::mem::take(&mut self.parked) {
+            period.catch_up(now);
+        }
+        period.begin(now)
+    }
+
+    /// The pass that began at epoch `began` ended on a blocked head (every head, for a
+    /// policy with several queues) at epoch `now`.
+    pub(crate) fn blocked_at(&mut self, began: u64, now: u64) {
+        if began == now {
+            self.at = Some(now);
+            self.parked = true;
+        }
+    }
+
+    pub(crate) fn blocked(&self) -> bool {
+        self.at.is_some()
     }
 }
 

@@ -209,6 +209,13 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     fn next_wakeup(&self) -> Option<Time> {
         None
     }
+    /// Whether no pass can start anything before a site gains processors or becomes usable
+    /// ([`PassCtx::epoch`]) or a job enters or leaves the queue: the policy's last pass left
+    /// every job it may try blocked. Such passes do nothing, so the scheduler skips the
+    /// policy's [`QueuePolicy::next_wakeup`] meanwhile. `false` by default.
+    fn blocked(&self) -> bool {
+        false
+    }
     /// A queued job was edited (its components changed in place; it keeps its place).
     fn edited(&mut self, _id: JobId, _job: &Job) {}
     /// A job ran for this long and finished (for runtime predictors).

@@ -44,12 +44,16 @@
 //! [`TagsChainParams::check_sites`] and [`TagsSetsParams::check_sites`] check the site
 //! indexes against the site list (the core builds policies without it). An invalid
 //! configuration that reaches [`Tags::misconfigured`] fails every job with the reason
-//! instead of panicking. The optional period is that of [`super::koala_c`].
+//! instead of panicking. The optional period is that of [`super::koala_c`], and so is the
+//! skipping of passes that cannot change anything: a pass ends with the head of every
+//! level's queue blocked, so until a site gains processors or becomes usable or a job
+//! enters or leaves a queue, passes are skipped and the policy is
+//! [`QueuePolicy::blocked`].
 //!
 //! Error messages number chains and sets from 1, as the seed does, and sites by their
 //! [`SiteId`] index.
 
-use super::koala_c::Period;
+use super::koala_c::{Period, Stall};
 use super::{PassCtx, QueuePolicy, StartOptions};
 use crate::model::{Job, Millis, Time};
 use crate::placement::Fit;
@@ -281,10 +285,13 @@ pub struct Tags {
     entries: Vec<usize>,
     dispatch: Dispatch,
     jobs: BTreeMap<JobId, Where>,
+    /// The jobs that are [`Where::Started`] in `jobs`.
+    started: BTreeSet<JobId>,
     /// Returned jobs by push sequence.
     returned: BTreeMap<u64, JobId>,
     next_seq: u64,
     period: Period,
+    stall: Stall,
     /// Why the configuration is invalid, if it is.
     misconfigured: Option<String>,
 }
@@ -391,9 +398,11 @@ impl Tags {
             entries,
             dispatch,
             jobs: BTreeMap::new(),
+            started: BTreeSet::new(),
             returned: BTreeMap::new(),
             next_seq: 0,
             period: Period::new(period),
+            stall: Stall::default(),
             misconfigured: None,
         }
     }
@@ -448,6 +457,7 @@ impl QueuePolicy for Tags {
     }
 
     fn push(&mut self, id: JobId, _job: &Job, now: Time) {
+        self.stall.clear();
         self.period.on_push(now, self.is_empty());
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -463,6 +473,7 @@ impl QueuePolicy for Tags {
                 self.enqueue(id, level, seq);
             }
             Some(Where::Started { level, kills }) => {
+                self.started.remove(&id);
                 self.jobs.insert(id, Where::Returned { level, kills, seq });
                 self.returned.insert(seq, id);
             }
@@ -471,6 +482,8 @@ impl QueuePolicy for Tags {
     }
 
     fn remove(&mut self, id: JobId) {
+        self.stall.clear();
+        self.started.remove(&id);
         match self.jobs.remove(&id) {
             Some(Where::Queued { level, seq }) => {
                 if let Some(l) = self.levels.get_mut(level) {
@@ -491,8 +504,16 @@ impl QueuePolicy for Tags {
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
         self.resolve_returned(ctx);
         // Forget jobs that ended while running (cancelled, failed): no call tells us.
-        self.jobs
-            .retain(|&id, w| !matches!(w, Where::Started { .. }) || ctx.record(id).end().is_none());
+        let ended: Vec<JobId> = self
+            .started
+            .iter()
+            .copied()
+            .filter(|&id| ctx.record(id).end().is_some())
+            .collect();
+        for id in ended {
+            self.started.remove(&id);
+            self.jobs.remove(&id);
+        }
         if let Some(reason) = self.misconfigured.clone() {
             let queued: Vec<JobId> = self.jobs.keys().copied().collect();
             for id in queued {
@@ -504,7 +525,8 @@ impl QueuePolicy for Tags {
             }
             return;
         }
-        if self.is_empty() || !self.period.begin(ctx.now()) {
+        let (now, epoch) = (ctx.now(), ctx.epoch());
+        if self.is_empty() || !self.stall.begin(epoch, now, &mut self.period) {
             return;
         }
         let n = ctx.usable().len();
@@ -528,7 +550,11 @@ impl QueuePolicy for Tags {
                 self.levels[level].queue.remove(&seq);
                 let kills = ctx.record(id).limit_kills;
                 self.jobs.insert(id, Where::Started { level, kills });
+                self.started.insert(id);
             }
+        }
+        if !self.is_empty() {
+            self.stall.blocked_at(epoch, ctx.epoch());
         }
     }
 
@@ -537,7 +563,12 @@ impl QueuePolicy for Tags {
     }
 
     fn finished(&mut self, id: JobId, _job: &Job, _runtime: Millis) {
+        self.started.remove(&id);
         self.jobs.remove(&id);
+    }
+
+    fn blocked(&self) -> bool {
+        self.stall.blocked()
     }
 
     /// Every level's queue in scan order, restricted to the level's sites; returned jobs

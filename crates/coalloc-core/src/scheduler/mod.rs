@@ -272,7 +272,14 @@ impl Scheduler {
     /// When the scheduler wants to be called (with [`Event::Tick`]) if nothing else happens.
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.core.timers.first().map(|(t, _)| *t);
-        [timer, self.queue.next_wakeup(), self.core.provision_at]
+        // A blocked policy's periodic passes would do nothing (QueuePolicy::blocked); but
+        // On-Demand provisioning decides at every pass, so it keeps them.
+        let queue = if self.queue.blocked() && !self.core.clouds.iter().any(Option::is_some) {
+            None
+        } else {
+            self.queue.next_wakeup()
+        };
+        [timer, queue, self.core.provision_at]
             .into_iter()
             .flatten()
             .min()

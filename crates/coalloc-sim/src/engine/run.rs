@@ -2,6 +2,7 @@
 
 use super::params::{SimParams, Workload};
 use super::site::{LocalFate, SimSite, Usage};
+use crate::replay::earliest;
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::provisioning::{billed_hours, Bill, Provisioning};
@@ -134,7 +135,6 @@ enum Ev {
     LocalArrive(usize, usize),
     Monitor,
     Sample,
-    Arrive(usize),
     /// A leased VM runs (true) or its lease failed (false).
     VmUp(VmId, bool),
 }
@@ -176,7 +176,13 @@ struct Sim<'a> {
     launches: BTreeMap<LaunchId, Launch>,
     by_job: BTreeMap<JobId, Vec<LaunchId>>,
     released: BTreeSet<JobId>,
-    index_of: BTreeMap<JobId, usize>,
+    /// The workload index of every job the core accepted, by core job number (from 1: the
+    /// core numbers accepted jobs densely).
+    index_of: Vec<usize>,
+    /// Workload jobs by arrival time, then workload order, and the next to arrive (arrivals
+    /// are known in advance: a sorted list, not events in the heap).
+    arrivals: Vec<usize>,
+    next_arrival: usize,
     outcomes: Vec<JobOutcome>,
     /// Core events caused by carrying out commands at the current instant.
     follow: Vec<Event>,
@@ -275,7 +281,14 @@ pub fn simulate(
     let mut sim = Sim {
         site_names: sites.iter().map(|s| s.name.clone()).collect(),
         bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
-        core: Scheduler::new(config, sites),
+        // The outcomes keep each ended job's record; the core need not.
+        core: Scheduler::new(
+            SchedulerConfig {
+                forget_ended: true,
+                ..config
+            },
+            sites,
+        ),
         params,
         work: workload,
         sites: sim_sites,
@@ -286,7 +299,9 @@ pub fn simulate(
         launches: BTreeMap::new(),
         by_job: BTreeMap::new(),
         released: BTreeSet::new(),
-        index_of: BTreeMap::new(),
+        index_of: Vec::with_capacity(workload.jobs.len()),
+        arrivals: Vec::new(),
+        next_arrival: 0,
         outcomes: workload.jobs.iter().map(outcome_of).collect(),
         follow: Vec::new(),
         dirty: BTreeSet::new(),
@@ -330,9 +345,32 @@ fn outcome_of(j: &super::SimJob) -> JobOutcome {
 }
 
 impl Sim<'_> {
+    /// When workload job `i` arrives.
+    fn arrival_time(&self, i: usize) -> Time {
+        self.work.jobs[i].job.submit.unwrap_or(0)
+    }
+
+    /// The core accepted workload job `i` as job `id`.
+    fn accepted(&mut self, id: JobId, i: usize) {
+        debug_assert_eq!(
+            id,
+            self.index_of.len() as JobId + 1,
+            "jobs numbered densely"
+        );
+        self.index_of.push(i);
+    }
+
+    /// The workload index of core job `job`.
+    fn index(&self, job: JobId) -> Option<usize> {
+        let k = usize::try_from(job.checked_sub(1)?).ok()?;
+        self.index_of.get(k).copied()
+    }
+
     /// Something besides the periodic readings can still happen.
     fn busy(&self) -> bool {
-        self.heap.len() > self.periodic || !self.launches.is_empty()
+        self.heap.len() > self.periodic
+            || !self.launches.is_empty()
+            || self.next_arrival < self.arrivals.len()
     }
 
     fn push(&mut self, at: Time, ev: Ev) {
@@ -344,9 +382,9 @@ impl Sim<'_> {
     }
 
     fn seed_events(&mut self) {
-        for (i, j) in self.work.jobs.iter().enumerate() {
-            self.push(j.job.submit.unwrap_or(0), Ev::Arrive(i));
-        }
+        let mut arrivals: Vec<usize> = (0..self.work.jobs.len()).collect();
+        arrivals.sort_by_key(|&i| (self.arrival_time(i), i));
+        self.arrivals = arrivals;
         for (s, locals) in self.work.local.iter().enumerate() {
             for (i, l) in locals.iter().enumerate() {
                 self.push(l.submit, Ev::LocalArrive(s, i));
@@ -368,7 +406,12 @@ impl Sim<'_> {
         let mut batch = Vec::new();
         let mut arrivals = Vec::new();
         loop {
-            let next_event = self.heap.peek().map(|Reverse((t, _, _))| *t);
+            let next_event = earliest(
+                self.heap.peek().map(|Reverse((t, _, _))| *t),
+                self.arrivals
+                    .get(self.next_arrival)
+                    .map(|&i| self.arrival_time(i)),
+            );
             let now = match (next_event, self.core.next_wakeup()) {
                 (Some(a), Some(b)) => a.min(b),
                 (Some(a), None) => a,
@@ -389,10 +432,14 @@ impl Sim<'_> {
                 if matches!(ev, Ev::Monitor | Ev::Sample) {
                     self.periodic -= 1;
                 }
-                match ev {
-                    Ev::Arrive(i) => arrivals.push(i),
-                    other => self.take(other, &mut batch),
+                self.take(ev, &mut batch);
+            }
+            while let Some(&i) = self.arrivals.get(self.next_arrival) {
+                if self.arrival_time(i) != now {
+                    break;
                 }
+                arrivals.push(i);
+                self.next_arrival += 1;
             }
             self.settle_sites();
             batch.append(&mut self.follow);
@@ -406,9 +453,7 @@ impl Sim<'_> {
             let replies = self.core.handle_all(now, batch.drain(..));
             for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
                 match reply {
-                    Ok(Reply::Submitted(id)) => {
-                        self.index_of.insert(id, i);
-                    }
+                    Ok(Reply::Submitted(id)) => self.accepted(id, i),
                     Ok(Reply::Done) => {}
                     Err(Rejected::QueueFull(_)) => self.held.push_back(i),
                     Err(e) => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
@@ -448,7 +493,7 @@ impl Sim<'_> {
             }
             match reply {
                 Ok(Reply::Submitted(id)) => {
-                    self.index_of.insert(id, i);
+                    self.accepted(id, i);
                     self.outcomes[i].submit = self.now;
                 }
                 Err(e) if !full => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
@@ -481,7 +526,6 @@ impl Sim<'_> {
     fn take(&mut self, ev: Ev, batch: &mut Vec<Event>) {
         let now = self.now;
         match ev {
-            Ev::Arrive(_) => unreachable!("arrivals are handled by the loop"),
             Ev::LocalArrive(s, i) => {
                 self.sites[s].local_arrives(i);
                 self.dirty.insert(s);
@@ -704,7 +748,7 @@ impl Sim<'_> {
                 self.drop_launch(launch);
             }
         }
-        if let Some(&i) = self.index_of.get(&job) {
+        if let Some(i) = self.index(job) {
             self.outcomes[i].fate = fate;
             self.outcomes[i].record = Some(record);
         }
@@ -767,9 +811,8 @@ impl Sim<'_> {
         self.sites[site].run(count);
         self.dirty.insert(site);
         let runtime = self
-            .index_of
-            .get(&job)
-            .map_or(0, |&i| self.work.jobs[i].runtime)
+            .index(job)
+            .map_or(0, |i| self.work.jobs[i].runtime)
             .max(0);
         let crash = self
             .params
