@@ -3,6 +3,7 @@
 
 use crate::client::{Client, StateArgs};
 use crate::error::CliError;
+use crate::list_args::ListArgs;
 use crate::load::load_all;
 use crate::table;
 use clap::Args;
@@ -87,9 +88,9 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
 pub struct StatusArgs {
     /// Show one job in detail (every component, its site, launch and state).
     pub job: Option<u64>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Which jobs (default: the active ones, pending and running, as squeue shows).
+    #[command(flatten)]
+    pub list: ListArgs,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -115,11 +116,23 @@ fn sites_of(job: &Value) -> String {
     }
 }
 
-/// The jobs table (also used by `watch`).
-pub fn jobs_table(jobs: &Value) -> String {
+/// The columns of the jobs table.
+pub const JOB_HEADER: [&str; 9] = [
+    "job",
+    "name",
+    "user",
+    "state",
+    "comps",
+    "procs",
+    "sites",
+    "time s",
+    "last abort",
+];
+
+/// The rows of the jobs table, one per job.
+pub fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
     let now = coalloc_server::driver::wall_ms();
-    let rows: Vec<Vec<String>> = jobs
-        .as_array()
+    jobs.as_array()
         .into_iter()
         .flatten()
         .map(|j| {
@@ -140,40 +153,21 @@ pub fn jobs_table(jobs: &Value) -> String {
                 j["last_abort"].as_str().unwrap_or("").to_string(),
             ]
         })
-        .collect();
-    table::render(
-        &[
-            "job",
-            "name",
-            "user",
-            "state",
-            "comps",
-            "procs",
-            "sites",
-            "time s",
-            "last abort",
-        ],
-        &rows,
-    )
+        .collect()
+}
+
+/// The jobs table (also used by `watch`).
+pub fn jobs_table(jobs: &Value) -> String {
+    table::render(&JOB_HEADER, &job_rows(jobs))
 }
 
 pub fn status(args: StatusArgs) -> Result<(), CliError> {
     let client = Client::connect(&args.state)?;
     match args.job {
-        None => {
-            let v = client.get("/v1/jobs")?;
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&v["jobs"]).unwrap_or_default()
-                );
-            } else {
-                print!("{}", jobs_table(&v["jobs"]));
-            }
-        }
+        None => args.list.print(&client, "/v1/jobs", "active")?,
         Some(id) => {
             let j = client.get(&format!("/v1/jobs/{id}"))?;
-            if args.json {
+            if args.list.json {
                 println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
                 return Ok(());
             }

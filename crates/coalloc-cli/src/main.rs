@@ -11,6 +11,7 @@ mod error;
 mod events_cmd;
 mod job_cmd;
 mod jobs_cmd;
+mod list_args;
 mod load;
 mod place_cmd;
 mod plot;
@@ -96,8 +97,13 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Submit job files to the running server (RSL, .uno, .bat, TOML, JSON).
     Submit(jobs_cmd::SubmitArgs),
-    /// Jobs of the running server, as a table like squeue's; with a job number, that job's
-    /// components, sites, launches and times.
+    /// Jobs of the running server, as a table like squeue's: the active ones (pending and
+    /// running) unless `--state` says otherwise; with a job number, that job's components,
+    /// sites, launches and times.
+    ///
+    /// The server answers a page at a time and each page is printed as it comes, however
+    /// many jobs are queued. Ended jobs leave the server's memory after its `min_job_age`:
+    /// `coalloc history` finds them.
     #[command(visible_alias = "jobs")]
     Status(jobs_cmd::StatusArgs),
     /// Cancel jobs: every started component is killed.

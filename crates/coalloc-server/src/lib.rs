@@ -8,6 +8,7 @@
 //! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document; [`views`]: the
 //!   API's types;
 //! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
+//! - [`listing`]: the filters and cursor of the job listings;
 //! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
 //! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
@@ -18,6 +19,7 @@ pub mod driver;
 pub mod entry;
 pub mod journal;
 pub mod link;
+pub mod listing;
 pub mod logs;
 pub mod metrics;
 pub mod server;

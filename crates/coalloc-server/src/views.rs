@@ -164,14 +164,19 @@ pub struct JobView {
     pub sites: Option<Vec<String>>,
 }
 
-/// `GET /v1/jobs`.
+/// A page of `GET /v1/jobs` or `GET /v1/history`: the jobs, by number, and where the next
+/// page starts (`after=NEXT`); no `next` on the last page.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"jobs": [{"id": 1, "name": "batch-0", "user": "demo", "state": "queued",
     "processors": 4, "submit": 1764078000000_i64, "start": null, "end": null, "components": [],
-    "placement_tries": 0, "claiming_tries": 0, "submit_failures": 0, "completion_failures": 0}]}))]
+    "placement_tries": 0, "claiming_tries": 0, "submit_failures": 0, "completion_failures": 0}],
+    "next": 1}))]
 pub struct JobList {
     pub jobs: Vec<JobView>,
+    /// The cursor of the next page: pass it as `after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<u64>,
 }
 
 /// `DELETE /v1/jobs/{id}`.

@@ -5,10 +5,12 @@ use super::auth::admin;
 use super::AppState;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
+use crate::listing::{JobFilter, JobsQuery};
 use crate::views::{
     AgentTokenView, Cancelled, EditBody, Edited, ErrorBody, JobList, JobSpec, JobView, SitesView,
     StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -87,20 +89,31 @@ pub async fn submit(
     }
 }
 
-/// Every job the server knows, with its components' sites and states.
-#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", security(("token" = [])),
+/// A page of the jobs in memory (queued, running, and ended ones until they age out into
+/// the history), by number, with their components' sites and states; filters on state,
+/// user, name and submit time; `next` is the cursor of the following page.
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", params(JobsQuery), security(("token" = [])),
     responses(
-        (status = 200, description = "the jobs", body = JobList),
+        (status = 200, description = "a page of jobs", body = JobList),
         (status = 400, description = "bad input", body = ErrorBody),
         (status = 401, description = "no or bad token", body = ErrorBody),
     ))]
 pub async fn list(
     State(s): State<AppState>,
     headers: HeaderMap,
+    query: Result<Query<JobsQuery>, QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
     admin(&s, &headers)?;
-    let jobs = s.ask(|reply| Request::Jobs { reply }).await?;
-    Ok(Json(JobList { jobs }))
+    let filter = query_filter(query)?;
+    Ok(Json(s.ask(|reply| Request::Jobs { filter, reply }).await?))
+}
+
+/// A listing's query, checked.
+pub(super) fn query_filter(
+    query: Result<Query<JobsQuery>, QueryRejection>,
+) -> Result<JobFilter, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
+    q.filter()
 }
 
 /// One job: its components with their sites, launches and check-ins, and its times.

@@ -2,7 +2,7 @@
 //! reply), and reports from the site workers.
 
 pub use crate::views::BarrierAnswer;
-use crate::views::{JobView, SitesView};
+use crate::views::{JobList, JobView, SitesView};
 use coalloc_backends::{BackendError, RemoteState, SiteLoad};
 use coalloc_core::model::{Component, Job};
 use tokio::sync::oneshot;
@@ -26,8 +26,10 @@ pub enum Request {
         edit: EditRequest,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// A page of the jobs in memory.
     Jobs {
-        reply: Reply<Vec<JobView>>,
+        filter: crate::listing::JobFilter,
+        reply: Reply<JobList>,
     },
     Job {
         job: u64,

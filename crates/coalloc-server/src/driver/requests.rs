@@ -80,9 +80,8 @@ impl Driver {
                 let r = self.apply(entry).map(|_| ()).map_err(rejected);
                 self.reply_later(reply, r);
             }
-            Request::Jobs { reply } => {
-                let v = self.core.jobs().map(|j| self.job_view(j, false)).collect();
-                let _ = reply.send(v);
+            Request::Jobs { filter, reply } => {
+                let _ = reply.send(self.jobs_page(&filter));
             }
             Request::Job { job, reply } => {
                 let v = self.core.job(job).map(|j| self.job_view(j, true));

@@ -1,0 +1,170 @@
+//! Listing at scale, end to end against a real `coalloc serve`: `GET /v1/jobs` a page at a
+//! time with its cursor and filters, and `coalloc status` (active jobs by default, filters,
+//! pages streamed).
+
+mod common;
+
+use common::server::{barrier_component, job, three_clusters, Server, COALLOC};
+use serde_json::{json, Value};
+use std::process::Command;
+
+const SITES: [&str; 3] = ["alpha", "beta", "gamma"];
+
+/// Mark every site unusable, so that what is submitted next stays queued.
+fn hold_the_queue(s: &Server) {
+    for site in SITES {
+        let (code, v) = s.call(
+            "PUT",
+            &format!("/v1/sites/{site}/usable"),
+            &s.token,
+            Some(r#"{"usable": false}"#),
+        );
+        assert_eq!(code, 200, "{v}");
+    }
+}
+
+/// A two-component job that would only check in at the barrier.
+fn queued_job(user: &str, name: &str) -> Value {
+    let mut j = job(vec![
+        barrier_component(1, "", "true"),
+        barrier_component(1, "", "true"),
+    ]);
+    j["user"] = json!(user);
+    j["name"] = json!(name);
+    j
+}
+
+/// `coalloc status ARGS --json` against this server: the jobs' numbers and states.
+fn status(s: &Server, args: &[&str]) -> Vec<(u64, String)> {
+    let out = Command::new(COALLOC)
+        .arg("status")
+        .args(args)
+        .arg("--json")
+        .arg("--state-dir")
+        .arg(&s.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_u64().unwrap(),
+                j["state"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pages_return_every_job_exactly_once_while_jobs_are_submitted() {
+    let s = Server::start("listing-pages", &three_clusters([4, 4, 4], ""));
+    hold_the_queue(&s);
+    let before: Vec<u64> = (0..120)
+        .map(|i| s.submit(&queued_job("ann", &format!("a{i}"))))
+        .collect();
+    assert_eq!(before, (1..=120).collect::<Vec<_>>());
+    std::thread::scope(|scope| {
+        // Jobs keep coming while the pages are walked.
+        let more = scope.spawn(|| {
+            (0..120)
+                .map(|i| s.submit(&queued_job("bob", &format!("b{i}"))))
+                .collect::<Vec<_>>()
+        });
+        let mut seen = Vec::new();
+        let mut after = 0;
+        let mut pages = 0;
+        loop {
+            let page = s.get(&format!("/v1/jobs?limit=7&after={after}"));
+            pages += 1;
+            let jobs = page["jobs"].as_array().unwrap();
+            assert!(jobs.len() <= 7, "{page}");
+            seen.extend(jobs.iter().map(|j| j["id"].as_u64().unwrap()));
+            match page["next"].as_u64() {
+                Some(n) => after = n,
+                None => break,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let more = more.join().unwrap();
+        // In number order, each once, and with no hole: every job that existed is there.
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        let last = *seen.last().unwrap();
+        assert_eq!(seen, (1..=last).collect::<Vec<_>>());
+        assert!(last >= 120, "every job submitted before the walk is listed");
+        assert!(pages >= 120 / 7, "{pages} pages");
+        assert_eq!(more.len(), 120);
+        // What the walk did not reach comes on the pages after its end.
+        let rest = s.get(&format!("/v1/jobs?after={last}"));
+        let rest: Vec<u64> = rest["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(rest, (last + 1..=240).collect::<Vec<_>>());
+    });
+    // Filters: user and name; a bad state or limit is a 400 with a message.
+    let bob = s.get("/v1/jobs?user=bob&limit=1000");
+    assert_eq!(bob["jobs"].as_array().unwrap().len(), 120);
+    assert!(bob.get("next").is_none(), "{}", bob["next"]);
+    let one = s.get("/v1/jobs?name=a7");
+    assert_eq!(one["jobs"][0]["id"], 8);
+    assert_eq!(one["jobs"].as_array().unwrap().len(), 1);
+    let (code, v) = s.call("GET", "/v1/jobs?state=runing", &s.token, None);
+    assert_eq!(code, 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown state `runing`"),
+        "{v}"
+    );
+    let (code, v) = s.call("GET", "/v1/jobs?limit=0", &s.token, None);
+    assert_eq!(code, 400, "{v}");
+    let (code, v) = s.call("GET", "/v1/jobs?colour=red", &s.token, None);
+    assert_eq!(code, 400, "{v}");
+}
+
+#[test]
+fn status_shows_the_active_jobs_unless_told_otherwise() {
+    let s = Server::start("listing-status", &three_clusters([4, 4, 4], ""));
+    let done = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    s.wait_ended(done, 60);
+    hold_the_queue(&s);
+    let ann = s.submit(&queued_job("ann", "x"));
+    let bob = s.submit(&queued_job("bob", "y"));
+    let queued = |id: u64| (id, "queued".to_string());
+    assert_eq!(status(&s, &[]), vec![queued(ann), queued(bob)]);
+    assert_eq!(
+        status(&s, &["--state", "finished"]),
+        vec![(done, "finished".to_string())]
+    );
+    assert_eq!(status(&s, &["--state", "all"]).len(), 3);
+    assert_eq!(status(&s, &["--user", "bob"]), vec![queued(bob)]);
+    assert_eq!(status(&s, &["--state", "running"]), vec![]);
+    assert_eq!(
+        status(&s, &["--since", "1h", "--name", "x"]),
+        vec![queued(ann)]
+    );
+    // The table: a header, then one line per job.
+    let out = Command::new(COALLOC)
+        .args(["status", "--state-dir"])
+        .arg(&s.dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("job  name  user  state"), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("{ann}    x     ann   queued")),
+        "{text}"
+    );
+}
