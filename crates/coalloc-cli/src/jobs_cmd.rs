@@ -1,4 +1,4 @@
-//! The client commands of a running server: `submit`, `status` (alias `jobs`), `cancel`,
+//! The client commands of a running server: `submit`, `status` (alias `jobs`), `history`, `cancel`,
 //! `sites`, `logs`. Tables like squeue's by default, `--json` for programs.
 
 use crate::client::{Client, StateArgs};
@@ -208,6 +208,20 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// Which ended jobs (default: all of them, finished and failed).
+    #[command(flatten)]
+    pub list: ListArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+pub fn history(args: HistoryArgs) -> Result<(), CliError> {
+    let client = Client::connect(&args.state)?;
+    args.list.print(&client, "/v1/history", "ended")
 }
 
 #[derive(Args)]

@@ -106,6 +106,10 @@ enum Command {
     /// `coalloc history` finds them.
     #[command(visible_alias = "jobs")]
     Status(jobs_cmd::StatusArgs),
+    /// Ended jobs that have left the server's memory (older than its `min_job_age`), like
+    /// sacct: the same table and filters as `status`, read from the history table a page at
+    /// a time.
+    History(jobs_cmd::HistoryArgs),
     /// Cancel jobs: every started component is killed.
     Cancel(jobs_cmd::CancelArgs),
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
@@ -182,6 +186,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Submit(args) => jobs_cmd::submit(args),
         Command::Status(args) => jobs_cmd::status(args),
+        Command::History(args) => jobs_cmd::history(args),
         Command::Cancel(args) => jobs_cmd::cancel(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),

@@ -168,3 +168,87 @@ fn status_shows_the_active_jobs_unless_told_otherwise() {
         "{text}"
     );
 }
+
+/// The numbers of a listing page's jobs.
+fn ids(page: &Value) -> Vec<u64> {
+    page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
+    let config =
+        three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nmin_job_age = \"1s\"\n");
+    let mut s = Server::start("listing-history", &config);
+    let mut done = Vec::new();
+    for user in ["ann", "bob", "ann"] {
+        let mut j = job(vec![barrier_component(1, "", "true")]);
+        j["user"] = json!(user);
+        done.push(s.submit(&j));
+    }
+    for &id in &done {
+        s.wait_ended(id, 60);
+    }
+    hold_the_queue(&s);
+    let cancelled = s.submit(&queued_job("bob", "c"));
+    let (code, v) = s.call("DELETE", &format!("/v1/jobs/{cancelled}"), &s.token, None);
+    assert_eq!(code, 200, "{v}");
+    let waiting = s.submit(&queued_job("ann", "w"));
+    // Within a few seconds every ended job has left memory; the queued one stays.
+    let t = std::time::Instant::now();
+    while ids(&s.get("/v1/jobs?state=all")) != vec![waiting] {
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "{}",
+            s.get("/v1/jobs?state=all")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let check = |s: &Server| {
+        let h = s.get("/v1/history");
+        assert_eq!(ids(&h), vec![1, 2, 3, cancelled], "{h}");
+        let states: Vec<&str> = h["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["finished", "finished", "finished", "failed"]);
+        assert_eq!(ids(&s.get("/v1/history?user=ann")), vec![1, 3]);
+        assert_eq!(ids(&s.get("/v1/history?state=failed")), vec![cancelled]);
+        assert_eq!(ids(&s.get("/v1/history?state=queued")), Vec::<u64>::new());
+        let page = s.get("/v1/history?limit=2&after=1");
+        assert_eq!(ids(&page), vec![2, 3]);
+        assert_eq!(page["next"], 3);
+        // One job, from the history: its full view.
+        let one = s.job(2);
+        assert_eq!(one["state"], "finished");
+        assert_eq!(one["user"], "bob");
+        assert_eq!(one["components"][0]["executable"], "/bin/sh");
+        assert_eq!(s.job(cancelled)["last_abort"], "cancelled");
+        // The command line.
+        let out = Command::new(COALLOC)
+            .args(["history", "--json", "--user", "bob", "--state-dir"])
+            .arg(&s.dir)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got: Vec<u64> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, vec![2, cancelled]);
+    };
+    check(&s);
+    // A restart replays the forgetting: the aged jobs stay out of memory and in the history.
+    s.kill_and_restart();
+    assert_eq!(ids(&s.get("/v1/jobs?state=all")), vec![waiting]);
+    check(&s);
+    assert_eq!(s.submit(&queued_job("ann", "after")), waiting + 1);
+}

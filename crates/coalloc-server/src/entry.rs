@@ -83,6 +83,11 @@ pub enum Entry {
         key: String,
         value: String,
     },
+    /// Bookkeeping: these ended jobs left memory for the history table (written in the same
+    /// transaction).
+    Forget {
+        jobs: Vec<u64>,
+    },
 }
 
 /// The kinds of edit (seed 002 §3.2).
@@ -165,7 +170,7 @@ impl Entry {
                 reason: reason.clone(),
             },
             Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
-            Entry::Launched { .. } | Entry::KvPut { .. } => return Ok(None),
+            Entry::Launched { .. } | Entry::KvPut { .. } | Entry::Forget { .. } => return Ok(None),
         }))
     }
 }

@@ -5,9 +5,11 @@
 //! SQLite in WAL mode with `synchronous = FULL`: a commit is on disk when it returns. The
 //! driver appends a whole batch of events (every request that arrived while the last batch
 //! was being handled) in one transaction, so one fsync covers many submissions (group
-//! commit).
+//! commit). The history of ended jobs ([`crate::history`]) is a table of the same file,
+//! written in the same transactions.
 
 use crate::entry::Entry;
+use crate::history::HistoryRow;
 use coalloc_core::model::Time;
 use rusqlite::{params, Connection};
 use std::path::Path;
@@ -60,6 +62,7 @@ impl Journal {
              );",
         )
         .map_err(err)?;
+        conn.execute_batch(crate::history::SCHEMA).map_err(err)?;
         let mut records = Vec::new();
         {
             let mut stmt = conn
@@ -87,9 +90,14 @@ impl Journal {
         Ok((Journal { conn, path: p }, records))
     }
 
-    /// Append records in one transaction; they are on disk when this returns.
-    pub fn append(&mut self, records: &[Record]) -> Result<(), JournalError> {
-        if records.is_empty() {
+    /// Append records, and write ended jobs to the history table, in one transaction; they
+    /// are on disk when this returns.
+    pub fn append(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        if records.is_empty() && history.is_empty() {
             return Ok(());
         }
         let path = self.path.clone();
@@ -107,6 +115,7 @@ impl Journal {
                 stmt.execute(params![r.at, text]).map_err(err)?;
             }
         }
+        crate::history::insert(&tx, history).map_err(err)?;
         tx.commit().map_err(err)
     }
 }
@@ -133,11 +142,14 @@ mod tests {
                 entry: Entry::Cancel { job: 3 },
             },
         ];
-        j.append(&recs).unwrap();
-        j.append(&[Record {
-            at: 9,
-            entry: Entry::Started { launch: 4 },
-        }])
+        j.append(&recs, &[]).unwrap();
+        j.append(
+            &[Record {
+                at: 9,
+                entry: Entry::Started { launch: 4 },
+            }],
+            &[],
+        )
         .unwrap();
         drop(j);
         let (_, back) = Journal::open(&path).unwrap();

@@ -116,7 +116,8 @@ pub(super) fn query_filter(
     q.filter()
 }
 
-/// One job: its components with their sites, launches and check-ins, and its times.
+/// One job: its components with their sites, launches and check-ins, and its times (an
+/// ended job that has left memory: its last view, from the history).
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
     responses(
         (status = 200, description = "the job", body = JobView),
@@ -130,10 +131,39 @@ pub async fn show(
     Path(id): Path<u64>,
 ) -> Result<Json<JobView>, ApiError> {
     admin(&s, &headers)?;
-    s.ask(|reply| Request::Job { job: id, reply })
-        .await?
+    if let Some(v) = s.ask(|reply| Request::Job { job: id, reply }).await? {
+        return Ok(Json(v));
+    }
+    let history = s.history.clone();
+    tokio::task::spawn_blocking(move || history.get(id))
+        .await
+        .map_err(|e| ApiError::new(500, e.to_string()))?
+        .map_err(|e| ApiError::new(500, e.to_string()))?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+}
+
+/// A page of the ended jobs that have left memory (older than the server's `min_job_age`),
+/// by number: their last view, with the same filters and cursor as `GET /v1/jobs`.
+#[utoipa::path(get, path = "/v1/history", tag = "jobs", params(JobsQuery), security(("token" = [])),
+    responses(
+        (status = 200, description = "a page of ended jobs", body = JobList),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
+pub async fn history(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<JobsQuery>, QueryRejection>,
+) -> Result<Json<JobList>, ApiError> {
+    admin(&s, &headers)?;
+    let filter = query_filter(query)?;
+    let history = s.history.clone();
+    tokio::task::spawn_blocking(move || history.page(&filter))
+        .await
+        .map_err(|e| ApiError::new(500, e.to_string()))?
+        .map(Json)
+        .map_err(|e| ApiError::new(500, e.to_string()))
 }
 
 /// Cancel a job: every started component is killed.

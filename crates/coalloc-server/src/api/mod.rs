@@ -1,4 +1,4 @@
-//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), sites, the event stream
+//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), the history of ended jobs, sites, the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
@@ -36,6 +36,8 @@ pub struct AppState {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// The site agents' links, when some site is reached through an agent.
     pub hub: Option<std::sync::Arc<crate::link::hub::Hub>>,
+    /// The history of ended jobs that left memory.
+    pub history: std::sync::Arc<crate::history::History>,
 }
 
 impl IntoResponse for ApiError {
@@ -64,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs", post(jobs::submit).get(jobs::list))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
+        .route("/v1/history", get(jobs::history))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))

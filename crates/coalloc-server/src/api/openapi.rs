@@ -43,6 +43,7 @@ impl Modify for Security {
         super::jobs::show,
         super::jobs::cancel,
         super::jobs::edit,
+        super::jobs::history,
         super::jobs::sites,
         super::jobs::set_usable,
         super::jobs::agent_token,

@@ -13,6 +13,7 @@
 //! vanished ones are reported failed, and launches the server was submitting when it died
 //! are looked up by their launch number.
 
+mod aging;
 mod clouds;
 mod commands;
 mod metrics;
@@ -105,6 +106,12 @@ pub struct Driver {
     statuses: Vec<Option<(u32, u32, bool)>>,
     /// Entries of this turn, to commit.
     pending: Vec<Record>,
+    /// Ended jobs that leave memory in this turn, to write to the history with its commit.
+    history: Vec<crate::history::HistoryRow>,
+    /// Ended jobs still in memory, by end (`aging`).
+    ended_at: VecDeque<(Time, u64)>,
+    /// When to look for jobs old enough to leave memory.
+    next_age: Time,
     /// Replies waiting for the commit.
     replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Entries the driver makes itself (ready, failed, transfer done), for the next apply.
@@ -177,6 +184,9 @@ impl Driver {
             loads: vec![(SiteLoad::default(), true); n],
             statuses: vec![None; n],
             pending: Vec::new(),
+            history: Vec::new(),
+            ended_at: VecDeque::new(),
+            next_age: 0,
             replies: Vec::new(),
             internal: VecDeque::new(),
             replaying: true,
@@ -242,6 +252,7 @@ impl Driver {
             Entry::KvPut { job, key, value } => {
                 self.kv.insert((*job, key.clone()), value.clone());
             }
+            Entry::Forget { jobs } => self.drop_jobs(jobs),
             _ => {}
         }
     }
@@ -307,7 +318,7 @@ impl Driver {
 
     fn timeout(&self) -> Duration {
         let now = wall_ms();
-        let mut until = self.next_sample;
+        let mut until = self.next_sample.min(self.next_age);
         if let Some(w) = self.core.next_wakeup() {
             until = until.min(w);
         }
@@ -332,6 +343,7 @@ impl Driver {
         if self.core.next_wakeup().is_some_and(|w| w <= self.now) {
             let _ = self.apply(Entry::Tick);
         }
+        self.age_out();
         let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {
@@ -369,7 +381,7 @@ impl Driver {
     fn commit(&mut self) -> bool {
         let changed = !self.pending.is_empty();
         let t = std::time::Instant::now();
-        let appended = self.journal.append(&self.pending);
+        let appended = self.journal.append(&self.pending, &self.history);
         if changed {
             self.metrics
                 .journal_commit
@@ -383,6 +395,7 @@ impl Driver {
             std::process::exit(1);
         }
         self.pending.clear();
+        self.history.clear();
         for r in self.replies.drain(..) {
             r();
         }
