@@ -30,6 +30,15 @@ pub enum JournalError {
     },
 }
 
+/// Why a replay stopped: the journal could not be read, or record `n` (from 1) was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError<E> {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("journal entry {0}: {1}")]
+    Record(usize, E),
+}
+
 /// One journaled input: when the core saw it, and what it was.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -44,8 +53,8 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Open (or create) the journal at `path` and read every record in it.
-    pub fn open(path: &Path) -> Result<(Journal, Vec<Record>), JournalError> {
+    /// Open (or create) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
         let p = path.display().to_string();
         let err = |source| JournalError::Sqlite {
             path: p.clone(),
@@ -63,31 +72,49 @@ impl Journal {
         )
         .map_err(err)?;
         conn.execute_batch(crate::history::SCHEMA).map_err(err)?;
-        let mut records = Vec::new();
-        {
-            let mut stmt = conn
-                .prepare("SELECT seq, at, entry FROM journal ORDER BY seq")
-                .map_err(err)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                })
-                .map_err(err)?;
-            for row in rows {
-                let (seq, at, text) = row.map_err(err)?;
-                let entry = serde_json::from_str(&text).map_err(|e| JournalError::Corrupt {
-                    path: p.clone(),
+        Ok(Journal { conn, path: p })
+    }
+
+    /// Hand every record, in order, to `each` as it is read (a replay holds one record at a
+    /// time, not the whole journal); how many there were. `each`'s error stops the reading
+    /// and comes back with the record's number.
+    pub fn replay<E>(
+        &self,
+        mut each: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<usize, ReplayError<E>> {
+        let err = |source| {
+            ReplayError::Journal(JournalError::Sqlite {
+                path: self.path.clone(),
+                source,
+            })
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, at, entry FROM journal ORDER BY seq")
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut n = 0;
+        while let Some(row) = rows.next().map_err(err)? {
+            let seq: i64 = row.get(0).map_err(err)?;
+            let at: i64 = row.get(1).map_err(err)?;
+            let text = row.get_ref(2).map_err(err)?.as_str().map_err(|e| {
+                err(rusqlite::Error::FromSqlConversionFailure(
+                    2,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                ))
+            })?;
+            let entry = serde_json::from_str(text).map_err(|e| {
+                ReplayError::Journal(JournalError::Corrupt {
+                    path: self.path.clone(),
                     seq,
                     message: e.to_string(),
-                })?;
-                records.push(Record { at, entry });
-            }
+                })
+            })?;
+            n += 1;
+            each(Record { at, entry }).map_err(|e| ReplayError::Record(n, e))?;
         }
-        Ok((Journal { conn, path: p }, records))
+        Ok(n)
     }
 
     /// Append records, and write ended jobs to the history table, in one transaction; they
@@ -130,8 +157,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("journal.sqlite");
-        let (mut j, old) = Journal::open(&path).unwrap();
-        assert!(old.is_empty());
+        let mut j = Journal::open(&path).unwrap();
+        assert_eq!(j.replay(|_| Ok::<_, String>(())).unwrap(), 0);
         let recs = vec![
             Record {
                 at: 5,
@@ -152,7 +179,14 @@ mod tests {
         )
         .unwrap();
         drop(j);
-        let (_, back) = Journal::open(&path).unwrap();
+        let mut back = Vec::new();
+        Journal::open(&path)
+            .unwrap()
+            .replay(|r| {
+                back.push(r);
+                Ok::<_, String>(())
+            })
+            .unwrap();
         assert_eq!(back.len(), 3);
         assert_eq!(back[..2], recs[..]);
         assert_eq!(back[2].entry, Entry::Started { launch: 4 });

@@ -25,7 +25,7 @@ mod view;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
-use crate::journal::{Journal, JournalError, Record};
+use crate::journal::{Journal, JournalError, Record, ReplayError};
 use crate::logs::JsonLines;
 use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
@@ -155,7 +155,7 @@ impl Driver {
         url: String,
         tx: Sender<Msg>,
     ) -> Result<(Driver, Shared), StartError> {
-        let (journal, records) = Journal::open(&state.journal())?;
+        let journal = Journal::open(&state.journal())?;
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
         let (generation, generation_rx) = watch::channel(0);
         let (events, _) = broadcast::channel(4096);
@@ -197,10 +197,13 @@ impl Driver {
             metrics: Arc::new(Metrics::new()),
             config,
         };
-        let replayed = records.len();
-        for (i, r) in records.into_iter().enumerate() {
-            d.replay(r).map_err(|e| StartError::Replay(i + 1, e))?;
-        }
+        // The journal is moved out while it feeds the driver, one record at a time.
+        let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
+        let replayed = journal.replay(|r| d.replay(r)).map_err(|e| match e {
+            ReplayError::Journal(e) => StartError::Journal(e),
+            ReplayError::Record(n, e) => StartError::Replay(n, e),
+        })?;
+        d.journal = journal;
         d.replaying = false;
         let interval = Duration::from_millis(d.config.monitor_interval as u64);
         d.workers = parts
