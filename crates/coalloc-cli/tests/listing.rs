@@ -252,3 +252,39 @@ fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
     check(&s);
     assert_eq!(s.submit(&queued_job("ann", "after")), waiting + 1);
 }
+
+#[test]
+fn a_batch_submits_many_jobs_in_one_request() {
+    let s = Server::start("listing-batch", &three_clusters([4, 4, 4], ""));
+    hold_the_queue(&s);
+    let mut jobs: Vec<Value> = (0..50)
+        .map(|i| queued_job("ann", &format!("j{i}")))
+        .collect();
+    // A job no site can hold is refused by the scheduler; the others go in.
+    jobs.insert(
+        3,
+        json!({"kind": "total", "component": [{"count": 40, "executable": "/bin/true"}]}),
+    );
+    let body = json!({ "jobs": jobs }).to_string();
+    let (code, v) = s.call("POST", "/v1/jobs/batch", &s.token, Some(&body));
+    assert_eq!(code, 201, "{v}");
+    let got: Vec<Option<u64>> = serde_json::from_value(v["jobs"].clone()).unwrap();
+    let mut want: Vec<Option<u64>> = (1..=50).map(Some).collect();
+    want.insert(3, None);
+    assert_eq!(got, want);
+    assert_eq!(v["errors"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["errors"][0]["index"], 3);
+    assert_eq!(
+        ids(&s.get("/v1/jobs?limit=100")),
+        (1..=50).collect::<Vec<_>>()
+    );
+    // A job that does not parse refuses the whole batch, and names it.
+    let bad = json!({ "jobs": [queued_job("a", "x"), {"kind": "sideways"}] }).to_string();
+    let (code, v) = s.call("POST", "/v1/jobs/batch", &s.token, Some(&bad));
+    assert_eq!(code, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().starts_with("batch: job 1: "),
+        "{v}"
+    );
+    assert_eq!(ids(&s.get("/v1/jobs?after=50")), Vec::<u64>::new());
+}

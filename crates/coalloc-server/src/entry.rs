@@ -103,7 +103,7 @@ impl Entry {
     /// The journal form of a job.
     pub fn submit(job: &Job, secret: String) -> Entry {
         Entry::Submit {
-            job: native::to_json(job),
+            job: native::to_json_line(job),
             secret,
         }
     }

@@ -94,6 +94,38 @@ pub struct Submitted {
     pub job: u64,
 }
 
+/// `POST /v1/jobs/batch`: many jobs in one request, each in the native JSON spec.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"jobs": [
+    {"name": "a", "kind": "unordered", "component": [{"count": 1, "executable": "/bin/true"}]},
+    {"name": "b", "kind": "unordered", "component": [{"count": 2, "executable": "/bin/true"}]}
+]}))]
+pub struct BatchBody {
+    #[schema(value_type = Vec<JobSpec>)]
+    pub jobs: Vec<Value>,
+}
+
+/// The answer to a batch: each job's number in the batch's order (`null` for one the
+/// scheduler refused), and why each refused one was.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"jobs": [7, null], "errors": [{"index": 1, "error": "job needs 40 processors on one site; the largest has 16"}]}))]
+pub struct BatchSubmitted {
+    pub jobs: Vec<Option<u64>>,
+    pub errors: Vec<BatchError>,
+}
+
+/// A job of a batch the scheduler refused.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"index": 1, "error": "job needs 40 processors on one site; the largest has 16"}))]
+pub struct BatchError {
+    /// Its place in the batch, from 0.
+    pub index: usize,
+    pub error: String,
+}
+
 /// One component of a job as the API shows it. The fields after `launch` are in
 /// `GET /v1/jobs/{id}` only.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -7,8 +7,8 @@ use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
 use crate::listing::{JobFilter, JobsQuery};
 use crate::views::{
-    AgentTokenView, Cancelled, EditBody, Edited, ErrorBody, JobList, JobSpec, JobView, SitesView,
-    StreamEvent, Submitted, UsableAnswer, UsableBody,
+    AgentTokenView, BatchBody, BatchError, BatchSubmitted, Cancelled, EditBody, Edited, ErrorBody,
+    JobList, JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -87,6 +87,56 @@ pub async fn submit(
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
         None => Err(ApiError::new(500, "no answer")),
     }
+}
+
+/// The most jobs one batch may hold.
+const MAX_BATCH: usize = 100_000;
+
+/// Submit many jobs in one request (the native spec in JSON, each): they are journaled in
+/// one transaction and numbered in the batch's order. A batch with a job that does not
+/// parse is refused whole (400, naming the job); a job the scheduler refuses is `null` in
+/// the answer, with its reason in `errors`.
+#[utoipa::path(post, path = "/v1/jobs/batch", tag = "jobs", security(("token" = [])),
+    request_body = BatchBody,
+    responses(
+        (status = 201, description = "submitted", body = BatchSubmitted),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+    ))]
+pub async fn batch(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<(StatusCode, Json<BatchSubmitted>), ApiError> {
+    admin(&s, &headers)?;
+    let b: BatchBody =
+        serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("batch: {e}")))?;
+    if b.jobs.len() > MAX_BATCH {
+        return Err(ApiError::bad(format!(
+            "batch: {} jobs; at most {MAX_BATCH} in one request",
+            b.jobs.len()
+        )));
+    }
+    let jobs = b
+        .jobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            coalloc_core::spec::native::from_json_value(v)
+                .map_err(|e| ApiError::bad(format!("batch: job {i}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let answers = s.ask(|reply| Request::Submit { jobs, reply }).await?;
+    let mut errors = Vec::new();
+    let jobs = answers
+        .into_iter()
+        .enumerate()
+        .map(|(index, a)| {
+            a.map_err(|error| errors.push(BatchError { index, error }))
+                .ok()
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(BatchSubmitted { jobs, errors })))
 }
 
 /// A page of the jobs in memory (queued, running, and ended ones until they age out into

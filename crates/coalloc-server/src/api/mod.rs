@@ -64,6 +64,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .route("/v1/jobs", post(jobs::submit).get(jobs::list))
+        .route("/v1/jobs/batch", post(jobs::batch))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
         .route("/v1/history", get(jobs::history))

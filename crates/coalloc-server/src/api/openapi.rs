@@ -39,6 +39,7 @@ impl Modify for Security {
         super::health,
         document,
         super::jobs::submit,
+        super::jobs::batch,
         super::jobs::list,
         super::jobs::show,
         super::jobs::cancel,
