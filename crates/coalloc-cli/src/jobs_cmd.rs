@@ -24,6 +24,12 @@ pub struct SubmitArgs {
     /// Require the server to place with this fit (worst, best, first, ...).
     #[arg(long)]
     pub fit: Option<String>,
+    /// Submit each job as an array, one element per index (`0-999`, or one index `7`):
+    /// jobs with consecutive numbers, shown as `FIRST_[A-B]` and cancelled as one
+    /// (`coalloc cancel FIRST`, or some elements: `coalloc cancel FIRST_[3-9]`); each
+    /// component sees its element's index in COALLOC_ARRAY_INDEX.
+    #[arg(long, value_name = "A-B")]
+    pub array: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -59,13 +65,21 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
         let job = l.job.expect("checked above");
         let body = native::to_json(&job);
         let name = l.path.display().to_string();
-        match client.send("POST", "/v1/jobs", "application/json", &body) {
+        let path = match &args.array {
+            Some(a) => format!("/v1/jobs?array={a}"),
+            None => "/v1/jobs".into(),
+        };
+        match client.send("POST", &path, "application/json", &body) {
             Ok(v) => {
                 let id = v["job"].as_u64().unwrap_or(0);
+                let array = v["array"].as_str();
                 if !args.json {
-                    println!("submitted job {id} ({name})");
+                    match array {
+                        Some(a) => println!("submitted array {a} ({name})"),
+                        None => println!("submitted job {id} ({name})"),
+                    }
                 }
-                out.push(json!({ "file": name, "job": id }));
+                out.push(json!({ "file": name, "job": id, "array": array }));
             }
             Err(e) => {
                 if args.json {
@@ -129,31 +143,49 @@ pub const JOB_HEADER: [&str; 9] = [
     "last abort",
 ];
 
-/// The rows of the jobs table, one per job.
+/// An array element's array and index, from its `array` field (`FIRST_INDEX`).
+fn element(job: &Value) -> Option<(u64, u32)> {
+    let (first, index) = job["array"].as_str()?.split_once('_')?;
+    Some((first.parse().ok()?, index.parse().ok()?))
+}
+
+/// The rows of the jobs table, one per job; the queued elements of an array that follow
+/// each other make one row, `FIRST_[A-B]`, as squeue shows pending array elements.
 pub fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
     let now = coalloc_server::driver::wall_ms();
-    jobs.as_array()
-        .into_iter()
-        .flatten()
-        .map(|j| {
-            let time = match (j["start"].as_i64(), j["end"].as_i64()) {
-                (Some(s), Some(e)) => e - s,
-                (Some(s), None) => now - s,
-                _ => 0,
-            };
-            vec![
-                j["id"].to_string(),
-                j["name"].as_str().unwrap_or("-").to_string(),
-                j["user"].as_str().unwrap_or("-").to_string(),
-                j["state"].as_str().unwrap_or("?").to_string(),
-                j["components"].as_array().map_or(0, Vec::len).to_string(),
-                j["processors"].to_string(),
-                sites_of(j),
-                format!("{:.1}", time as f64 / 1000.0),
-                j["last_abort"].as_str().unwrap_or("").to_string(),
-            ]
-        })
-        .collect()
+    // (array, first index, last index) of the run the last row stands for.
+    let mut run: Option<(u64, u32, u32)> = None;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for j in jobs.as_array().into_iter().flatten() {
+        let queued = j["state"] == "queued";
+        if let (Some((a, i)), Some((ra, lo, hi)), Some(row)) = (element(j), run, rows.last_mut()) {
+            if queued && a == ra && i == hi + 1 {
+                row[0] = format!("{a}_[{lo}-{i}]");
+                run = Some((a, lo, i));
+                continue;
+            }
+        }
+        run = element(j).filter(|_| queued).map(|(a, i)| (a, i, i));
+        let time = match (j["start"].as_i64(), j["end"].as_i64()) {
+            (Some(s), Some(e)) => e - s,
+            (Some(s), None) => now - s,
+            _ => 0,
+        };
+        rows.push(vec![
+            j["array"]
+                .as_str()
+                .map_or_else(|| j["id"].to_string(), str::to_owned),
+            j["name"].as_str().unwrap_or("-").to_string(),
+            j["user"].as_str().unwrap_or("-").to_string(),
+            j["state"].as_str().unwrap_or("?").to_string(),
+            j["components"].as_array().map_or(0, Vec::len).to_string(),
+            j["processors"].to_string(),
+            sites_of(j),
+            format!("{:.1}", time as f64 / 1000.0),
+            j["last_abort"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    rows
 }
 
 /// The jobs table (also used by `watch`).
@@ -226,18 +258,65 @@ pub fn history(args: HistoryArgs) -> Result<(), CliError> {
 
 #[derive(Args)]
 pub struct CancelArgs {
-    /// The jobs to cancel.
+    /// The jobs to cancel: `12`; an array's elements `12_5` or `12_[3-9]`; a whole array by
+    /// its first job's number, `12`.
     #[arg(required = true)]
-    pub jobs: Vec<u64>,
+    pub jobs: Vec<String>,
     #[command(flatten)]
     pub state: StateArgs,
 }
 
+/// What `coalloc cancel` was given: a job (or a whole array), or some of an array's elements.
+#[derive(Debug, PartialEq, Eq)]
+enum CancelTarget {
+    Job(u64),
+    Elements(u64, String),
+}
+
+fn cancel_target(text: &str) -> Result<CancelTarget, CliError> {
+    let bad = || {
+        CliError::bad(format!(
+            "`{text}` is not a job: expected a number (12), an array element (12_5) or elements (12_[3-9])"
+        ))
+    };
+    match text.split_once('_') {
+        None => text.parse().map(CancelTarget::Job).map_err(|_| bad()),
+        Some((first, rest)) => {
+            let first = first.parse().map_err(|_| bad())?;
+            let indexes = rest
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .unwrap_or(rest);
+            let ok = !indexes.is_empty() && indexes.chars().all(|c| c.is_ascii_digit() || c == '-');
+            ok.then(|| CancelTarget::Elements(first, indexes.to_string()))
+                .ok_or_else(bad)
+        }
+    }
+}
+
 pub fn cancel(args: CancelArgs) -> Result<(), CliError> {
+    let targets = args
+        .jobs
+        .iter()
+        .map(|t| cancel_target(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let client = Client::connect(&args.state)?;
-    for j in args.jobs {
-        client.delete(&format!("/v1/jobs/{j}"))?;
-        println!("cancelled job {j}");
+    let said = |v: &Value| v["cancelled"].as_array().map_or(0, Vec::len);
+    for (text, t) in args.jobs.iter().zip(targets) {
+        match t {
+            CancelTarget::Elements(first, indexes) => {
+                let v = client.delete(&format!("/v1/arrays/{first}?indexes={indexes}"))?;
+                println!("cancelled {} jobs of array {text}", said(&v));
+            }
+            // A whole array, as Slurm's `scancel FIRST`; else the one job.
+            CancelTarget::Job(j) => match client.delete(&format!("/v1/arrays/{j}")) {
+                Ok(v) => println!("cancelled {} jobs of array {j}", said(&v)),
+                Err(_) => {
+                    client.delete(&format!("/v1/jobs/{j}"))?;
+                    println!("cancelled job {j}");
+                }
+            },
+        }
     }
     Ok(())
 }
@@ -359,4 +438,25 @@ pub fn logs(args: LogsArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cancel_target, CancelTarget};
+
+    #[test]
+    fn cancel_takes_jobs_and_array_elements() {
+        assert_eq!(cancel_target("12").unwrap(), CancelTarget::Job(12));
+        assert_eq!(
+            cancel_target("12_[3-9]").unwrap(),
+            CancelTarget::Elements(12, "3-9".into())
+        );
+        assert_eq!(
+            cancel_target("12_5").unwrap(),
+            CancelTarget::Elements(12, "5".into())
+        );
+        for bad in ["x", "12_", "12_[a]", "_3"] {
+            assert!(cancel_target(bad).is_err(), "{bad}");
+        }
+    }
 }

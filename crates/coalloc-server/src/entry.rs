@@ -83,6 +83,12 @@ pub enum Entry {
         key: String,
         value: String,
     },
+    /// Bookkeeping: jobs `first .. first + count` are one array, of indexes from `start`.
+    Array {
+        first: u64,
+        start: u32,
+        count: u32,
+    },
     /// Bookkeeping: these ended jobs left memory for the history table (written in the same
     /// transaction).
     Forget {
@@ -170,7 +176,10 @@ impl Entry {
                 reason: reason.clone(),
             },
             Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
-            Entry::Launched { .. } | Entry::KvPut { .. } | Entry::Forget { .. } => return Ok(None),
+            Entry::Launched { .. }
+            | Entry::KvPut { .. }
+            | Entry::Forget { .. }
+            | Entry::Array { .. } => return Ok(None),
         }))
     }
 }

@@ -86,12 +86,24 @@ pub struct ComponentSpec {
     pub attribute: Vec<Value>,
 }
 
-/// `POST /v1/jobs`: the number the job was given.
+/// `POST /v1/jobs`: the number the job was given (an array: its first element's, and the
+/// array as `FIRST_[START-END]`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"job": 1}))]
+#[schema(example = json!({"job": 12, "array": "12_[0-999]"}))]
 pub struct Submitted {
     pub job: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
+}
+
+/// `DELETE /v1/arrays/{id}`: the elements cancelled (those that had not ended).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"array": 12, "cancelled": [15, 16, 17]}))]
+pub struct ArrayCancelled {
+    pub array: u64,
+    pub cancelled: Vec<u64>,
 }
 
 /// `POST /v1/jobs/batch`: many jobs in one request, each in the native JSON spec.
@@ -182,6 +194,9 @@ pub struct JobView {
     /// Why the job's last start was aborted (or why it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_abort: Option<String>,
+    /// An array's element: `FIRST_INDEX` (the array's first job, the element's index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

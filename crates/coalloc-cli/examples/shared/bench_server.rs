@@ -72,7 +72,11 @@ impl Server {
         let auth = format!("Bearer {}", self.token);
         let r = match method {
             "GET" => self.agent.get(&url).header("Authorization", &auth).call(),
-            "DELETE" => self.agent.delete(&url).header("Authorization", &auth).call(),
+            "DELETE" => self
+                .agent
+                .delete(&url)
+                .header("Authorization", &auth)
+                .call(),
             "PUT" => self
                 .agent
                 .put(&url)

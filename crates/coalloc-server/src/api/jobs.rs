@@ -3,12 +3,14 @@
 
 use super::auth::admin;
 use super::AppState;
+use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
 use crate::listing::{JobFilter, JobsQuery};
 use crate::views::{
-    AgentTokenView, BatchBody, BatchError, BatchSubmitted, Cancelled, EditBody, Edited, ErrorBody,
-    JobList, JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
+    AgentTokenView, ArrayCancelled, BatchBody, BatchError, BatchSubmitted, Cancelled, EditBody,
+    Edited, ErrorBody, JobList, JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer,
+    UsableBody,
 };
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -28,6 +30,9 @@ use tokio_stream::{Stream, StreamExt};
 pub struct SubmitQuery {
     /// rsl, uno, toml or json; otherwise from the Content-Type, else JSON.
     format: Option<String>,
+    /// Submit the job as an array of one element per index, `A-B` (inclusive) or `A`: jobs
+    /// with consecutive numbers, each component seeing `COALLOC_ARRAY_INDEX`.
+    array: Option<String>,
 }
 
 fn format_of(q: &SubmitQuery, headers: &HeaderMap) -> Result<Format, ApiError> {
@@ -76,6 +81,19 @@ pub async fn submit(
     admin(&s, &headers)?;
     let format = format_of(&q, &headers)?;
     let job = parse_job(&body, format).map_err(|e| ApiError::bad(format!("job: {e}")))?;
+    if let Some(text) = &q.array {
+        let indexes = parse_indexes(text).map_err(ApiError::bad)?;
+        let first = s
+            .ask(|reply| Request::SubmitArray {
+                job: Box::new(job),
+                indexes,
+                reply,
+            })
+            .await?
+            .map_err(|e| ApiError::bad(format!("job refused: {e}")))?;
+        let array = Some(format!("{first}_[{}-{}]", indexes.0, indexes.1));
+        return Ok((StatusCode::CREATED, Json(Submitted { job: first, array })));
+    }
     let answers = s
         .ask(|reply| Request::Submit {
             jobs: vec![job],
@@ -83,7 +101,13 @@ pub async fn submit(
         })
         .await?;
     match answers.into_iter().next() {
-        Some(Ok(id)) => Ok((StatusCode::CREATED, Json(Submitted { job: id }))),
+        Some(Ok(id)) => Ok((
+            StatusCode::CREATED,
+            Json(Submitted {
+                job: id,
+                array: None,
+            }),
+        )),
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
         None => Err(ApiError::new(500, "no answer")),
     }
@@ -235,6 +259,50 @@ pub async fn cancel(
     Ok(Json(Cancelled {
         job: id,
         cancelled: true,
+    }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayQuery {
+    /// Only the elements of these indexes, `A-B` (inclusive) or `A`; default: every one.
+    indexes: Option<String>,
+}
+
+/// Cancel an array's elements (every one, or those of `indexes`) that have not ended, in one
+/// request; the array is known by its first job's number.
+#[utoipa::path(delete, path = "/v1/arrays/{id}", tag = "jobs", params(("id" = u64, Path, description = "the array's first job"), ArrayQuery), security(("token" = [])),
+    responses(
+        (status = 200, description = "cancelled", body = ArrayCancelled),
+        (status = 400, description = "bad input", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such array", body = ErrorBody),
+    ))]
+pub async fn cancel_array(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    query: Result<Query<ArrayQuery>, QueryRejection>,
+) -> Result<Json<ArrayCancelled>, ApiError> {
+    admin(&s, &headers)?;
+    let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
+    let indexes = q
+        .indexes
+        .as_deref()
+        .map(parse_indexes)
+        .transpose()
+        .map_err(ApiError::bad)?;
+    let cancelled = s
+        .ask(|reply| Request::CancelArray {
+            first: id,
+            indexes,
+            reply,
+        })
+        .await??;
+    Ok(Json(ArrayCancelled {
+        array: id,
+        cancelled,
     }))
 }
 

@@ -18,7 +18,7 @@ use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 use std::time::Duration;
@@ -68,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
         .route("/v1/history", get(jobs::history))
+        .route("/v1/arrays/{id}", delete(jobs::cancel_array))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))

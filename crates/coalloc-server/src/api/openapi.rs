@@ -43,6 +43,7 @@ impl Modify for Security {
         super::jobs::list,
         super::jobs::show,
         super::jobs::cancel,
+        super::jobs::cancel_array,
         super::jobs::edit,
         super::jobs::history,
         super::jobs::sites,

@@ -132,6 +132,12 @@ impl Driver {
             ("COALLOC_SITE".into(), site),
             ("COALLOC_PROCESSES".into(), processes.to_string()),
         ]);
+        if let Some((first, index)) = self.array_of(s.job) {
+            env.extend([
+                ("COALLOC_ARRAY_JOB_ID".into(), first.to_string()),
+                ("COALLOC_ARRAY_INDEX".into(), index.to_string()),
+            ]);
+        }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
         let req = SubmitRequest {
             launch: s.launch.0,

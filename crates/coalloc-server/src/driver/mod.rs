@@ -14,6 +14,7 @@
 //! are looked up by their launch number.
 
 mod aging;
+pub mod arrays;
 mod clouds;
 mod commands;
 mod metrics;
@@ -112,6 +113,8 @@ pub struct Driver {
     ended_at: VecDeque<(Time, u64)>,
     /// When to look for jobs old enough to leave memory.
     next_age: Time,
+    /// Job arrays: first job -> (first index, elements) (`arrays`).
+    arrays: BTreeMap<u64, (u32, u32)>,
     /// Replies waiting for the commit.
     replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Entries the driver makes itself (ready, failed, transfer done), for the next apply.
@@ -187,6 +190,7 @@ impl Driver {
             history: Vec::new(),
             ended_at: VecDeque::new(),
             next_age: 0,
+            arrays: BTreeMap::new(),
             replies: Vec::new(),
             internal: VecDeque::new(),
             replaying: true,
@@ -256,6 +260,13 @@ impl Driver {
                 self.kv.insert((*job, key.clone()), value.clone());
             }
             Entry::Forget { jobs } => self.drop_jobs(jobs),
+            Entry::Array {
+                first,
+                start,
+                count,
+            } => {
+                self.arrays.insert(*first, (*start, *count));
+            }
             _ => {}
         }
     }

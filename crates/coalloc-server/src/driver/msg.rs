@@ -17,9 +17,23 @@ pub enum Request {
         jobs: Vec<Job>,
         reply: Reply<Vec<Result<u64, String>>>,
     },
+    /// Submit one job as an array: a copy per index of `indexes` (inclusive); the first
+    /// copy's number.
+    SubmitArray {
+        job: Box<Job>,
+        indexes: (u32, u32),
+        reply: Reply<Result<u64, String>>,
+    },
     Cancel {
         job: u64,
         reply: Reply<Result<(), ApiError>>,
+    },
+    /// Cancel the elements of an array (those with indexes in `indexes`, else all); the
+    /// jobs cancelled.
+    CancelArray {
+        first: u64,
+        indexes: Option<(u32, u32)>,
+        reply: Reply<Result<Vec<u64>, ApiError>>,
     },
     Edit {
         job: u64,

@@ -41,6 +41,22 @@ impl Driver {
                     .collect();
                 self.reply_later(reply, answers);
             }
+            Request::SubmitArray {
+                job,
+                indexes,
+                reply,
+            } => {
+                let r = self.submit_array(&job, indexes);
+                self.reply_later(reply, r);
+            }
+            Request::CancelArray {
+                first,
+                indexes,
+                reply,
+            } => {
+                let r = self.cancel_array(first, indexes);
+                self.reply_later(reply, r);
+            }
             Request::Cancel { job, reply } => {
                 let r = self
                     .apply(Entry::Cancel { job })

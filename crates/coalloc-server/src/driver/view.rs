@@ -116,6 +116,9 @@ impl Driver {
             submit_failures: r.submit_failures,
             completion_failures: r.completion_failures,
             last_abort: self.abort_reasons.get(&j.id).cloned(),
+            array: self
+                .array_of(j.id)
+                .map(|(first, index)| super::arrays::element_name(first, index)),
             placed: when(r.placed()),
             barrier_release: when(r.barrier_release()),
             wait_ms: when(r.wait()),
