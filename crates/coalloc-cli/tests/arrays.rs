@@ -3,25 +3,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server, COALLOC};
+use common::server::{barrier_component, job, three_clusters, Server};
 use serde_json::Value;
-use std::process::Command;
-
-/// `coalloc ARGS --state-dir DIR`: its standard output (it must succeed).
-fn coalloc(s: &Server, args: &[&str]) -> String {
-    let out = Command::new(COALLOC)
-        .args(args)
-        .arg("--state-dir")
-        .arg(&s.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "coalloc {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
@@ -38,7 +21,7 @@ fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
     std::fs::write(&file, spec.to_string()).unwrap();
     let file = file.to_str().unwrap();
     // Six elements, indexes 0 to 5: jobs 1 to 6, every one runs with its index.
-    let out = coalloc(&s, &["submit", "--array", "0-5", file, "--json"]);
+    let out = s.cli_ok(&["submit", "--array", "0-5", file, "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["submitted"][0]["array"], "1_[0-5]", "{v}");
     for (i, id) in (1..=6).enumerate() {
@@ -48,27 +31,20 @@ fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
         assert_eq!(s.output(id, 0).trim(), format!("index={i} of 1"));
     }
     // Ten more behind unusable sites, indexes 10 to 19: one row while they wait.
-    for site in ["alpha", "beta", "gamma"] {
-        s.call(
-            "PUT",
-            &format!("/v1/sites/{site}/usable"),
-            &s.token,
-            Some(r#"{"usable": false}"#),
-        );
-    }
-    assert!(
-        coalloc(&s, &["submit", "--array", "10-19", file]).contains("submitted array 7_[10-19]")
-    );
-    let table = coalloc(&s, &["status"]);
+    s.hold_the_queue();
+    assert!(s
+        .cli_ok(&["submit", "--array", "10-19", file])
+        .contains("submitted array 7_[10-19]"));
+    let table = s.cli_ok(&["status"]);
     let rows: Vec<&str> = table.lines().skip(1).collect();
     assert_eq!(rows.len(), 1, "{table}");
     assert!(rows[0].starts_with("7_[10-19]  "), "{table}");
     // Some elements, then the rest of the array, each in one request.
     assert_eq!(
-        coalloc(&s, &["cancel", "7_[12-13]"]).trim(),
+        s.cli_ok(&["cancel", "7_[12-13]"]).trim(),
         "cancelled 2 jobs of array 7_[12-13]"
     );
-    let table = coalloc(&s, &["status"]);
+    let table = s.cli_ok(&["status"]);
     let rows: Vec<&str> = table
         .lines()
         .skip(1)
@@ -76,7 +52,7 @@ fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
         .collect();
     assert_eq!(rows, ["7_[10-11]", "7_[14-19]"], "{table}");
     assert_eq!(
-        coalloc(&s, &["cancel", "7"]).trim(),
+        s.cli_ok(&["cancel", "7"]).trim(),
         "cancelled 8 jobs of array 7"
     );
     for id in 7..=16 {
@@ -84,21 +60,13 @@ fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
         assert_eq!(j["state"], "failed", "{j}");
         assert_eq!(j["last_abort"], "cancelled", "{j}");
     }
-    assert_eq!(
-        coalloc(&s, &["status"]).lines().count(),
-        1,
-        "only the header"
-    );
+    assert_eq!(s.cli_ok(&["status"]).lines().count(), 1, "only the header");
     // A plain job is still cancelled by its number; a bad one is refused before any request.
     let plain = s.submit(&job(vec![barrier_component(1, "", "true")]));
     assert_eq!(
-        coalloc(&s, &["cancel", &plain.to_string()]).trim(),
+        s.cli_ok(&["cancel", &plain.to_string()]).trim(),
         format!("cancelled job {plain}")
     );
-    let bad = Command::new(COALLOC)
-        .args(["cancel", "7_[x]", "--state-dir"])
-        .arg(&s.dir)
-        .output()
-        .unwrap();
+    let bad = s.cli(&["cancel", "7_[x]"]);
     assert_eq!(bad.status.code(), Some(2));
 }

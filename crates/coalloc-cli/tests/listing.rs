@@ -4,24 +4,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server, COALLOC};
+use common::server::{barrier_component, job, three_clusters, Server};
 use serde_json::{json, Value};
-use std::process::Command;
-
-const SITES: [&str; 3] = ["alpha", "beta", "gamma"];
-
-/// Mark every site unusable, so that what is submitted next stays queued.
-fn hold_the_queue(s: &Server) {
-    for site in SITES {
-        let (code, v) = s.call(
-            "PUT",
-            &format!("/v1/sites/{site}/usable"),
-            &s.token,
-            Some(r#"{"usable": false}"#),
-        );
-        assert_eq!(code, 200, "{v}");
-    }
-}
 
 /// A two-component job that would only check in at the barrier.
 fn queued_job(user: &str, name: &str) -> Value {
@@ -36,20 +20,8 @@ fn queued_job(user: &str, name: &str) -> Value {
 
 /// `coalloc status ARGS --json` against this server: the jobs' numbers and states.
 fn status(s: &Server, args: &[&str]) -> Vec<(u64, String)> {
-    let out = Command::new(COALLOC)
-        .arg("status")
-        .args(args)
-        .arg("--json")
-        .arg("--state-dir")
-        .arg(&s.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = s.cli_ok(&[&["status", "--json"], args].concat());
+    let v: Value = serde_json::from_str(&out).unwrap();
     v.as_array()
         .unwrap()
         .iter()
@@ -65,7 +37,7 @@ fn status(s: &Server, args: &[&str]) -> Vec<(u64, String)> {
 #[test]
 fn pages_return_every_job_exactly_once_while_jobs_are_submitted() {
     let s = Server::start("listing-pages", &three_clusters([4, 4, 4], ""));
-    hold_the_queue(&s);
+    s.hold_the_queue();
     let before: Vec<u64> = (0..120)
         .map(|i| s.submit(&queued_job("ann", &format!("a{i}"))))
         .collect();
@@ -137,7 +109,7 @@ fn status_shows_the_active_jobs_unless_told_otherwise() {
     let s = Server::start("listing-status", &three_clusters([4, 4, 4], ""));
     let done = s.submit(&job(vec![barrier_component(1, "", "true")]));
     s.wait_ended(done, 60);
-    hold_the_queue(&s);
+    s.hold_the_queue();
     let ann = s.submit(&queued_job("ann", "x"));
     let bob = s.submit(&queued_job("bob", "y"));
     let queued = |id: u64| (id, "queued".to_string());
@@ -154,12 +126,7 @@ fn status_shows_the_active_jobs_unless_told_otherwise() {
         vec![queued(ann)]
     );
     // The table: a header, then one line per job.
-    let out = Command::new(COALLOC)
-        .args(["status", "--state-dir"])
-        .arg(&s.dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = s.cli_ok(&["status"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].starts_with("job  name  user  state"), "{text}");
@@ -193,7 +160,7 @@ fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
     for &id in &done {
         s.wait_ended(id, 60);
     }
-    hold_the_queue(&s);
+    s.hold_the_queue();
     let cancelled = s.submit(&queued_job("bob", "c"));
     let (code, v) = s.call("DELETE", &format!("/v1/jobs/{cancelled}"), &s.token, None);
     assert_eq!(code, 200, "{v}");
@@ -231,12 +198,8 @@ fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
         assert_eq!(one["components"][0]["executable"], "/bin/sh");
         assert_eq!(s.job(cancelled)["last_abort"], "cancelled");
         // The command line.
-        let out = Command::new(COALLOC)
-            .args(["history", "--json", "--user", "bob", "--state-dir"])
-            .arg(&s.dir)
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v: Value =
+            serde_json::from_str(&s.cli_ok(&["history", "--json", "--user", "bob"])).unwrap();
         let got: Vec<u64> = v
             .as_array()
             .unwrap()
@@ -256,7 +219,7 @@ fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
 #[test]
 fn a_batch_submits_many_jobs_in_one_request() {
     let s = Server::start("listing-batch", &three_clusters([4, 4, 4], ""));
-    hold_the_queue(&s);
+    s.hold_the_queue();
     let mut jobs: Vec<Value> = (0..50)
         .map(|i| queued_job("ann", &format!("j{i}")))
         .collect();

@@ -2,17 +2,15 @@
 //! (add / delete / substitute a component before commit), sites, usable marks, events.
 
 use super::auth::admin;
+use super::listing::read_history;
 use super::AppState;
 use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
-use crate::listing::{JobFilter, JobsQuery};
 use crate::views::{
-    AgentTokenView, ArrayCancelled, BatchBody, BatchError, BatchSubmitted, Cancelled, EditBody,
-    Edited, ErrorBody, JobList, JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer,
-    UsableBody,
+    AgentTokenView, Cancelled, EditBody, Edited, ErrorBody, JobSpec, JobView, SitesView,
+    StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
-use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -113,83 +111,6 @@ pub async fn submit(
     }
 }
 
-/// The most jobs one batch may hold.
-const MAX_BATCH: usize = 100_000;
-
-/// Submit many jobs in one request (the native spec in JSON, each): they are journaled in
-/// one transaction and numbered in the batch's order. A batch with a job that does not
-/// parse is refused whole (400, naming the job); a job the scheduler refuses is `null` in
-/// the answer, with its reason in `errors`.
-#[utoipa::path(post, path = "/v1/jobs/batch", tag = "jobs", security(("token" = [])),
-    request_body = BatchBody,
-    responses(
-        (status = 201, description = "submitted", body = BatchSubmitted),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no or bad token", body = ErrorBody),
-    ))]
-pub async fn batch(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    body: String,
-) -> Result<(StatusCode, Json<BatchSubmitted>), ApiError> {
-    admin(&s, &headers)?;
-    let b: BatchBody =
-        serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("batch: {e}")))?;
-    if b.jobs.len() > MAX_BATCH {
-        return Err(ApiError::bad(format!(
-            "batch: {} jobs; at most {MAX_BATCH} in one request",
-            b.jobs.len()
-        )));
-    }
-    let jobs = b
-        .jobs
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            coalloc_core::spec::native::from_json_value(v)
-                .map_err(|e| ApiError::bad(format!("batch: job {i}: {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let answers = s.ask(|reply| Request::Submit { jobs, reply }).await?;
-    let mut errors = Vec::new();
-    let jobs = answers
-        .into_iter()
-        .enumerate()
-        .map(|(index, a)| {
-            a.map_err(|error| errors.push(BatchError { index, error }))
-                .ok()
-        })
-        .collect();
-    Ok((StatusCode::CREATED, Json(BatchSubmitted { jobs, errors })))
-}
-
-/// A page of the jobs in memory (queued, running, and ended ones until they age out into
-/// the history), by number, with their components' sites and states; filters on state,
-/// user, name and submit time; `next` is the cursor of the following page.
-#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", params(JobsQuery), security(("token" = [])),
-    responses(
-        (status = 200, description = "a page of jobs", body = JobList),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no or bad token", body = ErrorBody),
-    ))]
-pub async fn list(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    query: Result<Query<JobsQuery>, QueryRejection>,
-) -> Result<Json<JobList>, ApiError> {
-    admin(&s, &headers)?;
-    let filter = query_filter(query)?;
-    Ok(Json(s.ask(|reply| Request::Jobs { filter, reply }).await?))
-}
-
-/// A listing's query, checked.
-pub(super) fn query_filter(
-    query: Result<Query<JobsQuery>, QueryRejection>,
-) -> Result<JobFilter, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
-    q.filter()
-}
-
 /// One job: its components with their sites, launches and check-ins, and its times (an
 /// ended job that has left memory: its last view, from the history).
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
@@ -208,36 +129,10 @@ pub async fn show(
     if let Some(v) = s.ask(|reply| Request::Job { job: id, reply }).await? {
         return Ok(Json(v));
     }
-    let history = s.history.clone();
-    tokio::task::spawn_blocking(move || history.get(id))
-        .await
-        .map_err(|e| ApiError::new(500, e.to_string()))?
-        .map_err(|e| ApiError::new(500, e.to_string()))?
+    read_history(&s, move |h| h.get(id))
+        .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
-}
-
-/// A page of the ended jobs that have left memory (older than the server's `min_job_age`),
-/// by number: their last view, with the same filters and cursor as `GET /v1/jobs`.
-#[utoipa::path(get, path = "/v1/history", tag = "jobs", params(JobsQuery), security(("token" = [])),
-    responses(
-        (status = 200, description = "a page of ended jobs", body = JobList),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no or bad token", body = ErrorBody),
-    ))]
-pub async fn history(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    query: Result<Query<JobsQuery>, QueryRejection>,
-) -> Result<Json<JobList>, ApiError> {
-    admin(&s, &headers)?;
-    let filter = query_filter(query)?;
-    let history = s.history.clone();
-    tokio::task::spawn_blocking(move || history.page(&filter))
-        .await
-        .map_err(|e| ApiError::new(500, e.to_string()))?
-        .map(Json)
-        .map_err(|e| ApiError::new(500, e.to_string()))
 }
 
 /// Cancel a job: every started component is killed.
@@ -259,50 +154,6 @@ pub async fn cancel(
     Ok(Json(Cancelled {
         job: id,
         cancelled: true,
-    }))
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct ArrayQuery {
-    /// Only the elements of these indexes, `A-B` (inclusive) or `A`; default: every one.
-    indexes: Option<String>,
-}
-
-/// Cancel an array's elements (every one, or those of `indexes`) that have not ended, in one
-/// request; the array is known by its first job's number.
-#[utoipa::path(delete, path = "/v1/arrays/{id}", tag = "jobs", params(("id" = u64, Path, description = "the array's first job"), ArrayQuery), security(("token" = [])),
-    responses(
-        (status = 200, description = "cancelled", body = ArrayCancelled),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no or bad token", body = ErrorBody),
-        (status = 404, description = "no such array", body = ErrorBody),
-    ))]
-pub async fn cancel_array(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<u64>,
-    query: Result<Query<ArrayQuery>, QueryRejection>,
-) -> Result<Json<ArrayCancelled>, ApiError> {
-    admin(&s, &headers)?;
-    let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
-    let indexes = q
-        .indexes
-        .as_deref()
-        .map(parse_indexes)
-        .transpose()
-        .map_err(ApiError::bad)?;
-    let cancelled = s
-        .ask(|reply| Request::CancelArray {
-            first: id,
-            indexes,
-            reply,
-        })
-        .await??;
-    Ok(Json(ArrayCancelled {
-        array: id,
-        cancelled,
     }))
 }
 

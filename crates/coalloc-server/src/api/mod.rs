@@ -8,7 +8,9 @@
 //! a job's barrier and rendezvous routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
 
 mod auth;
+mod bulk;
 mod jobs;
+mod listing;
 mod metrics;
 pub mod openapi;
 mod runtime;
@@ -63,12 +65,12 @@ impl AppState {
 /// The whole API.
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
-        .route("/v1/jobs", post(jobs::submit).get(jobs::list))
-        .route("/v1/jobs/batch", post(jobs::batch))
+        .route("/v1/jobs", post(jobs::submit).get(listing::list))
+        .route("/v1/jobs/batch", post(bulk::batch))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
-        .route("/v1/history", get(jobs::history))
-        .route("/v1/arrays/{id}", delete(jobs::cancel_array))
+        .route("/v1/history", get(listing::history))
+        .route("/v1/arrays/{id}", delete(bulk::cancel_array))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))
