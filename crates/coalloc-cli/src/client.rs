@@ -109,6 +109,40 @@ impl Client {
         self.answer(r)
     }
 
+    /// A GET with a query string (its values encoded).
+    pub fn get_query(&self, path: &str, query: &[(&str, String)]) -> Result<Value, CliError> {
+        let r = self
+            .agent
+            .get(format!("{}{path}", self.url))
+            .query_pairs(query.iter().map(|(k, v)| (*k, v.as_str())))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        self.answer(r)
+    }
+
+    /// Every page of a job listing (`/v1/jobs`, `/v1/history`), one after the other:
+    /// `each` gets each page's jobs as it comes, so no answer holds every job.
+    pub fn pages(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        mut each: impl FnMut(&[Value]) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        let mut after: Option<u64> = None;
+        loop {
+            let mut q = query.to_vec();
+            if let Some(a) = after {
+                q.push(("after", a.to_string()));
+            }
+            let page = self.get_query(path, &q)?;
+            each(page["jobs"].as_array().map_or(&[][..], Vec::as_slice))?;
+            match page["next"].as_u64() {
+                Some(n) if Some(n) != after => after = Some(n),
+                _ => return Ok(()),
+            }
+        }
+    }
+
     /// A long-lived GET (the event stream): the answer's body as it comes, with no overall
     /// time limit.
     pub fn stream(&self, path: &str) -> Result<impl std::io::BufRead, CliError> {

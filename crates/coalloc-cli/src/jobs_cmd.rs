@@ -1,8 +1,9 @@
-//! The client commands of a running server: `submit`, `status` (alias `jobs`), `cancel`,
+//! The client commands of a running server: `submit`, `status` (alias `jobs`), `history`, `cancel`,
 //! `sites`, `logs`. Tables like squeue's by default, `--json` for programs.
 
 use crate::client::{Client, StateArgs};
 use crate::error::CliError;
+use crate::list_args::ListArgs;
 use crate::load::load_all;
 use crate::table;
 use clap::Args;
@@ -23,6 +24,12 @@ pub struct SubmitArgs {
     /// Require the server to place with this fit (worst, best, first, ...).
     #[arg(long)]
     pub fit: Option<String>,
+    /// Submit each job as an array, one element per index (`0-999`, or one index `7`):
+    /// jobs with consecutive numbers, shown as `FIRST_[A-B]` and cancelled as one
+    /// (`coalloc cancel FIRST`, or some elements: `coalloc cancel FIRST_[3-9]`); each
+    /// component sees its element's index in COALLOC_ARRAY_INDEX.
+    #[arg(long, value_name = "A-B")]
+    pub array: Option<String>,
     /// Print JSON.
     #[arg(long, conflicts_with = "parsable")]
     pub json: bool,
@@ -62,15 +69,23 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
         let job = l.job.expect("checked above");
         let body = native::to_json(&job);
         let name = l.path.display().to_string();
-        match client.send("POST", "/v1/jobs", "application/json", &body) {
+        let path = match &args.array {
+            Some(a) => format!("/v1/jobs?array={a}"),
+            None => "/v1/jobs".into(),
+        };
+        match client.send("POST", &path, "application/json", &body) {
             Ok(v) => {
                 let id = v["job"].as_u64().unwrap_or(0);
+                let array = v["array"].as_str();
                 if args.parsable {
                     println!("{id}");
                 } else if !args.json {
-                    println!("submitted job {id} ({name})");
+                    match array {
+                        Some(a) => println!("submitted array {a} ({name})"),
+                        None => println!("submitted job {id} ({name})"),
+                    }
                 }
-                out.push(json!({ "file": name, "job": id }));
+                out.push(json!({ "file": name, "job": id, "array": array }));
             }
             Err(e) => {
                 if args.json {
@@ -93,9 +108,9 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
 pub struct StatusArgs {
     /// Show one job in detail (every component, its site, launch and state).
     pub job: Option<u64>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Which jobs (default: the active ones, pending and running, as squeue shows).
+    #[command(flatten)]
+    pub list: ListArgs,
     #[command(flatten)]
     pub state: StateArgs,
 }
@@ -121,65 +136,76 @@ fn sites_of(job: &Value) -> String {
     }
 }
 
+/// The columns of the jobs table.
+pub const JOB_HEADER: [&str; 9] = [
+    "job",
+    "name",
+    "user",
+    "state",
+    "comps",
+    "procs",
+    "sites",
+    "time s",
+    "last abort",
+];
+
+/// An array element's array and index, from its `array` field (`FIRST_INDEX`).
+fn element(job: &Value) -> Option<(u64, u32)> {
+    let (first, index) = job["array"].as_str()?.split_once('_')?;
+    Some((first.parse().ok()?, index.parse().ok()?))
+}
+
+/// The rows of the jobs table, one per job; the queued elements of an array that follow
+/// each other make one row, `FIRST_[A-B]`, as squeue shows pending array elements.
+pub fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
+    let now = coalloc_server::driver::wall_ms();
+    // (array, first index, last index) of the run the last row stands for.
+    let mut run: Option<(u64, u32, u32)> = None;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for j in jobs.as_array().into_iter().flatten() {
+        let queued = j["state"] == "queued";
+        if let (Some((a, i)), Some((ra, lo, hi)), Some(row)) = (element(j), run, rows.last_mut()) {
+            if queued && a == ra && i == hi + 1 {
+                row[0] = format!("{a}_[{lo}-{i}]");
+                run = Some((a, lo, i));
+                continue;
+            }
+        }
+        run = element(j).filter(|_| queued).map(|(a, i)| (a, i, i));
+        let time = match (j["start"].as_i64(), j["end"].as_i64()) {
+            (Some(s), Some(e)) => e - s,
+            (Some(s), None) => now - s,
+            _ => 0,
+        };
+        rows.push(vec![
+            j["array"]
+                .as_str()
+                .map_or_else(|| j["id"].to_string(), str::to_owned),
+            j["name"].as_str().unwrap_or("-").to_string(),
+            j["user"].as_str().unwrap_or("-").to_string(),
+            j["state"].as_str().unwrap_or("?").to_string(),
+            j["components"].as_array().map_or(0, Vec::len).to_string(),
+            j["processors"].to_string(),
+            sites_of(j),
+            format!("{:.1}", time as f64 / 1000.0),
+            j["last_abort"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    rows
+}
+
 /// The jobs table (also used by `watch`).
 pub fn jobs_table(jobs: &Value) -> String {
-    let now = coalloc_server::driver::wall_ms();
-    let rows: Vec<Vec<String>> = jobs
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|j| {
-            let time = match (j["start"].as_i64(), j["end"].as_i64()) {
-                (Some(s), Some(e)) => e - s,
-                (Some(s), None) => now - s,
-                _ => 0,
-            };
-            vec![
-                j["id"].to_string(),
-                j["name"].as_str().unwrap_or("-").to_string(),
-                j["user"].as_str().unwrap_or("-").to_string(),
-                j["state"].as_str().unwrap_or("?").to_string(),
-                j["components"].as_array().map_or(0, Vec::len).to_string(),
-                j["processors"].to_string(),
-                sites_of(j),
-                format!("{:.1}", time as f64 / 1000.0),
-                j["last_abort"].as_str().unwrap_or("").to_string(),
-            ]
-        })
-        .collect();
-    table::render(
-        &[
-            "job",
-            "name",
-            "user",
-            "state",
-            "comps",
-            "procs",
-            "sites",
-            "time s",
-            "last abort",
-        ],
-        &rows,
-    )
+    table::render(&JOB_HEADER, &job_rows(jobs))
 }
 
 pub fn status(args: StatusArgs) -> Result<(), CliError> {
     let client = Client::connect(&args.state)?;
     match args.job {
-        None => {
-            let v = client.get("/v1/jobs")?;
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&v["jobs"]).unwrap_or_default()
-                );
-            } else {
-                print!("{}", jobs_table(&v["jobs"]));
-            }
-        }
+        None => args.list.print(&client, "/v1/jobs", "active")?,
         Some(id) => {
             let j = client.get(&format!("/v1/jobs/{id}"))?;
-            if args.json {
+            if args.list.json {
                 println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
                 return Ok(());
             }
@@ -223,26 +249,92 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
 }
 
 #[derive(Args)]
+pub struct HistoryArgs {
+    /// Which ended jobs (default: all of them, finished and failed).
+    #[command(flatten)]
+    pub list: ListArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+pub fn history(args: HistoryArgs) -> Result<(), CliError> {
+    let client = Client::connect(&args.state)?;
+    args.list.print(&client, "/v1/history", "ended")
+}
+
+#[derive(Args)]
 pub struct CancelArgs {
-    /// The jobs to cancel.
+    /// The jobs to cancel: `12`; an array's elements `12_5` or `12_[3-9]`; a whole array by
+    /// its first job's number, `12`.
     #[arg(required = true)]
-    pub jobs: Vec<u64>,
-    /// Print JSON: the server's answer for each job.
+    pub jobs: Vec<String>,
+    /// Print JSON: the server's answer for each job or array.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
 
+/// What `coalloc cancel` was given: a job (or a whole array), or some of an array's elements.
+#[derive(Debug, PartialEq, Eq)]
+enum CancelTarget {
+    Job(u64),
+    Elements(u64, String),
+}
+
+fn cancel_target(text: &str) -> Result<CancelTarget, CliError> {
+    let bad = || {
+        CliError::bad(format!(
+            "`{text}` is not a job: expected a number (12), an array element (12_5) or elements (12_[3-9])"
+        ))
+    };
+    match text.split_once('_') {
+        None => text.parse().map(CancelTarget::Job).map_err(|_| bad()),
+        Some((first, rest)) => {
+            let first = first.parse().map_err(|_| bad())?;
+            let indexes = rest
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .unwrap_or(rest);
+            let ok = !indexes.is_empty() && indexes.chars().all(|c| c.is_ascii_digit() || c == '-');
+            ok.then(|| CancelTarget::Elements(first, indexes.to_string()))
+                .ok_or_else(bad)
+        }
+    }
+}
+
 pub fn cancel(args: CancelArgs) -> Result<(), CliError> {
+    let targets = args
+        .jobs
+        .iter()
+        .map(|t| cancel_target(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let client = Client::connect(&args.state)?;
+    let said = |v: &Value| v["cancelled"].as_array().map_or(0, Vec::len);
     let mut answers = Vec::new();
-    for j in args.jobs {
-        let v = client.delete(&format!("/v1/jobs/{j}"))?;
+    for (text, t) in args.jobs.iter().zip(targets) {
+        let (v, what) = match t {
+            CancelTarget::Elements(first, indexes) => {
+                let v = client.delete(&format!("/v1/arrays/{first}?indexes={indexes}"))?;
+                let what = format!("cancelled {} jobs of array {text}", said(&v));
+                (v, what)
+            }
+            // A whole array, as Slurm's `scancel FIRST`; else the one job.
+            CancelTarget::Job(j) => match client.delete(&format!("/v1/arrays/{j}")) {
+                Ok(v) => {
+                    let what = format!("cancelled {} jobs of array {j}", said(&v));
+                    (v, what)
+                }
+                Err(_) => (
+                    client.delete(&format!("/v1/jobs/{j}"))?,
+                    format!("cancelled job {j}"),
+                ),
+            },
+        };
         if args.json {
             answers.push(v);
         } else {
-            println!("cancelled job {j}");
+            println!("{what}");
         }
     }
     if args.json {
@@ -397,4 +489,25 @@ pub fn logs(args: LogsArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cancel_target, CancelTarget};
+
+    #[test]
+    fn cancel_takes_jobs_and_array_elements() {
+        assert_eq!(cancel_target("12").unwrap(), CancelTarget::Job(12));
+        assert_eq!(
+            cancel_target("12_[3-9]").unwrap(),
+            CancelTarget::Elements(12, "3-9".into())
+        );
+        assert_eq!(
+            cancel_target("12_5").unwrap(),
+            CancelTarget::Elements(12, "5".into())
+        );
+        for bad in ["x", "12_", "12_[a]", "_3"] {
+            assert!(cancel_target(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -11,6 +11,7 @@ mod error;
 mod events_cmd;
 mod job_cmd;
 mod jobs_cmd;
+mod list_args;
 mod load;
 mod place_cmd;
 mod plot;
@@ -96,10 +97,19 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Submit job files to the running server (RSL, .uno, .bat, TOML, JSON).
     Submit(jobs_cmd::SubmitArgs),
-    /// Jobs of the running server, as a table like squeue's; with a job number, that job's
-    /// components, sites, launches and times.
+    /// Jobs of the running server, as a table like squeue's: the active ones (pending and
+    /// running) unless `--state` says otherwise; with a job number, that job's components,
+    /// sites, launches and times.
+    ///
+    /// The server answers a page at a time and each page is printed as it comes, however
+    /// many jobs are queued. Ended jobs leave the server's memory after its `min_job_age`:
+    /// `coalloc history` finds them.
     #[command(visible_alias = "jobs")]
     Status(jobs_cmd::StatusArgs),
+    /// Ended jobs that have left the server's memory (older than its `min_job_age`), like
+    /// sacct: the same table and filters as `status`, read from the history table a page at
+    /// a time.
+    History(jobs_cmd::HistoryArgs),
     /// Cancel jobs: every started component is killed.
     Cancel(jobs_cmd::CancelArgs),
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
@@ -177,6 +187,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(args) => serve_cmd::run(args),
         Command::Submit(args) => jobs_cmd::submit(args),
         Command::Status(args) => jobs_cmd::status(args),
+        Command::History(args) => jobs_cmd::history(args),
         Command::Cancel(args) => jobs_cmd::cancel(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),

@@ -12,6 +12,8 @@
 //! agent_bind = "0.0.0.0:7443"   # where site agents connect (needed when a site is an agent's)
 //! agent_url = "wss://server.example.org:7443"   # what enrolment tokens carry (default: bind)
 //! heartbeat = "1s"              # the server pings each agent this often
+//! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
+//!                               # Slurm's MinJobAge); `coalloc history` still finds it
 //!
 //! [[site]]
 //! name = "alpha"
@@ -91,6 +93,7 @@ struct ServerDoc {
     agent_bind: Option<String>,
     agent_url: Option<String>,
     heartbeat: Option<Scalar>,
+    min_job_age: Option<Scalar>,
 }
 
 /// How a site's components are run.
@@ -143,6 +146,10 @@ pub struct ServerConfig {
     pub sample_interval: Millis,
     /// How long a barrier check-in is held before it answers "waiting".
     pub barrier_hold: Millis,
+    /// How long an ended job stays in memory (and in `GET /v1/jobs`) after its end before
+    /// it moves to the history table (`server.min_job_age`, default 5 minutes, as Slurm's
+    /// MinJobAge).
+    pub min_job_age: Millis,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -289,6 +296,7 @@ impl ServerConfig {
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
+            min_job_age: dur("min_job_age", &s.min_job_age, 300_000)?,
             sites,
             backends,
             providers,

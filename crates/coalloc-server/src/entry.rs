@@ -93,6 +93,17 @@ pub enum Entry {
         key: String,
         value: String,
     },
+    /// Bookkeeping: jobs `first .. first + count` are one array, of indexes from `start`.
+    Array {
+        first: u64,
+        start: u32,
+        count: u32,
+    },
+    /// Bookkeeping: these ended jobs left memory for the history table (written in the same
+    /// transaction).
+    Forget {
+        jobs: Vec<u64>,
+    },
 }
 
 /// The kinds of edit (seed 002 §3.2).
@@ -108,7 +119,7 @@ impl Entry {
     /// The journal form of a job.
     pub fn submit(job: &Job, secret: String) -> Entry {
         Entry::Submit {
-            job: native::to_json(job),
+            job: native::to_json_line(job),
             secret,
         }
     }
@@ -189,7 +200,10 @@ impl Entry {
                 reason: reason.clone(),
             },
             Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
-            Entry::Launched { .. } | Entry::KvPut { .. } => return Ok(None),
+            Entry::Launched { .. }
+            | Entry::KvPut { .. }
+            | Entry::Forget { .. }
+            | Entry::Array { .. } => return Ok(None),
         }))
     }
 }

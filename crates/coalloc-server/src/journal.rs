@@ -5,9 +5,11 @@
 //! SQLite in WAL mode with `synchronous = FULL`: a commit is on disk when it returns. The
 //! driver appends a whole batch of events (every request that arrived while the last batch
 //! was being handled) in one transaction, so one fsync covers many submissions (group
-//! commit).
+//! commit). The history of ended jobs ([`crate::history`]) is a table of the same file,
+//! written in the same transactions.
 
 use crate::entry::Entry;
+use crate::history::HistoryRow;
 use coalloc_core::model::Time;
 use rusqlite::{params, Connection};
 use std::path::Path;
@@ -28,6 +30,15 @@ pub enum JournalError {
     },
 }
 
+/// Why a replay stopped: the journal could not be read, or record `n` (from 1) was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError<E> {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("journal entry {0}: {1}")]
+    Record(usize, E),
+}
+
 /// One journaled input: when the core saw it, and what it was.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -42,8 +53,8 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Open (or create) the journal at `path` and read every record in it.
-    pub fn open(path: &Path) -> Result<(Journal, Vec<Record>), JournalError> {
+    /// Open (or create) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Journal, JournalError> {
         let p = path.display().to_string();
         let err = |source| JournalError::Sqlite {
             path: p.clone(),
@@ -60,36 +71,60 @@ impl Journal {
              );",
         )
         .map_err(err)?;
-        let mut records = Vec::new();
-        {
-            let mut stmt = conn
-                .prepare("SELECT seq, at, entry FROM journal ORDER BY seq")
-                .map_err(err)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                })
-                .map_err(err)?;
-            for row in rows {
-                let (seq, at, text) = row.map_err(err)?;
-                let entry = serde_json::from_str(&text).map_err(|e| JournalError::Corrupt {
-                    path: p.clone(),
-                    seq,
-                    message: e.to_string(),
-                })?;
-                records.push(Record { at, entry });
-            }
-        }
-        Ok((Journal { conn, path: p }, records))
+        conn.execute_batch(crate::history::SCHEMA).map_err(err)?;
+        Ok(Journal { conn, path: p })
     }
 
-    /// Append records in one transaction; they are on disk when this returns.
-    pub fn append(&mut self, records: &[Record]) -> Result<(), JournalError> {
-        if records.is_empty() {
+    /// Hand every record, in order, to `each` as it is read (a replay holds one record at a
+    /// time, not the whole journal); how many there were. `each`'s error stops the reading
+    /// and comes back with the record's number.
+    pub fn replay<E>(
+        &self,
+        mut each: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<usize, ReplayError<E>> {
+        let err = |source| {
+            ReplayError::Journal(JournalError::Sqlite {
+                path: self.path.clone(),
+                source,
+            })
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, at, entry FROM journal ORDER BY seq")
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        let mut n = 0;
+        while let Some(row) = rows.next().map_err(err)? {
+            let seq: i64 = row.get(0).map_err(err)?;
+            let at: i64 = row.get(1).map_err(err)?;
+            let text = row.get_ref(2).map_err(err)?.as_str().map_err(|e| {
+                err(rusqlite::Error::FromSqlConversionFailure(
+                    2,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                ))
+            })?;
+            let entry = serde_json::from_str(text).map_err(|e| {
+                ReplayError::Journal(JournalError::Corrupt {
+                    path: self.path.clone(),
+                    seq,
+                    message: e.to_string(),
+                })
+            })?;
+            n += 1;
+            each(Record { at, entry }).map_err(|e| ReplayError::Record(n, e))?;
+        }
+        Ok(n)
+    }
+
+    /// Append records, and write ended jobs to the history table, in one transaction; they
+    /// are on disk when this returns.
+    pub fn append(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        if records.is_empty() && history.is_empty() {
             return Ok(());
         }
         let path = self.path.clone();
@@ -107,6 +142,7 @@ impl Journal {
                 stmt.execute(params![r.at, text]).map_err(err)?;
             }
         }
+        crate::history::insert(&tx, history).map_err(err)?;
         tx.commit().map_err(err)
     }
 }
@@ -121,8 +157,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("journal.sqlite");
-        let (mut j, old) = Journal::open(&path).unwrap();
-        assert!(old.is_empty());
+        let mut j = Journal::open(&path).unwrap();
+        assert_eq!(j.replay(|_| Ok::<_, String>(())).unwrap(), 0);
         let recs = vec![
             Record {
                 at: 5,
@@ -133,14 +169,24 @@ mod tests {
                 entry: Entry::Cancel { job: 3 },
             },
         ];
-        j.append(&recs).unwrap();
-        j.append(&[Record {
-            at: 9,
-            entry: Entry::Started { launch: 4 },
-        }])
+        j.append(&recs, &[]).unwrap();
+        j.append(
+            &[Record {
+                at: 9,
+                entry: Entry::Started { launch: 4 },
+            }],
+            &[],
+        )
         .unwrap();
         drop(j);
-        let (_, back) = Journal::open(&path).unwrap();
+        let mut back = Vec::new();
+        Journal::open(&path)
+            .unwrap()
+            .replay(|r| {
+                back.push(r);
+                Ok::<_, String>(())
+            })
+            .unwrap();
         assert_eq!(back.len(), 3);
         assert_eq!(back[..2], recs[..]);
         assert_eq!(back[2].entry, Entry::Started { launch: 4 });

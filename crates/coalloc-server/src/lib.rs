@@ -7,7 +7,8 @@
 //! - [`sites`]: one worker per site between the driver and its backend;
 //! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document; [`views`]: the
 //!   API's types;
-//! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
+//! - [`journal`], [`entry`]: the event journal; [`history`]: ended jobs out of memory; [`logs`]: result and surveillance logs;
+//! - [`listing`]: the filters and cursor of the job listings;
 //! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
 //! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
@@ -16,8 +17,10 @@ pub mod api;
 pub mod config;
 pub mod driver;
 pub mod entry;
+pub mod history;
 pub mod journal;
 pub mod link;
+pub mod listing;
 pub mod logs;
 pub mod metrics;
 pub mod server;

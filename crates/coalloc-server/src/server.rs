@@ -306,6 +306,9 @@ pub async fn serve(
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
     let (driver, shared) = Driver::start(config, backends, state.clone(), url.clone(), tx.clone())?;
+    let history = crate::history::History::open(&state.journal()).map_err(|e| {
+        ServeError::State(state_dir.display().to_string(), std::io::Error::other(e))
+    })?;
     let thread = std::thread::Builder::new()
         .name("driver".into())
         .spawn(move || driver.run(rx))?;
@@ -324,6 +327,7 @@ pub async fn serve(
         hold,
         stopping,
         hub,
+        history: Arc::new(history),
     });
     if let Some((hub, listener, tls)) = agents {
         tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));

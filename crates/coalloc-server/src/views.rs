@@ -86,12 +86,56 @@ pub struct ComponentSpec {
     pub attribute: Vec<Value>,
 }
 
-/// `POST /v1/jobs`: the number the job was given.
+/// `POST /v1/jobs`: the number the job was given (an array: its first element's, and the
+/// array as `FIRST_[START-END]`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"job": 1}))]
+#[schema(example = json!({"job": 12, "array": "12_[0-999]"}))]
 pub struct Submitted {
     pub job: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
+}
+
+/// `DELETE /v1/arrays/{id}`: the elements cancelled (those that had not ended).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"array": 12, "cancelled": [15, 16, 17]}))]
+pub struct ArrayCancelled {
+    pub array: u64,
+    pub cancelled: Vec<u64>,
+}
+
+/// `POST /v1/jobs/batch`: many jobs in one request, each in the native JSON spec.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"jobs": [
+    {"name": "a", "kind": "unordered", "component": [{"count": 1, "executable": "/bin/true"}]},
+    {"name": "b", "kind": "unordered", "component": [{"count": 2, "executable": "/bin/true"}]}
+]}))]
+pub struct BatchBody {
+    #[schema(value_type = Vec<JobSpec>)]
+    pub jobs: Vec<Value>,
+}
+
+/// The answer to a batch: each job's number in the batch's order (`null` for one the
+/// scheduler refused), and why each refused one was.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"jobs": [7, null], "errors": [{"index": 1, "error": "job needs 40 processors on one site; the largest has 16"}]}))]
+pub struct BatchSubmitted {
+    pub jobs: Vec<Option<u64>>,
+    pub errors: Vec<BatchError>,
+}
+
+/// A job of a batch the scheduler refused.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"index": 1, "error": "job needs 40 processors on one site; the largest has 16"}))]
+pub struct BatchError {
+    /// Its place in the batch, from 0.
+    pub index: usize,
+    pub error: String,
 }
 
 /// One component of a job as the API shows it. The fields after `launch` are in
@@ -153,6 +197,9 @@ pub struct JobView {
     /// A queued job waiting out its retry back-off: when it is tried again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<i64>,
+    /// An array's element: `FIRST_INDEX` (the array's first job, the element's index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,14 +214,19 @@ pub struct JobView {
     pub sites: Option<Vec<String>>,
 }
 
-/// `GET /v1/jobs`.
+/// A page of `GET /v1/jobs` or `GET /v1/history`: the jobs, by number, and where the next
+/// page starts (`after=NEXT`); no `next` on the last page.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"jobs": [{"id": 1, "name": "batch-0", "user": "demo", "state": "queued",
     "processors": 4, "submit": 1764078000000_i64, "start": null, "end": null, "components": [],
-    "placement_tries": 0, "claiming_tries": 0, "submit_failures": 0, "completion_failures": 0}]}))]
+    "placement_tries": 0, "claiming_tries": 0, "submit_failures": 0, "completion_failures": 0}],
+    "next": 1}))]
 pub struct JobList {
     pub jobs: Vec<JobView>,
+    /// The cursor of the next page: pass it as `after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<u64>,
 }
 
 /// `DELETE /v1/jobs/{id}`.

@@ -19,9 +19,15 @@ impl Server {
     pub fn start(coalloc: &str, dir: &Path, config: &str) -> Server {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+        Server::restart(coalloc, dir)
+    }
+
+    /// Start a server on the configuration and state directory `start` made in `dir`.
+    pub fn restart(coalloc: &str, dir: &Path) -> Server {
         let cfg = dir.join("config.toml");
-        std::fs::write(&cfg, config).unwrap();
         let state = dir.join("state");
+        let _ = std::fs::remove_file(state.join("server.json"));
         let child = Command::new(coalloc)
             .args(["serve", "--config"])
             .arg(&cfg)

@@ -247,6 +247,37 @@ impl Server {
         )
     }
 
+    /// Mark every site unusable, so that what is submitted next stays queued.
+    pub fn hold_the_queue(&self) {
+        let sites = self.get("/v1/sites");
+        for site in sites["sites"].as_array().unwrap() {
+            let path = format!("/v1/sites/{}/usable", site["name"].as_str().unwrap());
+            let (code, v) = self.call("PUT", &path, &self.token, Some(r#"{"usable": false}"#));
+            assert_eq!(code, 200, "{v}");
+        }
+    }
+
+    /// `coalloc ARGS --state-dir DIR` against this server.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(COALLOC)
+            .args(args)
+            .arg("--state-dir")
+            .arg(&self.dir)
+            .output()
+            .unwrap()
+    }
+
+    /// The standard output of `coalloc ARGS` against this server, which must succeed.
+    pub fn cli_ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert!(
+            out.status.success(),
+            "coalloc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     pub fn get(&self, path: &str) -> Value {
         let (s, v) = self.call("GET", path, &self.token, None);
         assert_eq!(s, 200, "GET {path}: {v}");

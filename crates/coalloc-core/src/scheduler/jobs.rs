@@ -221,6 +221,15 @@ impl JobTable {
         self.jobs.iter().filter_map(|j| j.as_deref())
     }
 
+    /// Every job not forgotten numbered after `after`, by number: a page of a listing
+    /// starts where the last one stopped without walking the jobs before it.
+    pub fn values_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {
+        let from = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(self.jobs.len());
+        self.jobs[from..].iter().filter_map(|j| j.as_deref())
+    }
+
     /// How many jobs were numbered (forgotten ones included).
     pub fn len(&self) -> usize {
         self.jobs.len()

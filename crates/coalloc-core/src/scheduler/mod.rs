@@ -321,6 +321,21 @@ impl Scheduler {
         self.core.jobs.values()
     }
 
+    /// Every job the scheduler knows numbered after `after`, by number.
+    pub fn jobs_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {
+        self.core.jobs.values_after(after)
+    }
+
+    /// Drop an ended job's state (the server keeps it in its history instead); its number
+    /// is not given out again. A job that has not ended is kept: false.
+    pub fn forget_ended(&mut self, id: JobId) -> bool {
+        if !self.core.jobs.get(&id).is_some_and(JobState::ended) {
+            return false;
+        }
+        self.core.jobs.forget(id);
+        true
+    }
+
     /// A hint from the driver: about `jobs` jobs will be submitted in all (a trace replay
     /// knows), so the tables kept per job number are sized once instead of growing. It
     /// changes no decision.

@@ -248,6 +248,13 @@ pub fn from_json(text: &str) -> Result<Job, SpecError> {
     json_doc::<JobDoc>(text)?.to_job()
 }
 
+/// Read a JSON job spec already parsed (one job of a batch).
+pub fn from_json_value(v: serde_json::Value) -> Result<Job, SpecError> {
+    serde_json::from_value::<JobDoc>(v)
+        .map_err(|e| SpecError::invalid("job", e.to_string()))?
+        .to_job()
+}
+
 /// Deserialize a TOML document, with line and column on error.
 pub fn toml_doc<T: de::DeserializeOwned>(text: &str) -> Result<T, SpecError> {
     toml::from_str(text).map_err(|e| {
@@ -280,6 +287,11 @@ pub fn to_toml(job: &Job) -> String {
 /// Write a job as pretty JSON.
 pub fn to_json(job: &Job) -> String {
     serde_json::to_string_pretty(&JobDoc::from_job(job)).unwrap_or_else(|e| e.to_string())
+}
+
+/// Write a job as JSON on one line (the server's journal: about half the bytes).
+pub fn to_json_line(job: &Job) -> String {
+    serde_json::to_string(&JobDoc::from_job(job)).unwrap_or_else(|e| e.to_string())
 }
 
 fn named<T>(

@@ -2,12 +2,14 @@
 //! (add / delete / substitute a component before commit), sites, usable marks, events.
 
 use super::auth::admin;
+use super::listing::read_history;
 use super::AppState;
+use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
 use crate::views::{
-    AgentTokenView, Cancelled, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody, JobList,
-    JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
+    AgentTokenView, Cancelled, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody, JobSpec,
+    JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -26,6 +28,9 @@ use tokio_stream::{Stream, StreamExt};
 pub struct SubmitQuery {
     /// rsl, uno, toml or json; otherwise from the Content-Type, else JSON.
     format: Option<String>,
+    /// Submit the job as an array of one element per index, `A-B` (inclusive) or `A`: jobs
+    /// with consecutive numbers, each component seeing `COALLOC_ARRAY_INDEX`.
+    array: Option<String>,
 }
 
 fn format_of(q: &SubmitQuery, headers: &HeaderMap) -> Result<Format, ApiError> {
@@ -74,6 +79,19 @@ pub async fn submit(
     admin(&s, &headers)?;
     let format = format_of(&q, &headers)?;
     let job = parse_job(&body, format).map_err(|e| ApiError::bad(format!("job: {e}")))?;
+    if let Some(text) = &q.array {
+        let indexes = parse_indexes(text).map_err(ApiError::bad)?;
+        let first = s
+            .ask(|reply| Request::SubmitArray {
+                job: Box::new(job),
+                indexes,
+                reply,
+            })
+            .await?
+            .map_err(|e| ApiError::bad(format!("job refused: {e}")))?;
+        let array = Some(format!("{first}_[{}-{}]", indexes.0, indexes.1));
+        return Ok((StatusCode::CREATED, Json(Submitted { job: first, array })));
+    }
     let answers = s
         .ask(|reply| Request::Submit {
             jobs: vec![job],
@@ -81,29 +99,20 @@ pub async fn submit(
         })
         .await?;
     match answers.into_iter().next() {
-        Some(Ok(id)) => Ok((StatusCode::CREATED, Json(Submitted { job: id }))),
+        Some(Ok(id)) => Ok((
+            StatusCode::CREATED,
+            Json(Submitted {
+                job: id,
+                array: None,
+            }),
+        )),
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
         None => Err(ApiError::new(500, "no answer")),
     }
 }
 
-/// Every job the server knows, with its components' sites and states.
-#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", security(("token" = [])),
-    responses(
-        (status = 200, description = "the jobs", body = JobList),
-        (status = 400, description = "bad input", body = ErrorBody),
-        (status = 401, description = "no or bad token", body = ErrorBody),
-    ))]
-pub async fn list(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<JobList>, ApiError> {
-    admin(&s, &headers)?;
-    let jobs = s.ask(|reply| Request::Jobs { reply }).await?;
-    Ok(Json(JobList { jobs }))
-}
-
-/// One job: its components with their sites, launches and check-ins, and its times.
+/// One job: its components with their sites, launches and check-ins, and its times (an
+/// ended job that has left memory: its last view, from the history).
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
     responses(
         (status = 200, description = "the job", body = JobView),
@@ -117,7 +126,10 @@ pub async fn show(
     Path(id): Path<u64>,
 ) -> Result<Json<JobView>, ApiError> {
     admin(&s, &headers)?;
-    s.ask(|reply| Request::Job { job: id, reply })
+    if let Some(v) = s.ask(|reply| Request::Job { job: id, reply }).await? {
+        return Ok(Json(v));
+    }
+    read_history(&s, move |h| h.get(id))
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))

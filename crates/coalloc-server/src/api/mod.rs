@@ -1,4 +1,4 @@
-//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), sites, the event stream
+//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), the history of ended jobs, sites, the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
@@ -8,7 +8,9 @@
 //! a job's barrier and rendezvous routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
 
 mod auth;
+mod bulk;
 mod jobs;
+mod listing;
 mod metrics;
 pub mod openapi;
 mod runtime;
@@ -18,7 +20,7 @@ use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 use std::time::Duration;
@@ -36,6 +38,8 @@ pub struct AppState {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// The site agents' links, when some site is reached through an agent.
     pub hub: Option<std::sync::Arc<crate::link::hub::Hub>>,
+    /// The history of ended jobs that left memory.
+    pub history: std::sync::Arc<crate::history::History>,
 }
 
 impl IntoResponse for ApiError {
@@ -61,9 +65,12 @@ impl AppState {
 /// The whole API.
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
-        .route("/v1/jobs", post(jobs::submit).get(jobs::list))
+        .route("/v1/jobs", post(jobs::submit).get(listing::list))
+        .route("/v1/jobs/batch", post(bulk::batch))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
+        .route("/v1/history", get(listing::history))
+        .route("/v1/arrays/{id}", delete(bulk::cancel_array))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/control", put(jobs::site_control))

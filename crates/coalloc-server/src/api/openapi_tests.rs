@@ -123,10 +123,25 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
                 .map_err(|e| e.to_string())
         }
         "Submitted" => check::<Submitted>(v),
+        "BatchBody" => {
+            check::<BatchBody>(v)?;
+            v["jobs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .try_for_each(|j| {
+                    parse_job(&j.to_string(), Format::Json)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+        }
+        "BatchSubmitted" => check::<BatchSubmitted>(v),
+        "BatchError" => check::<BatchError>(v),
         "ComponentView" => check::<ComponentView>(v),
         "JobView" => check::<JobView>(v),
         "JobList" => check::<JobList>(v),
         "Cancelled" => check::<Cancelled>(v),
+        "ArrayCancelled" => check::<ArrayCancelled>(v),
         "EditBody" => check::<EditBody>(v),
         "Edited" => check::<Edited>(v),
         "CloudView" => check::<CloudView>(v),

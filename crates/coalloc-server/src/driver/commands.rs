@@ -137,6 +137,12 @@ impl Driver {
         if let Some(t) = s.barrier_timeout {
             env.push(("COALLOC_BARRIER_TIMEOUT_MS".into(), t.to_string()));
         }
+        if let Some((first, index)) = self.array_of(s.job) {
+            env.extend([
+                ("COALLOC_ARRAY_JOB_ID".into(), first.to_string()),
+                ("COALLOC_ARRAY_INDEX".into(), index.to_string()),
+            ]);
+        }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
         let req = SubmitRequest {
             launch: s.launch.0,

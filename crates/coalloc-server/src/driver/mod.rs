@@ -13,6 +13,8 @@
 //! vanished ones are reported failed, and launches the server was submitting when it died
 //! are looked up by their launch number.
 
+mod aging;
+pub mod arrays;
 mod clouds;
 mod commands;
 mod metrics;
@@ -24,7 +26,7 @@ mod view;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
-use crate::journal::{Journal, JournalError, Record};
+use crate::journal::{Journal, JournalError, Record, ReplayError};
 use crate::logs::JsonLines;
 use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
@@ -105,6 +107,14 @@ pub struct Driver {
     statuses: Vec<Option<(u32, u32, bool)>>,
     /// Entries of this turn, to commit.
     pending: Vec<Record>,
+    /// Ended jobs that leave memory in this turn, to write to the history with its commit.
+    history: Vec<crate::history::HistoryRow>,
+    /// Ended jobs still in memory, by end (`aging`).
+    ended_at: VecDeque<(Time, u64)>,
+    /// When to look for jobs old enough to leave memory.
+    next_age: Time,
+    /// Job arrays: first job -> (first index, elements) (`arrays`).
+    arrays: BTreeMap<u64, (u32, u32)>,
     /// Replies waiting for the commit.
     replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Entries the driver makes itself (ready, failed, transfer done), for the next apply.
@@ -148,7 +158,7 @@ impl Driver {
         url: String,
         tx: Sender<Msg>,
     ) -> Result<(Driver, Shared), StartError> {
-        let (journal, records) = Journal::open(&state.journal())?;
+        let journal = Journal::open(&state.journal())?;
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
         let (generation, generation_rx) = watch::channel(0);
         let (events, _) = broadcast::channel(4096);
@@ -177,6 +187,10 @@ impl Driver {
             loads: vec![(SiteLoad::default(), true); n],
             statuses: vec![None; n],
             pending: Vec::new(),
+            history: Vec::new(),
+            ended_at: VecDeque::new(),
+            next_age: 0,
+            arrays: BTreeMap::new(),
             replies: Vec::new(),
             internal: VecDeque::new(),
             replaying: true,
@@ -187,10 +201,13 @@ impl Driver {
             metrics: Arc::new(Metrics::new()),
             config,
         };
-        let replayed = records.len();
-        for (i, r) in records.into_iter().enumerate() {
-            d.replay(r).map_err(|e| StartError::Replay(i + 1, e))?;
-        }
+        // The journal is moved out while it feeds the driver, one record at a time.
+        let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
+        let replayed = journal.replay(|r| d.replay(r)).map_err(|e| match e {
+            ReplayError::Journal(e) => StartError::Journal(e),
+            ReplayError::Record(n, e) => StartError::Replay(n, e),
+        })?;
+        d.journal = journal;
         d.replaying = false;
         let interval = Duration::from_millis(d.config.monitor_interval as u64);
         d.workers = parts
@@ -241,6 +258,14 @@ impl Driver {
             }
             Entry::KvPut { job, key, value } => {
                 self.kv.insert((*job, key.clone()), value.clone());
+            }
+            Entry::Forget { jobs } => self.drop_jobs(jobs),
+            Entry::Array {
+                first,
+                start,
+                count,
+            } => {
+                self.arrays.insert(*first, (*start, *count));
             }
             _ => {}
         }
@@ -307,7 +332,7 @@ impl Driver {
 
     fn timeout(&self) -> Duration {
         let now = wall_ms();
-        let mut until = self.next_sample;
+        let mut until = self.next_sample.min(self.next_age);
         if let Some(w) = self.core.next_wakeup() {
             until = until.min(w);
         }
@@ -332,6 +357,7 @@ impl Driver {
         if self.core.next_wakeup().is_some_and(|w| w <= self.now) {
             let _ = self.apply(Entry::Tick);
         }
+        self.age_out();
         let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {
@@ -369,7 +395,7 @@ impl Driver {
     fn commit(&mut self) -> bool {
         let changed = !self.pending.is_empty();
         let t = std::time::Instant::now();
-        let appended = self.journal.append(&self.pending);
+        let appended = self.journal.append(&self.pending, &self.history);
         if changed {
             self.metrics
                 .journal_commit
@@ -383,6 +409,7 @@ impl Driver {
             std::process::exit(1);
         }
         self.pending.clear();
+        self.history.clear();
         for r in self.replies.drain(..) {
             r();
         }

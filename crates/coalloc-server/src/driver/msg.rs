@@ -2,7 +2,7 @@
 //! reply), and reports from the site workers.
 
 pub use crate::views::BarrierAnswer;
-use crate::views::{JobView, SitesView};
+use crate::views::{JobList, JobView, SitesView};
 use coalloc_backends::{BackendError, RemoteState, SiteLoad};
 use coalloc_core::model::{Component, Job};
 use tokio::sync::oneshot;
@@ -17,17 +17,33 @@ pub enum Request {
         jobs: Vec<Job>,
         reply: Reply<Vec<Result<u64, String>>>,
     },
+    /// Submit one job as an array: a copy per index of `indexes` (inclusive); the first
+    /// copy's number.
+    SubmitArray {
+        job: Box<Job>,
+        indexes: (u32, u32),
+        reply: Reply<Result<u64, String>>,
+    },
     Cancel {
         job: u64,
         reply: Reply<Result<(), ApiError>>,
+    },
+    /// Cancel the elements of an array (those with indexes in `indexes`, else all); the
+    /// jobs cancelled.
+    CancelArray {
+        first: u64,
+        indexes: Option<(u32, u32)>,
+        reply: Reply<Result<Vec<u64>, ApiError>>,
     },
     Edit {
         job: u64,
         edit: EditRequest,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// A page of the jobs in memory.
     Jobs {
-        reply: Reply<Vec<JobView>>,
+        filter: crate::listing::JobFilter,
+        reply: Reply<JobList>,
     },
     Job {
         job: u64,

@@ -41,6 +41,22 @@ impl Driver {
                     .collect();
                 self.reply_later(reply, answers);
             }
+            Request::SubmitArray {
+                job,
+                indexes,
+                reply,
+            } => {
+                let r = self.submit_array(&job, indexes);
+                self.reply_later(reply, r);
+            }
+            Request::CancelArray {
+                first,
+                indexes,
+                reply,
+            } => {
+                let r = self.cancel_array(first, indexes);
+                self.reply_later(reply, r);
+            }
             Request::Cancel { job, reply } => {
                 let r = self
                     .apply(Entry::Cancel { job })
@@ -80,9 +96,8 @@ impl Driver {
                 let r = self.apply(entry).map(|_| ()).map_err(rejected);
                 self.reply_later(reply, r);
             }
-            Request::Jobs { reply } => {
-                let v = self.core.jobs().map(|j| self.job_view(j, false)).collect();
-                let _ = reply.send(v);
+            Request::Jobs { filter, reply } => {
+                let _ = reply.send(self.jobs_page(&filter));
             }
             Request::Job { job, reply } => {
                 let v = self.core.job(job).map(|j| self.job_view(j, true));

@@ -1,7 +1,9 @@
-//! What the API shows of jobs and sites (the JSON of `GET /v1/jobs` and `/v1/sites`).
+//! What the API shows of jobs and sites (the JSON of `GET /v1/jobs` and `/v1/sites`): a
+//! listing is built one page at a time ([`crate::listing`]), never the whole job table.
 
 use super::Driver;
-use crate::views::{ComponentView, JobView, SiteView};
+use crate::listing::JobFilter;
+use crate::views::{ComponentView, JobList, JobView, SiteView};
 use coalloc_core::scheduler::jobs::{CompPhase, JobState, Phase};
 
 pub fn phase_name(p: Phase) -> &'static str {
@@ -35,7 +37,39 @@ fn comp_phase_name(p: CompPhase) -> &'static str {
     }
 }
 
+/// The most jobs one page looks at: a page of a rare state among a million jobs ends early
+/// (with its `next`) rather than hold the driver for the whole table.
+const SCAN_BUDGET: usize = 250_000;
+
 impl Driver {
+    /// A job's state as the API names it.
+    pub(crate) fn state_of(&self, j: &JobState) -> &'static str {
+        job_state_name(j.ended() && self.failed.contains(&j.id), j.phase)
+    }
+
+    /// One page of the jobs in memory that pass `f`.
+    pub(crate) fn jobs_page(&self, f: &JobFilter) -> JobList {
+        let mut jobs = Vec::new();
+        let mut last = f.after;
+        let mut more = false;
+        for (scanned, j) in self.core.jobs_after(f.after).enumerate() {
+            if jobs.len() == f.limit || scanned == SCAN_BUDGET {
+                more = true;
+                break;
+            }
+            last = j.id;
+            if f.wants_state(self.state_of(j))
+                && f.matches(j.job.user(), j.job.name(), j.record.submit)
+            {
+                jobs.push(self.job_view(j, false));
+            }
+        }
+        JobList {
+            jobs,
+            next: more.then_some(last),
+        }
+    }
+
     pub(crate) fn job_view(&self, j: &JobState, full: bool) -> JobView {
         let r = &j.record;
         let components = j
@@ -71,7 +105,7 @@ impl Driver {
             id: j.id,
             name: j.job.name().map(str::to_owned),
             user: j.job.user().map(str::to_owned),
-            state: job_state_name(self.failed.contains(&j.id), j.phase).into(),
+            state: self.state_of(j).into(),
             processors: j.job.total_processors(),
             submit: r.submit,
             start: r.start(),
@@ -83,6 +117,9 @@ impl Driver {
             completion_failures: r.completion_failures,
             last_abort: self.abort_reasons.get(&j.id).cloned(),
             retry_at: j.retry_at,
+            array: self
+                .array_of(j.id)
+                .map(|(first, index)| super::arrays::element_name(first, index)),
             placed: when(r.placed()),
             barrier_release: when(r.barrier_release()),
             wait_ms: when(r.wait()),

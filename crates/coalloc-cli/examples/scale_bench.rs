@@ -1,0 +1,226 @@
+//! The server at scale (issue 23), run by `bench/scale.sh`:
+//!
+//! 1. a queue of N two-component jobs behind unusable sites: durable submissions per second
+//!    (one job per request from 16 keep-alive threads, then `POST /v1/jobs/batch` of 1,000
+//!    jobs from 4 threads), the server's RSS per queued job, `coalloc status` (every active
+//!    job, printed page by page) and `coalloc status --state running`, the RSS after them,
+//!    the journal's size, and the time to restart after SIGKILL with the RSS after it;
+//! 2. M jobs that end (cancelled while queued: no processes) and age out after
+//!    `min_job_age = "1s"`: RSS before, with them queued and after they left, and
+//!    `coalloc history` finding them.
+//!
+//! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M]
+
+#[path = "shared/bench_server.rs"]
+mod bench_server;
+
+use bench_server::{arg, Server};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = "[server]\nmonitor_interval = \"200ms\"\nmin_job_age = \"1s\"\n\
+    [[site]]\nname = \"alpha\"\nprocessors = 16\n[[site]]\nname = \"beta\"\nprocessors = 16\n\
+    [[site]]\nname = \"gamma\"\nprocessors = 16\n[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n";
+
+fn rss_kib(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn hold(s: &Server) {
+    for site in ["alpha", "beta", "gamma"] {
+        s.call(
+            "PUT",
+            &format!("/v1/sites/{site}/usable"),
+            Some("{\"usable\": false}"),
+        );
+    }
+}
+
+fn job(i: usize) -> Value {
+    json!({"name": format!("j{i}"), "user": "bench", "kind": "unordered", "component": [
+        {"count": 1, "executable": "/bin/true"}, {"count": 1, "executable": "/bin/true"}]})
+}
+
+/// Submit jobs `from..to`: one per request from 16 threads, or batches of 1,000 from 4.
+fn submit(s: &Server, from: usize, to: usize, batch: bool) -> f64 {
+    let threads = if batch { 4 } else { 16 };
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for k in 0..threads {
+            sc.spawn(move || {
+                if batch {
+                    let starts: Vec<usize> = (from..to).step_by(1000).collect();
+                    for &b in starts.iter().skip(k).step_by(threads) {
+                        let jobs: Vec<Value> = (b..(b + 1000).min(to)).map(job).collect();
+                        let v = s.call(
+                            "POST",
+                            "/v1/jobs/batch",
+                            Some(&json!({"jobs": jobs}).to_string()),
+                        );
+                        assert_eq!(v["errors"], json!([]), "{v}");
+                    }
+                } else {
+                    for i in (from + k..to).step_by(threads) {
+                        let v = s.call("POST", "/v1/jobs", Some(&job(i).to_string()));
+                        assert!(v["job"].as_u64().is_some(), "{v}");
+                    }
+                }
+            });
+        }
+    });
+    (to - from) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Run `coalloc ARGS --state-dir S` with its output to /dev/null: seconds, and the number of
+/// output lines when counted.
+fn timed(coalloc: &str, state: &Path, args: &[&str]) -> (f64, usize) {
+    let t = Instant::now();
+    let out = Command::new(coalloc)
+        .args(args)
+        .arg("--state-dir")
+        .arg(state)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(out.status.success(), "coalloc {args:?} failed");
+    (secs, out.stdout.iter().filter(|&&b| b == b'\n').count())
+}
+
+fn file_size(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let coalloc = args
+        .get(1)
+        .expect("usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M]")
+        .clone();
+    let n = arg(&args, "--jobs", 1_000_000);
+    let single = arg(&args, "--single", 100_000).min(n);
+    let aged = arg(&args, "--aged", 100_000);
+    let base = std::env::temp_dir().join(format!("coalloc-scale-{}", std::process::id()));
+
+    // 1. The queue.
+    let mut s = Server::start(&coalloc, &base.join("queue"), CONFIG);
+    hold(&s);
+    std::thread::sleep(Duration::from_millis(500));
+    let empty = rss_kib(s.child.id());
+    let one = submit(&s, 0, single, false);
+    let many = submit(&s, single, n, true);
+    std::thread::sleep(Duration::from_millis(500));
+    let queued = rss_kib(s.child.id());
+    println!("queue of {n} two-component jobs behind unusable sites");
+    println!(
+        "- durable submissions, one job per request (16 threads, {single} jobs): {one:.0} jobs/s"
+    );
+    println!("- durable submissions, POST /v1/jobs/batch of 1,000 (4 threads, {} jobs): {many:.0} jobs/s", n - single);
+    println!(
+        "- server RSS: empty {}, with the queue {} = {:.0} B per queued job",
+        mib(empty),
+        mib(queued),
+        (queued - empty) as f64 * 1024.0 / n as f64
+    );
+    let (t_all, lines) = timed(&coalloc, &s.state, &["status"]);
+    println!("- `coalloc status` (active jobs, table): {t_all:.2} s, {lines} lines");
+    let (t_json, _) = timed(&coalloc, &s.state, &["status", "--json"]);
+    println!("- `coalloc status --json`: {t_json:.2} s");
+    let (t_run, lines) = timed(&coalloc, &s.state, &["status", "--state", "running"]);
+    println!("- `coalloc status --state running`: {t_run:.3} s, {lines} lines");
+    let listed = rss_kib(s.child.id());
+    println!(
+        "- server RSS after those listings: {} = {:.0} B per queued job",
+        mib(listed),
+        (listed - empty) as f64 * 1024.0 / n as f64
+    );
+    let journal =
+        file_size(&s.state.join("journal.sqlite")) + file_size(&s.state.join("journal.sqlite-wal"));
+    println!(
+        "- journal: {} ({:.0} B per job)",
+        mib(journal / 1024),
+        journal as f64 / n as f64
+    );
+    // SIGKILL, then restart on the same directory: until the API answers.
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let t = Instant::now();
+    let s2 = Server::restart(&coalloc, &base.join("queue"));
+    let restart = t.elapsed().as_secs_f64();
+    let page = s2.call("GET", "/v1/jobs?after=999999&limit=10", None);
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(s2.child.id());
+    println!(
+        "- restart after SIGKILL until the API answers: {restart:.2} s; RSS then {} = {:.0} B per queued job (page after job 999999: {} jobs)",
+        mib(after),
+        (after - empty) as f64 * 1024.0 / n as f64,
+        page["jobs"].as_array().map_or(0, Vec::len)
+    );
+    drop(s2);
+    drop(s);
+    let _ = std::fs::remove_dir_all(base.join("queue"));
+
+    // 2. Jobs that end and age out.
+    let s = Server::start(&coalloc, &base.join("aged"), CONFIG);
+    hold(&s);
+    std::thread::sleep(Duration::from_millis(500));
+    let empty = rss_kib(s.child.id());
+    submit(&s, 0, aged, true);
+    std::thread::sleep(Duration::from_millis(500));
+    let full = rss_kib(s.child.id());
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for k in 0..16 {
+            let s = &s;
+            sc.spawn(move || {
+                for id in (1 + k..=aged).step_by(16) {
+                    s.call("DELETE", &format!("/v1/jobs/{id}"), None);
+                }
+            });
+        }
+    });
+    let cancelled = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    while s.call("GET", "/v1/jobs?state=all&limit=1", None)["jobs"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "the jobs never left memory"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gone = t.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(s.child.id());
+    let (t_hist, lines) = timed(&coalloc, &s.state, &["history"]);
+    let (t_user, _) = timed(
+        &coalloc,
+        &s.state,
+        &[
+            "history", "--user", "bench", "--state", "failed", "--since", "1h",
+        ],
+    );
+    println!("\n{aged} jobs ended (cancelled while queued) and aged out (min_job_age = 1s)");
+    println!(
+        "- server RSS: empty {}, with the jobs queued {}, after they left memory {}",
+        mib(empty),
+        mib(full),
+        mib(after)
+    );
+    println!("- cancelling them: {cancelled:.1} s (16 threads); all out of memory {gone:.1} s after the last cancel");
+    println!("- `coalloc history`: {t_hist:.2} s, {lines} lines; with --user --state --since: {t_user:.2} s");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&base);
+}
