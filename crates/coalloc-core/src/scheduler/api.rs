@@ -70,8 +70,17 @@ pub enum Event {
     ComponentFailed { launch: LaunchId, reason: String },
     /// The launch's processes ended successfully.
     ComponentFinished { launch: LaunchId },
-    /// A file transfer ended.
+    /// A file transfer ended. A failed one counts as an error of the file's site, not of
+    /// the execution site (the replica was unreadable or its link failed).
     TransferDone { transfer: TransferId, ok: bool },
+    /// A replica of logical file `file` appeared on `site` (registered by an operator or
+    /// made by a transfer) or, with `present: false`, went away (seed 000 §2.3's replica
+    /// manager: Close-to-Files looks at the sites holding one).
+    Replica {
+        site: SiteId,
+        file: String,
+        present: bool,
+    },
     /// A VM asked for with [`Command::LeaseVm`] runs and may be used; billing starts now
     /// (seed 004 §III-B).
     VmLeased { vm: VmId },

@@ -64,7 +64,8 @@ struct Core {
     /// Jobs placed and not ended.
     active: jobs::Active,
     launches: launches::Launches,
-    transfers: BTreeMap<TransferId, (JobId, usize)>,
+    /// Transfers under way: the job and component they feed, and the file's site.
+    transfers: BTreeMap<TransferId, (JobId, usize, SiteId)>,
     next_transfer: u64,
     next_job: JobId,
     next_launch: u64,
@@ -229,6 +230,11 @@ impl Scheduler {
                 core.transfer_done(transfer, ok);
                 Ok(Reply::Done)
             }
+            Event::Replica {
+                site,
+                file,
+                present,
+            } => core.replica(site, file, present).map(|()| Reply::Done),
             Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
             Event::LeaseFailed { vm, reason } => {
                 core.lease_failed(vm, &reason).map(|()| Reply::Done)
@@ -426,6 +432,28 @@ impl Core {
         self.sites.set_enabled(site, usable);
         self.dirty = true;
         self.usable_changed(site, was, "marked unusable by an operator");
+        Ok(())
+    }
+
+    /// A replica appeared or went away (seed 000 §2.3). A new one may let a job waiting
+    /// for a replica be placed, so it counts as a change for placement.
+    fn replica(&mut self, site: SiteId, file: String, present: bool) -> Result<(), Rejected> {
+        let Some(s) = self.sites.sites.get_mut(site) else {
+            return Err(Rejected::UnknownSite(site));
+        };
+        let at = s.files.iter().position(|f| *f == file);
+        match (at, present) {
+            (None, true) => {
+                s.files.push(file);
+                self.sites.epoch += 1;
+                self.dirty = true;
+            }
+            (Some(i), false) => {
+                s.files.remove(i);
+                self.dirty = true;
+            }
+            _ => {}
+        }
         Ok(())
     }
 
