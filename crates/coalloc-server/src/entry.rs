@@ -72,6 +72,22 @@ pub enum Entry {
         site: usize,
         vm: u64,
     },
+    /// A replica of logical file `name` on `site` (seed 000 §2.3): registered by an
+    /// operator, or made by a transfer (`cached`: evictable, see `catalog`).
+    ReplicaAdded {
+        site: usize,
+        name: String,
+        path: String,
+        size: u64,
+        blake3: String,
+        #[serde(default)]
+        cached: bool,
+    },
+    /// The replica of `name` on `site` is gone (removed by an operator, or evicted).
+    ReplicaRemoved {
+        site: usize,
+        name: String,
+    },
     /// Bookkeeping: the resource manager accepted a launch under this handle.
     Launched {
         launch: u64,
@@ -165,6 +181,16 @@ impl Entry {
                 reason: reason.clone(),
             },
             Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
+            Entry::ReplicaAdded { site, name, .. } => Event::Replica {
+                site: *site,
+                file: name.clone(),
+                present: true,
+            },
+            Entry::ReplicaRemoved { site, name } => Event::Replica {
+                site: *site,
+                file: name.clone(),
+                present: false,
+            },
             Entry::Launched { .. } | Entry::KvPut { .. } => return Ok(None),
         }))
     }

@@ -10,9 +10,11 @@
 //! - [`journal`], [`entry`]: the event journal; [`logs`]: result and surveillance logs;
 //! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
-//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
+//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links;
+//! - [`catalog`]: the replica catalog; [`transfer`]: moving input files between sites.
 
 pub mod api;
+pub mod catalog;
 pub mod config;
 pub mod driver;
 pub mod entry;
@@ -23,4 +25,5 @@ pub mod metrics;
 pub mod server;
 pub mod sites;
 pub mod state;
+pub mod transfer;
 pub mod views;

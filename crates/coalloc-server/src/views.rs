@@ -2,6 +2,8 @@
 //! handlers serialize these, the driver builds them, and the OpenAPI document's schemas and
 //! examples are generated from them (utoipa, [`crate::api::openapi`]).
 
+mod files;
+pub use files::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -162,6 +164,9 @@ pub struct JobView {
     pub run_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites: Option<Vec<String>>,
+    /// The input file's transfers of the current run (seed 000 §2.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<Vec<TransferView>>,
 }
 
 /// `GET /v1/jobs`.

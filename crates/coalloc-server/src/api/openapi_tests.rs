@@ -142,6 +142,10 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
                 .map_err(|e| e.to_string())
         }
         "UsableBody" => check::<UsableBody>(v),
+        "ReplicaView" => check::<ReplicaView>(v),
+        "FileList" => check::<FileList>(v),
+        "RegisterBody" => check::<RegisterBody>(v),
+        "TransferView" => check::<TransferView>(v),
         "UsableAnswer" => check::<UsableAnswer>(v),
         "CheckIn" => check::<CheckIn>(v),
         "BarrierAnswer" => check::<BarrierAnswer>(v),

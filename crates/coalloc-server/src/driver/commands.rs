@@ -1,7 +1,7 @@
 //! Carrying out the core's commands: a start becomes a resource-manager submission with the
 //! component's configuration in its environment (seed 002 §3.3), a cancel a kill, a
-//! transfer is done at once (local sites share one file system), a finished job a line of
-//! the result log (`results.rs`). During replay the commands are only booked.
+//! transfer a pull of the input file (`transfers.rs`), a finished job a line of the result
+//! log (`results.rs`). During replay the commands are only booked.
 
 use super::{Driver, LaunchInfo};
 use crate::entry::Entry;
@@ -31,15 +31,14 @@ impl Driver {
                 }
                 // The job's `committed` event goes out with its Notice::Committed.
                 Command::ReleaseBarrier { .. } => {}
-                Command::StartTransfer { transfer, .. } => {
-                    if !self.replaying {
-                        self.metrics.transfers.inc();
-                        self.internal.push_back(Entry::TransferDone {
-                            transfer: transfer.0,
-                            ok: true,
-                        });
-                    }
-                }
+                Command::StartTransfer {
+                    transfer,
+                    job,
+                    component,
+                    from,
+                    to,
+                    ..
+                } => self.start_transfer(transfer.0, job, component, from, to),
                 Command::KillLocal { site, processors } => {
                     tracing::info!(
                         site,
@@ -132,6 +131,18 @@ impl Driver {
             ("COALLOC_SITE".into(), site),
             ("COALLOC_PROCESSES".into(), processes.to_string()),
         ]);
+        // The job's input file where this component runs (seed 000 §2.3), when the catalog
+        // knows its path here.
+        let input = self
+            .core
+            .job(s.job)
+            .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
+        if let Some(name) = input {
+            if let Some(path) = self.catalog.get(&name, s.site).and_then(|r| r.path.clone()) {
+                self.catalog.touch(&name, s.site, self.now);
+                env.push(("COALLOC_INPUT_FILE".into(), path));
+            }
+        }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
         let req = SubmitRequest {
             launch: s.launch.0,
@@ -238,6 +249,7 @@ impl Driver {
             }
         }
         self.resume_vms();
+        self.resume_transfers();
         self.turn();
     }
 }

@@ -15,11 +15,13 @@
 
 mod clouds;
 mod commands;
+mod files;
 mod metrics;
 pub mod msg;
 mod reports;
 mod requests;
 mod results;
+mod transfers;
 mod view;
 
 use crate::config::ServerConfig;
@@ -119,6 +121,14 @@ pub struct Driver {
     /// The last surveillance sample written per site.
     logged: Vec<Option<crate::logs::SiteSample>>,
     metrics: Arc<Metrics>,
+    /// The replica catalog (seed 000 §2.3).
+    catalog: crate::catalog::Catalog,
+    /// Transfers of the current runs, by the core's number.
+    transfers: BTreeMap<u64, transfers::TransferRun>,
+    /// Measured throughput per (from, to) site pair, bytes per second (an EWMA).
+    measured: BTreeMap<(usize, usize), u64>,
+    /// The driver's own channel, for the threads it starts (transfers).
+    tx: Sender<Msg>,
 }
 
 /// The wall clock in milliseconds since the Unix epoch.
@@ -185,6 +195,10 @@ impl Driver {
             next_sample: 0,
             logged: vec![None; n],
             metrics: Arc::new(Metrics::new()),
+            catalog: crate::catalog::Catalog::from_sites(&config.sites),
+            transfers: BTreeMap::new(),
+            measured: BTreeMap::new(),
+            tx: tx.clone(),
             config,
         };
         let replayed = records.len();
@@ -221,6 +235,8 @@ impl Driver {
             let reply = self.core.handle(r.at, ev);
             if reply.is_ok() {
                 self.vm_effect(&r.entry);
+                self.catalog_effect(&r.entry);
+                self.transfer_effect(&r.entry);
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
@@ -262,6 +278,8 @@ impl Driver {
         };
         let reply = self.core.handle(self.now, ev)?;
         self.vm_effect(&entry);
+        self.catalog_effect(&entry);
+        self.transfer_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
             self.secrets.insert(*id, secret.clone());
         }
@@ -311,6 +329,9 @@ impl Driver {
         if let Some(w) = self.core.next_wakeup() {
             until = until.min(w);
         }
+        if let Some(w) = self.next_transfer_deadline() {
+            until = until.min(w);
+        }
         Duration::from_millis((until - now).clamp(1, 1000) as u64)
     }
 
@@ -332,6 +353,7 @@ impl Driver {
         if self.core.next_wakeup().is_some_and(|w| w <= self.now) {
             let _ = self.apply(Entry::Tick);
         }
+        self.transfer_timeouts();
         let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {

@@ -25,6 +25,7 @@ impl Driver {
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
             Report::Released { site, vm } => self.released(site, vm),
             Report::AgentBack { site, held } => self.agent_back(site, &held),
+            Report::Transfer(t) => self.transfer_report(t),
             Report::Polled { site, load, states } => {
                 self.polled(site, load);
                 for (launch, state) in states {

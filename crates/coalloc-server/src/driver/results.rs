@@ -27,6 +27,7 @@ impl Driver {
             self.failed.insert(job);
         }
         self.committed.remove(&job);
+        self.transfers.retain(|_, t| t.job != job);
         let aborts = self.aborts.remove(&job).unwrap_or_default();
         let outcome = if failure.is_some() {
             "failed"

@@ -93,6 +93,9 @@ impl Driver {
                     .map(|s| self.config.sites[*s].name.clone())
                     .collect()
             }),
+            transfers: full
+                .then(|| self.transfer_views(j.id))
+                .filter(|t| !t.is_empty()),
         }
     }
 
