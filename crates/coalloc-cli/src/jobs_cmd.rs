@@ -202,6 +202,10 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
                     &rows
                 )
             );
+            if let Some(t) = j["transfers"].as_array().filter(|t| !t.is_empty()) {
+                println!();
+                print!("{}", transfers_table(t));
+            }
             println!(
                 "\nwait {} s, run {} s, response {} s; placement tries {}, aborts {}, failures after commit {}",
                 secs(&j["wait_ms"]),
@@ -214,6 +218,43 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A job's input-file transfers (seed 000 §2.5): file, from, to, progress, state.
+fn transfers_table(t: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = t
+        .iter()
+        .map(|x| {
+            let (bytes, size) = (
+                x["bytes"].as_u64().unwrap_or(0),
+                x["size"].as_u64().unwrap_or(0),
+            );
+            vec![
+                x["component"].to_string(),
+                x["file"].as_str().unwrap_or("?").to_string(),
+                x["from"].as_str().unwrap_or("?").to_string(),
+                x["to"].as_str().unwrap_or("?").to_string(),
+                format!(
+                    "{bytes}/{size} ({}%)",
+                    (bytes * 100).checked_div(size).unwrap_or(100)
+                ),
+                x["state"].as_str().unwrap_or("?").to_string(),
+                x["reason"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "comp",
+            "input file",
+            "from",
+            "to",
+            "bytes",
+            "transfer",
+            "reason",
+        ],
+        &rows,
+    )
 }
 
 #[derive(Args)]

@@ -105,3 +105,37 @@ fn a_failed_transfer_counts_against_the_file_site_not_the_execution_site() {
     assert_eq!(s.site_state(from).unwrap().submit_errors, 1);
     assert_eq!(s.site_state(to).unwrap().submit_errors, 0);
 }
+
+#[test]
+fn a_failed_transfer_of_a_claimed_component_is_also_the_file_sites_error() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    let mut s = Scheduler::new(config(), sites);
+    // A tiny file: JCT0 is now, so the component is claimed (started) before the transfer
+    // ends.
+    let mut j = job(8);
+    j.extra_mut().input_file.as_mut().unwrap().size = 10;
+    let (_, cmds) = submit(&mut s, 0, j);
+    let (transfer, from, to) = transfers(&cmds)[0];
+    let started = cmds
+        .iter()
+        .any(|c| matches!(c, Command::StartComponent(st) if st.site == to));
+    assert!(started, "{cmds:?}");
+    s.handle(
+        5,
+        Event::TransferDone {
+            transfer,
+            ok: false,
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Command::CancelComponent { site, .. } if *site == to)),
+        "{cmds:?}"
+    );
+    assert_eq!(s.site_state(from).unwrap().submit_errors, 1);
+    assert_eq!(s.site_state(to).unwrap().submit_errors, 0);
+}

@@ -161,14 +161,18 @@ impl Core {
         match c.launch.filter(|_| c.live()) {
             Some(launch) => {
                 // The launch runs but will never get its input: stop it, then handle it as
-                // a failed component.
+                // a failed component — the file site's failure, not the launch's site's.
                 self.commands.push_back(Command::CancelComponent {
                     launch,
                     job: id,
                     component: i,
                     site,
                 });
-                self.failed(launch, "its input file did not arrive".to_owned());
+                self.failed_charging(
+                    launch,
+                    "its input file did not arrive".to_owned(),
+                    Some(from),
+                );
             }
             None => {
                 // The file's site failed to deliver (seed 000 §3.4 counts errors against

@@ -428,6 +428,17 @@ impl Core {
     }
 
     pub(super) fn failed(&mut self, launch: LaunchId, reason: String) {
+        self.failed_charging(launch, reason, None);
+    }
+
+    /// [`Self::failed`], with the error counted against `charged` instead of the launch's
+    /// site when given (a transfer's file site).
+    pub(super) fn failed_charging(
+        &mut self,
+        launch: LaunchId,
+        reason: String,
+        charged: Option<SiteId>,
+    ) {
         let Some((id, i)) = self.current(launch) else {
             return;
         };
@@ -439,7 +450,7 @@ impl Core {
         let start_error = matches!(c.phase, CompPhase::Submitted | CompPhase::Started);
         self.release_launch(site, launch, c.count, was_pending);
         self.launches.remove(launch);
-        self.site_error(site, start_error);
+        self.site_error(charged.unwrap_or(site), start_error);
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;
         j.comps[i].launch = None;

@@ -1,0 +1,163 @@
+//! Input files that really move (seed 000 §2.3–2.6), end to end with real processes: a
+//! replica registered with `coalloc file register`, Close-to-Files placing a component that
+//! cannot run next to it, the file pulled to the component's site and checked (BLAKE3)
+//! before the barrier releases, and a replica whose checksum is wrong failing its transfer
+//! as an error of the file's site.
+
+mod common;
+
+use common::server::{barrier_component, site, three_clusters, wait_site, Server};
+use common::{coalloc, stdout};
+use serde_json::{json, Value};
+
+/// alpha holds the file but has only 4 processors; beta is 10× closer to it than gamma.
+fn config() -> String {
+    three_clusters(
+        [4, 8, 8],
+        "policy = \"fcfs\"\nfit = \"ctf\"\nclaiming = \"icp\"",
+    )
+    .replace(
+        "name = \"alpha\"\nprocessors = 4\n",
+        "name = \"alpha\"\nprocessors = 4\nbandwidth = { beta = \"100MB\", gamma = \"10MB\" }\n",
+    )
+}
+
+fn job_with_file(file: &str, size: u64, before: &str) -> Value {
+    json!({
+        "kind": "unordered", "max_wall_time": "2m",
+        "input_file": {"name": file, "size": size, "distribution": "whole"},
+        "component": [barrier_component(8, before, "true")],
+    })
+}
+
+fn files(s: &Server, name: &str) -> Vec<Value> {
+    let state = s.dir.to_string_lossy().to_string();
+    let out = stdout(&coalloc(&[
+        "file",
+        "ls",
+        name,
+        "--json",
+        "--state-dir",
+        &state,
+    ]));
+    serde_json::from_str::<Value>(&out).unwrap()["files"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_component() {
+    let s = Server::start("transfer-ok", &config());
+    let src = s.dir.parent().unwrap().join("grid.dat");
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let state = s.dir.to_string_lossy().to_string();
+    let src_s = src.to_string_lossy().to_string();
+    let out = stdout(&coalloc(&[
+        "file",
+        "register",
+        "alpha",
+        "grid.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    assert!(
+        out.contains("grid.dat") && out.contains("registered"),
+        "{out}"
+    );
+    // The component checks that the file it is given is the replica's bytes.
+    let check =
+        format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-bytes-at-$COALLOC_SITE;");
+    let id = s.submit(&job_with_file("grid.dat", data.len() as u64, &check));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert_eq!(s.output(id, 0).trim(), "same-bytes-at-beta");
+    let replicas = files(&s, "grid.dat");
+    let summary: Vec<(String, String, u64)> = replicas
+        .iter()
+        .map(|r| {
+            (
+                r["site"].as_str().unwrap().into(),
+                r["origin"].as_str().unwrap().into(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("alpha".into(), "registered".into(), 3_000_000),
+            ("beta".into(), "cached".into(), 3_000_000)
+        ]
+    );
+    assert_eq!(replicas[0]["blake3"], replicas[1]["blake3"]);
+    let cached = replicas[1]["path"].as_str().unwrap();
+    assert_eq!(std::fs::read(cached).unwrap(), data);
+    // Removing a replica from the catalog: only the one named.
+    let rm = stdout(&coalloc(&[
+        "file",
+        "rm",
+        "grid.dat",
+        "--site",
+        "beta",
+        "--json",
+        "--state-dir",
+        &state,
+    ]));
+    assert!(rm.contains("\"beta\""), "{rm}");
+    assert_eq!(files(&s, "grid.dat").len(), 1);
+}
+
+#[test]
+fn a_replica_with_a_wrong_checksum_fails_its_transfer_as_the_file_sites_error() {
+    let s = Server::start("transfer-bad", &config());
+    let src = s.dir.parent().unwrap().join("bad.dat");
+    std::fs::write(&src, b"these are not the bytes registered").unwrap();
+    let wrong = blake3_of(b"other bytes");
+    let body =
+        json!({"site": "alpha", "name": "bad.dat", "path": src, "size": 34, "blake3": wrong});
+    let (code, v) = s.call("POST", "/v1/files", &s.token, Some(&body.to_string()));
+    assert_eq!(code, 200, "{v}");
+    // Bad input over the API: clear 4xx answers.
+    let (code, v) = s.call(
+        "POST",
+        "/v1/files",
+        &s.token,
+        Some(r#"{"site":"nowhere","name":"x","path":"/x"}"#),
+    );
+    assert_eq!(
+        (code, v["error"].as_str().unwrap()),
+        (404, "no site `nowhere`")
+    );
+    let (code, v) = s.call(
+        "POST",
+        "/v1/files",
+        &s.token,
+        Some(r#"{"site":"alpha","name":"x","path":"/does/not/exist"}"#),
+    );
+    assert_eq!(code, 400, "{v}");
+    let (code, _) = s.call("DELETE", "/v1/files/none", &s.token, None);
+    assert_eq!(code, 404);
+    let id = s.submit(&job_with_file("bad.dat", 34, ""));
+    // The transfer fails at its checksum: the file's site (alpha) counts the error, not
+    // beta, where the component was to run; nothing is cached at beta.
+    wait_site(&s, "alpha", 30, "charged with the failed transfer", |v| {
+        v["submit_errors"].as_u64().unwrap_or(0) >= 1
+    });
+    assert_eq!(site(&s, "beta")["submit_errors"], 0);
+    assert_eq!(files(&s, "bad.dat").len(), 1, "no cached replica");
+    let j = s.job(id);
+    assert_ne!(j["state"], "finished", "{j}");
+    assert!(s.log().contains("checksum mismatch"), "{}", s.log());
+}
+
+/// BLAKE3 (hex) through the server crate's own helper.
+fn blake3_of(data: &[u8]) -> String {
+    let p = std::env::temp_dir().join(format!("coalloc-b3-{}", std::process::id()));
+    std::fs::write(&p, data).unwrap();
+    let s = coalloc_server::transfer::stat(&p).unwrap().blake3;
+    let _ = std::fs::remove_file(p);
+    s
+}
