@@ -11,14 +11,14 @@
 use super::Driver;
 use crate::config::BackendKind;
 use crate::entry::Entry;
-use crate::transfer::local::{pull, Control, FileSource};
+use crate::transfer::pump::{pull, Control, SiteFile};
 use crate::transfer::TransferReport;
 use crate::views::TransferView;
+use coalloc_backends::files::FileOp;
 use coalloc_core::model::Time;
 use coalloc_core::scheduler::jobs::Phase;
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,16 +134,6 @@ impl Driver {
         if t.file.is_empty() {
             return self.fail_transfer(transfer, "the job has no input file".into());
         }
-        let remote = |i: usize| !matches!(self.config.backends[i], BackendKind::Local { .. });
-        if remote(t.from) || remote(t.to) {
-            return self.fail_transfer(
-                transfer,
-                format!(
-                    "moving files from `{}` to `{}` is not possible yet: only between local sites",
-                    names.0, names.1
-                ),
-            );
-        }
         let Some(src) = self.catalog.get(&t.file, t.from).cloned() else {
             return self.fail_transfer(
                 transfer,
@@ -159,7 +149,17 @@ impl Driver {
                 ),
             );
         };
-        let dest: PathBuf = self.state.files(&names.1).join(&t.file);
+        // An agent's site keeps its files under the agent's state directory; a site on this
+        // machine under the server's.
+        let dest = if matches!(self.config.backends[t.to], BackendKind::Agent { .. }) {
+            format!("files/{}", t.file)
+        } else {
+            self.state
+                .files(&names.1)
+                .join(&t.file)
+                .to_string_lossy()
+                .into_owned()
+        };
         let pinned = self.pinned_files();
         let evict =
             match self
@@ -170,8 +170,9 @@ impl Driver {
                 Err(e) => return self.fail_transfer(transfer, format!("site `{}`: {e}", names.1)),
             };
         for name in evict {
-            if let Some(p) = self.catalog.get(&name, t.to).and_then(|r| r.path.clone()) {
-                let _ = std::fs::remove_file(p);
+            if let Some(path) = self.catalog.get(&name, t.to).and_then(|r| r.path.clone()) {
+                let (backend, base) = (self.backends[t.to].clone(), self.state.root.clone());
+                std::thread::spawn(move || backend.file(&base, FileOp::Remove { path }));
             }
             let _ = self.apply(Entry::ReplicaRemoved { site: t.to, name });
         }
@@ -182,9 +183,15 @@ impl Driver {
         run.deadline = Some(self.now + timeout);
         self.emit(json!({"event": "transfer_started", "job": t.job, "component": t.component,
             "transfer": transfer, "file": t.file, "from": names.0, "to": names.1, "size": src.size}));
+        let end = |site: usize, path: String| SiteFile {
+            backend: self.backends[site].clone(),
+            base: self.state.root.clone(),
+            path,
+        };
+        let size = src.size;
+        let (src, dest) = (end(t.from, path), end(t.to, dest));
         let tx = self.tx.clone();
         let cancel = t.cancel.clone();
-        let size = src.size;
         std::thread::spawn(move || {
             let begin = Instant::now();
             let ctl = Control {
@@ -201,10 +208,8 @@ impl Driver {
                     let _ = tx.send(super::Msg::Site(super::msg::Report::Transfer(r)));
                 }
             };
-            let mut source = FileSource::new(path);
-            let result = pull(&mut source, &dest, size, &sum, &ctl, &mut progress);
-            let (result, moved) = match result {
-                Ok(m) => (Ok(dest.to_string_lossy().into_owned()), m),
+            let (result, moved) = match pull(&src, &dest, size, &sum, &ctl, &mut progress) {
+                Ok(p) => (Ok(p.path), p.moved),
                 Err(e) => (Err(e), 0),
             };
             let r = TransferReport::Done {

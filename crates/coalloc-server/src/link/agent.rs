@@ -376,6 +376,9 @@ impl Agent {
                 Ok(Answer::Done)
             }
             Call::Load => self.backend.load().map(Answer::Load).map_err(err),
+            Call::File(op) => coalloc_backends::files::local(&self.state_dir, op)
+                .map(Answer::File)
+                .map_err(CallError::Rejected),
         }
     }
 

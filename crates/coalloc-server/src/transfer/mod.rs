@@ -8,17 +8,18 @@
 //! - [`session`]: the sans-IO pull ([`session::Pull`]): which range to ask for next, what
 //!   arrived, whether the whole is right. A cut transfer resumes from the bytes already at
 //!   the destination (a `.part` file), re-hashed, not re-sent.
-//! - [`local`]: the pump for sites that share this machine's file system (local sites).
+//! - [`pump`]: the pump: ranges read at the replica's site and appended at the
+//!   destination, both through their backends (`Backend::file`), so that local sites and
+//!   agent sites (relayed by the server) move files the same way.
 //!
 //! The driver (`driver/transfers.rs`) decides nothing here beyond carrying out the core's
 //! `StartTransfer`: it finds the replica in the catalog, makes room in the destination's
 //! cache, runs the pump on a thread, reports progress on the event stream, and fails a
 //! transfer that outlives the configured `transfer_timeout`.
 
-pub mod local;
+pub mod pump;
 pub mod session;
 
-use std::io::Read;
 use std::path::Path;
 
 /// A file's size and BLAKE3 checksum (hex).
@@ -30,22 +31,8 @@ pub struct FileStat {
 
 /// Read a whole file for its size and checksum.
 pub fn stat(path: &Path) -> std::io::Result<FileStat> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = blake3::Hasher::new();
-    let mut buf = vec![0u8; session::CHUNK as usize];
-    let mut size = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        size += n as u64;
-    }
-    Ok(FileStat {
-        size,
-        blake3: h.finalize().to_hex().to_string(),
-    })
+    let (size, blake3) = coalloc_backends::files::stat(path)?;
+    Ok(FileStat { size, blake3 })
 }
 
 /// The driver's report of one transfer.

@@ -1,11 +1,11 @@
 //! The sans-IO side of a pull (DESIGN.md "Sites apart" 1): no file, socket or clock here.
 //! The pump asks [`Pull::next_range`], fetches those bytes however its transport does, and
 //! hands them to [`Pull::on_data`]; [`Pull::finish`] checks the size and the BLAKE3 checksum
-//! the replica catalog holds. Bytes already at the destination from a cut attempt are fed
-//! first, so a resumed pull asks only for the rest.
+//! the replica catalog holds. A pull resumed after a cut ([`Pull::resumed`]) asks only for
+//! the rest; the bytes before it are not seen here, so its checksum is the destination's to
+//! check (its commit hashes the whole file, see `coalloc_backends::files`).
 
-/// Bytes asked for at once.
-pub const CHUNK: u64 = 1 << 20;
+pub use coalloc_backends::files::CHUNK;
 
 /// What went wrong with the bytes (not with the transport).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +34,8 @@ pub struct Pull {
     want: String,
     hasher: blake3::Hasher,
     have: u64,
+    /// Every byte went through the hasher (not a resumed pull).
+    whole: bool,
 }
 
 impl Pull {
@@ -44,6 +46,16 @@ impl Pull {
             want: blake3.to_ascii_lowercase(),
             hasher: blake3::Hasher::new(),
             have: 0,
+            whole: true,
+        }
+    }
+
+    /// A pull whose first `offset` bytes are already at the destination.
+    pub fn resumed(size: u64, blake3: &str, offset: u64) -> Pull {
+        Pull {
+            have: offset.min(size),
+            whole: offset == 0,
+            ..Pull::new(size, blake3)
         }
     }
 
@@ -80,7 +92,7 @@ impl Pull {
         Ok(())
     }
 
-    /// Every byte is here and the checksum is right.
+    /// Every byte is here and the checksum is right (when this pull saw every byte).
     pub fn finish(&self) -> Result<(), PullError> {
         if self.have < self.size {
             return Err(PullError::Short {
@@ -89,7 +101,7 @@ impl Pull {
             });
         }
         let got = self.hasher.finalize().to_hex().to_string();
-        if got != self.want {
+        if self.whole && got != self.want {
             return Err(PullError::Checksum {
                 want: self.want.clone(),
                 got,
@@ -125,9 +137,11 @@ mod tests {
     fn a_resumed_pull_asks_only_for_the_rest_and_bad_bytes_are_refused() {
         let data = b"hello, transfer".to_vec();
         let mut p = Pull::new(data.len() as u64, &hex(&data));
-        // A cut after 5 bytes: they are fed back from the .part file.
         p.on_data(0, &data[..5]).unwrap();
         assert_eq!(p.next_range(), Some(Range { offset: 5, len: 10 }));
+        // Resumed after a cut at 5 bytes: only the rest is asked for.
+        let r = Pull::resumed(data.len() as u64, &hex(&data), 5);
+        assert_eq!(r.next_range(), Some(Range { offset: 5, len: 10 }));
         assert_eq!(
             p.on_data(7, &data[7..]),
             Err(PullError::OutOfOrder { want: 5, got: 7 })
