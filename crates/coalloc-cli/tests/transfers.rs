@@ -22,11 +22,11 @@ fn config() -> String {
     )
 }
 
-fn job_with_file(file: &str, size: u64, before: &str) -> Value {
+fn job_with_file(file: &str, size: u64, then: &str) -> Value {
     json!({
         "kind": "unordered", "max_wall_time": "2m",
         "input_file": {"name": file, "size": size, "distribution": "whole"},
-        "component": [barrier_component(8, before, "true")],
+        "component": [barrier_component(8, "", then)],
     })
 }
 
@@ -67,9 +67,10 @@ fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_compon
         out.contains("grid.dat") && out.contains("registered"),
         "{out}"
     );
-    // The component checks that the file it is given is the replica's bytes.
+    // After the barrier, the component checks that the file it is given is the replica's
+    // bytes.
     let check =
-        format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-bytes-at-$COALLOC_SITE;");
+        format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-bytes-at-$COALLOC_SITE");
     let id = s.submit(&job_with_file("grid.dat", data.len() as u64, &check));
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");

@@ -131,17 +131,20 @@ impl Driver {
             ("COALLOC_SITE".into(), site),
             ("COALLOC_PROCESSES".into(), processes.to_string()),
         ]);
-        // The job's input file where this component runs (seed 000 §2.3), when the catalog
-        // knows its path here.
+        // The job's input file where this component runs (seed 000 §2.3): the replica's
+        // path there, or where its transfer puts it — there when the barrier releases
+        // (a component started under ICP may run before the transfer ends).
         let input = self
             .core
             .job(s.job)
             .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
         if let Some(name) = input {
-            if let Some(path) = self.catalog.get(&name, s.site).and_then(|r| r.path.clone()) {
-                self.catalog.touch(&name, s.site, self.now);
-                env.push(("COALLOC_INPUT_FILE".into(), path));
-            }
+            self.catalog.touch(&name, s.site, self.now);
+            let path = match self.catalog.get(&name, s.site).and_then(|r| r.path.clone()) {
+                Some(p) => p,
+                None => self.cache_path(s.site, &name),
+            };
+            env.push(("COALLOC_INPUT_FILE".into(), path));
         }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
         let req = SubmitRequest {

@@ -222,6 +222,18 @@ impl Driver {
         });
     }
 
+    /// Where a transfer puts logical file `name` on `site`: an agent's site keeps its files
+    /// under the agent's state directory (a relative path, resolved there), a site on this
+    /// machine under the server's.
+    pub(super) fn cache_path(&self, site: usize, name: &str) -> String {
+        if matches!(self.config.backends[site], BackendKind::Agent { .. }) {
+            format!("files/{name}")
+        } else {
+            let dir = self.state.files(&self.config.sites[site].name);
+            dir.join(name).to_string_lossy().into_owned()
+        }
+    }
+
     /// Input files of jobs that are placed and not over: not to be evicted.
     fn pinned_files(&self) -> BTreeSet<String> {
         let mut out: BTreeSet<String> = self

@@ -422,6 +422,12 @@ impl Agent {
         }
         req.environment
             .extend(self.config.environment.iter().cloned());
+        // The input file the server's transfers put under this agent's state directory.
+        for (k, v) in req.environment.iter_mut() {
+            if k == "COALLOC_INPUT_FILE" && std::path::Path::new(v.as_str()).is_relative() {
+                *v = self.state_dir.join(&*v).to_string_lossy().into_owned();
+            }
+        }
         // An `mpi` component runs under the PMI proxy of this host's coalloc.
         if req.arguments.first().map(String::as_str) == Some("pmi-proxy") {
             if let Some(p) = &self.program {

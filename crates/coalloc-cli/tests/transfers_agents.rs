@@ -1,0 +1,95 @@
+//! Input files moved between agent sites (seed 000 §2.5's third-party transfer): the
+//! replica is on agent site s1, the component fits only on agent site s2; the server pulls
+//! the file over s1's link and appends it over s2's (the sites need not see each other), and
+//! s2's agent checks the BLAKE3 before the file becomes a replica there. Agents run on this
+//! host (`agents.rs` has the others).
+
+mod common;
+
+use common::agents::{mark_dir, wait_link, AgentProc};
+use common::server::{barrier_component, Server};
+use common::tools::free_port;
+use common::{coalloc, stdout};
+use serde_json::{json, Value};
+
+fn config() -> String {
+    "[server]\nmonitor_interval = \"50ms\"\nagent_bind = \"127.0.0.1:0\"\nheartbeat = \"200ms\"\n\
+     [[site]]\nname = \"s1\"\nprocessors = 4\nmanager = { type = \"agent\", grace = \"5s\" }\n\
+     bandwidth = { s2 = \"100MB\", alpha = \"1MB\" }\n\
+     [[site]]\nname = \"alpha\"\nprocessors = 4\nmanager = { type = \"local\" }\n\
+     [[site]]\nname = \"s2\"\nprocessors = 8\nmanager = { type = \"agent\", grace = \"5s\" }\n\
+     [scheduler]\npolicy = \"fcfs\"\nfit = \"ctf\"\nclaiming = \"icp\"\n"
+        .into()
+}
+
+fn agent_config(site: &str, n: u32) -> String {
+    format!(
+        "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n[[site]]\nname = \"{site}\"\nprocessors = {n}\nmanager = {{ type = \"local\" }}\n",
+        free_port()
+    )
+}
+
+#[test]
+fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
+    let s = Server::start("transfer-agents", &config());
+    let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
+    let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 8), None);
+    wait_link(&s, "s1", true, 20);
+    wait_link(&s, "s2", true, 20);
+    // The replica is a file of s1's (here: in its agent's folder); registered from "the
+    // login node", where the CLI reads its size and checksum.
+    let src = a1.dir.join("grid.dat");
+    let data: Vec<u8> = (0..2_500_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let state = s.dir.to_string_lossy().to_string();
+    let src_s = src.to_string_lossy().to_string();
+    stdout(&coalloc(&[
+        "file",
+        "register",
+        "s1",
+        "grid.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    let mark = mark_dir(&s);
+    let check = format!(
+        "cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo $COALLOC_SITE > {}/same",
+        mark.display()
+    );
+    let job = json!({
+        "kind": "unordered", "max_wall_time": "2m",
+        "input_file": {"name": "grid.dat", "size": data.len(), "distribution": "whole"},
+        "component": [barrier_component(8, "", &check)],
+    });
+    let id = s.submit(&job);
+    let j = s.wait_ended(id, 90);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    assert_eq!(
+        std::fs::read_to_string(mark.join("same")).unwrap().trim(),
+        "s2"
+    );
+    let out = stdout(&coalloc(&[
+        "file",
+        "ls",
+        "grid.dat",
+        "--json",
+        "--state-dir",
+        &state,
+    ]));
+    let files: Value = serde_json::from_str(&out).unwrap();
+    let cached = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["site"] == "s2")
+        .unwrap_or_else(|| panic!("no replica on s2: {files}"))
+        .clone();
+    assert_eq!(cached["origin"], "cached");
+    let path = cached["path"].as_str().unwrap();
+    assert!(
+        path.starts_with(&a2.dir.join("state").to_string_lossy().to_string()),
+        "{path}"
+    );
+    assert_eq!(std::fs::read(path).unwrap(), data);
+}
