@@ -1,7 +1,8 @@
 //! Input files moved between agent sites (seed 000 §2.5's third-party transfer): the
 //! replica is on agent site s1, the component fits only on agent site s2; the server pulls
 //! the file over s1's link and appends it over s2's (the sites need not see each other), and
-//! s2's agent checks the BLAKE3 before the file becomes a replica there. Agents run on this
+//! s2's agent checks the BLAKE3 before the file becomes a replica there; the component's
+//! output comes back to the server for `coalloc logs` (seed 003 §5.2). Agents run on this
 //! host (`agents.rs` has the others).
 
 mod common;
@@ -54,7 +55,7 @@ fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
     ]));
     let mark = mark_dir(&s);
     let check = format!(
-        "cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo $COALLOC_SITE > {}/same",
+        "cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo $COALLOC_SITE > {}/same && echo out-from-$COALLOC_SITE",
         mark.display()
     );
     let job = json!({
@@ -92,4 +93,21 @@ fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
         "{path}"
     );
     assert_eq!(std::fs::read(path).unwrap(), data);
+    // The component's output came back from s2's agent: `coalloc logs` shows it (the copy
+    // follows the launch's end).
+    let t = std::time::Instant::now();
+    loop {
+        let out = coalloc(&["logs", &id.to_string(), "--state-dir", &state]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text.contains("out-from-s2") {
+            assert!(text.contains("component 0"), "{text}");
+            break;
+        }
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "no output back: {text}\n{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

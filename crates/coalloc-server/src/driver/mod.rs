@@ -21,6 +21,7 @@ pub mod msg;
 mod reports;
 mod requests;
 mod results;
+mod stageout;
 mod transfers;
 mod view;
 

@@ -200,6 +200,7 @@ impl Driver {
                 }
             }
             self.workers[site].forget(launch);
+            self.stage_out(site, job, component, launch);
             let what = match &e {
                 Entry::Finished { .. } => {
                     json!({"event": "component_finished", "job": job, "component": component, "launch": launch})

@@ -70,6 +70,26 @@ impl SiteFile {
     }
 }
 
+/// Copy a whole file of a site to `to` on this machine (a component's output brought back,
+/// seed 003 §5.2's staging out); the bytes copied.
+pub fn fetch(src: &SiteFile, to: &std::path::Path) -> Result<u64, String> {
+    use std::io::Write;
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut out = std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let mut offset = 0;
+    loop {
+        let data = src.read(offset, coalloc_backends::files::CHUNK)?;
+        if data.is_empty() {
+            return Ok(offset);
+        }
+        out.write_all(&data)
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+        offset += data.len() as u64;
+    }
+}
+
 /// What stops a pull from outside, and how often it may retry.
 pub struct Control<'a> {
     pub cancel: &'a AtomicBool,
