@@ -325,6 +325,38 @@ pub fn sites_table(sites: &Value) -> String {
     )
 }
 
+/// Bandwidth between sites (seed 000 §2.6): configured and measured (EWMA), MB/s.
+fn bandwidth_table(sites: &Value) -> String {
+    let mb = |x: &Value| {
+        x.as_u64()
+            .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6))
+    };
+    let rows: Vec<Vec<String>> = sites
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| {
+            let from = s["name"].as_str().unwrap_or("?").to_string();
+            s["bandwidth"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |b| {
+                    vec![
+                        from.clone(),
+                        b["to"].as_str().unwrap_or("?").to_string(),
+                        mb(&b["configured"]),
+                        mb(&b["measured"]),
+                    ]
+                })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    table::render(&["from", "to", "configured MB/s", "measured MB/s"], &rows)
+}
+
 pub fn sites(args: SitesArgs) -> Result<(), CliError> {
     let client = Client::connect(&args.state)?;
     let v = client.get("/v1/sites")?;
@@ -332,6 +364,10 @@ pub fn sites(args: SitesArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         print!("{}", sites_table(&v["sites"]));
+        let bw = bandwidth_table(&v["sites"]);
+        if !bw.is_empty() {
+            print!("\n{bw}");
+        }
         println!(
             "\nscheduler: policy {}, fit {}",
             v["scheduler"]["policy"].as_str().unwrap_or("?"),

@@ -96,6 +96,19 @@ fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_compon
     assert_eq!(replicas[0]["blake3"], replicas[1]["blake3"]);
     let cached = replicas[1]["path"].as_str().unwrap();
     assert_eq!(std::fs::read(cached).unwrap(), data);
+    // The bandwidth model measured alpha -> beta: `coalloc sites` shows it beside the
+    // configured 100 MB/s.
+    let bw = &site(&s, "alpha")["bandwidth"];
+    let beta = bw
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["to"] == "beta")
+        .unwrap();
+    assert_eq!(beta["configured"], 100_000_000);
+    assert!(beta["measured"].as_u64().unwrap() > 0, "{bw}");
+    let table = stdout(&coalloc(&["sites", "--state-dir", &state]));
+    assert!(table.contains("measured MB/s"), "{table}");
     // Removing a replica from the catalog: only the one named.
     let rm = stdout(&coalloc(&[
         "file",

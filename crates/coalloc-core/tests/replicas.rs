@@ -139,3 +139,37 @@ fn a_failed_transfer_of_a_claimed_component_is_also_the_file_sites_error() {
     assert_eq!(s.site_state(from).unwrap().submit_errors, 1);
     assert_eq!(s.site_state(to).unwrap().submit_errors, 0);
 }
+
+#[test]
+fn measured_transfers_replace_the_configured_bandwidth_in_the_estimates() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    // Configured: s0 -> s1 and s0 -> s2 alike (1 MB/s); measured, s0 -> s2 is 4 MB/s.
+    let mut s = Scheduler::new(config(), sites);
+    let measured = |from, to, bytes, millis| Event::TransferMeasured {
+        from,
+        to,
+        bytes,
+        millis,
+    };
+    s.handle(0, measured(0, 2, 4_000_000, 1_000)).unwrap();
+    assert_eq!(s.measured_bandwidth()[&(0, 2)], 4_000_000);
+    s.handle(1, measured(0, 2, 2_000_000, 1_000)).unwrap();
+    assert_eq!(s.measured_bandwidth()[&(0, 2)], 3_500_000);
+    assert_eq!(s.sites()[0].bandwidth["s2"], 3_500_000);
+    assert_eq!(
+        s.sites()[0].bandwidth["s1"],
+        1_000_000,
+        "configured, unmeasured"
+    );
+    // Close-to-Files now prefers s2, and the FTT is 2 MB at 3.5 MB/s.
+    let (id, cmds) = submit(&mut s, 10, job(8));
+    assert_eq!(transfers(&cmds)[0].2, 2, "{cmds:?}");
+    let claim = s.job(id).unwrap().claim.as_deref().copied().unwrap();
+    assert_eq!(claim.ftt, 572);
+    assert_eq!(
+        s.handle(20, measured(0, 9, 1, 1)),
+        Err(Rejected::UnknownSite(9))
+    );
+}

@@ -83,6 +83,13 @@ pub enum Entry {
         #[serde(default)]
         cached: bool,
     },
+    /// A transfer's measured throughput (the bandwidth model learns).
+    TransferMeasured {
+        from: usize,
+        to: usize,
+        bytes: u64,
+        millis: u64,
+    },
     /// The replica of `name` on `site` is gone (removed by an operator, or evicted).
     ReplicaRemoved {
         site: usize,
@@ -185,6 +192,17 @@ impl Entry {
                 site: *site,
                 file: name.clone(),
                 present: true,
+            },
+            Entry::TransferMeasured {
+                from,
+                to,
+                bytes,
+                millis,
+            } => Event::TransferMeasured {
+                from: *from,
+                to: *to,
+                bytes: *bytes,
+                millis: *millis,
             },
             Entry::ReplicaRemoved { site, name } => Event::Replica {
                 site: *site,

@@ -259,6 +259,9 @@ pub struct SiteView {
     /// `unreachable`: an agent site whose link has been down past its grace period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// Bandwidth to other sites, configured and measured (absent when none is known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bandwidth: Vec<BandwidthView>,
 }
 
 /// The link of an agent site.

@@ -73,6 +73,15 @@ pub enum Event {
     /// A file transfer ended. A failed one counts as an error of the file's site, not of
     /// the execution site (the replica was unreadable or its link failed).
     TransferDone { transfer: TransferId, ok: bool },
+    /// A transfer from `from` to `to` moved `bytes` in `millis`: the bandwidth model learns
+    /// (an EWMA per site pair, see `scheduler::bandwidth`), and FTT estimates (seed 000
+    /// §2.6, §3.2) use what it learned in place of the configured figure.
+    TransferMeasured {
+        from: SiteId,
+        to: SiteId,
+        bytes: u64,
+        millis: u64,
+    },
     /// A replica of logical file `file` appeared on `site` (registered by an operator or
     /// made by a transfer) or, with `present: false`, went away (seed 000 §2.3's replica
     /// manager: Close-to-Files looks at the sites holding one).

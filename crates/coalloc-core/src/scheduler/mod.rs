@@ -18,6 +18,7 @@
 //! ([`crate::placement`]).
 
 pub mod api;
+mod bandwidth;
 mod clouds;
 pub mod config;
 mod edit;
@@ -66,6 +67,8 @@ struct Core {
     launches: launches::Launches,
     /// Transfers under way: the job and component they feed, and the file's site.
     transfers: BTreeMap<TransferId, (JobId, usize, SiteId)>,
+    /// Measured throughput per (from, to) pair, bytes per second (an EWMA).
+    measured: BTreeMap<(SiteId, SiteId), u64>,
     next_transfer: u64,
     next_job: JobId,
     next_launch: u64,
@@ -129,6 +132,7 @@ impl Scheduler {
                 active: jobs::Active::default(),
                 launches: launches::Launches::default(),
                 transfers: BTreeMap::new(),
+                measured: BTreeMap::new(),
                 next_transfer: 1,
                 next_job: 1,
                 next_launch: 1,
@@ -235,6 +239,14 @@ impl Scheduler {
                 file,
                 present,
             } => core.replica(site, file, present).map(|()| Reply::Done),
+            Event::TransferMeasured {
+                from,
+                to,
+                bytes,
+                millis,
+            } => core
+                .transfer_measured(from, to, bytes, millis)
+                .map(|()| Reply::Done),
             Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
             Event::LeaseFailed { vm, reason } => {
                 core.lease_failed(vm, &reason).map(|()| Reply::Done)
@@ -242,6 +254,12 @@ impl Scheduler {
             Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
         }
+    }
+
+    /// The measured throughput per (from, to) site pair, bytes per second (the bandwidth
+    /// model's EWMA; empty until a transfer was measured).
+    pub fn measured_bandwidth(&self) -> &BTreeMap<(SiteId, SiteId), u64> {
+        &self.core.measured
     }
 
     /// The next command for the driver, in the order they were decided.

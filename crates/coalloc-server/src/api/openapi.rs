@@ -58,7 +58,7 @@ impl Modify for Security {
         super::ui::script,
         super::ui::style,
     ),
-    components(schemas(TransferView, ComponentSpec, ComponentView, CloudView, SiteView, SchedulerView, LinkView, AgentTokenView)),
+    components(schemas(TransferView, BandwidthView, ComponentSpec, ComponentView, CloudView, SiteView, SchedulerView, LinkView, AgentTokenView)),
     modifiers(&Security)
 )]
 pub struct ApiDoc;

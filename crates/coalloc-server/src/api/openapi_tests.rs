@@ -146,6 +146,7 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         "FileList" => check::<FileList>(v),
         "RegisterBody" => check::<RegisterBody>(v),
         "TransferView" => check::<TransferView>(v),
+        "BandwidthView" => check::<BandwidthView>(v),
         "UsableAnswer" => check::<UsableAnswer>(v),
         "CheckIn" => check::<CheckIn>(v),
         "BarrierAnswer" => check::<BarrierAnswer>(v),

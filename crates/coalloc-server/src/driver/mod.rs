@@ -126,8 +126,6 @@ pub struct Driver {
     catalog: crate::catalog::Catalog,
     /// Transfers of the current runs, by the core's number.
     transfers: BTreeMap<u64, transfers::TransferRun>,
-    /// Measured throughput per (from, to) site pair, bytes per second (an EWMA).
-    measured: BTreeMap<(usize, usize), u64>,
     /// The driver's own channel, for the threads it starts (transfers).
     tx: Sender<Msg>,
 }
@@ -198,7 +196,6 @@ impl Driver {
             metrics: Arc::new(Metrics::new()),
             catalog: crate::catalog::Catalog::from_sites(&config.sites),
             transfers: BTreeMap::new(),
-            measured: BTreeMap::new(),
             tx: tx.clone(),
             config,
         };

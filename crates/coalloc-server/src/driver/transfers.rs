@@ -284,7 +284,14 @@ impl Driver {
                     .get(&t.file, t.from)
                     .and_then(|r| r.blake3.clone())
                     .unwrap_or_default();
-                self.learn_bandwidth(t.from, t.to, moved, millis);
+                if moved > 0 {
+                    self.internal.push_back(Entry::TransferMeasured {
+                        from: t.from,
+                        to: t.to,
+                        bytes: moved,
+                        millis,
+                    });
+                }
                 self.emit(
                     json!({"event": "transfer_done", "job": t.job, "component": t.component,
                     "transfer": transfer, "file": t.file, "bytes": t.size, "moved": moved,
@@ -322,17 +329,6 @@ impl Driver {
     /// The earliest transfer deadline, for the driver's wake-up.
     pub(super) fn next_transfer_deadline(&self) -> Option<Time> {
         self.transfers.values().filter_map(|t| t.deadline).min()
-    }
-
-    /// Measured throughput of a pair, for the bandwidth model (seed 000 §2.6's estimates).
-    fn learn_bandwidth(&mut self, from: usize, to: usize, bytes: u64, millis: u64) {
-        if bytes == 0 || millis == 0 {
-            return;
-        }
-        let rate = bytes.saturating_mul(1000) / millis;
-        let e = self.measured.entry((from, to)).or_insert(rate);
-        // EWMA with weight 1/4 for the newest measurement.
-        *e = (*e * 3 + rate) / 4;
     }
 
     pub(super) fn transfer_views(&self, job: u64) -> Vec<TransferView> {

@@ -126,6 +126,25 @@ impl Driver {
             cloud: self.cloud_view(i),
             link: None,
             state: None,
+            bandwidth: self.bandwidth_view(i),
         }
+    }
+
+    /// The configured and measured bandwidth from site `i` to every other site.
+    fn bandwidth_view(&self, i: usize) -> Vec<crate::views::BandwidthView> {
+        let measured = self.core.measured_bandwidth();
+        let from = &self.config.sites[i];
+        self.config
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(j, to)| crate::views::BandwidthView {
+                to: to.name.clone(),
+                configured: from.bandwidth.get(&to.name).copied(),
+                measured: measured.get(&(i, j)).copied(),
+            })
+            .filter(|b| b.configured.is_some() || b.measured.is_some())
+            .collect()
     }
 }

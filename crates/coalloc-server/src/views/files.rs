@@ -66,3 +66,15 @@ pub struct TransferView {
     #[serde(default)]
     pub reason: Option<String>,
 }
+
+/// The bandwidth model's figures from a site to another, bytes per second (seed 000 §2.6):
+/// the configured one and the measured average (an EWMA of this server's transfers), which
+/// the estimates use once there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"to": "beta", "configured": 25000000, "measured": 23100000}))]
+pub struct BandwidthView {
+    pub to: String,
+    pub configured: Option<u64>,
+    pub measured: Option<u64>,
+}
