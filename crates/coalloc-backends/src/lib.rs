@@ -19,6 +19,7 @@ pub mod gridengine;
 pub mod local;
 pub mod provider;
 mod run;
+pub mod site_vars;
 pub mod slurm;
 
 use std::path::PathBuf;

@@ -175,3 +175,40 @@ fn blake3_of(data: &[u8]) -> String {
     let _ = std::fs::remove_file(p);
     s
 }
+
+#[test]
+fn rsl_site_variables_are_expanded_where_the_component_lands() {
+    let s = Server::start("site-vars", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let state = s.dir.to_string_lossy().to_string();
+    let rsl = s.dir.parent().unwrap().join("vars.uno");
+    std::fs::write(
+        &rsl,
+        "& (executable = /bin/sh) (count = 1) (barrier = auto)\n  \
+         (arguments = \"-c\" \"echo $1 $2; [ -d $3 ] && echo scratch-made\" x $(LOGNAME) $(HOME) $(SCRATCH_DIRECTORY))\n",
+    )
+    .unwrap();
+    // `job check` no longer refuses them as undefined.
+    let rsl_s = rsl.to_string_lossy().to_string();
+    stdout(&coalloc(&["job", "check", &rsl_s]));
+    let out = stdout(&coalloc(&["submit", &rsl_s, "--state-dir", &state]));
+    let id: u64 = out
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|w| !w.is_empty())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let j = s.wait_ended(id, 30);
+    assert_eq!(j["state"], "finished", "{j}");
+    let who = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let user = std::env::var("LOGNAME")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| String::from_utf8_lossy(&who.stdout).trim().to_string());
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        s.output(id, 0).trim(),
+        format!("{user} {home}\nscratch-made")
+    );
+}

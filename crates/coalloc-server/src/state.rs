@@ -10,6 +10,7 @@
 //! DIR/sites/NAME/         the local backend's launch directories
 //! DIR/output/JOB/         standard output and error of each component's launches
 //! DIR/files/SITE/NAME     input files a transfer put on a local site (its replica cache)
+//! DIR/scratch/JOB.COMP.LLAUNCH/  RSL $(SCRATCH_DIRECTORY) of a launch on a site of this host
 //! ```
 
 use std::io::Write;

@@ -147,7 +147,7 @@ impl Driver {
             env.push(("COALLOC_INPUT_FILE".into(), path));
         }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
-        let req = SubmitRequest {
+        let mut req = SubmitRequest {
             launch: s.launch.0,
             job: s.job,
             component: s.component,
@@ -161,6 +161,14 @@ impl Driver {
             stdout,
             stderr,
         };
+        // GRAM's site variables: a site on this host expands them here; an agent does for
+        // its own site.
+        if !matches!(
+            self.config.backends[s.site],
+            crate::config::BackendKind::Agent { .. }
+        ) {
+            coalloc_backends::site_vars::expand(&mut req, &self.state.root.join("scratch"));
+        }
         self.emit(
             json!({"event": "component_submitted", "job": s.job, "component": s.component,
             "launch": s.launch.0, "site": self.config.sites[s.site].name}),

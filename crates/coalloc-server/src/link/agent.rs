@@ -422,6 +422,8 @@ impl Agent {
         }
         req.environment
             .extend(self.config.environment.iter().cloned());
+        // GRAM's site variables, expanded here where the component lands.
+        coalloc_backends::site_vars::expand(&mut req, &self.state_dir.join("scratch"));
         // The input file the server's transfers put under this agent's state directory.
         for (k, v) in req.environment.iter_mut() {
             if k == "COALLOC_INPUT_FILE" && std::path::Path::new(v.as_str()).is_relative() {
