@@ -212,3 +212,36 @@ fn rsl_site_variables_are_expanded_where_the_component_lands() {
         format!("{user} {home}\nscratch-made")
     );
 }
+
+#[test]
+fn a_stage_in_whose_source_is_missing_fails_the_start_with_its_reason() {
+    let s = Server::start(
+        "stage-missing",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
+    let comp = json!({
+        "count": 1, "job_type": "single", "executable": "/bin/true",
+        "attribute": [
+            {"name": "file_stage_in", "op": "=", "value": [["/nonexistent/input.dat", "input.dat"]]},
+            {"name": "barrier", "op": "=", "value": "auto"},
+        ],
+    });
+    let id = s.submit(&json!({"kind": "unordered", "component": [comp]}));
+    let j = s.wait_for(id, 30, "aborted for its stage-in", |j| {
+        j["last_abort"]
+            .as_str()
+            .is_some_and(|r| r.contains("file_stage_in: /nonexistent/input.dat"))
+    });
+    assert_ne!(j["state"], "finished", "{j}");
+    // A destination that leaves the working directory is refused too.
+    let comp = json!({
+        "count": 1, "job_type": "single", "executable": "/bin/true",
+        "attribute": [{"name": "file_stage_out", "op": "=", "value": [["a", "../../escape"]]}],
+    });
+    let id = s.submit(&json!({"kind": "unordered", "component": [comp]}));
+    s.wait_for(id, 30, "refused its stage-out", |j| {
+        j["last_abort"]
+            .as_str()
+            .is_some_and(|r| r.contains("must be a relative path inside"))
+    });
+}

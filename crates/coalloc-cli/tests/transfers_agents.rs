@@ -111,3 +111,58 @@ fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+#[test]
+fn files_staged_in_and_out_of_a_component_on_an_agent_site() {
+    let s = Server::start("stage-agents", &config());
+    let _a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
+    let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 8), None);
+    wait_link(&s, "s2", true, 20);
+    let input = s.dir.parent().unwrap().join("params.txt");
+    std::fs::write(&input, "alpha=0.5\n").unwrap();
+    // 8 processors: only s2 has them. The component reads its staged-in file in its scratch
+    // folder and writes an output that is staged out; the input is cleaned up.
+    let comp = json!({
+        "count": 8, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", "tr a-z A-Z < in/params.txt > result.txt && pwd > where.txt && \"$COALLOC\" barrier"],
+        "environment": { "COALLOC": common::server::COALLOC },
+        "attribute": [
+            {"name": "file_stage_in", "op": "=", "value": [[input.to_string_lossy(), "in/params.txt"]]},
+            {"name": "file_stage_out", "op": "=", "value": [["result.txt", "res/result.txt"], ["where.txt", "where.txt"]]},
+            {"name": "file_clean_up", "op": "=", "value": ["in/params.txt"]},
+        ],
+    });
+    let id = s.submit(&json!({"kind": "unordered", "max_wall_time": "2m", "component": [comp]}));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    let out = s.dir.join("output").join(id.to_string());
+    let t = std::time::Instant::now();
+    while !out.join("where.txt").exists() {
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "nothing staged out:\n{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The outputs are copied in order; where.txt is the last.
+    while std::fs::read_to_string(out.join("where.txt"))
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(t.elapsed().as_secs() < 20, "where.txt stays empty");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_to_string(out.join("res/result.txt")).unwrap(),
+        "ALPHA=0.5\n"
+    );
+    // It ran in a scratch folder of its own under s2's agent, where the input is cleaned up.
+    let wd = std::fs::read_to_string(out.join("where.txt")).unwrap();
+    let scratch = a2.dir.join("state/scratch").to_string_lossy().to_string();
+    assert!(wd.trim().starts_with(&scratch), "{wd} vs {scratch}");
+    assert!(!std::path::Path::new(wd.trim())
+        .join("in/params.txt")
+        .exists());
+    assert!(std::path::Path::new(wd.trim()).join("result.txt").exists());
+}

@@ -161,6 +161,16 @@ impl Driver {
             stdout,
             stderr,
         };
+        let staging = match self.staging_of(s.site, &s.spec, &mut req) {
+            Ok(st) => st,
+            Err(reason) => {
+                self.internal.push_back(Entry::Failed {
+                    launch: s.launch.0,
+                    reason,
+                });
+                return;
+            }
+        };
         // GRAM's site variables: a site on this host expands them here; an agent does for
         // its own site.
         if !matches!(
@@ -173,7 +183,17 @@ impl Driver {
             json!({"event": "component_submitted", "job": s.job, "component": s.component,
             "launch": s.launch.0, "site": self.config.sites[s.site].name}),
         );
-        self.workers[s.site].submit(req);
+        match staging {
+            Some(st) => {
+                if !st.stage_in.is_empty() {
+                    self.stage_in(s.site, req, &st);
+                } else {
+                    self.workers[s.site].submit(req);
+                }
+                self.staging.insert(s.launch.0, st);
+            }
+            None => self.workers[s.site].submit(req),
+        }
     }
 
     fn notice(&mut self, n: Notice) {

@@ -21,7 +21,7 @@ pub mod msg;
 mod reports;
 mod requests;
 mod results;
-mod stageout;
+mod staging;
 mod transfers;
 mod view;
 
@@ -126,6 +126,8 @@ pub struct Driver {
     catalog: crate::catalog::Catalog,
     /// Transfers of the current runs, by the core's number.
     transfers: BTreeMap<u64, transfers::TransferRun>,
+    /// What live launches stage out (see `staging`).
+    staging: BTreeMap<u64, staging::Staging>,
     /// The driver's own channel, for the threads it starts (transfers).
     tx: Sender<Msg>,
 }
@@ -196,6 +198,7 @@ impl Driver {
             metrics: Arc::new(Metrics::new()),
             catalog: crate::catalog::Catalog::from_sites(&config.sites),
             transfers: BTreeMap::new(),
+            staging: BTreeMap::new(),
             tx: tx.clone(),
             config,
         };

@@ -148,6 +148,12 @@ pub enum Report {
         site: usize,
         held: Vec<crate::link::proto::HeldLaunch>,
     },
+    /// A launch's stage-in ended (`driver/staging.rs`): submit it, or fail it.
+    Staged {
+        launch: u64,
+        request: Box<coalloc_backends::SubmitRequest>,
+        result: Result<(), String>,
+    },
     /// A transfer's progress or end.
     Transfer(crate::transfer::TransferReport),
     /// A poll of the site: its load, and the states of the launches asked about.

@@ -26,6 +26,11 @@ impl Driver {
             Report::Released { site, vm } => self.released(site, vm),
             Report::AgentBack { site, held } => self.agent_back(site, &held),
             Report::Transfer(t) => self.transfer_report(t),
+            Report::Staged {
+                launch,
+                request,
+                result,
+            } => self.staged(launch, *request, result),
             Report::Polled { site, load, states } => {
                 self.polled(site, load);
                 for (launch, state) in states {

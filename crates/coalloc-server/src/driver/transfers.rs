@@ -184,7 +184,7 @@ impl Driver {
         self.emit(json!({"event": "transfer_started", "job": t.job, "component": t.component,
             "transfer": transfer, "file": t.file, "from": names.0, "to": names.1, "size": src.size}));
         let end = |site: usize, path: String| SiteFile {
-            backend: self.backends[site].clone(),
+            backend: Some(self.backends[site].clone()),
             base: self.state.root.clone(),
             path,
         };

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 /// One end of a transfer: a file on a site.
 #[derive(Clone)]
 pub struct SiteFile {
-    pub backend: Arc<dyn Backend>,
+    /// The site's backend; `None`: this machine (a file of the server's, staged in).
+    pub backend: Option<Arc<dyn Backend>>,
     /// What relative paths are relative to on a site sharing this machine.
     pub base: PathBuf,
     pub path: String,
@@ -25,7 +26,10 @@ pub struct SiteFile {
 
 impl SiteFile {
     fn op(&self, op: FileOp) -> Result<FileAnswer, String> {
-        self.backend.file(&self.base, op).map_err(|e| e.to_string())
+        match &self.backend {
+            Some(b) => b.file(&self.base, op).map_err(|e| e.to_string()),
+            None => coalloc_backends::files::local(&self.base, op),
+        }
     }
 
     fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, String> {
@@ -235,7 +239,7 @@ mod tests {
             cuts: Mutex::new(cuts),
         });
         let end = |path: &str| SiteFile {
-            backend: backend.clone(),
+            backend: Some(backend.clone()),
             base: base.clone(),
             path: path.into(),
         };
