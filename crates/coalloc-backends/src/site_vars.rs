@@ -7,15 +7,31 @@
 use crate::SubmitRequest;
 use std::path::{Path, PathBuf};
 
+/// The environment variable that carries RSL's `scratch_dir` to the site: the folder under
+/// which the launch's `$(SCRATCH_DIRECTORY)` is made instead of the site's default.
+pub const SCRATCH_BASE: &str = "COALLOC_SCRATCH_DIR";
+
 /// Expand the site variables of `req`. `$(SCRATCH_DIRECTORY)` is a folder of its own for
-/// this launch under `scratch` (made when used).
+/// this launch under `scratch` (or under the job's `scratch_dir`, [`SCRATCH_BASE`]), made
+/// when used.
 pub fn expand(req: &mut SubmitRequest, scratch: &Path) {
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     let logname = [env("LOGNAME"), env("USER")]
         .into_iter()
         .find(|s| !s.is_empty())
         .unwrap_or_else(user_name);
-    let dir: PathBuf = scratch.join(format!("{}.{}.L{}", req.job, req.component, req.launch));
+    let base = req
+        .environment
+        .iter()
+        .find(|(k, _)| k == SCRATCH_BASE)
+        .map(|(_, v)| {
+            PathBuf::from(
+                v.replace("$(HOME)", &env("HOME"))
+                    .replace("$(LOGNAME)", &logname),
+            )
+        })
+        .unwrap_or_else(|| scratch.to_path_buf());
+    let dir: PathBuf = base.join(format!("{}.{}.L{}", req.job, req.component, req.launch));
     let mut made = false;
     let mut sub = |text: &mut String| {
         if !text.contains("$(") {
@@ -83,5 +99,22 @@ mod tests {
         assert_eq!(req.arguments[2], "$(OTHER)", "only the site's variables");
         assert_eq!(req.directory.as_deref(), Some(dir.as_path()));
         assert!(dir.is_dir());
+        // RSL's scratch_dir moves the scratch folder.
+        let mut req = SubmitRequest {
+            job: 3,
+            component: 1,
+            launch: 10,
+            arguments: vec!["$(SCRATCH_DIRECTORY)".into()],
+            environment: vec![(
+                SCRATCH_BASE.into(),
+                scratch.join("mine").to_string_lossy().into(),
+            )],
+            ..SubmitRequest::default()
+        };
+        expand(&mut req, &scratch);
+        assert_eq!(
+            req.arguments[0],
+            scratch.join("mine/3.1.L10").to_string_lossy()
+        );
     }
 }

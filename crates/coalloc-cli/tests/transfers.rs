@@ -181,10 +181,15 @@ fn rsl_site_variables_are_expanded_where_the_component_lands() {
     let s = Server::start("site-vars", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
     let state = s.dir.to_string_lossy().to_string();
     let rsl = s.dir.parent().unwrap().join("vars.uno");
+    let scratch = s.dir.parent().unwrap().join("my-scratch");
     std::fs::write(
         &rsl,
-        "& (executable = /bin/sh) (count = 1) (barrier = auto)\n  \
-         (arguments = \"-c\" \"echo $1 $2; [ -d $3 ] && echo scratch-made\" x $(LOGNAME) $(HOME) $(SCRATCH_DIRECTORY))\n",
+        format!(
+            "& (executable = /bin/sh) (count = 1) (barrier = auto) (scratch_dir = {})\n  \
+             (arguments = \"-c\" \"echo $1 $2; [ -d $3 ] && echo scratch-made; case $3 in $4/*) echo under-scratch-dir;; esac\" x $(LOGNAME) $(HOME) $(SCRATCH_DIRECTORY) {})\n",
+            scratch.display(),
+            scratch.display()
+        ),
     )
     .unwrap();
     // `job check` no longer refuses them as undefined.
@@ -209,7 +214,7 @@ fn rsl_site_variables_are_expanded_where_the_component_lands() {
     let home = std::env::var("HOME").unwrap_or_default();
     assert_eq!(
         s.output(id, 0).trim(),
-        format!("{user} {home}\nscratch-made")
+        format!("{user} {home}\nscratch-made\nunder-scratch-dir")
     );
 }
 

@@ -161,6 +161,20 @@ impl Driver {
             stdout,
             stderr,
         };
+        // RSL's scratch_dir: where the site makes the launch's $(SCRATCH_DIRECTORY).
+        let scratch_dir = s.spec.attributes().iter().rev().find_map(|a| {
+            match (
+                a.name.eq_ignore_ascii_case("scratch_dir"),
+                a.values.as_slice(),
+            ) {
+                (true, [Value::Str(v)]) => Some(v.clone()),
+                _ => None,
+            }
+        });
+        if let Some(d) = scratch_dir {
+            let var = coalloc_backends::site_vars::SCRATCH_BASE.to_owned();
+            req.environment.push((var, d));
+        }
         let staging = match self.staging_of(s.site, &s.spec, &mut req) {
             Ok(st) => st,
             Err(reason) => {

@@ -4,7 +4,7 @@
 //! working directory before it is submitted; when it ends, the files of `file_stage_out =
 //! (SRC DEST)...` come back to `DIR/output/JOB/DEST`, then `file_clean_up = F...` are
 //! removed. A component that stages and names no `directory` runs in a folder of its own,
-//! its `$(SCRATCH_DIRECTORY)`. A launch on an agent's site also has its standard output and
+//! its `$(SCRATCH_DIRECTORY)` (under RSL's `scratch_dir` when given). A launch on an agent's site also has its standard output and
 //! error brought back, so that `coalloc logs` shows them as it shows a local site's.
 //!
 //! Every copy goes through the site's backend (`Backend::file`): this machine's folders for
@@ -109,6 +109,7 @@ impl Driver {
         }
         let agent = matches!(self.config.backends[site], BackendKind::Agent { .. });
         let scratch = format!("{}.{}.L{}", req.job, req.component, req.launch);
+        let base = words(spec, "scratch_dir").pop();
         let dir = match &req.directory {
             Some(d) if d.to_string_lossy().contains("$(") && agent => {
                 return Err("staging on an agent's site needs a directory without site variables (or none: the scratch folder)".into());
@@ -116,7 +117,19 @@ impl Driver {
             Some(d) => d.to_string_lossy().into_owned(),
             None => {
                 req.directory = Some("$(SCRATCH_DIRECTORY)".into());
-                if agent {
+                if let Some(b) = base {
+                    if agent && b.contains("$(") {
+                        return Err(
+                            "staging on an agent's site needs a scratch_dir without site variables"
+                                .into(),
+                        );
+                    }
+                    let home = std::env::var("HOME").unwrap_or_default();
+                    Path::new(&b.replace("$(HOME)", &home))
+                        .join(&scratch)
+                        .to_string_lossy()
+                        .into_owned()
+                } else if agent {
                     format!("scratch/{scratch}")
                 } else {
                     self.state
