@@ -250,3 +250,59 @@ fn a_stage_in_whose_source_is_missing_fails_the_start_with_its_reason() {
             .is_some_and(|r| r.contains("must be a relative path inside"))
     });
 }
+
+#[test]
+fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() {
+    let mut s = Server::start("transfer-restart", &config());
+    let src = s.dir.parent().unwrap().join("big.dat");
+    // 600 MB of zeros (sparse): big enough to be caught half-way.
+    let size: u64 = 600 << 20;
+    std::fs::File::create(&src).unwrap().set_len(size).unwrap();
+    let state = s.dir.to_string_lossy().to_string();
+    let src_s = src.to_string_lossy().to_string();
+    stdout(&coalloc(&[
+        "file",
+        "register",
+        "alpha",
+        "big.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    let id = s.submit(&job_with_file("big.dat", size, "true"));
+    let part = s.dir.join("files/beta/big.dat.part");
+    s.wait_for(id, 60, "half-way through its transfer", |j| {
+        let t = &j["transfers"][0];
+        t["state"] == "running" && t["bytes"].as_u64().is_some_and(|b| b > 0 && b < size / 2)
+    });
+    s.kill();
+    let cut = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+    assert!(cut > 0 && cut < size, "part file of {cut} bytes");
+    s.restart();
+    let j = s.wait_ended(id, 120);
+    assert_eq!(j["state"], "finished", "{j}");
+    // Only what was missing moved again: the measured transfer is the rest.
+    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
+    let measured: Vec<String> = journal
+        .prepare(r#"SELECT entry FROM journal WHERE entry LIKE '%"e":"transfer_measured"%'"#)
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(measured.len(), 1, "{measured:?}");
+    let m: Value = serde_json::from_str(&measured[0]).unwrap();
+    assert!(
+        m["bytes"].as_u64().unwrap() <= size - cut,
+        "{m} after a cut at {cut}"
+    );
+    let replicas = files(&s, "big.dat");
+    assert_eq!(replicas.len(), 2, "{replicas:?}");
+    assert_eq!(replicas[0]["blake3"], replicas[1]["blake3"]);
+    assert_eq!(
+        std::fs::metadata(s.dir.join("files/beta/big.dat"))
+            .unwrap()
+            .len(),
+        size
+    );
+}
