@@ -306,3 +306,35 @@ fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() 
         size
     );
 }
+
+#[test]
+fn a_transfer_past_its_timeout_fails_as_the_file_sites_error() {
+    let cfg = config().replace("[server]\n", "[server]\ntransfer_timeout = \"300ms\"\n");
+    let s = Server::start("transfer-timeout", &cfg);
+    let src = s.dir.parent().unwrap().join("big.dat");
+    let size: u64 = 600 << 20;
+    std::fs::File::create(&src).unwrap().set_len(size).unwrap();
+    let state = s.dir.to_string_lossy().to_string();
+    let src_s = src.to_string_lossy().to_string();
+    stdout(&coalloc(&[
+        "file",
+        "register",
+        "alpha",
+        "big.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    s.submit(&job_with_file("big.dat", size, "true"));
+    wait_site(
+        &s,
+        "alpha",
+        30,
+        "charged with the timed-out transfer",
+        |v| v["submit_errors"].as_u64().unwrap_or(0) >= 1,
+    );
+    assert_eq!(site(&s, "beta")["submit_errors"], 0);
+    assert!(s.log().contains("timed out"), "{}", s.log());
+    let _ = std::fs::remove_dir_all(s.dir.join("files"));
+    let _ = std::fs::remove_file(&src);
+}
