@@ -71,9 +71,48 @@ fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_compon
     // bytes.
     let check =
         format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-bytes-at-$COALLOC_SITE");
+    // The event stream, from before the submission (job 1 is the first).
+    let mut events = std::process::Command::new(common::server::COALLOC)
+        .args(["events", "--json", "--job", "1", "--state-dir", &state])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let id = s.submit(&job_with_file("grid.dat", data.len() as u64, &check));
+    assert_eq!(id, 1);
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    events.kill().unwrap();
+    let out = events.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().filter_map(|e| e["event"].as_str()).collect();
+    for k in [
+        "transfer_started",
+        "transfer_progress",
+        "transfer_done",
+        "committed",
+    ] {
+        assert!(kinds.contains(&k), "{kinds:?}");
+    }
+    // The transfer ends before the barrier releases.
+    let at = |k: &str| kinds.iter().position(|x| *x == k).unwrap();
+    assert!(at("transfer_done") < at("committed"), "{kinds:?}");
+    for e in &lines {
+        serde_json::from_value::<coalloc_server::views::StreamEvent>(e.clone())
+            .unwrap_or_else(|err| panic!("{e}: {err}"));
+    }
+    let done = lines
+        .iter()
+        .find(|e| e["event"] == "transfer_done")
+        .unwrap();
+    assert_eq!(
+        (done["file"].as_str(), done["bytes"].as_u64()),
+        (Some("grid.dat"), Some(data.len() as u64))
+    );
     assert_eq!(s.output(id, 0).trim(), "same-bytes-at-beta");
     let replicas = files(&s, "grid.dat");
     let summary: Vec<(String, String, u64)> = replicas

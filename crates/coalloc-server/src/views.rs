@@ -359,8 +359,9 @@ pub enum BarrierAnswer {
 /// process of the launch is at the barrier), component_finished,
 /// component_failed, committed, requeued, interactive_failed, optional_failed, preempted,
 /// cancelled, finished, failed, site_up, site_down, site_usable, site_unusable,
-/// vm_requested, vm_leased, vm_released), when (milliseconds since the Unix epoch), and the
-/// fields that apply to it.
+/// vm_requested, vm_leased, vm_released, transfer_started, transfer_progress, transfer_done,
+/// transfer_failed), when (milliseconds since the Unix epoch), and the fields that apply to
+/// it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"event": "component_submitted", "time": 1764078000002_i64, "job": 1,
@@ -388,4 +389,23 @@ pub struct StreamEvent {
     pub vm: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Transfers (seed 000 §2.5): the core's transfer number, the logical file, its sites,
+    /// bytes at the destination so far, the file's size; `transfer_done`: bytes this
+    /// transfer moved and the milliseconds it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
 }
