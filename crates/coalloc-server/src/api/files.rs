@@ -18,8 +18,8 @@ pub struct FileQuery {
     site: Option<String>,
 }
 
-/// Register a replica of a logical file on a site. The server reads the file for its size
-/// and BLAKE3 checksum when it can see it; for an agent's site give both.
+/// Register a replica of a logical file on a site. Without its size and BLAKE3 checksum,
+/// the file is read for them where it is (by the server, or by the site's agent).
 #[utoipa::path(post, path = "/v1/files", tag = "files", security(("token" = [])),
     request_body = RegisterBody,
     responses(

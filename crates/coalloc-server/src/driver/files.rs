@@ -1,14 +1,17 @@
 //! The replica catalog's requests (`coalloc file register | ls | rm`) and its bookkeeping:
 //! every change is a journal entry (`ReplicaAdded`, `ReplicaRemoved`) that the core hears as
-//! `Event::Replica` (seed 000 §2.3) and this catalog books, on replay as live.
+//! `Event::Replica` (seed 000 §2.3) and this catalog books, on replay as live. A file on an
+//! agent's site is read there by its agent for its size and checksum (unless the caller
+//! gives them), on a thread, before the registration is journaled.
 
-use super::msg::{ApiError, Reply};
-use super::Driver;
+use super::msg::{ApiError, Reply, Report};
+use super::{Driver, Msg};
 use crate::catalog::{Origin, Replica};
 use crate::config::BackendKind;
 use crate::entry::Entry;
 use crate::transfer::FileStat;
 use crate::views::ReplicaView;
+use coalloc_backends::files::{FileAnswer, FileOp};
 
 impl Driver {
     /// Book a catalog entry (after the core took it).
@@ -82,7 +85,54 @@ impl Driver {
         read_here: bool,
         reply: Reply<Result<ReplicaView, ApiError>>,
     ) {
-        let r = self.register(&site, name, path, stat, read_here);
+        // An agent's site: unless the caller read the file there, the agent reads it.
+        let agent = self.site_index(&site).ok().filter(|&i| {
+            matches!(self.config.backends[i], BackendKind::Agent { .. })
+                && (stat.is_none() || read_here)
+        });
+        if let Some(i) = agent {
+            let (backend, base, tx) = (
+                self.backends[i].clone(),
+                self.state.root.clone(),
+                self.tx.clone(),
+            );
+            std::thread::spawn(move || {
+                let op = FileOp::Stat { path: path.clone() };
+                let result = match backend.file(&base, op) {
+                    Ok(FileAnswer::Stat { size, blake3 }) => Ok(FileStat { size, blake3 }),
+                    Ok(other) => Err(format!("the agent answered {other:?}")),
+                    Err(e) => Err(e.to_string()),
+                };
+                let r = Report::Statted {
+                    site,
+                    name,
+                    path,
+                    result,
+                    reply,
+                };
+                let _ = tx.send(Msg::Site(r));
+            });
+            return;
+        }
+        let r = self.register(&site, name, path, stat);
+        self.reply_later(reply, r);
+    }
+
+    /// The agent read the file to register.
+    pub(super) fn statted(
+        &mut self,
+        site: String,
+        name: String,
+        path: String,
+        result: Result<FileStat, String>,
+        reply: Reply<Result<ReplicaView, ApiError>>,
+    ) {
+        let r = match result {
+            Ok(stat) => self.register(&site, name, path, Some(stat)),
+            Err(e) => Err(ApiError::bad(format!(
+                "site `{site}` cannot read `{path}`: {e}"
+            ))),
+        };
         self.reply_later(reply, r);
     }
 
@@ -92,7 +142,6 @@ impl Driver {
         name: String,
         path: String,
         stat: Option<FileStat>,
-        read_here: bool,
     ) -> Result<ReplicaView, ApiError> {
         let i = self.site_index(site)?;
         if name.trim().is_empty() || name.contains(['/', '\0']) || name.starts_with('.') {
@@ -100,17 +149,10 @@ impl Driver {
                 "`{name}` is not a logical file name (no `/`, not empty, not starting with `.`)"
             )));
         }
-        let agent = matches!(self.config.backends[i], BackendKind::Agent { .. });
-        let stat = match stat {
-            Some(_) if agent && read_here => None,
-            s => s,
-        };
         let Some(stat) = stat else {
-            return Err(ApiError::bad(if agent {
-                format!("site `{site}` is reached through its agent: give the file's size and blake3 (`coalloc file register` reads them when it can see the file)")
-            } else {
-                format!("`{path}` cannot be read on the server")
-            }));
+            return Err(ApiError::bad(format!(
+                "`{path}` cannot be read on the server"
+            )));
         };
         let blake3 = stat.blake3.to_ascii_lowercase();
         if blake3.len() != 64 || !blake3.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -154,6 +154,14 @@ pub enum Report {
         request: Box<coalloc_backends::SubmitRequest>,
         result: Result<(), String>,
     },
+    /// An agent read a file it is to register (size and checksum), or could not.
+    Statted {
+        site: String,
+        name: String,
+        path: String,
+        result: Result<crate::transfer::FileStat, String>,
+        reply: Reply<Result<crate::views::ReplicaView, ApiError>>,
+    },
     /// A transfer's progress or end.
     Transfer(crate::transfer::TransferReport),
     /// A poll of the site: its load, and the states of the launches asked about.

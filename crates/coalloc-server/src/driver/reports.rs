@@ -26,6 +26,13 @@ impl Driver {
             Report::Released { site, vm } => self.released(site, vm),
             Report::AgentBack { site, held } => self.agent_back(site, &held),
             Report::Transfer(t) => self.transfer_report(t),
+            Report::Statted {
+                site,
+                name,
+                path,
+                result,
+                reply,
+            } => self.statted(site, name, path, result, reply),
             Report::Staged {
                 launch,
                 request,

@@ -31,9 +31,9 @@ pub struct FileList {
     pub files: Vec<ReplicaView>,
 }
 
-/// `POST /v1/files`: register a replica. The server reads a local site's file itself for
-/// its size and checksum; for a site reached through an agent give `size` and `blake3`
-/// (`coalloc file register` does when it can read the file).
+/// `POST /v1/files`: register a replica. Without `size` and `blake3`, the file is read for
+/// them where it is: by the server for its own sites, by the site's agent for an agent's
+/// site (`coalloc file register` gives them when it can read the file itself).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"site": "alpha", "name": "grid.dat", "path": "/data/grid.dat"}))]
