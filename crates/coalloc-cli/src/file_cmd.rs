@@ -11,8 +11,8 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum FileCommand {
     /// Register a replica: logical file NAME is at PATH on SITE. Its size and BLAKE3
-    /// checksum are read here when PATH can be read (so run it on the site for an agent's
-    /// site), else by the server (local sites).
+    /// checksum are read here when PATH can be read, else where the file is: by the server
+    /// for its own sites, by the site's agent for an agent's site.
     Register {
         site: String,
         name: String,

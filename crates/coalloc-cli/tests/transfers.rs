@@ -377,3 +377,37 @@ fn a_transfer_past_its_timeout_fails_as_the_file_sites_error() {
     let _ = std::fs::remove_dir_all(s.dir.join("files"));
     let _ = std::fs::remove_file(&src);
 }
+
+#[test]
+fn cached_replicas_beyond_the_sites_cache_limit_are_evicted_least_recently_used_first() {
+    let cfg = config().replace("[server]\n", "[server]\ncache_limit = \"5MB\"\n");
+    let s = Server::start("transfer-evict", &cfg);
+    let state = s.dir.to_string_lossy().to_string();
+    let mut paths = Vec::new();
+    for (name, byte) in [("one.dat", 1u8), ("two.dat", 2u8)] {
+        let p = s.dir.parent().unwrap().join(name);
+        std::fs::write(&p, vec![byte; 3_000_000]).unwrap();
+        let ps = p.to_string_lossy().to_string();
+        stdout(&coalloc(&[
+            "file",
+            "register",
+            "alpha",
+            name,
+            &ps,
+            "--state-dir",
+            &state,
+        ]));
+        let id = s.submit(&job_with_file(name, 3_000_000, "true"));
+        assert_eq!(s.wait_ended(id, 60)["state"], "finished");
+        paths.push(s.dir.join("files/beta").join(name));
+    }
+    // 3 MB + 3 MB > 5 MB: one.dat (older, its job over) made room for two.dat.
+    let on_beta = |name: &str| files(&s, name).iter().any(|r| r["site"] == "beta");
+    assert_eq!((on_beta("one.dat"), on_beta("two.dat")), (false, true));
+    let t = std::time::Instant::now();
+    while paths[0].exists() {
+        assert!(t.elapsed().as_secs() < 10, "one.dat's cached copy stays");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(paths[1].exists());
+}
