@@ -14,10 +14,12 @@
 
 #[cfg(test)]
 mod contract;
+pub mod files;
 pub mod gridengine;
 pub mod local;
 pub mod provider;
 mod run;
+pub mod site_vars;
 pub mod slurm;
 
 use std::path::PathBuf;
@@ -160,5 +162,16 @@ pub trait Backend: Send + Sync {
     /// (Slurm with power saving) ignore it, which is the default.
     fn resize(&self, processors: i64) {
         let _ = processors;
+    }
+    /// An operation on the site's files (input-file transfers, outputs brought back). The
+    /// default works on this machine's file system, relative paths under `base` (the
+    /// server's state directory): right for every site that shares it; an agent's site
+    /// sends it to its agent.
+    fn file(
+        &self,
+        base: &std::path::Path,
+        op: files::FileOp,
+    ) -> Result<files::FileAnswer, BackendError> {
+        files::local(base, op).map_err(BackendError::Rejected)
     }
 }

@@ -55,6 +55,11 @@ pub fn line(e: &Value) -> String {
         ("vm", "vm"),
         ("node", "node"),
         ("by", "for job"),
+        ("file", "file"),
+        ("from", "from"),
+        ("to", "to"),
+        ("bytes", "bytes"),
+        ("size", "of"),
     ] {
         if let Some(v) = field(k) {
             out += &format!(" {label} {v}");

@@ -234,6 +234,10 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
                     &rows
                 )
             );
+            if let Some(t) = j["transfers"].as_array().filter(|t| !t.is_empty()) {
+                println!();
+                print!("{}", transfers_table(t));
+            }
             println!(
                 "\nwait {} s, run {} s, response {} s; placement tries {}, aborts {}, failures after commit {}",
                 secs(&j["wait_ms"]),
@@ -246,6 +250,43 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A job's input-file transfers (seed 000 §2.5): file, from, to, progress, state.
+fn transfers_table(t: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = t
+        .iter()
+        .map(|x| {
+            let (bytes, size) = (
+                x["bytes"].as_u64().unwrap_or(0),
+                x["size"].as_u64().unwrap_or(0),
+            );
+            vec![
+                x["component"].to_string(),
+                x["file"].as_str().unwrap_or("?").to_string(),
+                x["from"].as_str().unwrap_or("?").to_string(),
+                x["to"].as_str().unwrap_or("?").to_string(),
+                format!(
+                    "{bytes}/{size} ({}%)",
+                    (bytes * 100).checked_div(size).unwrap_or(100)
+                ),
+                x["state"].as_str().unwrap_or("?").to_string(),
+                x["reason"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "comp",
+            "input file",
+            "from",
+            "to",
+            "bytes",
+            "transfer",
+            "reason",
+        ],
+        &rows,
+    )
 }
 
 #[derive(Args)]
@@ -407,6 +448,38 @@ pub fn sites_table(sites: &Value) -> String {
     )
 }
 
+/// Bandwidth between sites (seed 000 §2.6): configured and measured (EWMA), MB/s.
+fn bandwidth_table(sites: &Value) -> String {
+    let mb = |x: &Value| {
+        x.as_u64()
+            .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1e6))
+    };
+    let rows: Vec<Vec<String>> = sites
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| {
+            let from = s["name"].as_str().unwrap_or("?").to_string();
+            s["bandwidth"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |b| {
+                    vec![
+                        from.clone(),
+                        b["to"].as_str().unwrap_or("?").to_string(),
+                        mb(&b["configured"]),
+                        mb(&b["measured"]),
+                    ]
+                })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    table::render(&["from", "to", "configured MB/s", "measured MB/s"], &rows)
+}
+
 pub fn sites(args: SitesArgs) -> Result<(), CliError> {
     let client = Client::connect(&args.state)?;
     let v = client.get("/v1/sites")?;
@@ -414,6 +487,10 @@ pub fn sites(args: SitesArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         print!("{}", sites_table(&v["sites"]));
+        let bw = bandwidth_table(&v["sites"]);
+        if !bw.is_empty() {
+            print!("\n{bw}");
+        }
         println!(
             "\nscheduler: policy {}, fit {}",
             v["scheduler"]["policy"].as_str().unwrap_or("?"),

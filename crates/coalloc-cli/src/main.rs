@@ -9,6 +9,7 @@ mod config_cmd;
 mod demo_cmd;
 mod error;
 mod events_cmd;
+mod file_cmd;
 mod job_cmd;
 mod jobs_cmd;
 mod list_args;
@@ -117,6 +118,9 @@ enum Command {
     Sites(jobs_cmd::SitesArgs),
     /// Standard output (or error) of a job's components, every launch.
     Logs(jobs_cmd::LogsArgs),
+    /// The replica catalog: where jobs' input files are (`register`, `ls`, `rm`).
+    #[command(subcommand)]
+    File(file_cmd::FileCommand),
     /// Manage the server's sites: `coalloc site add NAME` enrols an agent site's agent;
     /// `coalloc site drain|down|resume NAME --reason TEXT` takes one out or puts it back.
     #[command(subcommand)]
@@ -191,6 +195,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Cancel(args) => jobs_cmd::cancel(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),
+        Command::File(cmd) => file_cmd::run(cmd),
         Command::Site(cmd) => agent_cmd::site(cmd),
         Command::Agent(args) => agent_cmd::agent(args),
         Command::Watch(args) => watch_cmd::run(args),

@@ -14,6 +14,8 @@
 //! heartbeat = "1s"              # the server pings each agent this often
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
+//! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
+//! transfer_timeout = "30m"      # a transfer not done by then fails (its file site's error)
 //!
 //! [[site]]
 //! name = "alpha"
@@ -43,7 +45,7 @@ use coalloc_core::scheduler::SchedulerConfig;
 use coalloc_core::spec::native::toml_doc;
 use coalloc_core::spec::scheduler::{scheduler_config_over, SchedulerDoc};
 use coalloc_core::spec::sites::{sites_from_docs, SiteDoc};
-use coalloc_core::spec::units::{parse_duration, Scalar};
+use coalloc_core::spec::units::{parse_duration, parse_size, Scalar};
 use coalloc_core::SpecError;
 use serde::Deserialize;
 
@@ -94,6 +96,8 @@ struct ServerDoc {
     agent_url: Option<String>,
     heartbeat: Option<Scalar>,
     min_job_age: Option<Scalar>,
+    cache_limit: Option<Scalar>,
+    transfer_timeout: Option<Scalar>,
 }
 
 /// How a site's components are run.
@@ -165,6 +169,26 @@ pub struct ServerConfig {
     /// (coalloc-runtime's PMI proxy); set like `local_launcher` (`coalloc serve` names
     /// itself). `None`: `mpi` components fail to start, with the reason.
     pub pmi_proxy: Option<std::path::PathBuf>,
+    /// Input-file transfers (seed 000 §2.5).
+    pub files: FilesConfig,
+}
+
+/// How input files are moved and kept (see `catalog` and `transfer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilesConfig {
+    /// Bytes of transfer-made replicas each site keeps at most (`server.cache_limit`).
+    pub cache_limit: u64,
+    /// A transfer not done after this long fails (`server.transfer_timeout`).
+    pub transfer_timeout: Millis,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig {
+            cache_limit: 10_000_000_000,
+            transfer_timeout: 1_800_000,
+        }
+    }
 }
 
 /// How a cloud site's VMs are leased and released (coalloc-backends' providers).
@@ -303,6 +327,20 @@ impl ServerConfig {
             scheduler,
             local_launcher: None,
             pmi_proxy: None,
+            files: FilesConfig {
+                cache_limit: match &s.cache_limit {
+                    None => FilesConfig::default().cache_limit,
+                    Some(v) => {
+                        parse_size(v).map_err(|r| SpecError::invalid("server.cache_limit", r))?
+                    }
+                },
+                transfer_timeout: dur(
+                    "transfer_timeout",
+                    &s.transfer_timeout,
+                    FilesConfig::default().transfer_timeout,
+                )?
+                .max(10),
+            },
         })
     }
 

@@ -82,6 +82,29 @@ pub enum Entry {
         site: usize,
         vm: u64,
     },
+    /// A replica of logical file `name` on `site` (seed 000 §2.3): registered by an
+    /// operator, or made by a transfer (`cached`: evictable, see `catalog`).
+    ReplicaAdded {
+        site: usize,
+        name: String,
+        path: String,
+        size: u64,
+        blake3: String,
+        #[serde(default)]
+        cached: bool,
+    },
+    /// A transfer's measured throughput (the bandwidth model learns).
+    TransferMeasured {
+        from: usize,
+        to: usize,
+        bytes: u64,
+        millis: u64,
+    },
+    /// The replica of `name` on `site` is gone (removed by an operator, or evicted).
+    ReplicaRemoved {
+        site: usize,
+        name: String,
+    },
     /// Bookkeeping: the resource manager accepted a launch under this handle.
     Launched {
         launch: u64,
@@ -204,6 +227,27 @@ impl Entry {
             | Entry::KvPut { .. }
             | Entry::Forget { .. }
             | Entry::Array { .. } => return Ok(None),
+            Entry::ReplicaAdded { site, name, .. } => Event::Replica {
+                site: *site,
+                file: name.clone(),
+                present: true,
+            },
+            Entry::TransferMeasured {
+                from,
+                to,
+                bytes,
+                millis,
+            } => Event::TransferMeasured {
+                from: *from,
+                to: *to,
+                bytes: *bytes,
+                millis: *millis,
+            },
+            Entry::ReplicaRemoved { site, name } => Event::Replica {
+                site: *site,
+                file: name.clone(),
+                present: false,
+            },
         }))
     }
 }

@@ -11,9 +11,11 @@
 //! - [`listing`]: the filters and cursor of the job listings;
 //! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
-//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links.
+//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links;
+//! - [`catalog`]: the replica catalog; [`transfer`]: moving input files between sites.
 
 pub mod api;
+pub mod catalog;
 pub mod config;
 pub mod driver;
 pub mod entry;
@@ -26,4 +28,5 @@ pub mod metrics;
 pub mod server;
 pub mod sites;
 pub mod state;
+pub mod transfer;
 pub mod views;

@@ -9,6 +9,8 @@
 //! DIR/logs/surveillance.jsonl  per-site load samples
 //! DIR/sites/NAME/         the local backend's launch directories
 //! DIR/output/JOB/         standard output and error of each component's launches
+//! DIR/files/SITE/NAME     input files a transfer put on a local site (its replica cache)
+//! DIR/scratch/JOB.COMP.LLAUNCH/  RSL $(SCRATCH_DIRECTORY) of a launch on a site of this host
 //! ```
 
 use std::io::Write;
@@ -73,6 +75,11 @@ impl StateDir {
         self.root.join("sites").join(site)
     }
     /// Standard output and error of one launch of one component.
+    /// Where transfers put input files for a site that shares this machine's file system
+    /// (its replica cache, see `catalog`).
+    pub fn files(&self, site: &str) -> PathBuf {
+        self.root.join("files").join(site)
+    }
     pub fn output(&self, job: u64, component: usize, launch: u64) -> (PathBuf, PathBuf) {
         let dir = self.root.join("output").join(job.to_string());
         (

@@ -2,6 +2,8 @@
 //! handlers serialize these, the driver builds them, and the OpenAPI document's schemas and
 //! examples are generated from them (utoipa, [`crate::api::openapi`]).
 
+mod files;
+pub use files::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -212,6 +214,9 @@ pub struct JobView {
     pub run_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites: Option<Vec<String>>,
+    /// The input file's transfers of the current run (seed 000 §2.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<Vec<TransferView>>,
 }
 
 /// A page of `GET /v1/jobs` or `GET /v1/history`: the jobs, by number, and where the next
@@ -319,6 +324,9 @@ pub struct SiteView {
     /// Let back in by a probe: its next error takes it out at once.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probation: bool,
+    /// Bandwidth to other sites, configured and measured (absent when none is known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bandwidth: Vec<BandwidthView>,
 }
 
 /// The link of an agent site.
@@ -438,8 +446,9 @@ pub enum BarrierAnswer {
 /// process of the launch is at the barrier), component_finished,
 /// component_failed, committed, requeued, interactive_failed, optional_failed, preempted,
 /// cancelled, finished, failed, site_up, site_down, site_usable, site_unusable,
-/// vm_requested, vm_leased, vm_released), when (milliseconds since the Unix epoch), and the
-/// fields that apply to it.
+/// vm_requested, vm_leased, vm_released, transfer_started, transfer_progress, transfer_done,
+/// transfer_failed), when (milliseconds since the Unix epoch), and the fields that apply to
+/// it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"event": "component_submitted", "time": 1764078000002_i64, "job": 1,
@@ -467,4 +476,23 @@ pub struct StreamEvent {
     pub vm: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Transfers (seed 000 §2.5): the core's transfer number, the logical file, its sites,
+    /// bytes at the destination so far, the file's size; `transfer_done`: bytes this
+    /// transfer moved and the milliseconds it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
 }

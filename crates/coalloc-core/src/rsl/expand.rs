@@ -8,6 +8,11 @@
 //! Definitions inside a nested request do not leak out of it. Variable names are
 //! case-sensitive; the attribute name `rslSubstitution` is compared as every attribute name
 //! is (see [`canonical_attribute`]).
+//!
+//! The variables a GRAM job manager defines where the job lands ([`SITE_VARIABLES`]:
+//! `$(HOME)`, `$(LOGNAME)`, `$(SCRATCH_DIRECTORY)`) are kept as text when the request does
+//! not define them: they are expanded at the site the component runs on
+//! (`coalloc_backends::site_vars`), not refused here.
 
 use super::ast::{MakeList, Relation, Request, RslValue};
 use super::print::value_shown;
@@ -20,6 +25,9 @@ use std::collections::BTreeMap;
 pub const MAX_EXPANDED_BYTES: usize = 4 << 20;
 
 const FIELD: &str = "rslSubstitution";
+
+/// Variables a site defines (GRAM's job manager did): left for the site to expand.
+pub const SITE_VARIABLES: [&str; 3] = ["HOME", "LOGNAME", "SCRATCH_DIRECTORY"];
 
 /// Whether a relation defines variables.
 pub fn is_substitution(r: &Relation) -> bool {
@@ -116,7 +124,11 @@ impl Expander {
         match v {
             RslValue::Literal(s) => Ok(s.clone()),
             RslValue::VarRef(name) => {
-                let Some(value) = self.vars.get(name).and_then(|v| v.last()).cloned() else {
+                let defined = self.vars.get(name).and_then(|v| v.last()).cloned();
+                let site = SITE_VARIABLES
+                    .contains(&name.as_str())
+                    .then(|| format!("$({name})"));
+                let Some(value) = defined.or(site) else {
                     return Err(SpecError::invalid_at(
                         r.pos,
                         FIELD,

@@ -81,8 +81,26 @@ pub enum Event {
     },
     /// The launch's processes ended successfully.
     ComponentFinished { launch: LaunchId },
-    /// A file transfer ended.
+    /// A file transfer ended. A failed one counts as an error of the file's site, not of
+    /// the execution site (the replica was unreadable or its link failed).
     TransferDone { transfer: TransferId, ok: bool },
+    /// A transfer from `from` to `to` moved `bytes` in `millis`: the bandwidth model learns
+    /// (an EWMA per site pair, see `scheduler::bandwidth`), and FTT estimates (seed 000
+    /// §2.6, §3.2) use what it learned in place of the configured figure.
+    TransferMeasured {
+        from: SiteId,
+        to: SiteId,
+        bytes: u64,
+        millis: u64,
+    },
+    /// A replica of logical file `file` appeared on `site` (registered by an operator or
+    /// made by a transfer) or, with `present: false`, went away (seed 000 §2.3's replica
+    /// manager: Close-to-Files looks at the sites holding one).
+    Replica {
+        site: SiteId,
+        file: String,
+        present: bool,
+    },
     /// A VM asked for with [`Command::LeaseVm`] runs and may be used; billing starts now
     /// (seed 004 §III-B).
     VmLeased { vm: VmId },

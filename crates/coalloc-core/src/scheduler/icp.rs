@@ -115,7 +115,7 @@ impl Core {
     pub(super) fn transfer(&mut self, id: JobId, i: usize, from: SiteId, to: SiteId, bytes: u64) {
         let transfer = TransferId(self.next_transfer);
         self.next_transfer += 1;
-        self.transfers.insert(transfer, (id, i));
+        self.transfers.insert(transfer, (id, i, from));
         self.jobs.get_mut(&id).expect("known job").comps[i].transfer = Some(transfer);
         self.commands.push_back(Command::StartTransfer {
             transfer,
@@ -144,7 +144,7 @@ impl Core {
     /// A transfer ended; a failed one sends its component back to be re-placed. A report of
     /// a transfer that is no longer current (an old run's) changes nothing.
     pub(super) fn transfer_done(&mut self, transfer: TransferId, ok: bool) {
-        let Some((id, i)) = self.transfers.remove(&transfer) else {
+        let Some((id, i, from)) = self.transfers.remove(&transfer) else {
             return;
         };
         let Some(j) = self.jobs.get_mut(&id).filter(|j| !j.ended()) else {
@@ -161,22 +161,25 @@ impl Core {
         match c.launch.filter(|_| c.live()) {
             Some(launch) => {
                 // The launch runs but will never get its input: stop it, then handle it as
-                // a failed component.
+                // a failed component — the file site's failure, not the launch's site's.
                 self.commands.push_back(Command::CancelComponent {
                     launch,
                     job: id,
                     component: i,
                     site,
                 });
-                self.failed(
+                self.failed_charging(
                     launch,
                     "its input file did not arrive".to_owned(),
                     super::Fault::Site,
+                    Some(from),
                 );
             }
             None => {
+                // The file's site failed to deliver (seed 000 §3.4 counts errors against
+                // the site at fault); the component is placed again.
                 c.site = None;
-                self.site_error(site, true);
+                self.site_error(from, true);
                 self.check_commit(id);
             }
         }

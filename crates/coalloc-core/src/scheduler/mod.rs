@@ -20,6 +20,7 @@
 //! ([`crate::placement`]).
 
 pub mod api;
+mod bandwidth;
 mod clouds;
 pub mod config;
 mod edit;
@@ -79,7 +80,10 @@ struct Core {
     /// Jobs placed and not ended.
     active: jobs::Active,
     launches: launches::Launches,
-    transfers: BTreeMap<TransferId, (JobId, usize)>,
+    /// Transfers under way: the job and component they feed, and the file's site.
+    transfers: BTreeMap<TransferId, (JobId, usize, SiteId)>,
+    /// Measured throughput per (from, to) pair, bytes per second (an EWMA).
+    measured: BTreeMap<(SiteId, SiteId), u64>,
     next_transfer: u64,
     next_job: JobId,
     next_launch: u64,
@@ -143,6 +147,7 @@ impl Scheduler {
                 active: jobs::Active::default(),
                 launches: launches::Launches::default(),
                 transfers: BTreeMap::new(),
+                measured: BTreeMap::new(),
                 next_transfer: 1,
                 next_job: 1,
                 next_launch: 1,
@@ -255,6 +260,19 @@ impl Scheduler {
                 core.transfer_done(transfer, ok);
                 Ok(Reply::Done)
             }
+            Event::Replica {
+                site,
+                file,
+                present,
+            } => core.replica(site, file, present).map(|()| Reply::Done),
+            Event::TransferMeasured {
+                from,
+                to,
+                bytes,
+                millis,
+            } => core
+                .transfer_measured(from, to, bytes, millis)
+                .map(|()| Reply::Done),
             Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
             Event::LeaseFailed { vm, reason } => {
                 core.lease_failed(vm, &reason).map(|()| Reply::Done)
@@ -262,6 +280,12 @@ impl Scheduler {
             Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
         }
+    }
+
+    /// The measured throughput per (from, to) site pair, bytes per second (the bandwidth
+    /// model's EWMA; empty until a transfer was measured).
+    pub fn measured_bandwidth(&self) -> &BTreeMap<(SiteId, SiteId), u64> {
+        &self.core.measured
     }
 
     /// The next command for the driver, in the order they were decided.
@@ -499,6 +523,28 @@ impl Core {
         self.sites.set_enabled(site, usable);
         self.dirty = true;
         self.usable_changed(site, was, "marked unusable by an operator");
+        Ok(())
+    }
+
+    /// A replica appeared or went away (seed 000 §2.3). A new one may let a job waiting
+    /// for a replica be placed, so it counts as a change for placement.
+    fn replica(&mut self, site: SiteId, file: String, present: bool) -> Result<(), Rejected> {
+        let Some(s) = self.sites.sites.get_mut(site) else {
+            return Err(Rejected::UnknownSite(site));
+        };
+        let at = s.files.iter().position(|f| *f == file);
+        match (at, present) {
+            (None, true) => {
+                s.files.push(file);
+                self.sites.epoch += 1;
+                self.dirty = true;
+            }
+            (Some(i), false) => {
+                s.files.remove(i);
+                self.dirty = true;
+            }
+            _ => {}
+        }
         Ok(())
     }
 

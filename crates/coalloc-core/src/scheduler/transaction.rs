@@ -473,6 +473,18 @@ impl Core {
     /// A launch failed; it counts against its site only when `fault` says so
     /// ([`super::faults`]), against the job's limits always.
     pub(super) fn failed(&mut self, launch: LaunchId, reason: String, fault: Fault) {
+        self.failed_charging(launch, reason, fault, None);
+    }
+
+    /// [`Self::failed`], with a site fault counted against `charged` instead of the launch's
+    /// site when given (a transfer's file site, seed 000 §2.5).
+    pub(super) fn failed_charging(
+        &mut self,
+        launch: LaunchId,
+        reason: String,
+        fault: Fault,
+        charged: Option<SiteId>,
+    ) {
         let Some((id, i)) = self.current(launch) else {
             return;
         };
@@ -485,7 +497,7 @@ impl Core {
         self.release_launch(site, launch, c.count, was_pending);
         self.launches.remove(launch);
         if fault.counts_against_site() {
-            self.site_error(site, start_error);
+            self.site_error(charged.unwrap_or(site), start_error);
         }
         let j = self.jobs.get_mut(&id).expect("current");
         j.comps[i].phase = CompPhase::Failed;

@@ -1,4 +1,5 @@
-//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), the history of ended jobs, sites, the event stream
+//! The HTTP API (axum): jobs (submit, list, show, cancel, edit), the history of ended jobs,
+//! sites, the replica catalog (files), the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
@@ -9,6 +10,7 @@
 
 mod auth;
 mod bulk;
+mod files;
 mod jobs;
 mod listing;
 mod metrics;
@@ -75,6 +77,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/control", put(jobs::site_control))
         .route("/v1/sites/{name}/agent-token", post(jobs::agent_token))
+        .route("/v1/files", post(files::register).get(files::list))
+        .route("/v1/files/{name}", axum::routing::delete(files::remove))
         .route("/v1/events", get(jobs::events))
         .route("/metrics", get(metrics::scrape))
         .route("/v1/jobs/{id}/barrier", post(runtime::barrier))

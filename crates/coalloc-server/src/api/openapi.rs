@@ -51,6 +51,9 @@ impl Modify for Security {
         super::jobs::site_control,
         super::jobs::agent_token,
         super::jobs::events,
+        super::files::register,
+        super::files::list,
+        super::files::remove,
         super::runtime::barrier,
         super::runtime::kv_put,
         super::runtime::kv_get,
@@ -59,7 +62,7 @@ impl Modify for Security {
         super::ui::script,
         super::ui::style,
     ),
-    components(schemas(ComponentSpec, ComponentView, CloudView, SiteView, SchedulerView, LinkView, AgentTokenView)),
+    components(schemas(TransferView, BandwidthView, ComponentSpec, ComponentView, CloudView, SiteView, SchedulerView, LinkView, AgentTokenView)),
     modifiers(&Security)
 )]
 pub struct ApiDoc;

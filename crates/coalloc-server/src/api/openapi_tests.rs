@@ -157,6 +157,11 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
                 .map_err(|e| e.to_string())
         }
         "UsableBody" => check::<UsableBody>(v),
+        "ReplicaView" => check::<ReplicaView>(v),
+        "FileList" => check::<FileList>(v),
+        "RegisterBody" => check::<RegisterBody>(v),
+        "TransferView" => check::<TransferView>(v),
+        "BandwidthView" => check::<BandwidthView>(v),
         "UsableAnswer" => check::<UsableAnswer>(v),
         "ControlBody" => check::<ControlBody>(v),
         "ControlAnswer" => check::<ControlAnswer>(v),

@@ -1,7 +1,7 @@
 //! Carrying out the core's commands: a start becomes a resource-manager submission with the
 //! component's configuration in its environment (seed 002 §3.3), a cancel a kill, a
-//! transfer is done at once (local sites share one file system), a finished job a line of
-//! the result log (`results.rs`). During replay the commands are only booked.
+//! transfer a pull of the input file (`transfers.rs`), a finished job a line of the result
+//! log (`results.rs`). During replay the commands are only booked.
 
 use super::{Driver, LaunchInfo};
 use crate::entry::Entry;
@@ -31,15 +31,14 @@ impl Driver {
                 }
                 // The job's `committed` event goes out with its Notice::Committed.
                 Command::ReleaseBarrier { .. } => {}
-                Command::StartTransfer { transfer, .. } => {
-                    if !self.replaying {
-                        self.metrics.transfers.inc();
-                        self.internal.push_back(Entry::TransferDone {
-                            transfer: transfer.0,
-                            ok: true,
-                        });
-                    }
-                }
+                Command::StartTransfer {
+                    transfer,
+                    job,
+                    component,
+                    from,
+                    to,
+                    ..
+                } => self.start_transfer(transfer.0, job, component, from, to),
                 Command::KillLocal { site, processors } => {
                     tracing::info!(
                         site,
@@ -143,8 +142,23 @@ impl Driver {
                 ("COALLOC_ARRAY_INDEX".into(), index.to_string()),
             ]);
         }
+        // The job's input file where this component runs (seed 000 §2.3): the replica's
+        // path there, or where its transfer puts it — there when the barrier releases
+        // (a component started under ICP may run before the transfer ends).
+        let input = self
+            .core
+            .job(s.job)
+            .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
+        if let Some(name) = input {
+            self.catalog.touch(&name, s.site, self.now);
+            let path = match self.catalog.get(&name, s.site).and_then(|r| r.path.clone()) {
+                Some(p) => p,
+                None => self.cache_path(s.site, &name),
+            };
+            env.push(("COALLOC_INPUT_FILE".into(), path));
+        }
         let (stdout, stderr) = self.state.output(s.job, s.component, s.launch.0);
-        let req = SubmitRequest {
+        let mut req = SubmitRequest {
             launch: s.launch.0,
             job: s.job,
             component: s.component,
@@ -158,11 +172,55 @@ impl Driver {
             stdout,
             stderr,
         };
+        // RSL's scratch_dir: where the site makes the launch's $(SCRATCH_DIRECTORY).
+        let scratch_dir = s.spec.attributes().iter().rev().find_map(|a| {
+            match (
+                a.name.eq_ignore_ascii_case("scratch_dir"),
+                a.values.as_slice(),
+            ) {
+                (true, [Value::Str(v)]) => Some(v.clone()),
+                _ => None,
+            }
+        });
+        if let Some(d) = scratch_dir {
+            let var = coalloc_backends::site_vars::SCRATCH_BASE.to_owned();
+            req.environment.push((var, d));
+        }
+        let staging = match self.staging_of(s.site, &s.spec, &mut req) {
+            Ok(st) => st,
+            Err(reason) => {
+                // The job's own stage-in list cannot be carried out: its fault, not the site's.
+                self.internal.push_back(Entry::Failed {
+                    launch: s.launch.0,
+                    reason,
+                    fault: coalloc_core::scheduler::Fault::Job,
+                });
+                return;
+            }
+        };
+        // GRAM's site variables: a site on this host expands them here; an agent does for
+        // its own site.
+        if !matches!(
+            self.config.backends[s.site],
+            crate::config::BackendKind::Agent { .. }
+        ) {
+            coalloc_backends::site_vars::expand(&mut req, &self.state.root.join("scratch"));
+        }
         self.emit(
             json!({"event": "component_submitted", "job": s.job, "component": s.component,
             "launch": s.launch.0, "site": self.config.sites[s.site].name}),
         );
-        self.workers[s.site].submit(req);
+        match staging {
+            Some(st) => {
+                if !st.stage_in.is_empty() {
+                    self.stage_in(s.site, req, &st);
+                } else {
+                    self.workers[s.site].submit(req);
+                }
+                self.staging.insert(s.launch.0, st);
+            }
+            None => self.workers[s.site].submit(req),
+        }
     }
 
     fn notice(&mut self, n: Notice) {
@@ -250,6 +308,7 @@ impl Driver {
             }
         }
         self.resume_vms();
+        self.resume_transfers();
         self.turn();
     }
 }

@@ -17,11 +17,14 @@ mod aging;
 pub mod arrays;
 mod clouds;
 mod commands;
+mod files;
 mod metrics;
 pub mod msg;
 mod reports;
 mod requests;
 mod results;
+mod staging;
+mod transfers;
 mod view;
 
 use crate::config::ServerConfig;
@@ -129,6 +132,14 @@ pub struct Driver {
     /// The last surveillance sample written per site.
     logged: Vec<Option<crate::logs::SiteSample>>,
     metrics: Arc<Metrics>,
+    /// The replica catalog (seed 000 §2.3).
+    catalog: crate::catalog::Catalog,
+    /// Transfers of the current runs, by the core's number.
+    transfers: BTreeMap<u64, transfers::TransferRun>,
+    /// What live launches stage out (see `staging`).
+    staging: BTreeMap<u64, staging::Staging>,
+    /// The driver's own channel, for the threads it starts (transfers).
+    tx: Sender<Msg>,
 }
 
 /// The wall clock in milliseconds since the Unix epoch.
@@ -199,6 +210,10 @@ impl Driver {
             next_sample: 0,
             logged: vec![None; n],
             metrics: Arc::new(Metrics::new()),
+            catalog: crate::catalog::Catalog::from_sites(&config.sites),
+            transfers: BTreeMap::new(),
+            staging: BTreeMap::new(),
+            tx: tx.clone(),
             config,
         };
         // The journal is moved out while it feeds the driver, one record at a time.
@@ -238,6 +253,8 @@ impl Driver {
             let reply = self.core.handle(r.at, ev);
             if reply.is_ok() {
                 self.vm_effect(&r.entry);
+                self.catalog_effect(&r.entry);
+                self.transfer_effect(&r.entry);
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
@@ -287,6 +304,8 @@ impl Driver {
         };
         let reply = self.core.handle(self.now, ev)?;
         self.vm_effect(&entry);
+        self.catalog_effect(&entry);
+        self.transfer_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
             self.secrets.insert(*id, secret.clone());
         }
@@ -336,6 +355,9 @@ impl Driver {
         if let Some(w) = self.core.next_wakeup() {
             until = until.min(w);
         }
+        if let Some(w) = self.next_transfer_deadline() {
+            until = until.min(w);
+        }
         Duration::from_millis((until - now).clamp(1, 1000) as u64)
     }
 
@@ -358,6 +380,7 @@ impl Driver {
             let _ = self.apply(Entry::Tick);
         }
         self.age_out();
+        self.transfer_timeouts();
         let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {

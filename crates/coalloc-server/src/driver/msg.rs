@@ -90,6 +90,28 @@ pub enum Request {
         reason: String,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// Register a replica (seed 000 §2.3); `stat` is the file's size and checksum when the
+    /// caller knows them (the API reads a file it can see), `read_here` whether it read
+    /// them on this machine.
+    FileRegister {
+        site: String,
+        name: String,
+        path: String,
+        stat: Option<crate::transfer::FileStat>,
+        read_here: bool,
+        reply: Reply<Result<crate::views::ReplicaView, ApiError>>,
+    },
+    /// Remove the replicas of `name` (on `site` only, when given).
+    FileRemove {
+        name: String,
+        site: Option<String>,
+        reply: Reply<Result<Vec<crate::views::ReplicaView>, ApiError>>,
+    },
+    /// The catalog (of `name` only, when given).
+    Files {
+        name: Option<String>,
+        reply: Reply<Vec<crate::views::ReplicaView>>,
+    },
     /// Bring the metrics that are states up to date (before a scrape).
     RefreshMetrics {
         reply: Reply<()>,
@@ -148,6 +170,22 @@ pub enum Report {
         site: usize,
         held: Vec<crate::link::proto::HeldLaunch>,
     },
+    /// A launch's stage-in ended (`driver/staging.rs`): submit it, or fail it.
+    Staged {
+        launch: u64,
+        request: Box<coalloc_backends::SubmitRequest>,
+        result: Result<(), String>,
+    },
+    /// An agent read a file it is to register (size and checksum), or could not.
+    Statted {
+        site: String,
+        name: String,
+        path: String,
+        result: Result<crate::transfer::FileStat, String>,
+        reply: Reply<Result<crate::views::ReplicaView, ApiError>>,
+    },
+    /// A transfer's progress or end.
+    Transfer(crate::transfer::TransferReport),
     /// A poll of the site: its load, and the states of the launches asked about.
     Polled {
         site: usize,

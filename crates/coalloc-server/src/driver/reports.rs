@@ -25,6 +25,19 @@ impl Driver {
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
             Report::Released { site, vm } => self.released(site, vm),
             Report::AgentBack { site, held } => self.agent_back(site, &held),
+            Report::Transfer(t) => self.transfer_report(t),
+            Report::Statted {
+                site,
+                name,
+                path,
+                result,
+                reply,
+            } => self.statted(site, name, path, result, reply),
+            Report::Staged {
+                launch,
+                request,
+                result,
+            } => self.staged(launch, *request, result),
             Report::Polled { site, load, states } => {
                 self.polled(site, load);
                 for (launch, state) in states {
@@ -208,6 +221,7 @@ impl Driver {
                 }
             }
             self.workers[site].forget(launch);
+            self.stage_out(site, job, component, launch);
             let what = match &e {
                 Entry::Finished { .. } => {
                     json!({"event": "component_finished", "job": job, "component": component, "launch": launch})

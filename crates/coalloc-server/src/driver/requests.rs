@@ -170,6 +170,21 @@ impl Driver {
                 };
                 let _ = reply.send(r);
             }
+            Request::FileRegister {
+                site,
+                name,
+                path,
+                stat,
+                read_here,
+                reply,
+            } => self.file_register(site, name, path, stat, read_here, reply),
+            Request::FileRemove { name, site, reply } => {
+                let r = self.file_remove(&name, site.as_deref());
+                self.reply_later(reply, r);
+            }
+            Request::Files { name, reply } => {
+                let _ = reply.send(self.files(name.as_deref()));
+            }
             Request::SetUsable {
                 site,
                 usable,

@@ -28,6 +28,7 @@ impl Driver {
         }
         self.committed.remove(&job);
         self.note_ended(job);
+        self.transfers.retain(|_, t| t.job != job);
         let aborts = self.aborts.remove(&job).unwrap_or_default();
         let outcome = if failure.is_some() {
             "failed"

@@ -131,6 +131,9 @@ impl Driver {
                     .map(|s| self.config.sites[*s].name.clone())
                     .collect()
             }),
+            transfers: full
+                .then(|| self.transfer_views(j.id))
+                .filter(|t| !t.is_empty()),
         }
     }
 
@@ -164,6 +167,25 @@ impl Driver {
             out_reason: core.and_then(|c| c.why_out()),
             out_since: core.and_then(|c| c.out_since),
             probation: core.is_some_and(|c| c.probation),
+            bandwidth: self.bandwidth_view(i),
         }
+    }
+
+    /// The configured and measured bandwidth from site `i` to every other site.
+    fn bandwidth_view(&self, i: usize) -> Vec<crate::views::BandwidthView> {
+        let measured = self.core.measured_bandwidth();
+        let from = &self.config.sites[i];
+        self.config
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(j, to)| crate::views::BandwidthView {
+                to: to.name.clone(),
+                configured: from.bandwidth.get(&to.name).copied(),
+                measured: measured.get(&(i, j)).copied(),
+            })
+            .filter(|b| b.configured.is_some() || b.measured.is_some())
+            .collect()
     }
 }

@@ -361,6 +361,9 @@ impl Agent {
                 Ok(Answer::Done)
             }
             Call::Load => self.backend.load().map(Answer::Load).map_err(err),
+            Call::File(op) => coalloc_backends::files::local(&self.state_dir, op)
+                .map(Answer::File)
+                .map_err(CallError::Rejected),
         }
     }
 
@@ -441,6 +444,14 @@ impl Agent {
         }
         req.environment
             .extend(self.config.environment.iter().cloned());
+        // GRAM's site variables, expanded here where the component lands.
+        coalloc_backends::site_vars::expand(&mut req, &self.state_dir.join("scratch"));
+        // The input file the server's transfers put under this agent's state directory.
+        for (k, v) in req.environment.iter_mut() {
+            if k == "COALLOC_INPUT_FILE" && std::path::Path::new(v.as_str()).is_relative() {
+                *v = self.state_dir.join(&*v).to_string_lossy().into_owned();
+            }
+        }
         // An `mpi` component runs under the PMI proxy of this host's coalloc.
         if req.arguments.first().map(String::as_str) == Some("pmi-proxy") {
             if let Some(p) = &self.program {

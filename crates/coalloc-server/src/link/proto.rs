@@ -66,6 +66,9 @@ pub enum Call {
         launch: u64,
     },
     Load,
+    /// An operation on the site's files (transfers, outputs), relative paths under the
+    /// agent's state directory.
+    File(coalloc_backends::files::FileOp),
 }
 
 /// A call's result.
@@ -77,6 +80,7 @@ pub enum Answer {
     States(Vec<RemoteState>),
     Done,
     Load(SiteLoad),
+    File(coalloc_backends::files::FileAnswer),
 }
 
 /// A call that failed at the site, in the backend's two classes.
@@ -345,6 +349,11 @@ mod tests {
                 launch: 3,
             },
             Call::Load,
+            Call::File(coalloc_backends::files::FileOp::Append {
+                path: "files/grid.dat".into(),
+                offset: 3,
+                data: vec![0, 255, 7],
+            }),
         ];
         for call in calls {
             let m = ToAgent::Call { id: 9, call };

@@ -14,6 +14,7 @@
 
 use super::proto::{Answer, Call, CallError, ToAgent};
 use crate::views::LinkView;
+use coalloc_backends::files::{FileAnswer, FileOp};
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{channel, Sender};
@@ -275,6 +276,17 @@ impl Backend for AgentBackend {
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {
         self.0.cancel_call(Call::Cancel(id.clone()))
+    }
+
+    /// File operations run at the agent, on the site's file system (`base` is the server's
+    /// and means nothing there: the agent's own state directory is used).
+    fn file(&self, _base: &std::path::Path, op: FileOp) -> Result<FileAnswer, BackendError> {
+        match self.0.call(Call::File(op), self.0.call_timeout)? {
+            Answer::File(a) => Ok(a),
+            other => Err(BackendError::Unavailable(format!(
+                "the agent answered a file operation with {other:?}"
+            ))),
+        }
     }
 
     fn cancel_unrecorded(

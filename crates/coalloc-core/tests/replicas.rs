@@ -1,0 +1,175 @@
+//! The replica catalog as the core sees it (seed 000 §2.3): replicas that appear at run time
+//! make a waiting job placeable, and a failed transfer counts against the file's site.
+
+mod common;
+use common::{drain, submit};
+
+use coalloc_core::model::*;
+use coalloc_core::placement::Fit;
+use coalloc_core::scheduler::*;
+
+fn sites() -> Vec<Site> {
+    let mut s: Vec<Site> = (0..3).map(|i| Site::cluster(format!("s{i}"), 8)).collect();
+    for (a, site) in s.iter_mut().enumerate() {
+        for b in (0..3).filter(|&b| b != a) {
+            site.bandwidth.insert(format!("s{b}"), 1_000_000);
+        }
+    }
+    s
+}
+
+fn job(count: u32) -> Job {
+    let mut j = Job::new(
+        JobKind::Unordered,
+        vec![Component {
+            count,
+            ..Component::default()
+        }],
+    );
+    j.extra_mut().input_file = Some(InputFile {
+        name: "data".into(),
+        size: 2_000_000,
+        distribution: FileDistribution::Whole,
+    });
+    j
+}
+
+fn config() -> SchedulerConfig {
+    SchedulerConfig {
+        fit: Fit::CloseToFiles,
+        claiming: Claiming::Icp(IcpParams::default()),
+        ..SchedulerConfig::default()
+    }
+}
+
+fn transfers(cmds: &[Command]) -> Vec<(TransferId, SiteId, SiteId)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::StartTransfer {
+                transfer, from, to, ..
+            } => Some((*transfer, *from, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_registered_replica_is_used_by_close_to_files_and_a_removed_one_is_forgotten() {
+    let mut s = Scheduler::new(config(), sites());
+    let replica = |site, present| Event::Replica {
+        site,
+        file: "data".into(),
+        present,
+    };
+    s.handle(0, replica(1, true)).unwrap();
+    assert_eq!(s.sites()[1].files, ["data"]);
+    // Close-to-Files: the replica's own site needs no transfer.
+    let (id, cmds) = submit(&mut s, 10, job(8));
+    assert!(transfers(&cmds).is_empty(), "{cmds:?}");
+    assert_eq!(s.job(id).unwrap().record.run().placed, Some(10));
+    s.handle(20, replica(1, false)).unwrap();
+    assert!(s.sites()[1].files.is_empty());
+    // With no replica left, a job needing the file is refused with a clear reason.
+    let refused = s.handle(25, Event::Submit(Box::new(job(8))));
+    assert!(
+        matches!(&refused, Err(Rejected::Invalid(m)) if m.contains("no usable site holds a replica")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        s.handle(30, replica(7, true)),
+        Err(Rejected::UnknownSite(7))
+    );
+}
+
+#[test]
+fn a_failed_transfer_counts_against_the_file_site_not_the_execution_site() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    let mut s = Scheduler::new(config(), sites);
+    // 8 processors: not on s0 (4), so the file moves from s0.
+    let (_, cmds) = submit(&mut s, 0, job(8));
+    let t = transfers(&cmds);
+    assert_eq!(t.len(), 1, "{cmds:?}");
+    let (transfer, from, to) = t[0];
+    assert_eq!(from, 0);
+    s.handle(
+        100,
+        Event::TransferDone {
+            transfer,
+            ok: false,
+        },
+    )
+    .unwrap();
+    drain(&mut s);
+    assert_eq!(s.site_state(from).unwrap().submit_errors, 1);
+    assert_eq!(s.site_state(to).unwrap().submit_errors, 0);
+}
+
+#[test]
+fn a_failed_transfer_of_a_claimed_component_is_also_the_file_sites_error() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    let mut s = Scheduler::new(config(), sites);
+    // A tiny file: JCT0 is now, so the component is claimed (started) before the transfer
+    // ends.
+    let mut j = job(8);
+    j.extra_mut().input_file.as_mut().unwrap().size = 10;
+    let (_, cmds) = submit(&mut s, 0, j);
+    let (transfer, from, to) = transfers(&cmds)[0];
+    let started = cmds
+        .iter()
+        .any(|c| matches!(c, Command::StartComponent(st) if st.site == to));
+    assert!(started, "{cmds:?}");
+    s.handle(
+        5,
+        Event::TransferDone {
+            transfer,
+            ok: false,
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Command::CancelComponent { site, .. } if *site == to)),
+        "{cmds:?}"
+    );
+    assert_eq!(s.site_state(from).unwrap().submit_errors, 1);
+    assert_eq!(s.site_state(to).unwrap().submit_errors, 0);
+}
+
+#[test]
+fn measured_transfers_replace_the_configured_bandwidth_in_the_estimates() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    // Configured: s0 -> s1 and s0 -> s2 alike (1 MB/s); measured, s0 -> s2 is 4 MB/s.
+    let mut s = Scheduler::new(config(), sites);
+    let measured = |from, to, bytes, millis| Event::TransferMeasured {
+        from,
+        to,
+        bytes,
+        millis,
+    };
+    s.handle(0, measured(0, 2, 4_000_000, 1_000)).unwrap();
+    assert_eq!(s.measured_bandwidth()[&(0, 2)], 4_000_000);
+    s.handle(1, measured(0, 2, 2_000_000, 1_000)).unwrap();
+    assert_eq!(s.measured_bandwidth()[&(0, 2)], 3_500_000);
+    assert_eq!(s.sites()[0].bandwidth["s2"], 3_500_000);
+    assert_eq!(
+        s.sites()[0].bandwidth["s1"],
+        1_000_000,
+        "configured, unmeasured"
+    );
+    // Close-to-Files now prefers s2, and the FTT is 2 MB at 3.5 MB/s.
+    let (id, cmds) = submit(&mut s, 10, job(8));
+    assert_eq!(transfers(&cmds)[0].2, 2, "{cmds:?}");
+    let claim = s.job(id).unwrap().claim.as_deref().copied().unwrap();
+    assert_eq!(claim.ftt, 572);
+    assert_eq!(
+        s.handle(20, measured(0, 9, 1, 1)),
+        Err(Rejected::UnknownSite(9))
+    );
+}

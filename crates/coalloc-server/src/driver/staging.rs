@@ -1,0 +1,270 @@
+//! Staging per component, as GRAM did with GASS (seed 003 §5.2: "All of the output files and
+//! error files will be staged back to the submission hosts"): the files a component lists
+//! in RSL `file_stage_in = (SRC DEST)...` (SRC a path on the server's host) are put in its
+//! working directory before it is submitted; when it ends, the files of `file_stage_out =
+//! (SRC DEST)...` come back to `DIR/output/JOB/DEST`, then `file_clean_up = F...` are
+//! removed. A component that stages and names no `directory` runs in a folder of its own,
+//! its `$(SCRATCH_DIRECTORY)` (under RSL's `scratch_dir` when given). A launch on an agent's site also has its standard output and
+//! error brought back, so that `coalloc logs` shows them as it shows a local site's.
+//!
+//! Every copy goes through the site's backend (`Backend::file`): this machine's folders for
+//! local sites, the agent for an agent's site. Stage-in runs on a thread of its own and
+//! reports back (`Report::Staged`); a stage-in that fails is the launch's failure to start.
+//! Known limit: what a launch stages out is kept in memory, so a launch that ends after a
+//! restart of the server has only its stdout and stderr brought back.
+
+use super::msg::Report;
+use super::{Driver, Msg};
+use crate::config::BackendKind;
+use crate::entry::Entry;
+use crate::transfer::pump::{fetch, pull, Control, SiteFile};
+use coalloc_backends::files::FileOp;
+use coalloc_backends::SubmitRequest;
+use coalloc_core::model::{Component, Value};
+use std::path::{Component as PathPart, Path};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// What a launch stages, as the driver keeps it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Staging {
+    /// The working directory at the site, as the site's file operations name it.
+    pub dir: String,
+    pub stage_in: Vec<(String, String)>,
+    pub stage_out: Vec<(String, String)>,
+    pub clean_up: Vec<String>,
+}
+
+/// The (SRC DEST) pairs of a staging attribute.
+fn pairs(c: &Component, name: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for a in c
+        .attributes()
+        .iter()
+        .filter(|a| a.name.eq_ignore_ascii_case(name))
+    {
+        let mut push = |v: &[Value]| {
+            if let [Value::Str(s), Value::Str(d)] = v {
+                out.push((s.clone(), d.clone()));
+            }
+        };
+        if a.values.iter().all(|v| matches!(v, Value::Str(_))) {
+            push(&a.values);
+        } else {
+            for v in &a.values {
+                if let Value::Seq(items) = v {
+                    push(items);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The plain values of an attribute.
+fn words(c: &Component, name: &str) -> Vec<String> {
+    c.attributes()
+        .iter()
+        .filter(|a| a.name.eq_ignore_ascii_case(name))
+        .flat_map(|a| a.values.iter())
+        .filter_map(|v| match v {
+            Value::Str(s) => Some(s.clone()),
+            Value::Seq(_) => None,
+        })
+        .collect()
+}
+
+/// A relative path that stays inside its folder.
+fn inside(p: &str) -> bool {
+    let p = Path::new(p);
+    !p.as_os_str().is_empty() && p.components().all(|c| matches!(c, PathPart::Normal(_)))
+}
+
+impl Driver {
+    /// What component `spec` of launch `req` stages; sets its working directory to its
+    /// scratch folder when it stages and names none. `Err`: a staging it cannot do.
+    pub(super) fn staging_of(
+        &self,
+        site: usize,
+        spec: &Component,
+        req: &mut SubmitRequest,
+    ) -> Result<Option<Staging>, String> {
+        let stage_in = pairs(spec, "file_stage_in");
+        let stage_out = pairs(spec, "file_stage_out");
+        let clean_up = words(spec, "file_clean_up");
+        if stage_in.is_empty() && stage_out.is_empty() && clean_up.is_empty() {
+            return Ok(None);
+        }
+        for (_, d) in &stage_in {
+            if !inside(d) && !Path::new(d).is_absolute() {
+                return Err(format!("file_stage_in: `{d}` leaves the working directory"));
+            }
+        }
+        for (_, d) in &stage_out {
+            if !inside(d) {
+                return Err(format!(
+                    "file_stage_out: `{d}` must be a relative path inside the job's output folder"
+                ));
+            }
+        }
+        let agent = matches!(self.config.backends[site], BackendKind::Agent { .. });
+        let scratch = format!("{}.{}.L{}", req.job, req.component, req.launch);
+        let base = words(spec, "scratch_dir").pop();
+        let dir = match &req.directory {
+            Some(d) if d.to_string_lossy().contains("$(") && agent => {
+                return Err("staging on an agent's site needs a directory without site variables (or none: the scratch folder)".into());
+            }
+            Some(d) => d.to_string_lossy().into_owned(),
+            None => {
+                req.directory = Some("$(SCRATCH_DIRECTORY)".into());
+                if let Some(b) = base {
+                    if agent && b.contains("$(") {
+                        return Err(
+                            "staging on an agent's site needs a scratch_dir without site variables"
+                                .into(),
+                        );
+                    }
+                    let home = std::env::var("HOME").unwrap_or_default();
+                    Path::new(&b.replace("$(HOME)", &home))
+                        .join(&scratch)
+                        .to_string_lossy()
+                        .into_owned()
+                } else if agent {
+                    format!("scratch/{scratch}")
+                } else {
+                    self.state
+                        .root
+                        .join("scratch")
+                        .join(&scratch)
+                        .to_string_lossy()
+                        .into_owned()
+                }
+            }
+        };
+        Ok(Some(Staging {
+            dir,
+            stage_in,
+            stage_out,
+            clean_up,
+        }))
+    }
+
+    /// Put a launch's stage-in files at its site, then submit it (`Report::Staged`).
+    pub(super) fn stage_in(&mut self, site: usize, req: SubmitRequest, st: &Staging) {
+        let backend = self.backends[site].clone();
+        let base = self.state.root.clone();
+        let tx = self.tx.clone();
+        let st = st.clone();
+        let timeout = self.config.files.transfer_timeout;
+        std::thread::spawn(move || {
+            let cancel = AtomicBool::new(false);
+            let ctl = Control {
+                cancel: &cancel,
+                deadline: Instant::now() + Duration::from_millis(timeout.max(0) as u64),
+                retries: 3,
+                backoff: Duration::from_millis(200),
+            };
+            let mut result = Ok(());
+            for (src, dest) in &st.stage_in {
+                let stat = match crate::transfer::stat(Path::new(src)) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        result = Err(format!("file_stage_in: {src}: {e}"));
+                        break;
+                    }
+                };
+                let from = SiteFile {
+                    backend: None,
+                    base: base.clone(),
+                    path: src.clone(),
+                };
+                let to = SiteFile {
+                    backend: Some(backend.clone()),
+                    base: base.clone(),
+                    path: Path::new(&st.dir).join(dest).to_string_lossy().into_owned(),
+                };
+                if let Err(e) = pull(&from, &to, stat.size, &stat.blake3, &ctl, &mut |_| {}) {
+                    result = Err(format!("file_stage_in: {src} -> {dest}: {e}"));
+                    break;
+                }
+            }
+            let launch = req.launch;
+            let r = Report::Staged {
+                launch,
+                request: Box::new(req),
+                result,
+            };
+            let _ = tx.send(Msg::Site(r));
+        });
+    }
+
+    /// A stage-in ended: submit the launch, or fail it.
+    pub(super) fn staged(&mut self, launch: u64, req: SubmitRequest, result: Result<(), String>) {
+        let Some(l) = self.launches.get(&launch).filter(|l| !l.ended) else {
+            return;
+        };
+        let site = l.site;
+        match result {
+            Ok(()) => self.workers[site].submit(req),
+            // A copy that failed (a file or a link of the site's): the site's fault.
+            Err(reason) => self.end_launch(
+                launch,
+                Entry::Failed {
+                    launch,
+                    reason,
+                    fault: coalloc_core::scheduler::Fault::Site,
+                },
+            ),
+        }
+    }
+
+    /// Bring a launch's outputs back when it ends: its stdout and stderr from an agent's
+    /// site, its `file_stage_out` files from any site; then its `file_clean_up`.
+    pub(super) fn stage_out(&mut self, site: usize, job: u64, component: usize, launch: u64) {
+        if self.replaying {
+            return;
+        }
+        let agent = matches!(self.config.backends[site], BackendKind::Agent { .. });
+        let st = self.staging.remove(&launch);
+        if !agent && st.is_none() {
+            return;
+        }
+        let (stdout, stderr) = self.state.output(job, component, launch);
+        let out_dir = stdout.parent().map(Path::to_path_buf).unwrap_or_default();
+        let backend = self.backends[site].clone();
+        let base = self.state.root.clone();
+        std::thread::spawn(move || {
+            let at = |path: String| SiteFile {
+                backend: Some(backend.clone()),
+                base: base.clone(),
+                path,
+            };
+            let mut copies = Vec::new();
+            if agent {
+                for local in [stdout, stderr] {
+                    // The agent writes them under its state directory, same layout.
+                    if let Some(name) = local.file_name() {
+                        let path = format!("output/{job}/{}", name.to_string_lossy());
+                        copies.push((path, local.clone()));
+                    }
+                }
+            }
+            let st = st.unwrap_or_default();
+            for (src, dest) in &st.stage_out {
+                let path = Path::new(&st.dir).join(src).to_string_lossy().into_owned();
+                copies.push((path, out_dir.join(dest)));
+            }
+            for (path, local) in copies {
+                if let Err(e) = fetch(&at(path), &local) {
+                    tracing::warn!(job, launch, "bringing an output back: {e}");
+                }
+            }
+            for f in &st.clean_up {
+                let path = Path::new(&st.dir).join(f).to_string_lossy().into_owned();
+                if let Err(e) = backend.file(&base, FileOp::Remove { path }) {
+                    tracing::warn!(job, launch, "file_clean_up: {e}");
+                }
+            }
+        });
+    }
+}

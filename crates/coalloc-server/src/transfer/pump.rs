@@ -1,0 +1,306 @@
+//! The pump of a pull: it asks the [`Pull`] for ranges, reads them from the replica's site
+//! and appends them at the destination site, both through their backends' file operations
+//! (`Backend::file`: this machine's file system for local sites, the site's agent for agent
+//! sites — the server relays the bytes between two agents that cannot see each other).
+//! A read or append that fails (a cut link) is retried after a pause, resuming from the
+//! destination's part-file length; the destination commits (size and BLAKE3 checked there)
+//! only when every byte is in.
+
+use super::session::Pull;
+use coalloc_backends::files::{FileAnswer, FileOp};
+use coalloc_backends::Backend;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One end of a transfer: a file on a site.
+#[derive(Clone)]
+pub struct SiteFile {
+    /// The site's backend; `None`: this machine (a file of the server's, staged in).
+    pub backend: Option<Arc<dyn Backend>>,
+    /// What relative paths are relative to on a site sharing this machine.
+    pub base: PathBuf,
+    pub path: String,
+}
+
+impl SiteFile {
+    fn op(&self, op: FileOp) -> Result<FileAnswer, String> {
+        match &self.backend {
+            Some(b) => b.file(&self.base, op).map_err(|e| e.to_string()),
+            None => coalloc_backends::files::local(&self.base, op),
+        }
+    }
+
+    fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, String> {
+        match self.op(FileOp::Read {
+            path: self.path.clone(),
+            offset,
+            len,
+        })? {
+            FileAnswer::Data(d) => Ok(d),
+            other => Err(format!("a read answered {other:?}")),
+        }
+    }
+
+    fn part_len(&self, size: u64) -> Result<u64, String> {
+        match self.op(FileOp::PartLen {
+            path: self.path.clone(),
+            size,
+        })? {
+            FileAnswer::Len(n) => Ok(n),
+            other => Err(format!("a part length answered {other:?}")),
+        }
+    }
+
+    fn append(&self, offset: u64, data: Vec<u8>) -> Result<(), String> {
+        self.op(FileOp::Append {
+            path: self.path.clone(),
+            offset,
+            data,
+        })
+        .map(drop)
+    }
+
+    fn commit(&self, size: u64, blake3: &str) -> Result<String, String> {
+        match self.op(FileOp::Commit {
+            path: self.path.clone(),
+            size,
+            blake3: blake3.to_owned(),
+        })? {
+            FileAnswer::Done(p) => Ok(p),
+            other => Err(format!("a commit answered {other:?}")),
+        }
+    }
+}
+
+/// Copy a whole file of a site to `to` on this machine (a component's output brought back,
+/// seed 003 §5.2's staging out); the bytes copied.
+pub fn fetch(src: &SiteFile, to: &std::path::Path) -> Result<u64, String> {
+    use std::io::Write;
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut out = std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let mut offset = 0;
+    loop {
+        let data = src.read(offset, coalloc_backends::files::CHUNK)?;
+        if data.is_empty() {
+            return Ok(offset);
+        }
+        out.write_all(&data)
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+        offset += data.len() as u64;
+    }
+}
+
+/// What stops a pull from outside, and how often it may retry.
+pub struct Control<'a> {
+    pub cancel: &'a AtomicBool,
+    pub deadline: Instant,
+    /// Consecutive failed steps before giving up.
+    pub retries: u32,
+    /// Pause before a retry.
+    pub backoff: Duration,
+}
+
+/// What a finished pull did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pulled {
+    /// The file's path at the destination.
+    pub path: String,
+    /// Bytes this pull moved (a resumed prefix not counted).
+    pub moved: u64,
+}
+
+/// Pull `size` bytes with checksum `blake3` from `src` to `dest`; `progress` hears the bytes
+/// at the destination after each chunk.
+pub fn pull(
+    src: &SiteFile,
+    dest: &SiteFile,
+    size: u64,
+    blake3: &str,
+    ctl: &Control<'_>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Pulled, String> {
+    let mut failures = 0;
+    let mut retry = |what: String| -> Result<(), String> {
+        failures += 1;
+        if failures > ctl.retries {
+            return Err(what);
+        }
+        tracing::warn!("transfer step failed ({what}); resuming");
+        std::thread::sleep(ctl.backoff);
+        Ok(())
+    };
+    // What was at the destination before this call (a part file of an earlier one).
+    let mut before = None;
+    'resume: loop {
+        let have = match dest.part_len(size) {
+            Ok(n) => n,
+            Err(e) => {
+                retry(format!("the destination: {e}"))?;
+                continue;
+            }
+        };
+        let before = *before.get_or_insert(have);
+        let mut p = Pull::resumed(size, blake3, have);
+        progress(have);
+        while let Some(r) = p.next_range() {
+            if ctl.cancel.load(Ordering::Relaxed) {
+                return Err("cancelled".into());
+            }
+            if Instant::now() > ctl.deadline {
+                return Err(format!("timed out at {} of {size} bytes", p.have()));
+            }
+            let data = match src.read(r.offset, r.len) {
+                Ok(d) if d.is_empty() => {
+                    return Err(format!(
+                        "the replica is shorter than the catalog says: {} of {size} bytes",
+                        r.offset
+                    ))
+                }
+                Ok(d) => d,
+                Err(e) => {
+                    retry(format!(
+                        "reading the replica at {} of {size} bytes: {e}",
+                        r.offset
+                    ))?;
+                    continue 'resume;
+                }
+            };
+            p.on_data(r.offset, &data).map_err(|e| e.to_string())?;
+            if let Err(e) = dest.append(r.offset, data) {
+                retry(format!("writing at the destination: {e}"))?;
+                continue 'resume;
+            }
+            progress(p.have());
+        }
+        if let Err(e) = p.finish() {
+            // Wrong bytes: the part file must go, so that a retry starts over.
+            let _ = dest.commit(size, blake3);
+            return Err(e.to_string());
+        }
+        let path = dest.commit(size, blake3)?;
+        return Ok(Pulled {
+            path,
+            moved: size - before,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coalloc_backends::{BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
+    use std::sync::Mutex;
+
+    /// A site whose file operations work on this machine but fail `cuts` times once a read
+    /// reaches `cut` bytes (a link cut half-way).
+    struct Flaky {
+        cut: u64,
+        cuts: Mutex<u32>,
+    }
+
+    impl Backend for Flaky {
+        fn submit(&self, _: &SubmitRequest) -> Result<RemoteId, BackendError> {
+            unreachable!()
+        }
+        fn query(&self, _: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+            unreachable!()
+        }
+        fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+            unreachable!()
+        }
+        fn load(&self) -> Result<SiteLoad, BackendError> {
+            unreachable!()
+        }
+        fn file(&self, base: &std::path::Path, op: FileOp) -> Result<FileAnswer, BackendError> {
+            if let FileOp::Read { offset, len, .. } = &op {
+                let mut cuts = self.cuts.lock().unwrap();
+                if *cuts > 0 && offset + len > self.cut {
+                    *cuts -= 1;
+                    return Err(BackendError::Unavailable("link cut".into()));
+                }
+            }
+            coalloc_backends::files::local(base, op).map_err(BackendError::Rejected)
+        }
+    }
+
+    fn setup(name: &str, cut: u64, cuts: u32) -> (SiteFile, SiteFile, Vec<u8>, String) {
+        let base = std::env::temp_dir().join(format!("coalloc-pump-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let data: Vec<u8> = (0..(3 * CHUNK + 5)).map(|i| (i * 7 % 253) as u8).collect();
+        std::fs::write(base.join("src.dat"), &data).unwrap();
+        let sum = blake3::hash(&data).to_hex().to_string();
+        let backend: Arc<dyn Backend> = Arc::new(Flaky {
+            cut,
+            cuts: Mutex::new(cuts),
+        });
+        let end = |path: &str| SiteFile {
+            backend: Some(backend.clone()),
+            base: base.clone(),
+            path: path.into(),
+        };
+        (end("src.dat"), end("dst/grid.dat"), data, sum)
+    }
+
+    use coalloc_backends::files::CHUNK;
+
+    fn ctl(cancel: &AtomicBool, retries: u32) -> Control<'_> {
+        Control {
+            cancel,
+            deadline: Instant::now() + Duration::from_secs(60),
+            retries,
+            backoff: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_cut_half_way_resumes_from_the_destinations_length_and_the_checksum_holds() {
+        let (src, dst, data, sum) = setup("cut", CHUNK + CHUNK / 2, 2);
+        let cancel = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let n = data.len() as u64;
+        let done = pull(&src, &dst, n, &sum, &ctl(&cancel, 3), &mut |b| seen.push(b)).unwrap();
+        assert_eq!(done.moved, n);
+        // Two chunks made it before the cut; the resumed pull started there.
+        assert_eq!(seen.iter().filter(|&&b| b == CHUNK).count(), 3, "{seen:?}");
+        assert_eq!(std::fs::read(&done.path).unwrap(), data);
+    }
+
+    #[test]
+    fn a_pull_given_up_after_a_cut_is_resumed_by_the_next_one() {
+        let (src, dst, data, sum) = setup("later", 2 * CHUNK + 1, 1);
+        let cancel = AtomicBool::new(false);
+        let n = data.len() as u64;
+        let e = pull(&src, &dst, n, &sum, &ctl(&cancel, 0), &mut |_| {}).unwrap_err();
+        assert!(e.contains("link cut"), "{e}");
+        let done = pull(&src, &dst, n, &sum, &ctl(&cancel, 0), &mut |_| {}).unwrap();
+        assert_eq!(done.moved, n - 2 * CHUNK, "only the rest moved");
+        assert_eq!(std::fs::read(&done.path).unwrap(), data);
+    }
+
+    #[test]
+    fn a_wrong_checksum_or_a_vanished_replica_fails_and_leaves_no_file() {
+        let (src, dst, data, _) = setup("bad", u64::MAX, 0);
+        let cancel = AtomicBool::new(false);
+        let n = data.len() as u64;
+        let wrong = blake3::hash(b"x").to_hex().to_string();
+        let e = pull(&src, &dst, n, &wrong, &ctl(&cancel, 0), &mut |_| {}).unwrap_err();
+        assert!(e.contains("checksum mismatch"), "{e}");
+        let dest = dst.base.join(&dst.path);
+        assert!(!dest.exists());
+        assert!(!coalloc_backends::files::part_of(&dest).exists());
+        let gone = SiteFile {
+            path: "nothing".into(),
+            ..src.clone()
+        };
+        let e = pull(&gone, &dst, n, &wrong, &ctl(&cancel, 0), &mut |_| {}).unwrap_err();
+        assert!(e.contains("reading the replica"), "{e}");
+        cancel.store(true, Ordering::Relaxed);
+        let e = pull(&src, &dst, n, &wrong, &ctl(&cancel, 0), &mut |_| {}).unwrap_err();
+        assert_eq!(e, "cancelled");
+    }
+}
