@@ -30,6 +30,25 @@ fn job_with_file(file: &str, size: u64, then: &str) -> Value {
     })
 }
 
+/// 600 MB of zeros (sparse, so cheap to make; big enough to be caught half-way), registered
+/// as `big.dat` on alpha: its path and size.
+fn big_file_on_alpha(s: &Server) -> (std::path::PathBuf, u64) {
+    let src = s.dir.parent().unwrap().join("big.dat");
+    let size: u64 = 600 << 20;
+    std::fs::File::create(&src).unwrap().set_len(size).unwrap();
+    let (state, src_s) = (s.dir.to_string_lossy(), src.to_string_lossy());
+    stdout(&coalloc(&[
+        "file",
+        "register",
+        "alpha",
+        "big.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    (src, size)
+}
+
 fn files(s: &Server, name: &str) -> Vec<Value> {
     let state = s.dir.to_string_lossy().to_string();
     let out = stdout(&coalloc(&[
@@ -293,21 +312,7 @@ fn a_stage_in_whose_source_is_missing_fails_the_start_with_its_reason() {
 #[test]
 fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() {
     let mut s = Server::start("transfer-restart", &config());
-    let src = s.dir.parent().unwrap().join("big.dat");
-    // 600 MB of zeros (sparse): big enough to be caught half-way.
-    let size: u64 = 600 << 20;
-    std::fs::File::create(&src).unwrap().set_len(size).unwrap();
-    let state = s.dir.to_string_lossy().to_string();
-    let src_s = src.to_string_lossy().to_string();
-    stdout(&coalloc(&[
-        "file",
-        "register",
-        "alpha",
-        "big.dat",
-        &src_s,
-        "--state-dir",
-        &state,
-    ]));
+    let (src, size) = big_file_on_alpha(&s);
     let id = s.submit(&job_with_file("big.dat", size, "true"));
     let part = s.dir.join("files/beta/big.dat.part");
     s.wait_for(id, 60, "half-way through its transfer", |j| {
@@ -338,32 +343,18 @@ fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() 
     let replicas = files(&s, "big.dat");
     assert_eq!(replicas.len(), 2, "{replicas:?}");
     assert_eq!(replicas[0]["blake3"], replicas[1]["blake3"]);
-    assert_eq!(
-        std::fs::metadata(s.dir.join("files/beta/big.dat"))
-            .unwrap()
-            .len(),
-        size
-    );
+    let copy = s.dir.join("files/beta/big.dat");
+    assert_eq!(std::fs::metadata(&copy).unwrap().len(), size);
+    // The copy is not sparse: give the disk back.
+    let _ = std::fs::remove_file(copy);
+    let _ = std::fs::remove_file(&src);
 }
 
 #[test]
 fn a_transfer_past_its_timeout_fails_as_the_file_sites_error() {
     let cfg = config().replace("[server]\n", "[server]\ntransfer_timeout = \"300ms\"\n");
     let s = Server::start("transfer-timeout", &cfg);
-    let src = s.dir.parent().unwrap().join("big.dat");
-    let size: u64 = 600 << 20;
-    std::fs::File::create(&src).unwrap().set_len(size).unwrap();
-    let state = s.dir.to_string_lossy().to_string();
-    let src_s = src.to_string_lossy().to_string();
-    stdout(&coalloc(&[
-        "file",
-        "register",
-        "alpha",
-        "big.dat",
-        &src_s,
-        "--state-dir",
-        &state,
-    ]));
+    let (src, size) = big_file_on_alpha(&s);
     s.submit(&job_with_file("big.dat", size, "true"));
     wait_site(
         &s,

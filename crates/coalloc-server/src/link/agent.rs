@@ -10,6 +10,7 @@
 //! calls ([`super::relay`]), which carry the PMI traffic of `mpi` components too.
 
 use super::held::Held;
+use super::proto::Framed;
 use super::proto::{
     Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent, VERSION,
 };
@@ -295,25 +296,33 @@ impl Agent {
         tracing::info!(site = %self.config.site.name, held = self.held.all().len(), "connected to the server");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<FromAgent>();
         relay.linked(Some(tx.clone()));
-        let why = pump::run(
-            ws,
-            &mut rx,
-            heartbeat,
-            false,
-            |t| match serde_json::from_str::<ToAgent>(t) {
-                Ok(ToAgent::Call { id, call }) => {
-                    let (this, tx) = (self.clone(), tx.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let result = this.execute(call);
-                        let _ = tx.send(FromAgent::Answer { id, result });
-                    });
-                }
-                Ok(ToAgent::RelayAnswer { id, status, body }) => relay.answered(id, status, body),
-                Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
-                Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
-            },
-        )
-        .await;
+        let why =
+            pump::run(
+                ws,
+                &mut rx,
+                heartbeat,
+                false,
+                |t, payload| match serde_json::from_str::<ToAgent>(t).map(|mut m| {
+                    if let Some(p) = payload {
+                        m.put_payload(p);
+                    }
+                    m
+                }) {
+                    Ok(ToAgent::Call { id, call }) => {
+                        let (this, tx) = (self.clone(), tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let result = this.execute(call);
+                            let _ = tx.send(FromAgent::Answer { id, result });
+                        });
+                    }
+                    Ok(ToAgent::RelayAnswer { id, status, body }) => {
+                        relay.answered(id, status, body)
+                    }
+                    Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
+                    Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
+                },
+            )
+            .await;
         relay.linked(None);
         Ok(Ended::Lost(why, since.elapsed()))
     }

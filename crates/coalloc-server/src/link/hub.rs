@@ -10,6 +10,7 @@
 //! server's agent address and certificate fingerprint. Enrolling a site again replaces its
 //! credential: the old agent is refused from its next connection on.
 
+use super::proto::Framed;
 use super::proto::{
     check_hello, relayable, secret_hash, EnrolToken, FromAgent, HeldLaunch, ToAgent, VERSION,
 };
@@ -203,8 +204,8 @@ impl Hub {
             site: index,
             held: hello.launches,
         }));
-        let why = pump::run(ws, &mut rx, self.heartbeat, true, |t| {
-            self.on_message(&site, t, &router, &tx)
+        let why = pump::run(ws, &mut rx, self.heartbeat, true, |t, payload| {
+            self.on_message(&site, t, payload, &router, &tx)
         })
         .await;
         site.disconnected(conn);
@@ -216,10 +217,17 @@ impl Hub {
         &self,
         site: &AgentSite,
         t: &str,
+        payload: Option<Vec<u8>>,
         router: &axum::Router,
         tx: &tokio::sync::mpsc::UnboundedSender<ToAgent>,
     ) {
-        match serde_json::from_str::<FromAgent>(t) {
+        let m = serde_json::from_str::<FromAgent>(t).map(|mut m| {
+            if let Some(p) = payload {
+                m.put_payload(p);
+            }
+            m
+        });
+        match m {
             Ok(FromAgent::Answer { id, result }) => site.answered(id, result),
             Ok(FromAgent::Relay {
                 id,

@@ -4,6 +4,7 @@
 //! heartbeat periods ends the link; the server's end also pings at every period (any frame
 //! counts as heard, the agent's automatic pongs included).
 
+use super::proto::Framed;
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -16,17 +17,39 @@ pub fn text<T: serde::Serialize>(m: &T) -> Message {
     Message::Text(serde_json::to_string(m).expect("messages serialize").into())
 }
 
-/// Run the link until it ends; `on_text` gets every text frame. Returns why it ended.
+/// One message as a frame: text, or, when it carries file bytes, a binary frame of the
+/// JSON's length (4 bytes, big-endian), the JSON (bytes taken out) and the bytes.
+pub fn frame<T: serde::Serialize + Framed>(mut m: T) -> Message {
+    let Some(payload) = m.take_payload() else {
+        return text(&m);
+    };
+    let head = serde_json::to_vec(&m).expect("messages serialize");
+    let mut b = Vec::with_capacity(4 + head.len() + payload.len());
+    b.extend_from_slice(&(head.len() as u32).to_be_bytes());
+    b.extend_from_slice(&head);
+    b.extend_from_slice(&payload);
+    Message::Binary(b.into())
+}
+
+/// A binary frame's JSON and bytes (`None`: not one of [`frame`]'s).
+pub fn unframe(b: &[u8]) -> Option<(&str, Vec<u8>)> {
+    let n = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
+    let head = std::str::from_utf8(b.get(4..4 + n)?).ok()?;
+    Some((head, b[4 + n..].to_vec()))
+}
+
+/// Run the link until it ends; `on_frame` gets every message's JSON, with the file bytes
+/// that came beside it in a binary frame. Returns why it ended.
 pub async fn run<S, T>(
     ws: WebSocketStream<S>,
     outgoing: &mut UnboundedReceiver<T>,
     heartbeat: Duration,
     ping: bool,
-    mut on_text: impl FnMut(&str),
+    mut on_frame: impl FnMut(&str, Option<Vec<u8>>),
 ) -> String
 where
     S: AsyncRead + AsyncWrite + Unpin,
-    T: serde::Serialize,
+    T: serde::Serialize + Framed,
 {
     let (mut sink, mut frames) = ws.split();
     let mut beat = tokio::time::interval(heartbeat);
@@ -40,8 +63,8 @@ where
                 while let Ok(m) = outgoing.try_recv() {
                     batch.push(m);
                 }
-                for m in &batch {
-                    if let Err(e) = sink.feed(text(m)).await {
+                for m in batch {
+                    if let Err(e) = sink.feed(frame(m)).await {
                         return format!("send: {e}");
                     }
                 }
@@ -52,7 +75,14 @@ where
             frame = frames.next() => match frame {
                 Some(Ok(Message::Text(t))) => {
                     heard = Instant::now();
-                    on_text(&t);
+                    on_frame(&t, None);
+                }
+                Some(Ok(Message::Binary(b))) => {
+                    heard = Instant::now();
+                    match unframe(&b) {
+                        Some((head, payload)) => on_frame(head, Some(payload)),
+                        None => tracing::warn!("an unreadable binary frame ({} bytes)", b.len()),
+                    }
                 }
                 Some(Ok(Message::Close(_))) | None => return "closed by the other end".into(),
                 Some(Ok(_)) => heard = Instant::now(),
@@ -69,5 +99,38 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::proto::{Answer, FromAgent};
+    use coalloc_backends::files::FileAnswer;
+
+    #[test]
+    fn file_bytes_travel_raw_in_a_binary_frame_and_other_messages_as_text() {
+        let data: Vec<u8> = (0..=255).collect();
+        let m = FromAgent::Answer {
+            id: 7,
+            result: Ok(Answer::File(FileAnswer::Data(data.clone()))),
+        };
+        let Message::Binary(b) = frame(m.clone()) else {
+            panic!("not binary")
+        };
+        let (head, payload) = unframe(&b).unwrap();
+        assert_eq!(payload, data);
+        assert!(b.len() < 4 + head.len() + data.len() + 1, "no base64 copy");
+        let mut back: FromAgent = serde_json::from_str(head).unwrap();
+        back.put_payload(payload);
+        assert_eq!(back, m);
+        assert!(matches!(
+            frame(FromAgent::Answer {
+                id: 1,
+                result: Ok(Answer::Done)
+            }),
+            Message::Text(_)
+        ));
+        assert_eq!(unframe(&[0, 0, 0, 9, b'{']), None);
     }
 }
