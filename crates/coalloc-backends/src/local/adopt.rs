@@ -57,6 +57,10 @@ pub(super) fn adopt(work_dir: &Path, log: &Log, inner: &mut Inner) {
                     f.killed,
                 ))
             } else {
+                // Gone now: its codes were all written before its group went, but perhaps
+                // after the read above (seen in a soak: a rank that exited 0 counted as
+                // killed, and its committed job run again).
+                inner.exits.refresh(&log.exits);
                 let state = inner
                     .exits
                     .outcome(launch, request.processes, f.killed.as_deref());
