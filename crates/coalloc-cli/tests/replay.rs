@@ -65,3 +65,41 @@ fn an_unknown_policy_is_bad_input() {
         "{err}"
     );
 }
+
+/// Issue 22: a site file with a cloud site (provisioned On-Demand, the default) stopped the
+/// replay with "internal: the scheduler stopped with N job(s) still waiting and nothing left
+/// to happen" (the cloud's VM leases were never answered). It now runs on the engine.
+#[test]
+fn a_site_file_with_a_cloud_site_replays() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay-cloud");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sites = dir.join("sites.toml");
+    std::fs::write(
+        &sites,
+        "[[site]]\nname = \"kth\"\nprocessors = 32\n\n[[site]]\nname = \"ec2\"\nkind = \"cloud\"\n\
+         cloud = { vm_processors = 8, min_vms = 0, max_vms = 8, lease_latency = \"1m\", \
+         price_per_vm_hour = 0.065 }\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_coalloc"))
+        .args(["replay", "traces/KTH-SP2-1996-2.1-cln.swf.gz", "--sites"])
+        .arg(&sites)
+        .args(["--first", "300", "--json"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"], 300);
+    // Jobs of more than 64 processors fit no site; every other job completes.
+    let (completed, refused) = (
+        v["completed"].as_u64().unwrap(),
+        v["refused"].as_u64().unwrap(),
+    );
+    assert_eq!(completed + refused, 300);
+    assert!(completed > 280, "{v}");
+}

@@ -11,8 +11,16 @@
 //! of that instant, and submissions keep their file order; the core decides once per instant
 //! ([`Scheduler::handle_all`]). Time is integer milliseconds; trace seconds are multiplied by
 //! 1,000, so a schedule written back in seconds is exact.
+//!
+//! Cloud sites provisioned On-Demand lease VMs, which take time to come and cost money:
+//! this loop does not model that, so such runs go through [`crate::engine`] on ideal sites
+//! (no start latency, no faults, every change reported at once), which gives this loop's
+//! schedule where both apply ([`needs_engine`], [`replay_on_engine`]).
 
+use crate::engine::{simulate, JobFate, SimError, SimParams, Workload};
+use crate::workload::trace::{sim_jobs, Split};
 use coalloc_core::model::{Component, Job, JobKind, Site, Time, SECOND};
+use coalloc_core::provisioning::Provisioning;
 use coalloc_core::scheduler::{Command, Event, JobId, LaunchId, Reply, Scheduler, SchedulerConfig};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -58,6 +66,57 @@ pub struct Replay {
 pub enum ReplayError {
     #[error("the scheduler stopped with {0} job(s) still waiting and nothing left to happen")]
     Stuck(usize),
+    #[error(transparent)]
+    Engine(#[from] SimError),
+}
+
+/// Whether `sites` under `config` need [`replay_on_engine`]: some site is a cloud that the
+/// scheduler provisions On-Demand (VM leases, which this module's loop does not model).
+pub fn needs_engine(sites: &[Site], config: &SchedulerConfig) -> bool {
+    matches!(config.provisioning, Provisioning::OnDemand(_))
+        && sites.iter().any(|s| s.cloud.is_some())
+}
+
+/// [`replay`] on the engine: the trace jobs as one-component jobs ([`Split::Whole`]) on
+/// ideal sites ([`SimParams::default`]). Start and end are in whole seconds (rounded down:
+/// a VM's lease latency need not be whole seconds).
+pub fn replay_on_engine(
+    jobs: &[TraceJob],
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+) -> Result<Replay, ReplayError> {
+    let work = Workload {
+        jobs: sim_jobs(jobs, Split::Whole),
+        local: Vec::new(),
+    };
+    let out = simulate(sites, config, work, &SimParams::default())?;
+    let seconds = |t: Option<Time>| t.map(|t| t.div_euclid(SECOND));
+    let mut refused = Vec::new();
+    let mut waiting = 0;
+    let mut scheduled = Vec::with_capacity(jobs.len());
+    for (t, o) in jobs.iter().zip(&out.jobs) {
+        let record = o.record.as_ref();
+        let finished = o.fate == JobFate::Finished;
+        match &o.fate {
+            JobFate::Failed(why) | JobFate::Refused(why) => refused.push((t.number, why.clone())),
+            JobFate::Unfinished => waiting += 1,
+            JobFate::Finished => {}
+        }
+        scheduled.push(Scheduled {
+            number: t.number,
+            submit: t.submit,
+            start: seconds(record.and_then(|r| r.start())),
+            end: seconds(record.and_then(|r| r.end()).filter(|_| finished)),
+            processors: t.processors,
+        });
+    }
+    if waiting > 0 {
+        return Err(ReplayError::Stuck(waiting));
+    }
+    Ok(Replay {
+        jobs: scheduled,
+        refused,
+    })
 }
 
 /// Replay `jobs` (in file order) on `sites` under `config`.
@@ -69,14 +128,17 @@ pub fn replay(
     replay_keeping(jobs, sites, config).map(|(r, _)| r)
 }
 
-/// [`replay`], also giving back the scheduler as the run left it (every job's record), so
-/// that a caller who times the replay can stop the clock before the scheduler's memory is
-/// freed.
+/// [`replay`], also giving back the scheduler as the run left it, so that a caller who
+/// times the replay can stop the clock before the scheduler's memory is freed (`None` for a
+/// run on the engine, see [`needs_engine`]).
 pub fn replay_keeping(
     jobs: &[TraceJob],
     sites: Vec<Site>,
     config: SchedulerConfig,
-) -> Result<(Replay, Scheduler), ReplayError> {
+) -> Result<(Replay, Option<Scheduler>), ReplayError> {
+    if needs_engine(&sites, &config) {
+        return replay_on_engine(jobs, sites, config).map(|r| (r, None));
+    }
     // The replay keeps each job's start and end itself, from the commands, and ignores
     // notices.
     let config = SchedulerConfig {
@@ -198,7 +260,7 @@ pub fn replay_keeping(
     if s.queued() > 0 {
         return Err(ReplayError::Stuck(s.queued()));
     }
-    Ok((Replay { jobs: out, refused }, s))
+    Ok((Replay { jobs: out, refused }, Some(s)))
 }
 
 /// The earlier of two times, either of which may be absent.

@@ -142,3 +142,42 @@ fn easy_schedules_are_valid_deterministic_and_beat_fcfs() {
     let conservative = run(&jobs[..1_000], QueueConfig::Conservative);
     assert_valid(&conservative, &jobs[..1_000]);
 }
+
+/// Issue 22: a site list with a cloud provisioned On-Demand used to stop the replay with
+/// "the scheduler stopped with 1 job(s) still waiting" (the VM leases were never answered).
+/// Such runs go through the engine, and every job completes. The cloud's VMs come 60 s
+/// after they are asked for, so no job that needs the cloud starts at once.
+#[test]
+fn a_cloud_site_is_replayed_on_the_engine() {
+    use coalloc_core::model::CloudLimits;
+    use coalloc_sim::replay::needs_engine;
+    let jobs: Vec<TraceJob> = kth(Some(400))
+        .into_iter()
+        .filter(|j| j.processors <= 32)
+        .collect();
+    let cloud = Site::cloud(
+        "ec2",
+        CloudLimits {
+            vm_processors: 8,
+            min_vms: 0,
+            max_vms: 4,
+            lease_latency: 60_000,
+            price_micros_per_vm_hour: 65_000,
+        },
+    );
+    let sites = vec![Site::cluster("kth", 32), cloud];
+    let config = SchedulerConfig {
+        queue: QueueConfig::from_name("fcfs").unwrap(),
+        ..SchedulerConfig::default()
+    };
+    assert!(needs_engine(&sites, &config));
+    let r = replay(&jobs, sites, config.clone()).unwrap();
+    assert_eq!(r.refused, vec![]);
+    assert_eq!(r.jobs.len(), jobs.len());
+    assert!(r.jobs.iter().all(|j| j.end.is_some()));
+    assert_valid(&r, &jobs);
+    // Without the cloud the same jobs wait longer: the cloud was used.
+    let alone = replay(&jobs, vec![Site::cluster("kth", 32)], config).unwrap();
+    let wait = |r: &Replay| -> i64 { r.jobs.iter().map(|j| j.start.unwrap() - j.submit).sum() };
+    assert!(wait(&r) < wait(&alone), "{} vs {}", wait(&r), wait(&alone));
+}

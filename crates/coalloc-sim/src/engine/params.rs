@@ -26,6 +26,51 @@ pub struct Workload {
     pub local: Vec<Vec<Local>>,
 }
 
+/// A workload the engine borrows, copying each job at its arrival, or owns, moving each job
+/// out at its arrival (the core drops it when it ends), so that a long trace's jobs do not
+/// all stay in memory to the end of the run.
+#[derive(Debug)]
+pub enum Jobs<'a> {
+    Borrowed(&'a Workload),
+    Owned(Workload),
+}
+
+impl<'a> From<&'a Workload> for Jobs<'a> {
+    fn from(w: &'a Workload) -> Jobs<'a> {
+        Jobs::Borrowed(w)
+    }
+}
+
+impl From<Workload> for Jobs<'static> {
+    fn from(w: Workload) -> Jobs<'static> {
+        Jobs::Owned(w)
+    }
+}
+
+impl std::ops::Deref for Jobs<'_> {
+    type Target = Workload;
+    fn deref(&self) -> &Workload {
+        match self {
+            Jobs::Borrowed(w) => w,
+            Jobs::Owned(w) => w,
+        }
+    }
+}
+
+impl Jobs<'_> {
+    /// Job `i`'s core job, to submit: moved out of an owned workload when `take` (an empty
+    /// job is left in its place), else a copy.
+    pub(crate) fn submission(&mut self, i: usize, take: bool) -> Job {
+        match self {
+            Jobs::Owned(w) if take => std::mem::replace(
+                &mut w.jobs[i].job,
+                Job::new(coalloc_core::model::JobKind::Total, Vec::new()),
+            ),
+            _ => self.jobs[i].job.clone(),
+        }
+    }
+}
+
 /// A window during which a site's resource manager is down: everything running there dies
 /// at its start, and nothing can start there until its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
 
-use super::params::{SimParams, Workload};
+use super::params::{Jobs, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
 use crate::replay::earliest;
 use crate::workload::{exponential, stream_of, Purpose};
@@ -164,7 +164,10 @@ struct Launch {
 struct Sim<'a> {
     core: Scheduler,
     params: &'a SimParams,
-    work: &'a Workload,
+    work: Jobs<'a>,
+    /// Jobs are moved out of an owned workload at their arrival (not when a full queue may
+    /// refuse them: they are submitted again later).
+    take_jobs: bool,
     sites: Vec<SimSite>,
     site_names: Vec<String>,
     bandwidth: Vec<BTreeMap<String, u64>>,
@@ -209,13 +212,15 @@ struct Sim<'a> {
     leases: ChaCha8Rng,
 }
 
-/// Run `workload` on `sites` under `config`.
-pub fn simulate(
+/// Run `workload` on `sites` under `config`. The workload is borrowed (`&Workload`) or
+/// given (`Workload`: each job is moved into the scheduler at its arrival, see [`Jobs`]).
+pub fn simulate<'a>(
     sites: Vec<Site>,
     config: SchedulerConfig,
-    workload: &Workload,
+    workload: impl Into<Jobs<'a>>,
     params: &SimParams,
 ) -> Result<Outcome, SimError> {
+    let workload = workload.into();
     if workload.local.len() > sites.len() {
         return Err(SimError::LocalSite(workload.local.len() - 1, sites.len()));
     }
@@ -278,6 +283,7 @@ pub fn simulate(
     let configured = sites.iter().map(|s| s.processors).collect();
     let cloud_usage = vec![CloudUsage::default(); sites.len()];
     let seed = params.seed;
+    let outcomes: Vec<JobOutcome> = workload.jobs.iter().map(outcome_of).collect();
     let mut sim = Sim {
         site_names: sites.iter().map(|s| s.name.clone()).collect(),
         bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
@@ -290,6 +296,7 @@ pub fn simulate(
             sites,
         ),
         params,
+        take_jobs: config.max_queued.is_none(),
         work: workload,
         sites: sim_sites,
         heap: BinaryHeap::new(),
@@ -299,10 +306,10 @@ pub fn simulate(
         launches: BTreeMap::new(),
         by_job: BTreeMap::new(),
         released: BTreeSet::new(),
-        index_of: Vec::with_capacity(workload.jobs.len()),
+        index_of: Vec::with_capacity(outcomes.len()),
         arrivals: Vec::new(),
         next_arrival: 0,
-        outcomes: workload.jobs.iter().map(outcome_of).collect(),
+        outcomes,
         follow: Vec::new(),
         dirty: BTreeSet::new(),
         reported,
@@ -385,10 +392,11 @@ impl Sim<'_> {
         let mut arrivals: Vec<usize> = (0..self.work.jobs.len()).collect();
         arrivals.sort_by_key(|&i| (self.arrival_time(i), i));
         self.arrivals = arrivals;
-        for (s, locals) in self.work.local.iter().enumerate() {
-            for (i, l) in locals.iter().enumerate() {
-                self.push(l.submit, Ev::LocalArrive(s, i));
-            }
+        let locals: Vec<(Time, usize, usize)> = (self.work.local.iter().enumerate())
+            .flat_map(|(s, ls)| ls.iter().enumerate().map(move |(i, l)| (l.submit, s, i)))
+            .collect();
+        for (t, s, i) in locals {
+            self.push(t, Ev::LocalArrive(s, i));
         }
         for (k, o) in self.params.failures.outages.clone().iter().enumerate() {
             self.push(o.from, Ev::OutageStart(k));
@@ -445,7 +453,8 @@ impl Sim<'_> {
             batch.append(&mut self.follow);
             let ends = batch.len();
             for &i in &arrivals {
-                batch.push(Event::Submit(Box::new(self.work.jobs[i].job.clone())));
+                let job = self.work.submission(i, self.take_jobs);
+                batch.push(Event::Submit(Box::new(job)));
             }
             if batch.is_empty() {
                 batch.push(Event::Tick);

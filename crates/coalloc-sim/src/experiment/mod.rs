@@ -224,7 +224,7 @@ fn point_label(point: &[(String, Value)]) -> String {
 /// Simulate one run.
 pub fn run_one(run: &Run, base: &Path) -> Result<Outcome, String> {
     let input = build::build(&run.doc, run.seed, base)?;
-    simulate(input.sites, input.config, &input.workload, &input.params).map_err(|e| e.to_string())
+    simulate(input.sites, input.config, input.workload, &input.params).map_err(|e| e.to_string())
 }
 
 /// Simulate every run on `threads` workers. `done` is called (from the workers) after each
