@@ -232,6 +232,12 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
     }
     common::server::assert_started_once(&starts, &ids, 2);
     assert_eq!(s.get("/v1/jobs")["jobs"].as_array().unwrap().len(), 4);
+    // A restart learns again from the launchers that the launches ended, and does not
+    // journal it again (a soak with 30 restarts once held 18 entries per launch).
+    assert_eq!(s.journal_entries("finished"), 8);
+    s.kill_and_restart();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(s.journal_entries("finished"), 8);
 }
 
 #[test]

@@ -199,6 +199,19 @@ impl Server {
             .unwrap()
     }
 
+    /// How many entries of kind `e` (`finished`, `launched`, ...) the journal holds.
+    pub fn journal_entries(&self, e: &str) -> usize {
+        let journal = rusqlite::Connection::open(self.dir.join("journal.sqlite")).unwrap();
+        let n: i64 = journal
+            .query_row(
+                "SELECT count(*) FROM journal WHERE entry LIKE ?1",
+                [format!("%\"e\":\"{e}\"%")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        n as usize
+    }
+
     /// SIGTERM the server; whether it exited within `within` (else it is killed with -9).
     pub fn terminate(&mut self, within: Duration) -> bool {
         let Some(mut c) = self.child.take() else {

@@ -140,7 +140,15 @@ impl Driver {
         if l.ended {
             return;
         }
-        let Some(phase) = self.phase_of(launch) else {
+        // An ended component (a restart watches every launch it replayed): nothing to tell
+        // the core, and nothing to journal again.
+        let live = |p: &CompPhase| {
+            !matches!(
+                p,
+                CompPhase::Finished | CompPhase::Failed | CompPhase::Deleted
+            )
+        };
+        let Some(phase) = self.phase_of(launch).filter(live) else {
             // The core has moved on from this launch.
             self.launches.get_mut(&launch).expect("known launch").ended = true;
             self.workers[l.site].forget(launch);
