@@ -22,6 +22,7 @@ pub mod msg;
 mod reports;
 mod requests;
 mod results;
+mod secrets;
 mod view;
 
 use crate::config::ServerConfig;
@@ -82,7 +83,7 @@ pub struct Driver {
     config: ServerConfig,
     workers: Vec<SiteWorker>,
     launches: BTreeMap<u64, LaunchInfo>,
-    secrets: BTreeMap<u64, String>,
+    secrets: secrets::Secrets,
     kv: BTreeMap<(u64, String), String>,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
@@ -176,7 +177,7 @@ impl Driver {
             url,
             workers: Vec::new(),
             launches: BTreeMap::new(),
-            secrets: BTreeMap::new(),
+            secrets: secrets::Secrets::default(),
             kv: BTreeMap::new(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),
@@ -241,7 +242,7 @@ impl Driver {
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
-                self.secrets.insert(id, secret.clone());
+                self.secrets.insert(id, secret);
             }
         }
         self.run_commands();
@@ -288,7 +289,7 @@ impl Driver {
         let reply = self.core.handle(self.now, ev)?;
         self.vm_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
-            self.secrets.insert(*id, secret.clone());
+            self.secrets.insert(*id, secret);
         }
         self.pending.push(Record {
             at: self.now,
