@@ -23,8 +23,8 @@ pub struct ListArgs {
     /// Only the jobs of this name.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Only jobs submitted since T: a time in milliseconds since the Unix epoch, or a
-    /// duration back from now (`90s`, `2h`, `1d`).
+    /// Only jobs submitted since T: a time in milliseconds since the Unix epoch (12 digits
+    /// or more), or a duration back from now (`90s`, `2h`, `1d`; a bare number is seconds).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
     /// Print JSON: one array of the jobs, written a page at a time.

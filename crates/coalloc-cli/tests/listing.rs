@@ -251,3 +251,48 @@ fn a_batch_submits_many_jobs_in_one_request() {
     );
     assert_eq!(ids(&s.get("/v1/jobs?after=50")), Vec::<u64>::new());
 }
+
+/// Every job numbered 1..=n, each once: in memory (`/v1/jobs`) or in the history.
+fn each_job_once(s: &Server, n: u64) {
+    let mut all = Vec::new();
+    for path in ["/v1/jobs?state=all", "/v1/history?state=all"] {
+        let mut after = 0;
+        loop {
+            let page = s.get(&format!("{path}&limit=10000&after={after}"));
+            all.extend(ids(&page));
+            match page["next"].as_u64() {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=n).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_kill_while_ended_jobs_move_to_the_history_loses_nothing() {
+    let config =
+        three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nmin_job_age = \"1s\"\n");
+    let mut s = Server::start("listing-kill-aging", &config);
+    s.hold_the_queue();
+    let spec = queued_job("ann", "a").to_string();
+    let (code, v) = s.call("POST", "/v1/jobs?array=0-6999", &s.token, Some(&spec));
+    assert_eq!(code, 201, "{v}");
+    let (code, v) = s.call("DELETE", "/v1/arrays/1", &s.token, None);
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["cancelled"].as_array().unwrap().len(), 7_000);
+    // Kill the server again and again while the 7,000 ended jobs move to the history
+    // (5,000 a transaction), each time at another moment.
+    for delay in [950, 1_050, 1_200, 1_400] {
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        s.kill_and_restart();
+        each_job_once(&s, 7_000);
+    }
+    let t = std::time::Instant::now();
+    while !ids(&s.get("/v1/jobs?state=all&limit=1")).is_empty() {
+        assert!(t.elapsed().as_secs() < 60);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    each_job_once(&s, 7_000);
+}

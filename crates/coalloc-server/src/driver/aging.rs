@@ -55,7 +55,7 @@ impl Driver {
     pub(crate) fn drop_jobs(&mut self, jobs: &[u64]) {
         for &j in jobs {
             self.core.forget_ended(j);
-            self.secrets.remove(&j);
+            self.secrets.remove(j);
             self.abort_reasons.remove(&j);
             self.failed.remove(&j);
             self.aborts.remove(&j);

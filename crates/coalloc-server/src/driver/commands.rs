@@ -112,7 +112,7 @@ impl Driver {
             return;
         };
         let c = &s.config;
-        let secret = self.secrets.get(&s.job).cloned().unwrap_or_default();
+        let secret = self.secrets.get(s.job).unwrap_or_default();
         let sizes: Vec<String> = c.sizes.iter().map(u32::to_string).collect();
         let mut env: Vec<(String, String)> = s.spec.environment().to_vec();
         let site = self.config.sites[s.site].name.clone();

@@ -25,6 +25,7 @@ mod requests;
 mod results;
 mod staging;
 mod transfers;
+mod secrets;
 mod view;
 
 use crate::config::ServerConfig;
@@ -85,7 +86,7 @@ pub struct Driver {
     config: ServerConfig,
     workers: Vec<SiteWorker>,
     launches: BTreeMap<u64, LaunchInfo>,
-    secrets: BTreeMap<u64, String>,
+    secrets: secrets::Secrets,
     kv: BTreeMap<(u64, String), String>,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
@@ -187,7 +188,7 @@ impl Driver {
             url,
             workers: Vec::new(),
             launches: BTreeMap::new(),
-            secrets: BTreeMap::new(),
+            secrets: secrets::Secrets::default(),
             kv: BTreeMap::new(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),
@@ -258,7 +259,7 @@ impl Driver {
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
-                self.secrets.insert(id, secret.clone());
+                self.secrets.insert(id, secret);
             }
         }
         self.run_commands();
@@ -307,7 +308,7 @@ impl Driver {
         self.catalog_effect(&entry);
         self.transfer_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
-            self.secrets.insert(*id, secret.clone());
+            self.secrets.insert(*id, secret);
         }
         self.pending.push(Record {
             at: self.now,

@@ -126,7 +126,7 @@ impl Driver {
                 let _ = reply.send(());
             }
             Request::Secret { job, secret, reply } => {
-                let r = match self.secrets.get(&job) {
+                let r = match self.secrets.get(job) {
                     None => Err(ApiError::not_found(format!("no job {job}"))),
                     Some(s) if *s == secret => Ok(()),
                     Some(_) => Err(ApiError::new(

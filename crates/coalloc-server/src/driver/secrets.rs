@@ -1,0 +1,86 @@
+//! Every live job's secret (the bearer token of its barrier and rendezvous calls), kept in
+//! 16 bytes a job: a secret is 32 hex digits (`random_hex(16)`), stored as its bytes in a
+//! vector indexed by job number (jobs are numbered densely from 1). A secret of another
+//! form (a journal of another version) is kept as text beside.
+
+use std::collections::BTreeMap;
+
+/// The secrets, by job.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    /// Slot `job - 1`; all zeros: none.
+    packed: Vec<[u8; 16]>,
+    other: BTreeMap<u64, String>,
+}
+
+fn pack(secret: &str) -> Option<[u8; 16]> {
+    let b = secret.as_bytes();
+    if b.len() != 32 || !b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (o, pair) in out.iter_mut().zip(b.chunks(2)) {
+        *o = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    (out != [0; 16]).then_some(out)
+}
+
+impl Secrets {
+    pub fn insert(&mut self, job: u64, secret: &str) {
+        let Some(slot) = usize::try_from(job).ok().and_then(|j| j.checked_sub(1)) else {
+            return;
+        };
+        match pack(secret) {
+            Some(p) => {
+                if self.packed.len() <= slot {
+                    self.packed.resize(slot + 1, [0; 16]);
+                }
+                self.packed[slot] = p;
+            }
+            None => {
+                self.other.insert(job, secret.to_string());
+            }
+        }
+    }
+
+    pub fn get(&self, job: u64) -> Option<String> {
+        if let Some(s) = self.other.get(&job) {
+            return Some(s.clone());
+        }
+        let slot = usize::try_from(job).ok()?.checked_sub(1)?;
+        let p = self.packed.get(slot).filter(|p| **p != [0; 16])?;
+        Some(p.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    pub fn remove(&mut self, job: u64) {
+        self.other.remove(&job);
+        if let Some(p) = usize::try_from(job)
+            .ok()
+            .and_then(|j| j.checked_sub(1))
+            .and_then(|slot| self.packed.get_mut(slot))
+        {
+            *p = [0; 16];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Secrets;
+
+    #[test]
+    fn secrets_come_back_as_given() {
+        let mut s = Secrets::default();
+        let hex = "00ff10a0b1c2d3e4f5061728394a5b6c";
+        s.insert(3, hex);
+        s.insert(1, "not hex at all");
+        assert_eq!(s.get(3).as_deref(), Some(hex));
+        assert_eq!(s.get(1).as_deref(), Some("not hex at all"));
+        assert_eq!(s.get(2), None);
+        assert_eq!(s.get(0), None);
+        s.remove(3);
+        assert_eq!(s.get(3), None);
+        s.remove(1);
+        assert_eq!(s.get(1), None);
+    }
+}
