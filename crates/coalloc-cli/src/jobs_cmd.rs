@@ -65,12 +65,18 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
         match client.send("POST", "/v1/jobs", "application/json", &body) {
             Ok(v) => {
                 let id = v["job"].as_u64().unwrap_or(0);
+                let waits = v["awaiting_admission"] == true;
                 if args.parsable {
                     println!("{id}");
                 } else if !args.json {
-                    println!("submitted job {id} ({name})");
+                    let admission = if waits {
+                        "; waiting for admission: the queue is full, it enters in turn as room frees"
+                    } else {
+                        ""
+                    };
+                    println!("submitted job {id} ({name}){admission}");
                 }
-                out.push(json!({ "file": name, "job": id }));
+                out.push(json!({ "file": name, "job": id, "awaiting_admission": waits }));
             }
             Err(e) => {
                 if args.json {

@@ -152,3 +152,58 @@ fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
     );
     assert_eq!(code, 400, "{body}");
 }
+
+/// Issue 20 item 5: the queue cap (seed 000 §4.2) delays submissions instead of refusing
+/// them: 300 submissions beyond it are all taken, wait for admission, and are admitted and
+/// run in submission order as room frees; none is lost, and the CLI says so.
+#[test]
+fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
+    let s = Server::start(
+        "admission",
+        &three_clusters([1, 1, 1], "policy = \"fcfs\"\nmax_queued = 5"),
+    );
+    let one = job(vec![barrier_component(1, "", "true")]);
+    let mut ids = Vec::new();
+    let mut waiting = 0;
+    for _ in 0..308 {
+        let (code, v) = s.call("POST", "/v1/jobs", &s.token, Some(&one.to_string()));
+        assert_eq!(code, 201, "{v}");
+        ids.push(v["job"].as_u64().unwrap());
+        waiting += usize::from(v["awaiting_admission"] == true);
+    }
+    assert!(waiting >= 300, "{waiting} waited for admission");
+    let last = s.job(*ids.last().unwrap());
+    assert!(
+        matches!(
+            last["state"].as_str(),
+            Some("awaiting-admission" | "queued" | "running" | "finished")
+        ),
+        "{last}"
+    );
+    // The CLI says a job waits.
+    let file = s.dir.parent().unwrap().join("one.json");
+    std::fs::write(&file, one.to_string()).unwrap();
+    let out = std::process::Command::new(common::server::COALLOC)
+        .args([
+            "submit",
+            file.to_str().unwrap(),
+            "--state-dir",
+            s.dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let mut placed = Vec::new();
+    for &id in &ids {
+        let j = s.wait_ended(id, 120);
+        assert_eq!(j["state"], "finished", "{j}");
+        placed.push(j["placed"].as_i64().unwrap());
+    }
+    assert!(
+        placed.windows(2).all(|w| w[0] <= w[1]),
+        "not in order: {placed:?}"
+    );
+    // Submitted right behind 300 others, it waited for admission too.
+    assert!(said.contains("waiting for admission"), "{said}");
+}

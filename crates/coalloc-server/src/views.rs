@@ -92,6 +92,10 @@ pub struct ComponentSpec {
 #[schema(example = json!({"job": 1}))]
 pub struct Submitted {
     pub job: u64,
+    /// The queue was full (`max_queued`): the job waits in the admission backlog and enters
+    /// the queue, in submission order, as room frees.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_admission: bool,
 }
 
 /// One component of a job as the API shows it. The fields after `launch` are in
@@ -135,7 +139,8 @@ pub struct JobView {
     pub id: u64,
     pub name: Option<String>,
     pub user: Option<String>,
-    /// queued, claiming, starting, running, finished, failed.
+    /// awaiting-admission (submitted while the queue was full), queued, claiming, starting,
+    /// running, finished, failed.
     pub state: String,
     pub processors: u64,
     pub submit: i64,

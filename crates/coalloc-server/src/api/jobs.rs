@@ -81,7 +81,13 @@ pub async fn submit(
         })
         .await?;
     match answers.into_iter().next() {
-        Some(Ok(id)) => Ok((StatusCode::CREATED, Json(Submitted { job: id }))),
+        Some(Ok((id, waits))) => Ok((
+            StatusCode::CREATED,
+            Json(Submitted {
+                job: id,
+                awaiting_admission: waits,
+            }),
+        )),
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
         None => Err(ApiError::new(500, "no answer")),
     }

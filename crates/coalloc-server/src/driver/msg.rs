@@ -15,7 +15,8 @@ pub enum Request {
     /// Submit jobs; one answer per job (its number, or why it was refused).
     Submit {
         jobs: Vec<Job>,
-        reply: Reply<Vec<Result<u64, String>>>,
+        /// Each job's number and whether it waits for admission (the queue was full).
+        reply: Reply<Vec<Result<(u64, bool), String>>>,
     },
     Cancel {
         job: u64,

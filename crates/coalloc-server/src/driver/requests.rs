@@ -31,8 +31,10 @@ impl Driver {
                         let secret = random_hex(16).map_err(|e| e.to_string())?;
                         match self.apply(Entry::submit(&job, secret)) {
                             Ok(Reply::Submitted(id)) => {
-                                self.emit(serde_json::json!({"event": "submitted", "job": id}));
-                                Ok(id)
+                                let waits = self.core.job(id).is_some_and(|j| j.awaiting_admission);
+                                self.emit(serde_json::json!({"event": "submitted", "job": id,
+                                    "awaiting_admission": waits}));
+                                Ok((id, waits))
                             }
                             Ok(Reply::Done) => Err("not accepted".to_string()),
                             Err(e) => Err(e.to_string()),

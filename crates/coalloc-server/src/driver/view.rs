@@ -71,7 +71,11 @@ impl Driver {
             id: j.id,
             name: j.job.name().map(str::to_owned),
             user: j.job.user().map(str::to_owned),
-            state: job_state_name(self.failed.contains(&j.id), j.phase).into(),
+            state: if j.awaiting_admission {
+                "awaiting-admission".into()
+            } else {
+                job_state_name(self.failed.contains(&j.id), j.phase).into()
+            },
             processors: j.job.total_processors(),
             submit: r.submit,
             start: r.start(),
