@@ -21,6 +21,7 @@ mod serve_cmd;
 mod sim_cmd;
 mod table;
 mod trace_cmd;
+mod txn_cmd;
 mod watch_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -102,6 +103,11 @@ enum Command {
     Status(jobs_cmd::StatusArgs),
     /// Cancel jobs: every started component is killed.
     Cancel(jobs_cmd::CancelArgs),
+    /// Edit a job before its commit (seed 002 §3.2): add, delete or substitute a component.
+    Edit(txn_cmd::EditArgs),
+    /// Commit a job held at the barrier (`hold_at_barrier = true`): it is released once
+    /// every required component is there.
+    Commit(txn_cmd::CommitArgs),
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
     /// users, state and error counts.
     Sites(jobs_cmd::SitesArgs),
@@ -178,6 +184,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Submit(args) => jobs_cmd::submit(args),
         Command::Status(args) => jobs_cmd::status(args),
         Command::Cancel(args) => jobs_cmd::cancel(args),
+        Command::Edit(args) => txn_cmd::edit(args),
+        Command::Commit(args) => txn_cmd::commit(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),
         Command::Site(cmd) => agent_cmd::site(cmd),

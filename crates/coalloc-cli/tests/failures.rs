@@ -207,3 +207,66 @@ fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
     // Submitted right behind 300 others, it waited for admission too.
     assert!(said.contains("waiting for admission"), "{said}");
 }
+
+/// Issue 20 item 4: a job held at the barrier (`hold_at_barrier = true`) waits for its
+/// owner: its interactive component fails and is left to the owner, who substitutes it with
+/// `coalloc edit`; the job still waits, and `coalloc commit` releases it.
+#[test]
+fn a_held_job_waits_for_coalloc_commit_takes_an_edit_and_commits() {
+    let s = Server::start("held", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let state = s.dir.to_str().unwrap().to_string();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(common::server::COALLOC)
+            .args(args)
+            .args(["--state-dir", &state])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let mut bad = json!({ "count": 1, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
+    bad["start_type"] = json!("interactive");
+    let mut spec = job(vec![barrier_component(2, "", "echo done"), bad]);
+    spec["hold_at_barrier"] = json!(true);
+    let id = s.submit(&spec);
+    s.wait_for(id, 20, "its interactive component failed", |j| {
+        j["components"][1]["state"] == "failed" && j["components"][0]["state"] == "ready"
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        s.job(id)["state"],
+        "starting",
+        "held, not committed by itself"
+    );
+    let file = s.dir.parent().unwrap().join("good.json");
+    std::fs::write(
+        &file,
+        job(vec![barrier_component(1, "", "echo fixed")]).to_string(),
+    )
+    .unwrap();
+    let said = cli(&[
+        "edit",
+        &id.to_string(),
+        "substitute",
+        "1",
+        file.to_str().unwrap(),
+    ]);
+    assert!(said.contains("substitute"), "{said}");
+    s.wait_for(id, 20, "the substitute at the barrier", |j| {
+        j["components"][1]["state"] == "ready"
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(s.job(id)["state"], "starting", "still held for the owner");
+    let said = cli(&["commit", &id.to_string(), "--json"]);
+    assert!(said.contains("\"committed\":true"), "{said}");
+    let j = s.wait_ended(id, 20);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert!(s.output(id, 1).contains("fixed"));
+    let (code, body) = s.call("POST", &format!("/v1/jobs/{id}/commit"), &s.token, None);
+    assert_eq!(code, 409, "{body}");
+}

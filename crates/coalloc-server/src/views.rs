@@ -206,6 +206,15 @@ pub struct EditBody {
     pub component: Option<Value>,
 }
 
+/// `POST /v1/jobs/{id}/commit`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"job": 1, "committed": true}))]
+pub struct Committed {
+    pub job: u64,
+    pub committed: bool,
+}
+
 /// The answer to an edit.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

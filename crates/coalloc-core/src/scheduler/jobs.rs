@@ -105,6 +105,10 @@ pub struct JobState {
     /// Submitted while the queue was full: waiting in the admission backlog, not yet in
     /// the queue ([`super::admission`]).
     pub awaiting_admission: bool,
+    /// A job held at the barrier (`hold_at_barrier`): its owner has committed this run.
+    pub owner_committed: bool,
+    /// A job held at the barrier: its owner was told this run is ready to commit.
+    pub told_ready: bool,
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
@@ -139,6 +143,8 @@ impl JobState {
             holding_until: None,
             retry_at: None,
             awaiting_admission: false,
+            owner_committed: false,
+            told_ready: false,
         }
     }
 

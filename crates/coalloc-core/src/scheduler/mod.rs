@@ -220,6 +220,7 @@ impl Scheduler {
                 Ok(Reply::Submitted(id))
             }
             Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
+            Event::Commit { job } => core.owner_commit(job).map(|()| Reply::Done),
             Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
             Event::SiteStatus {
                 site,

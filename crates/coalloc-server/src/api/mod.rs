@@ -64,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs", post(jobs::submit).get(jobs::list))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
+        .route("/v1/jobs/{id}/commit", post(jobs::commit))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/control", put(jobs::site_control))

@@ -45,6 +45,7 @@ impl Modify for Security {
         super::jobs::edit,
         super::jobs::sites,
         super::jobs::set_usable,
+        super::jobs::commit,
         super::jobs::site_control,
         super::jobs::agent_token,
         super::jobs::events,

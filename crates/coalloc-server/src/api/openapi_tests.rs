@@ -127,6 +127,7 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         "JobView" => check::<JobView>(v),
         "JobList" => check::<JobList>(v),
         "Cancelled" => check::<Cancelled>(v),
+        "Committed" => check::<Committed>(v),
         "EditBody" => check::<EditBody>(v),
         "Edited" => check::<Edited>(v),
         "CloudView" => check::<CloudView>(v),

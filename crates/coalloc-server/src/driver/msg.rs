@@ -22,6 +22,11 @@ pub enum Request {
         job: u64,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// The owner's commit of a job held at the barrier.
+    Commit {
+        job: u64,
+        reply: Reply<Result<(), ApiError>>,
+    },
     Edit {
         job: u64,
         edit: EditRequest,

@@ -50,6 +50,13 @@ impl Driver {
                     .map_err(rejected);
                 self.reply_later(reply, r);
             }
+            Request::Commit { job, reply } => {
+                let r = self
+                    .apply(Entry::Commit { job })
+                    .map(|_| ())
+                    .map_err(rejected);
+                self.reply_later(reply, r);
+            }
             Request::Edit { job, edit, reply } => {
                 let one = |c| {
                     let mut j = coalloc_core::model::Job::new(
