@@ -122,7 +122,7 @@ impl Driver {
             Request::Secret { job, secret, reply } => {
                 let r = match self.secrets.get(&job) {
                     None => Err(ApiError::not_found(format!("no job {job}"))),
-                    Some(s) if *s == secret => Ok(()),
+                    Some(s) if crate::link::proto::constant_time_eq(&secret, s) => Ok(()),
                     Some(_) => Err(ApiError::new(
                         403,
                         format!("that secret is not job {job}'s"),
