@@ -8,6 +8,20 @@ use common::server::{barrier_component, job, processes_with, three_clusters, Ser
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+/// `coalloc ARGS --state-dir` of server `s`; its standard output, after checking it
+/// succeeded.
+fn cli(s: &Server, args: &[&str]) -> String {
+    let out = std::process::Command::new(common::server::COALLOC)
+        .args(args)
+        .args(["--state-dir", s.dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {text} {err}");
+    text
+}
+
 /// A job with one component that checks in and one that starts and stays silent (a program
 /// that speaks neither the barrier nor PMI): every try is aborted at the job's 1 s barrier
 /// timeout, the tries are spaced by a back-off that doubles (1 s, then 2 s), and after its
@@ -102,21 +116,7 @@ fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_us
 #[test]
 fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
     let s = Server::start("drain", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
-    let state = s.dir.to_str().unwrap().to_string();
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(common::server::COALLOC)
-            .args(args)
-            .args(["--state-dir", &state])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{args:?}: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let cli = |args: &[&str]| cli(&s, args);
     let running = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
     let j = s.wait_for(running, 20, "running", |j| j["state"] == "running");
     let busy = j["components"][0]["site"].as_str().unwrap().to_string();
@@ -183,17 +183,7 @@ fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
     // The CLI says a job waits.
     let file = s.dir.parent().unwrap().join("one.json");
     std::fs::write(&file, one.to_string()).unwrap();
-    let out = std::process::Command::new(common::server::COALLOC)
-        .args([
-            "submit",
-            file.to_str().unwrap(),
-            "--state-dir",
-            s.dir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}");
+    let said = cli(&s, &["submit", file.to_str().unwrap()]);
     let mut placed = Vec::new();
     for &id in &ids {
         let j = s.wait_ended(id, 120);
@@ -214,21 +204,7 @@ fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
 #[test]
 fn a_held_job_waits_for_coalloc_commit_takes_an_edit_and_commits() {
     let s = Server::start("held", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
-    let state = s.dir.to_str().unwrap().to_string();
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(common::server::COALLOC)
-            .args(args)
-            .args(["--state-dir", &state])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{args:?}: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let cli = |args: &[&str]| cli(&s, args);
     let mut bad = json!({ "count": 1, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
     bad["start_type"] = json!("interactive");
     let mut spec = job(vec![barrier_component(2, "", "echo done"), bad]);
