@@ -77,15 +77,23 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
             Ok(v) => {
                 let id = v["job"].as_u64().unwrap_or(0);
                 let array = v["array"].as_str();
+                let waits = v["awaiting_admission"] == true;
                 if args.parsable {
                     println!("{id}");
                 } else if !args.json {
+                    let admission = if waits {
+                        "; waiting for admission: the queue is full, it enters in turn as room frees"
+                    } else {
+                        ""
+                    };
                     match array {
-                        Some(a) => println!("submitted array {a} ({name})"),
-                        None => println!("submitted job {id} ({name})"),
+                        Some(a) => println!("submitted array {a} ({name}){admission}"),
+                        None => println!("submitted job {id} ({name}){admission}"),
                     }
                 }
-                out.push(json!({ "file": name, "job": id, "array": array }));
+                out.push(
+                    json!({ "file": name, "job": id, "array": array, "awaiting_admission": waits }),
+                );
             }
             Err(e) => {
                 if args.json {

@@ -23,6 +23,7 @@ mod serve_cmd;
 mod sim_cmd;
 mod table;
 mod trace_cmd;
+mod txn_cmd;
 mod watch_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -113,6 +114,11 @@ enum Command {
     History(jobs_cmd::HistoryArgs),
     /// Cancel jobs: every started component is killed.
     Cancel(jobs_cmd::CancelArgs),
+    /// Edit a job before its commit (seed 002 §3.2): add, delete or substitute a component.
+    Edit(txn_cmd::EditArgs),
+    /// Commit a job held at the barrier (`hold_at_barrier = true`): it is released once
+    /// every required component is there.
+    Commit(txn_cmd::CommitArgs),
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
     /// users, state and error counts.
     Sites(jobs_cmd::SitesArgs),
@@ -193,6 +199,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Status(args) => jobs_cmd::status(args),
         Command::History(args) => jobs_cmd::history(args),
         Command::Cancel(args) => jobs_cmd::cancel(args),
+        Command::Edit(args) => txn_cmd::edit(args),
+        Command::Commit(args) => txn_cmd::commit(args),
         Command::Sites(args) => jobs_cmd::sites(args),
         Command::Logs(args) => jobs_cmd::logs(args),
         Command::File(cmd) => file_cmd::run(cmd),

@@ -8,6 +8,20 @@ use common::server::{barrier_component, job, processes_with, three_clusters, Ser
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+/// `coalloc ARGS --state-dir` of server `s`; its standard output, after checking it
+/// succeeded.
+fn cli(s: &Server, args: &[&str]) -> String {
+    let out = std::process::Command::new(common::server::COALLOC)
+        .args(args)
+        .args(["--state-dir", s.dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {text} {err}");
+    text
+}
+
 /// A job with one component that checks in and one that starts and stays silent (a program
 /// that speaks neither the barrier nor PMI): every try is aborted at the job's 1 s barrier
 /// timeout, the tries are spaced by a back-off that doubles (1 s, then 2 s), and after its
@@ -102,21 +116,7 @@ fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_us
 #[test]
 fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
     let s = Server::start("drain", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
-    let state = s.dir.to_str().unwrap().to_string();
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(common::server::COALLOC)
-            .args(args)
-            .args(["--state-dir", &state])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{args:?}: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let cli = |args: &[&str]| cli(&s, args);
     let running = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
     let j = s.wait_for(running, 20, "running", |j| j["state"] == "running");
     let busy = j["components"][0]["site"].as_str().unwrap().to_string();
@@ -151,4 +151,99 @@ fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
         Some(r#"{"action":"explode"}"#),
     );
     assert_eq!(code, 400, "{body}");
+}
+
+/// Issue 20 item 5: the queue cap (seed 000 §4.2) delays submissions instead of refusing
+/// them: 300 submissions beyond it are all taken, wait for admission, and are admitted and
+/// run in submission order as room frees; none is lost, and the CLI says so.
+#[test]
+fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
+    let s = Server::start(
+        "admission",
+        &three_clusters([1, 1, 1], "policy = \"fcfs\"\nmax_queued = 5"),
+    );
+    let one = job(vec![barrier_component(1, "", "true")]);
+    let mut ids = Vec::new();
+    let mut waiting = 0;
+    // Submitted until 300 of them met a full queue (jobs finish during the burst).
+    while waiting < 300 && ids.len() < 600 {
+        let (code, v) = s.call("POST", "/v1/jobs", &s.token, Some(&one.to_string()));
+        assert_eq!(code, 201, "{v}");
+        ids.push(v["job"].as_u64().unwrap());
+        waiting += usize::from(v["awaiting_admission"] == true);
+    }
+    assert!(waiting >= 300, "{waiting} waited for admission");
+    let last = s.job(*ids.last().unwrap());
+    assert!(
+        matches!(
+            last["state"].as_str(),
+            Some("awaiting-admission" | "queued" | "running" | "finished")
+        ),
+        "{last}"
+    );
+    // The CLI says a job waits.
+    let file = s.dir.parent().unwrap().join("one.json");
+    std::fs::write(&file, one.to_string()).unwrap();
+    let said = cli(&s, &["submit", file.to_str().unwrap()]);
+    let mut placed = Vec::new();
+    for &id in &ids {
+        let j = s.wait_ended(id, 120);
+        assert_eq!(j["state"], "finished", "{j}");
+        placed.push(j["placed"].as_i64().unwrap());
+    }
+    assert!(
+        placed.windows(2).all(|w| w[0] <= w[1]),
+        "not in order: {placed:?}"
+    );
+    // Submitted right behind 300 others, it waited for admission too.
+    assert!(said.contains("waiting for admission"), "{said}");
+}
+
+/// Issue 20 item 4: a job held at the barrier (`hold_at_barrier = true`) waits for its
+/// owner: its interactive component fails and is left to the owner, who substitutes it with
+/// `coalloc edit`; the job still waits, and `coalloc commit` releases it.
+#[test]
+fn a_held_job_waits_for_coalloc_commit_takes_an_edit_and_commits() {
+    let s = Server::start("held", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let cli = |args: &[&str]| cli(&s, args);
+    let mut bad = json!({ "count": 1, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
+    bad["start_type"] = json!("interactive");
+    let mut spec = job(vec![barrier_component(2, "", "echo done"), bad]);
+    spec["hold_at_barrier"] = json!(true);
+    let id = s.submit(&spec);
+    s.wait_for(id, 20, "its interactive component failed", |j| {
+        j["components"][1]["state"] == "failed" && j["components"][0]["state"] == "ready"
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        s.job(id)["state"],
+        "starting",
+        "held, not committed by itself"
+    );
+    let file = s.dir.parent().unwrap().join("good.json");
+    std::fs::write(
+        &file,
+        job(vec![barrier_component(1, "", "echo fixed")]).to_string(),
+    )
+    .unwrap();
+    let said = cli(&[
+        "edit",
+        &id.to_string(),
+        "substitute",
+        "1",
+        file.to_str().unwrap(),
+    ]);
+    assert!(said.contains("substitute"), "{said}");
+    s.wait_for(id, 20, "the substitute at the barrier", |j| {
+        j["components"][1]["state"] == "ready"
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(s.job(id)["state"], "starting", "still held for the owner");
+    let said = cli(&["commit", &id.to_string(), "--json"]);
+    assert!(said.contains("\"committed\":true"), "{said}");
+    let j = s.wait_ended(id, 20);
+    assert_eq!(j["state"], "finished", "{j}");
+    assert!(s.output(id, 1).contains("fixed"));
+    let (code, body) = s.call("POST", &format!("/v1/jobs/{id}/commit"), &s.token, None);
+    assert_eq!(code, 409, "{body}");
 }

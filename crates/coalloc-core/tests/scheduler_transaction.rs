@@ -793,3 +793,124 @@ fn status(site: SiteId, processors: u32, healthy: bool) -> Event {
         healthy,
     }
 }
+
+/// Issue 20: with the admission backlog, 300 submissions beyond the queue cap are all taken
+/// (none refused), wait out of the queue, and enter it in submission order as room frees;
+/// every one of them runs, in that order under FCFS.
+#[test]
+fn submissions_beyond_the_queue_cap_wait_for_admission_and_are_admitted_in_order() {
+    let config = SchedulerConfig {
+        max_queued: Some(10),
+        admission_backlog: true,
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[4]);
+    let mut ids = Vec::new();
+    let mut started = Vec::new();
+    for _ in 0..311 {
+        let (id, cmds) = h.submit(unordered(&[4]));
+        ids.push(id);
+        started.extend(starts(&cmds));
+    }
+    // One runs, ten are queued, the other 300 wait for admission.
+    assert_eq!(started.len(), 1);
+    assert_eq!((h.s.queued(), h.s.awaiting_admission()), (10, 300));
+    assert!(h.s.job(ids[310]).is_some_and(|j| j.awaiting_admission));
+    // Cancelling a waiting job takes it out of the backlog.
+    h.at(1, Event::Cancel { job: ids[200] });
+    assert_eq!(h.s.awaiting_admission(), 299);
+    let mut order = Vec::new();
+    let mut t = 1;
+    while let Some(&(launch, ..)) = started.first() {
+        let job =
+            h.s.jobs()
+                .find(|j| j.comps.iter().any(|c| c.launch == Some(launch)));
+        order.push(job.expect("a running job").id);
+        t += 1;
+        h.at(t, Event::ComponentReady { launch });
+        started = starts(&h.at(t, Event::ComponentFinished { launch }));
+        assert!(h.s.queued() <= 10);
+    }
+    let expected: Vec<JobId> = ids.iter().copied().filter(|&i| i != ids[200]).collect();
+    assert_eq!(order, expected, "every job ran, in submission order");
+    assert_eq!((h.s.queued(), h.s.awaiting_admission()), (0, 0));
+
+    // Without the backlog, a submission beyond the cap is refused (the simulator's way).
+    let config = SchedulerConfig {
+        max_queued: Some(1),
+        ..SchedulerConfig::default()
+    };
+    let mut h = H::new(config, &[4]);
+    h.submit(unordered(&[4]));
+    h.submit(unordered(&[4]));
+    let refused = h.s.handle(0, Event::Submit(Box::new(unordered(&[4]))));
+    assert_eq!(refused, Err(Rejected::QueueFull(1)));
+}
+
+/// Issue 20 item 4: a job held at the barrier (seed 002 §3.2's interactive transaction)
+/// waits for its owner's commit, its interactive component's failure is left to the owner,
+/// who substitutes it; then the commit releases it.
+#[test]
+fn a_held_job_waits_for_its_owners_commit_takes_an_edit_and_commits() {
+    let mut h = H::new(SchedulerConfig::default(), &[16, 16, 16]);
+    let mut job = unordered(&[4, 4]).with(|e| e.hold_at_barrier = true);
+    job.components[1].start_type = StartType::Interactive;
+    let (id, cmds) = h.submit(job);
+    let st = starts(&cmds);
+    h.at(1, Event::ComponentReady { launch: st[0].0 });
+    let out = h.at(
+        2,
+        Event::ComponentFailed {
+            launch: st[1].0,
+            reason: "exit 3".into(),
+            fault: Fault::Job,
+        },
+    );
+    assert!(
+        starts(&out).is_empty(),
+        "not substituted by itself: {out:?}"
+    );
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::Notify(Notice::InteractiveFailed { .. }))));
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, Command::Notify(Notice::AwaitingCommit { job }) if *job == id)),
+        "the owner hears it may commit without it: {out:?}"
+    );
+    assert!(!released(&out));
+    // The owner substitutes it instead.
+    let sub = Component {
+        count: 2,
+        start_type: StartType::Interactive,
+        ..Component::default()
+    };
+    h.s.handle(
+        3,
+        Event::Edit {
+            job: id,
+            edit: Edit::Substitute(1, sub),
+        },
+    )
+    .unwrap();
+    let new = starts(&h.drain());
+    assert_eq!(new.len(), 1);
+    let out = h.at(4, Event::ComponentReady { launch: new[0].0 });
+    assert!(!released(&out), "held for the owner: {out:?}");
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::Notify(Notice::AwaitingCommit { .. }))));
+    assert_eq!(h.s.job(id).map(|j| j.phase), Some(jobs::Phase::Starting));
+    h.s.handle(5, Event::Commit { job: id }).unwrap();
+    assert!(released(&h.drain()));
+    assert_eq!(
+        h.s.handle(6, Event::Commit { job: id }),
+        Err(Rejected::Committed(id))
+    );
+    // A job that is not held refuses a commit.
+    let (other, _) = h.submit(unordered(&[2]));
+    assert!(matches!(
+        h.s.handle(7, Event::Commit { job: other }),
+        Err(Rejected::Invalid(_))
+    ));
+}

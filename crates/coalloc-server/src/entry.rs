@@ -20,6 +20,10 @@ pub enum Entry {
     Cancel {
         job: u64,
     },
+    /// The owner's commit of a job held at the barrier.
+    Commit {
+        job: u64,
+    },
     /// An edit before commit; `component` is a native JSON job with the one new component.
     Edit {
         job: u64,
@@ -160,6 +164,7 @@ impl Entry {
                 Event::Submit(Box::new(native::from_json(job).map_err(|e| e.to_string())?))
             }
             Entry::Cancel { job } => Event::Cancel { job: *job },
+            Entry::Commit { job } => Event::Commit { job: *job },
             Entry::Edit {
                 job,
                 op,

@@ -97,6 +97,10 @@ pub struct Submitted {
     pub job: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<String>,
+    /// The queue was full (`max_queued`): the job waits in the admission backlog and enters
+    /// the queue, in submission order, as room frees.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_admission: bool,
 }
 
 /// `DELETE /v1/arrays/{id}`: the elements cancelled (those that had not ended).
@@ -181,7 +185,8 @@ pub struct JobView {
     pub id: u64,
     pub name: Option<String>,
     pub user: Option<String>,
-    /// queued, claiming, starting, running, finished, failed.
+    /// awaiting-admission (submitted while the queue was full), queued, claiming, starting,
+    /// running, finished, failed.
     pub state: String,
     pub processors: u64,
     pub submit: i64,
@@ -256,6 +261,15 @@ pub struct EditBody {
     /// A component in the native spec ([`ComponentSpec`]).
     #[schema(value_type = Option<ComponentSpec>)]
     pub component: Option<Value>,
+}
+
+/// `POST /v1/jobs/{id}/commit`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"job": 1, "committed": true}))]
+pub struct Committed {
+    pub job: u64,
+    pub committed: bool,
 }
 
 /// The answer to an edit.

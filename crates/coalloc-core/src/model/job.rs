@@ -267,6 +267,10 @@ pub struct JobExtra {
     pub input_file: Option<InputFile>,
     /// This job's own barrier timeout, instead of the scheduler's (seed 002 §3.2).
     pub barrier_timeout: Option<Millis>,
+    /// An interactive transaction the way DUROC meant it (seed 002 §3.2): the job is held
+    /// at the barrier for its owner's commit, and its interactive components' failures are
+    /// left to the owner (edit: add, delete, substitute) instead of handled automatically.
+    pub hold_at_barrier: bool,
 }
 
 static NO_EXTRA: JobExtra = JobExtra {
@@ -274,6 +278,7 @@ static NO_EXTRA: JobExtra = JobExtra {
     user: None,
     input_file: None,
     barrier_timeout: None,
+    hold_at_barrier: false,
 };
 
 impl PartialEq for Job {

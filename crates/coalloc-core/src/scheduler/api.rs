@@ -60,6 +60,9 @@ pub enum Event {
     },
     /// An operator marks a site usable or unusable (seed 000 §3.4).
     SetUsable { site: SiteId, usable: bool },
+    /// The owner of a job held at the barrier (`hold_at_barrier`) commits it: it is released
+    /// once every required component is there (seed 002 §3.2).
+    Commit { job: JobId },
     /// An operator drains, downs or resumes a site, with a reason.
     SiteControl {
         site: SiteId,
@@ -220,6 +223,9 @@ pub enum Notice {
     SiteUnusable { site: SiteId, reason: String },
     /// A site may be used again.
     SiteUsable { site: SiteId },
+    /// A job held at the barrier has every required component there: it waits for its
+    /// owner's commit (or edits).
+    AwaitingCommit { job: JobId },
     /// A job was cancelled.
     Cancelled { job: JobId },
 }

@@ -162,8 +162,13 @@ pub struct SchedulerConfig {
     pub retry_backoff: Millis,
     /// The longest wait between two tries of a job.
     pub retry_backoff_max: Millis,
-    /// Most jobs waiting in the queue; a submission beyond it is refused (seed 000 §4.2).
+    /// Most jobs waiting in the queue (seed 000 §4.2); what a submission beyond it meets is
+    /// `admission`.
     pub max_queued: Option<usize>,
+    /// With the queue at `max_queued`: refuse a submission (`false`, the simulator's users
+    /// hold it back and submit it again), or take it into the admission backlog (`true`, a
+    /// server's default), from which jobs enter the queue in order as room frees.
+    pub admission_backlog: bool,
     pub interactive_default: InteractiveDefault,
     /// The runtime estimate of a job that gives neither an estimate nor a wall time
     /// (backfilling needs one).
@@ -205,6 +210,7 @@ impl Default for SchedulerConfig {
             retry_backoff: 0,
             retry_backoff_max: 0,
             max_queued: None,
+            admission_backlog: false,
             interactive_default: InteractiveDefault::Substitute,
             default_estimate: crate::model::HOUR,
             record_try_times: 0,
@@ -238,6 +244,7 @@ impl SchedulerConfig {
             retry_backoff: SERVED_RETRY_BACKOFF,
             retry_backoff_max: SERVED_RETRY_BACKOFF_MAX,
             site_recovery: Some(super::recovery::SiteRecovery::default()),
+            admission_backlog: true,
             ..SchedulerConfig::default()
         }
     }

@@ -56,6 +56,10 @@ impl Core {
             self.check_fits_when_empty(&edited, None)?;
         }
         let starting = j.phase != Phase::Queued;
+        // A held job is told again when the edited run is ready to commit.
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.told_ready = false;
+        }
         match edit {
             Edit::Delete(i) => {
                 if starting {

@@ -102,6 +102,13 @@ pub struct JobState {
     /// A queued job waiting out its retry back-off: when it goes back into its queue (it
     /// is not in the queue until then).
     pub retry_at: Option<Time>,
+    /// Submitted while the queue was full: waiting in the admission backlog, not yet in
+    /// the queue ([`super::admission`]).
+    pub awaiting_admission: bool,
+    /// A job held at the barrier (`hold_at_barrier`): its owner has committed this run.
+    pub owner_committed: bool,
+    /// A job held at the barrier: its owner was told this run is ready to commit.
+    pub told_ready: bool,
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
@@ -135,6 +142,9 @@ impl JobState {
             l_permille: None,
             holding_until: None,
             retry_at: None,
+            awaiting_admission: false,
+            owner_committed: false,
+            told_ready: false,
         }
     }
 

@@ -19,6 +19,7 @@
 //! goes next is the queue policy's decision ([`crate::queue`]); where it goes is placement's
 //! ([`crate::placement`]).
 
+mod admission;
 pub mod api;
 mod bandwidth;
 mod clouds;
@@ -94,6 +95,8 @@ struct Core {
     dirty: bool,
     /// Jobs to put (back) into the queue after this event.
     requeued: Vec<JobId>,
+    /// Jobs submitted while the queue was full, waiting for room.
+    backlog: admission::Backlog,
     /// Jobs to take out of the queue after this event.
     unqueued: Vec<JobId>,
     /// Queued jobs edited during this event, to tell the policy.
@@ -156,6 +159,7 @@ impl Scheduler {
                 now: Time::MIN,
                 dirty: false,
                 requeued: Vec::new(),
+                backlog: admission::Backlog::default(),
                 unqueued: Vec::new(),
                 edited: Vec::new(),
                 finished: Vec::new(),
@@ -208,14 +212,20 @@ impl Scheduler {
         core.now = core.now.max(now);
         match event {
             Event::Submit(job) => {
-                if let Some(max) = core.config.max_queued {
-                    if self.queue.len() + core.requeued.len() >= max {
-                        return Err(Rejected::QueueFull(max));
-                    }
+                let wait = core.must_wait(self.queue.len());
+                if let (Some(max), true, false) =
+                    (core.config.max_queued, wait, core.config.admission_backlog)
+                {
+                    return Err(Rejected::QueueFull(max));
                 }
-                core.submit(*job, self.queue.fit()).map(Reply::Submitted)
+                let id = core.submit(*job, self.queue.fit())?;
+                if wait {
+                    core.hold_for_admission(id);
+                }
+                Ok(Reply::Submitted(id))
             }
             Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
+            Event::Commit { job } => core.owner_commit(job).map(|()| Reply::Done),
             Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
             Event::SiteStatus {
                 site,
@@ -373,9 +383,25 @@ impl Scheduler {
         self.queue.len()
     }
 
+    /// Jobs waiting for admission to the queue (submitted while it was full).
+    pub fn awaiting_admission(&self) -> usize {
+        self.core.backlog.len()
+    }
+
     /// The queue policy's name.
     pub fn policy(&self) -> &'static str {
         self.queue.name()
+    }
+
+    /// Put the jobs this event sent (back) to the queue into it.
+    fn enqueue_requeued(&mut self) {
+        let core = &mut self.core;
+        for &id in &core.requeued {
+            if let Some(j) = core.jobs.get(&id) {
+                self.queue.push(id, &j.job, core.now);
+            }
+        }
+        core.requeued.clear();
     }
 
     fn fire_timers(&mut self) {
@@ -395,14 +421,13 @@ impl Scheduler {
         for id in core.unqueued.drain(..) {
             self.queue.remove(id);
         }
-        for &id in &core.requeued {
-            if let Some(j) = core.jobs.get(&id) {
-                self.queue.push(id, &j.job, core.now);
-            }
-        }
-        core.requeued.clear();
+        core.admit(self.queue.len());
+        self.enqueue_requeued();
+        let core = &mut self.core;
         for id in core.edited.drain(..) {
-            let queued = |j: &&JobState| j.phase == Phase::Queued && j.retry_at.is_none();
+            let queued = |j: &&JobState| {
+                j.phase == Phase::Queued && j.retry_at.is_none() && !j.awaiting_admission
+            };
             if let Some(j) = core.jobs.get(&id).filter(queued) {
                 self.queue.edited(id, &j.job);
             }
@@ -416,7 +441,14 @@ impl Scheduler {
         if pass {
             core.dirty = false;
             self.queue.pass(core);
+            // Jobs the pass started made room: admit from the backlog and decide again.
+            if self.core.admit(self.queue.len()) > 0 {
+                self.enqueue_requeued();
+                self.core.dirty = false;
+                self.queue.pass(&mut self.core);
+            }
         }
+        let core = &mut self.core;
         // Taken out for the loop and put back after, so that its room is kept.
         let mut committed = std::mem::take(&mut core.committed);
         for id in committed.drain(..) {
@@ -459,8 +491,11 @@ impl Core {
         if j.ended() {
             return Err(Rejected::Ended(id));
         }
-        // A job in its retry back-off is not in the queue.
-        if j.phase == Phase::Queued && j.retry_at.is_none() {
+        // A job in its retry back-off or waiting for admission is not in the queue.
+        if j.awaiting_admission {
+            self.backlog.remove(id);
+            self.jobs.get_mut(&id).expect("known").awaiting_admission = false;
+        } else if j.phase == Phase::Queued && j.retry_at.is_none() {
             self.unqueued.push(id);
         }
         self.cancel_launches(id);

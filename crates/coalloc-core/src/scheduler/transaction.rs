@@ -344,6 +344,14 @@ impl Core {
             }
             return;
         }
+        if j.job.extra().hold_at_barrier && !j.owner_committed {
+            // An interactive transaction: the owner commits (seed 002 §3.2).
+            if !j.told_ready {
+                j.told_ready = true;
+                self.notify(Notice::AwaitingCommit { job: id });
+            }
+            return;
+        }
         j.phase = Phase::Running;
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
@@ -362,6 +370,30 @@ impl Core {
         self.commands.push_back(Command::ReleaseBarrier { job: id });
         self.notify(Notice::Committed { job: id });
         self.check_done(id);
+    }
+
+    /// The owner commits a job held at the barrier (seed 002 §3.2): released now if every
+    /// required component is there, else as soon as they are.
+    pub(super) fn owner_commit(&mut self, id: JobId) -> Result<(), Rejected> {
+        let j = self.jobs.get_mut(&id).ok_or(Rejected::UnknownJob(id))?;
+        match j.phase {
+            Phase::Ended => return Err(Rejected::Ended(id)),
+            Phase::Running => return Err(Rejected::Committed(id)),
+            _ if !j.job.extra().hold_at_barrier => {
+                return Err(Rejected::Invalid(format!(
+                    "job {id} is not held at the barrier (`hold_at_barrier`): it commits by itself"
+                )))
+            }
+            Phase::Queued => {
+                return Err(Rejected::Invalid(format!(
+                    "job {id} has not started yet: commit it once its components are at the barrier"
+                )))
+            }
+            _ => {}
+        }
+        j.owner_committed = true;
+        self.check_commit(id);
+        Ok(())
     }
 
     /// The current launch a report names, if it is current.
@@ -524,7 +556,13 @@ impl Core {
                     component: i,
                     reason: reason.clone(),
                 });
+                let held = self.jobs[&id].job.extra().hold_at_barrier;
                 match self.config.interactive_default {
+                    // Left out, for its owner to delete, substitute or commit without.
+                    _ if held => {
+                        self.jobs.get_mut(&id).expect("current").told_ready = false;
+                        self.check_commit(id);
+                    }
                     InteractiveDefault::Delete => {
                         self.jobs.get_mut(&id).expect("current").comps[i].phase =
                             CompPhase::Deleted;
@@ -675,6 +713,8 @@ impl Core {
         let mut keep = keep.into_iter();
         j.job.components.retain(|_| keep.next().unwrap_or(true));
         j.comps = Vec::new();
+        j.owner_committed = false;
+        j.told_ready = false;
         j.phase = Phase::Queued;
         j.generation += 1;
         j.record.run_mut().start = None;

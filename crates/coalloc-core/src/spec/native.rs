@@ -7,6 +7,7 @@
 //! max_wall_time = "10m"        # seconds, or "90s", "10m", "1h30m"
 //! barrier_timeout = "2m"       # a started component not at the barrier by then fails its
 //!                              # start (default: the server's `barrier_timeout`)
+//! hold_at_barrier = true       # wait at the barrier for `coalloc commit` (seed 002 §3.2)
 //! [input_file]
 //! name = "poisson-grid.dat"    # logical name, looked up in the replica catalog
 //! size = "4GB"                 # bytes, or "4GB", "512MiB"
@@ -68,6 +69,9 @@ pub struct JobDoc {
     /// This job's barrier timeout (seed 002 §3.2), instead of the server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier_timeout: Option<Scalar>,
+    /// Held at the barrier for the owner's commit (seed 002 §3.2's interactive transaction).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_at_barrier: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file: Option<InputFileDoc>,
     #[serde(default, rename = "component")]
@@ -410,6 +414,7 @@ impl JobDoc {
             e.user = self.user.clone();
             e.input_file = input_file;
             e.barrier_timeout = barrier_timeout;
+            e.hold_at_barrier = self.hold_at_barrier;
         });
         validate(&job, &[])?;
         Ok(job)
@@ -440,6 +445,7 @@ impl JobDoc {
             runtime_estimate: dur(job.runtime_estimate),
             max_wall_time: dur(job.max_wall_time),
             barrier_timeout: dur(job.extra().barrier_timeout),
+            hold_at_barrier: job.extra().hold_at_barrier,
             input_file: job.extra().input_file.as_ref().map(|f| InputFileDoc {
                 name: f.name.clone(),
                 size: Scalar::Int(i64::try_from(f.size).unwrap_or(i64::MAX)),

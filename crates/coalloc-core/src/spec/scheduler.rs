@@ -15,6 +15,8 @@
 //! retry_backoff = "10s"      # wait before a failed job's next try, doubled each failure
 //! retry_backoff_max = "10m"  # (server defaults; the simulator's are 0: at once)
 //! max_queued = 100
+//! admission = "backlog"      # beyond max_queued: backlog (the server's default: held back,
+//!                            # admitted in order as room frees) or refuse (the simulator's)
 //! site_errors = 3            # consecutive errors that make a site unusable
 //! site_probe_after = "1m"    # probe such a site after this ("none": wait for an operator;
 //!                            # the server's default is 1m, the simulator's none), doubled at
@@ -104,6 +106,7 @@ pub struct SchedulerDoc {
     pub retry_backoff: Option<Scalar>,
     pub retry_backoff_max: Option<Scalar>,
     pub max_queued: Option<Scalar>,
+    pub admission: Option<String>,
     pub site_errors: Option<Scalar>,
     pub site_probe_after: Option<Scalar>,
     pub site_healthy_for: Option<Scalar>,
@@ -383,6 +386,22 @@ pub fn scheduler_config_over(
             .unwrap_or(d.retry_backoff_max)
             .max(0),
         max_queued: limit("max_queued", &doc.max_queued, None)?.map(|n| n as usize),
+        admission_backlog: match doc
+            .admission
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None => d.admission_backlog,
+            Some("backlog") => true,
+            Some("refuse") => false,
+            Some(other) => {
+                return Err(bad(
+                    "admission",
+                    format!("unknown admission `{other}` (expected one of: backlog, refuse)"),
+                ))
+            }
+        },
         interactive_default,
         default_estimate: dur("default_estimate", &doc.default_estimate)?
             .unwrap_or(d.default_estimate),

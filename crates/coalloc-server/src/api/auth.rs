@@ -3,6 +3,7 @@
 
 use super::AppState;
 use crate::driver::msg::{ApiError, Request};
+use crate::link::proto::constant_time_eq;
 use axum::http::HeaderMap;
 
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -18,7 +19,7 @@ fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
 
 /// The server's token, nothing else.
 pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    if bearer(headers)? == state.token {
+    if constant_time_eq(bearer(headers)?, &state.token) {
         Ok(())
     } else {
         Err(ApiError::new(401, "bad token"))
@@ -28,7 +29,7 @@ pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
 /// The server's token or job `job`'s secret.
 pub async fn job_or_admin(state: &AppState, headers: &HeaderMap, job: u64) -> Result<(), ApiError> {
     let t = bearer(headers)?;
-    if t == state.token {
+    if constant_time_eq(t, &state.token) {
         return Ok(());
     }
     let secret = t.to_string();

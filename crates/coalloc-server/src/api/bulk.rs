@@ -56,7 +56,9 @@ pub async fn batch(
         .into_iter()
         .enumerate()
         .map(|(index, a)| {
-            a.map_err(|error| errors.push(BatchError { index, error }))
+            // A job beyond the queue cap waits for admission; its number is all a batch says.
+            a.map(|(id, _awaiting)| id)
+                .map_err(|error| errors.push(BatchError { index, error }))
                 .ok()
         })
         .collect();

@@ -8,8 +8,8 @@ use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, EditRequest, Request};
 use crate::entry::one_component;
 use crate::views::{
-    AgentTokenView, Cancelled, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody, JobSpec,
-    JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
+    AgentTokenView, Cancelled, Committed, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody,
+    JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -90,7 +90,12 @@ pub async fn submit(
             .await?
             .map_err(|e| ApiError::bad(format!("job refused: {e}")))?;
         let array = Some(format!("{first}_[{}-{}]", indexes.0, indexes.1));
-        return Ok((StatusCode::CREATED, Json(Submitted { job: first, array })));
+        let sub = Submitted {
+            job: first,
+            array,
+            awaiting_admission: false,
+        };
+        return Ok((StatusCode::CREATED, Json(sub)));
     }
     let answers = s
         .ask(|reply| Request::Submit {
@@ -99,11 +104,12 @@ pub async fn submit(
         })
         .await?;
     match answers.into_iter().next() {
-        Some(Ok(id)) => Ok((
+        Some(Ok((id, waits))) => Ok((
             StatusCode::CREATED,
             Json(Submitted {
                 job: id,
                 array: None,
+                awaiting_admission: waits,
             }),
         )),
         Some(Err(e)) => Err(ApiError::bad(format!("job refused: {e}"))),
@@ -154,6 +160,29 @@ pub async fn cancel(
     Ok(Json(Cancelled {
         job: id,
         cancelled: true,
+    }))
+}
+
+/// Commit a job held at the barrier (`hold_at_barrier = true`, seed 002 §3.2's interactive
+/// transaction): it is released once every required component is at the barrier.
+#[utoipa::path(post, path = "/v1/jobs/{id}/commit", tag = "jobs", params(("id" = u64, Path, description = "the job's number")), security(("token" = [])),
+    responses(
+        (status = 200, description = "committed", body = Committed),
+        (status = 400, description = "not held at the barrier, or not started", body = ErrorBody),
+        (status = 409, description = "already committed, or ended", body = ErrorBody),
+        (status = 401, description = "no or bad token", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody),
+    ))]
+pub async fn commit(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Result<Json<Committed>, ApiError> {
+    admin(&s, &headers)?;
+    s.ask(|reply| Request::Commit { job: id, reply }).await??;
+    Ok(Json(Committed {
+        job: id,
+        committed: true,
     }))
 }
 

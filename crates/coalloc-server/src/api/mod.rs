@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
         .route("/v1/history", get(listing::history))
         .route("/v1/arrays/{id}", delete(bulk::cancel_array))
+        .route("/v1/jobs/{id}/commit", post(jobs::commit))
         .route("/v1/sites", get(jobs::sites))
         .route("/v1/sites/{name}/usable", put(jobs::set_usable))
         .route("/v1/sites/{name}/control", put(jobs::site_control))

@@ -48,6 +48,7 @@ impl Modify for Security {
         super::listing::history,
         super::jobs::sites,
         super::jobs::set_usable,
+        super::jobs::commit,
         super::jobs::site_control,
         super::jobs::agent_token,
         super::jobs::events,

@@ -142,6 +142,7 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         "JobList" => check::<JobList>(v),
         "Cancelled" => check::<Cancelled>(v),
         "ArrayCancelled" => check::<ArrayCancelled>(v),
+        "Committed" => check::<Committed>(v),
         "EditBody" => check::<EditBody>(v),
         "Edited" => check::<Edited>(v),
         "CloudView" => check::<CloudView>(v),

@@ -269,6 +269,9 @@ impl Driver {
             Notice::SiteUsable { site } => {
                 json!({"event": "site_usable", "site": site_name(*site)})
             }
+            Notice::AwaitingCommit { job } => {
+                json!({"event": "awaiting_commit", "job": job})
+            }
             Notice::Cancelled { job } => {
                 self.abort_reasons.insert(*job, "cancelled".into());
                 json!({"event": "cancelled", "job": job})

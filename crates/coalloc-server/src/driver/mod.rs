@@ -23,9 +23,9 @@ pub mod msg;
 mod reports;
 mod requests;
 mod results;
+mod secrets;
 mod staging;
 mod transfers;
-mod secrets;
 mod view;
 
 use crate::config::ServerConfig;

@@ -15,7 +15,8 @@ pub enum Request {
     /// Submit jobs; one answer per job (its number, or why it was refused).
     Submit {
         jobs: Vec<Job>,
-        reply: Reply<Vec<Result<u64, String>>>,
+        /// Each job's number and whether it waits for admission (the queue was full).
+        reply: Reply<Vec<Result<(u64, bool), String>>>,
     },
     /// Submit one job as an array: a copy per index of `indexes` (inclusive); the first
     /// copy's number.
@@ -34,6 +35,11 @@ pub enum Request {
         first: u64,
         indexes: Option<(u32, u32)>,
         reply: Reply<Result<Vec<u64>, ApiError>>,
+    },
+    /// The owner's commit of a job held at the barrier.
+    Commit {
+        job: u64,
+        reply: Reply<Result<(), ApiError>>,
     },
     Edit {
         job: u64,

@@ -31,8 +31,10 @@ impl Driver {
                         let secret = random_hex(16).map_err(|e| e.to_string())?;
                         match self.apply(Entry::submit(&job, secret)) {
                             Ok(Reply::Submitted(id)) => {
-                                self.emit(serde_json::json!({"event": "submitted", "job": id}));
-                                Ok(id)
+                                let waits = self.core.job(id).is_some_and(|j| j.awaiting_admission);
+                                self.emit(serde_json::json!({"event": "submitted", "job": id,
+                                    "awaiting_admission": waits}));
+                                Ok((id, waits))
                             }
                             Ok(Reply::Done) => Err("not accepted".to_string()),
                             Err(e) => Err(e.to_string()),
@@ -60,6 +62,13 @@ impl Driver {
             Request::Cancel { job, reply } => {
                 let r = self
                     .apply(Entry::Cancel { job })
+                    .map(|_| ())
+                    .map_err(rejected);
+                self.reply_later(reply, r);
+            }
+            Request::Commit { job, reply } => {
+                let r = self
+                    .apply(Entry::Commit { job })
                     .map(|_| ())
                     .map_err(rejected);
                 self.reply_later(reply, r);
@@ -128,7 +137,7 @@ impl Driver {
             Request::Secret { job, secret, reply } => {
                 let r = match self.secrets.get(job) {
                     None => Err(ApiError::not_found(format!("no job {job}"))),
-                    Some(s) if *s == secret => Ok(()),
+                    Some(s) if crate::link::proto::constant_time_eq(&secret, &s) => Ok(()),
                     Some(_) => Err(ApiError::new(
                         403,
                         format!("that secret is not job {job}'s"),

@@ -44,6 +44,9 @@ const SCAN_BUDGET: usize = 250_000;
 impl Driver {
     /// A job's state as the API names it.
     pub(crate) fn state_of(&self, j: &JobState) -> &'static str {
+        if j.awaiting_admission {
+            return "awaiting-admission";
+        }
         job_state_name(j.ended() && self.failed.contains(&j.id), j.phase)
     }
 

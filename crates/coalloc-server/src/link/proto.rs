@@ -224,10 +224,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Equality of two strings in time that depends on their lengths only.
+/// Equality of two strings in time that depends on their lengths only (`subtle`): used for
+/// every secret the server checks (agent credentials, the server's token, job secrets).
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
 /// Why a hello is refused; the text goes to the agent and to the server's log.
