@@ -99,7 +99,7 @@ if [ "${NO_GE:-0}" != 1 ]; then
 fi
 
 status=0
-cargo test --workspace --locked 2>&1 | tee "$log" || status=$?
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
 summary=$(grep -E '^test result:' "$log" | awk '{p += $4; f += $6} END {printf "%d passed, %d failed", p, f}')
 echo "tests: $summary"
 exit "$status"
