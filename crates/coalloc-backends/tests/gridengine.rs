@@ -136,7 +136,7 @@ fn cancel_removes_a_running_job_and_unknown_ids_are_unknown() {
 }
 
 #[test]
-fn bad_requests_are_rejected_at_once() {
+fn bad_requests_are_refused_at_once() {
     let Some(rig) = GeRig::get("ge-bad") else {
         return;
     };
@@ -151,7 +151,8 @@ fn bad_requests_are_rejected_at_once() {
         matches!(&e, BackendError::Rejected(m) if m.contains("no suitable queues")),
         "{e}"
     );
-    // An unknown parallel environment.
+    // A parallel environment the site's settings name and the cell lacks: the site's
+    // fault, not the job's (the component goes elsewhere).
     let nope = GridEngineCell::new(GridEngineConfig {
         pe: Some("nope".into()),
         ..b.config().clone()
@@ -160,7 +161,7 @@ fn bad_requests_are_rejected_at_once() {
         .submit(&request(&d, 2, 2, 1, "/bin/true", &[]))
         .unwrap_err();
     assert!(
-        matches!(&e, BackendError::Rejected(m) if m.contains("parallel environment")),
+        matches!(&e, BackendError::Unavailable(m) if m.contains("parallel environment")),
         "{e}"
     );
     let mut r = request(&d, 3, 1, 1, "/bin/true", &[]);

@@ -149,8 +149,9 @@ fn an_allocation_runs_inside_the_request_and_cancel_leaves_nothing() {
     b.cancel(&id).unwrap();
     rig.until_gone_from_squeue(2, &id);
     match state(&b, &id) {
-        RemoteState::Failed(why) => assert!(why.starts_with("CANCELLED"), "{why}"),
-        other => panic!("expected Failed(CANCELLED), got {other:?}"),
+        // Cancelled at the site: the site's side of the failure classes (Lost).
+        RemoteState::Lost(why) => assert!(why.starts_with("CANCELLED"), "{why}"),
+        other => panic!("expected Lost(CANCELLED), got {other:?}"),
     }
     // salloc, srun and the step are gone too.
     until_no_process("coalloc-J1-c0-L111", Duration::from_secs(15));

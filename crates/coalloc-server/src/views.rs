@@ -472,6 +472,9 @@ pub struct StreamEvent {
     pub time: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<u64>,
+    /// `submitted`: the queue was full, the job waits for admission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_admission: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub component: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -119,7 +119,7 @@ impl GridEngineCell {
     /// rejected when it answered "no".
     fn failure(&self, program: &str, out: &Output) -> BackendError {
         let message = out.message();
-        if unreachable(&message) {
+        if unreachable(&message) || state::site_setting_refused(&message) {
             BackendError::Unavailable(self.said(program, message))
         } else {
             BackendError::Rejected(self.said(program, message))

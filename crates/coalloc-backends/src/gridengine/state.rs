@@ -86,6 +86,14 @@ pub fn unreachable(message: &str) -> bool {
     UNREACHABLE.iter().any(|p| m.contains(p))
 }
 
+/// A refusal caused by the cell's own configuration as this site's settings name it (a
+/// parallel environment or a queue the cell does not have), not by the job: the site's
+/// fault (coalloc_core::scheduler::faults), so the component goes to another site.
+pub fn site_setting_refused(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("does not exist") && (m.contains("parallel environment") || m.contains("queue"))
+}
+
 /// `qdel`'s and `qstat -j`'s answer for a job the qmaster does not know.
 pub fn no_such_job(message: &str) -> bool {
     message.contains("does not exist") || message.contains("Following jobs do not exist")
@@ -130,6 +138,14 @@ mod tests {
         assert!(
             matches!(finished("1   : failed early in execd", 0), RemoteState::Lost(m) if m.contains("execd"))
         );
+    }
+
+    #[test]
+    fn a_setting_the_cell_lacks_is_the_sites_refusal() {
+        assert!(site_setting_refused("qsub: Unable to run job: job rejected: the requested parallel environment \"nope\" does not exist\nExiting."));
+        assert!(!site_setting_refused(
+            "Unable to run job: job rejected: no suitable queues.\nExiting."
+        ));
     }
 
     #[test]
