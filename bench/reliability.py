@@ -98,6 +98,9 @@ class Server:
             path = f"/v1/jobs?state=all&after={cursor}"
 
 
+retried = [0]
+
+
 def submit_retrying(server, body, errors):
     """Submit until accepted; 429 and 503 are retried after a growing pause. The job id, or
     None after an answer that is neither (counted in `errors`)."""
@@ -111,6 +114,7 @@ def submit_retrying(server, body, errors):
         if status in (200, 201):
             return answer["job"]
         if status in (429, 503):
+            retried[0] += 1
             time.sleep(pause * (1 + random.random()))
             pause = min(pause * 2, 1.0)
             continue
@@ -125,11 +129,12 @@ def clients(args, coalloc, work):
     time.sleep(0.3)
     job = {"kind": "unordered", "component": [{"count": 1, "executable": "/bin/true"}]}
     ids, errors, lock = [], [], threading.Lock()
-    per = args.submissions // args.clients
+    total = args.submissions
     done = [0]
 
     def client(k):
-        for i in range(per):
+        # The first `total % clients` clients make one submission more.
+        for i in range(total // args.clients + (k < total % args.clients)):
             body = dict(job, name=f"c{k}-{i}")
             j = submit_retrying(server, body, errors)
             with lock:
@@ -143,11 +148,12 @@ def clients(args, coalloc, work):
         t.start()
     while any(t.is_alive() for t in threads):
         time.sleep(1)
-        print(f"  {done[0]}/{per * args.clients} submitted, {time.time() - t0:.0f} s",
+        print(f"  {done[0]}/{total} submitted, {time.time() - t0:.0f} s",
               file=sys.stderr)
     elapsed = time.time() - t0
-    print(f"{len(ids)} accepted of {per * args.clients} in {elapsed:.1f} s "
-          f"({len(ids) / elapsed:.0f}/s) by {args.clients} clients; {len(errors)} errors")
+    print(f"{len(ids)} accepted of {total} in {elapsed:.1f} s "
+          f"({len(ids) / elapsed:.0f}/s) by {args.clients} clients; {retried[0]} answers "
+          f"429/503 retried; {len(errors)} errors")
     server.kill9()
     server.start()
     listed = {j["id"] for j in server.jobs()}
