@@ -289,7 +289,10 @@ impl Driver {
             .map(|(k, l)| (*k, l.clone()))
             .collect();
         for (launch, l) in open {
-            if !self.is_current(launch) {
+            // A launch the core has moved on from, or whose component has ended (its end
+            // is in the journal): nothing to adopt, watch or journal again.
+            if self.live_phase_of(launch).is_none() {
+                self.launches.get_mut(&launch).expect("open launch").ended = true;
                 continue;
             }
             match &l.remote {

@@ -140,15 +140,8 @@ impl Driver {
         if l.ended {
             return;
         }
-        // An ended component (a restart watches every launch it replayed): nothing to tell
-        // the core, and nothing to journal again.
-        let live = |p: &CompPhase| {
-            !matches!(
-                p,
-                CompPhase::Finished | CompPhase::Failed | CompPhase::Deleted
-            )
-        };
-        let Some(phase) = self.phase_of(launch).filter(live) else {
+        // An ended component: nothing to tell the core, and nothing to journal again.
+        let Some(phase) = self.live_phase_of(launch) else {
             // The core has moved on from this launch.
             self.launches.get_mut(&launch).expect("known launch").ended = true;
             self.workers[l.site].forget(launch);
@@ -249,6 +242,16 @@ impl Driver {
         let l = self.launches.get(&launch)?;
         let c = self.core.job(l.job)?.comps.get(l.component)?;
         (c.launch == Some(LaunchId(launch))).then_some(c.phase)
+    }
+
+    /// [`Self::phase_of`] while the component has not ended (finished, failed, deleted).
+    pub(crate) fn live_phase_of(&self, launch: u64) -> Option<CompPhase> {
+        self.phase_of(launch).filter(|p| {
+            !matches!(
+                p,
+                CompPhase::Finished | CompPhase::Failed | CompPhase::Deleted
+            )
+        })
     }
 
     pub(crate) fn is_current(&self, launch: u64) -> bool {
