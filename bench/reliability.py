@@ -87,8 +87,6 @@ class Server:
         out, path = [], "/v1/jobs?state=all"
         while True:
             status, answer = self.call("GET", path)
-            if status == 400:  # a server without the `state` filter
-                status, answer = self.call("GET", "/v1/jobs")
             if status != 200:
                 raise OSError(f"GET /v1/jobs: {status} {answer}")
             out += answer["jobs"]

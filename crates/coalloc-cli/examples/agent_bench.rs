@@ -211,7 +211,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let coalloc = args
         .get(1)
-        .expect("usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE]")
+        .expect("usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE [--slurm-only]]")
         .clone();
     let reps = arg(&args, "--reps", 10);
     let slurm = args

@@ -57,15 +57,15 @@ where
     loop {
         tokio::select! {
             out = outgoing.recv() => {
-                let Some(m) = out else { return "closed".into() };
+                let Some(mut m) = out else { return "closed".into() };
                 // What else is waiting goes in the same write (one flush for a burst).
-                let mut batch = vec![m];
-                while let Ok(m) = outgoing.try_recv() {
-                    batch.push(m);
-                }
-                for m in batch {
+                loop {
                     if let Err(e) = sink.feed(frame(m)).await {
                         return format!("send: {e}");
+                    }
+                    match outgoing.try_recv() {
+                        Ok(next) => m = next,
+                        Err(_) => break,
                     }
                 }
                 if let Err(e) = sink.flush().await {
