@@ -12,6 +12,9 @@
 //!    bench/slurm-diag/steps.sh for Slurm's own floor of the same launches.
 //!
 //! Usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE [--slurm-only]]
+//!
+//! The servers poll their sites at the default monitor interval (200 ms; runs 1-4 of
+//! bench/RESULTS.md used 100 ms); `BENCH_MONITOR=100ms` sets another.
 
 #[path = "shared/bench_server.rs"]
 mod bench_server;
@@ -142,9 +145,11 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn config(sites: &[(&str, u32, &str)]) -> String {
-    let mut c = String::from(
-        "[server]\nmonitor_interval = \"100ms\"\nagent_bind = \"127.0.0.1:0\"\nheartbeat = \"1s\"\n",
-    );
+    // The server's default monitor interval unless BENCH_MONITOR says otherwise.
+    let monitor = std::env::var("BENCH_MONITOR")
+        .map(|m| format!("monitor_interval = \"{m}\"\n"))
+        .unwrap_or_default();
+    let mut c = format!("[server]\n{monitor}agent_bind = \"127.0.0.1:0\"\nheartbeat = \"1s\"\n",);
     for (name, n, manager) in sites {
         c += &format!("[[site]]\nname = \"{name}\"\nprocessors = {n}\nmanager = {manager}\n");
     }

@@ -5,6 +5,13 @@
 //! together, so that the driver journals them in one turn), and
 //! every monitor interval it polls the backend: the site's load for the resource monitor
 //! (seed 003 §4.3.2) and the states of the launches it watches.
+//!
+//! A poll that falls due within one interval of a submission to the site waits until one
+//! interval after that submission, once (so a site that is sent launches without pause is
+//! still polled at least every second interval). The launch is then being granted and its
+//! processes are starting and checking in: a reading taken now would see half of it, and
+//! the poll's commands (`sinfo`, `squeue` on a Slurm site) would compete with the launch for
+//! the controller and the CPUs.
 
 use crate::driver::msg::{Msg, Report};
 use coalloc_backends::provider::Provider;
@@ -59,12 +66,17 @@ impl SiteWorker {
                 let parallel = backend.submits_in_parallel();
                 // A command taken out of the channel while collecting a burst of submissions.
                 let mut held: Option<Cmd> = None;
+                // The last submission, and whether the due poll already waited for one.
+                let (mut last_submit, mut postponed): (Option<Instant>, bool) = (None, false);
                 loop {
                     let wait = next_poll.saturating_duration_since(Instant::now());
                     let cmd = match held.take() {
                         Some(c) => Ok(c),
                         None => rx.recv_timeout(wait),
                     };
+                    if matches!(cmd, Ok(Cmd::Submit(_))) {
+                        last_submit = Some(Instant::now());
+                    }
                     match cmd {
                         Ok(Cmd::Submit(req)) if !parallel => {
                             // The job's other components on this site are already waiting:
@@ -171,6 +183,15 @@ impl SiteWorker {
                         }
                         Ok(Cmd::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                         Err(RecvTimeoutError::Timeout) => {
+                            let after_launch = last_submit.map(|t| t + interval);
+                            if let Some(due) =
+                                after_launch.filter(|d| !postponed && *d > Instant::now())
+                            {
+                                next_poll = due;
+                                postponed = true;
+                                continue;
+                            }
+                            postponed = false;
                             next_poll = Instant::now() + interval;
                             let load = backend.load().map_err(|e| e.to_string());
                             let (launches, remotes): (Vec<u64>, Vec<String>) =
@@ -261,9 +282,12 @@ mod tests {
     use std::sync::Mutex;
 
     /// A backend that records its submissions and answers at once.
+    #[derive(Default)]
     struct Fake {
         parallel: bool,
         submitted: Mutex<Vec<u64>>,
+        /// When each load reading was asked for.
+        polls: Mutex<Vec<Instant>>,
     }
 
     impl Backend for Fake {
@@ -278,6 +302,7 @@ mod tests {
             Ok(())
         }
         fn load(&self) -> Result<SiteLoad, BackendError> {
+            self.polls.lock().unwrap().push(Instant::now());
             Ok(SiteLoad::default())
         }
         fn submits_in_parallel(&self) -> bool {
@@ -289,7 +314,7 @@ mod tests {
     fn reports(parallel: bool, n: u64) -> Vec<(bool, Vec<u64>)> {
         let backend = Arc::new(Fake {
             parallel,
-            submitted: Mutex::new(Vec::new()),
+            ..Fake::default()
         });
         let (tx, rx) = channel();
         let w = SiteWorker::spawn(0, backend.clone(), None, Duration::from_secs(60), tx);
@@ -344,5 +369,50 @@ mod tests {
         let r = reports(true, 5);
         assert_eq!(r.len(), 5);
         assert!(r.iter().all(|(many, b)| !many && b.len() == 1));
+    }
+
+    /// Submit a launch to a worker polling every `interval` at each of `at` (from the start);
+    /// the polls' times, from the start, until `until`.
+    fn polls_around(interval: u64, at: &[u64], until: u64) -> Vec<u64> {
+        let backend = Arc::new(Fake::default());
+        let (tx, _rx) = channel();
+        let ms = Duration::from_millis;
+        let w = SiteWorker::spawn(0, backend.clone(), None, ms(interval), tx);
+        let t0 = Instant::now();
+        for (i, a) in at.iter().enumerate() {
+            std::thread::sleep((t0 + ms(*a)).saturating_duration_since(Instant::now()));
+            w.submit(SubmitRequest {
+                launch: i as u64 + 1,
+                ..SubmitRequest::default()
+            });
+        }
+        std::thread::sleep((t0 + ms(until)).saturating_duration_since(Instant::now()));
+        drop(w);
+        let polls = backend.polls.lock().unwrap().clone();
+        polls
+            .iter()
+            .map(|p| p.duration_since(t0).as_millis() as u64)
+            .collect()
+    }
+
+    #[test]
+    fn a_site_is_not_polled_within_an_interval_of_a_launch() {
+        // Polls fall due at 0, 150, 300...; the launch at 60 moves the one of 150 to 210 at
+        // the earliest (later on a busy machine, never earlier).
+        let polls = polls_around(150, &[60], 700);
+        assert!(
+            !polls.iter().any(|p| (60..210).contains(p)),
+            "a poll within 150 ms after the launch at 60: {polls:?}"
+        );
+        assert!(polls.iter().any(|p| *p >= 210), "polled again: {polls:?}");
+    }
+
+    #[test]
+    fn a_site_sent_launches_without_pause_is_still_polled() {
+        // A launch every 20 ms for a second: each poll waits once, then happens.
+        let at: Vec<u64> = (0..50).map(|i| 10 + 20 * i).collect();
+        let polls = polls_around(100, &at, 1100);
+        let during = polls.iter().filter(|p| (10..1010).contains(*p)).count();
+        assert!(during >= 2, "polls while launches flowed: {polls:?}");
     }
 }
