@@ -209,6 +209,100 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
     }
 }
 
+/// One component's ranks over both nodes of its Slurm allocation (coalloc-runtime
+/// `pmi::spread`: `srun` over the allocation, PMI over TCP), the other component on another
+/// cluster. The rig's two-node cluster (gamma, 2 x 16 CPUs by default) is filled by another
+/// user's job on each node but for 2 CPUs, so that a component of 4 gets 2 + 2; every rank
+/// checks its `MPI_Allreduce` and `MPI_Sendrecv`, and the component's ranks report both
+/// nodes (`SLURMD_NODENAME`: the rig's nodes share one host). Both launch modes.
+#[test]
+fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm-nodes") else {
+        return;
+    };
+    let rig = &sc.rig;
+    let Some(g) = rig.clusters.iter().position(|c| c.nodes.len() >= 2) else {
+        let why = "no cluster of the rig has two nodes \
+                   (scripts/slurm/up.sh's default CLUSTERS has gamma:16:2)";
+        assert!(
+            std::env::var("COALLOC_REQUIRE_SLURM").as_deref() != Ok("1"),
+            "{why}"
+        );
+        eprintln!("mpi-slurm-nodes: skipped ({why})");
+        return;
+    };
+    let other = rig
+        .clusters
+        .iter()
+        .position(|c| c.nodes.len() == 1)
+        .unwrap();
+    let (multi, single) = (&rig.clusters[g], &rig.clusters[other]);
+    let nodes: BTreeSet<String> = multi.nodes[..2].iter().cloned().collect();
+    let _one = one_at_a_time();
+    // Another user's job on each node of the cluster, all its CPUs but 2 on the first two
+    // nodes, all of them on any further node.
+    let per_node = multi.cpus / multi.nodes.len() as u32;
+    for (i, node) in multi.nodes.iter().enumerate() {
+        let cpus = if i < 2 { per_node - 2 } else { per_node };
+        let id = rig.slurm(
+            g,
+            "sbatch",
+            &[
+                "--parsable",
+                "-w",
+                node,
+                "-n",
+                &cpus.to_string(),
+                "-J",
+                "not-ours",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
+        );
+        let t0 = std::time::Instant::now();
+        while rig.slurm(g, "squeue", &["-h", "-j", &id, "-o", "%T"]) != "RUNNING" {
+            assert!(
+                t0.elapsed().as_secs() < 20,
+                "{node}: job {id} did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    for launch in ["batch", "allocation"] {
+        let config = rig.config_launching("policy = \"fcfs\"", launch);
+        let s = Server::start(&format!("mpi-slurm-nodes-{launch}"), &config);
+        let sites = [single.name.as_str(), multi.name.as_str()];
+        let comps = vec![
+            mpi_component_at(sites[0], 2, ring, &[]),
+            mpi_component_at(sites[1], 4, ring, &[]),
+        ];
+        let id = s.submit(&json!({
+            "kind": "ordered", "max_wall_time": "5m", "component": comps,
+        }));
+        let j = s.wait_ended(id, 120);
+        assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
+        assert_eq!(common::server::component_sites(&j), sites, "{j}");
+        check_ranks(|c| s.output(id, c), &[2, 4]);
+        // "rank R of 6 on HOST node NODE: ok": ranks 2..5, two on each node, in order.
+        let out = s.output(id, 1);
+        let node_of = |r: u32| -> String {
+            let want = format!("rank {r} of 6 on ");
+            let line = out.lines().find(|l| l.starts_with(&want)).unwrap_or("");
+            let node = line.split(" node ").nth(1).unwrap_or("");
+            node.trim_end_matches(": ok").to_string()
+        };
+        let placed: Vec<String> = (2..6).map(node_of).collect();
+        let used: BTreeSet<String> = placed.iter().cloned().collect();
+        assert_eq!(used, nodes, "{launch}: ranks 2..5 on {placed:?}\n{out}");
+        assert_eq!(placed[0], placed[1], "{launch}: {placed:?}");
+        assert_eq!(placed[2], placed[3], "{launch}: {placed:?}");
+    }
+}
+
 /// A program that never speaks PMI and never ends never reaches the co-allocation barrier:
 /// the barrier timeout (the job's own, 1 s here; its wall time is 2 minutes) fails its
 /// start, the job is aborted, and its processes are gone with it.
