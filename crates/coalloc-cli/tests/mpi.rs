@@ -3,7 +3,9 @@
 //! components on three local clusters of a real `coalloc serve`; each rank checks an
 //! `MPI_Allreduce` over every rank and an `MPI_Sendrecv` with its ring neighbours, which sit
 //! on other components at the edges. A component whose executable is missing aborts the
-//! whole job before any rank computes; an Open MPI program is refused with the reason.
+//! whole job before any rank computes; an Open MPI program is refused with the reason. On
+//! the Slurm rig (`COALLOC_SLURM_RIG`), the same over its clusters, and a component's ranks
+//! over both nodes of its allocation (the rig's two-node cluster), failures there included.
 //!
 //! Skips (saying so) when `mpicc` is missing, unless `COALLOC_REQUIRE_MPI=1` (set by
 //! scripts/test.sh, which installs mpich and libmpich-dev).
@@ -223,55 +225,13 @@ fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
         return;
     };
     let rig = &sc.rig;
-    let Some(g) = rig.clusters.iter().position(|c| c.nodes.len() >= 2) else {
-        let why = "no cluster of the rig has two nodes \
-                   (scripts/slurm/up.sh's default CLUSTERS has gamma:16:2)";
-        assert!(
-            std::env::var("COALLOC_REQUIRE_SLURM").as_deref() != Ok("1"),
-            "{why}"
-        );
-        eprintln!("mpi-slurm-nodes: skipped ({why})");
+    let Some((g, other)) = two_node_cluster(rig, "mpi-slurm-nodes") else {
         return;
     };
-    let other = rig
-        .clusters
-        .iter()
-        .position(|c| c.nodes.len() == 1)
-        .unwrap();
     let (multi, single) = (&rig.clusters[g], &rig.clusters[other]);
     let nodes: BTreeSet<String> = multi.nodes[..2].iter().cloned().collect();
     let _one = one_at_a_time();
-    // Another user's job on each node of the cluster, all its CPUs but 2 on the first two
-    // nodes, all of them on any further node.
-    let per_node = multi.cpus / multi.nodes.len() as u32;
-    for (i, node) in multi.nodes.iter().enumerate() {
-        let cpus = if i < 2 { per_node - 2 } else { per_node };
-        let id = rig.slurm(
-            g,
-            "sbatch",
-            &[
-                "--parsable",
-                "-w",
-                node,
-                "-n",
-                &cpus.to_string(),
-                "-J",
-                "not-ours",
-                "-o",
-                "/dev/null",
-                "--wrap",
-                "sleep 600",
-            ],
-        );
-        let t0 = std::time::Instant::now();
-        while rig.slurm(g, "squeue", &["-h", "-j", &id, "-o", "%T"]) != "RUNNING" {
-            assert!(
-                t0.elapsed().as_secs() < 20,
-                "{node}: job {id} did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
+    leave_two_cpus_per_node(rig, g);
     for launch in ["batch", "allocation"] {
         let config = rig.config_launching("policy = \"fcfs\"", launch);
         let s = Server::start(&format!("mpi-slurm-nodes-{launch}"), &config);
@@ -301,6 +261,128 @@ fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
         assert_eq!(placed[0], placed[1], "{launch}: {placed:?}");
         assert_eq!(placed[2], placed[3], "{launch}: {placed:?}");
     }
+}
+
+/// The first cluster of the rig with two nodes or more, and one with a single node; `None`
+/// (skipped, or failing under `COALLOC_REQUIRE_SLURM=1`) when the rig has none.
+fn two_node_cluster(rig: &common::slurm::Rig, test: &str) -> Option<(usize, usize)> {
+    let multi = rig.clusters.iter().position(|c| c.nodes.len() >= 2);
+    let single = rig.clusters.iter().position(|c| c.nodes.len() == 1);
+    if let (Some(m), Some(s)) = (multi, single) {
+        return Some((m, s));
+    }
+    let why = "the rig needs a cluster of two nodes and one of one \
+               (scripts/slurm/up.sh's default CLUSTERS: alpha:64 beta:32 gamma:16:2)";
+    assert!(
+        std::env::var("COALLOC_REQUIRE_SLURM").as_deref() != Ok("1"),
+        "{why}"
+    );
+    eprintln!("{test}: skipped ({why})");
+    None
+}
+
+/// Another user's job on each node of cluster `g`: all its CPUs but 2 on the first two
+/// nodes, all of them on any further node, so that a component of 4 gets 2 + 2.
+fn leave_two_cpus_per_node(rig: &common::slurm::Rig, g: usize) {
+    let c = &rig.clusters[g];
+    let per_node = c.cpus / c.nodes.len() as u32;
+    for (i, node) in c.nodes.iter().enumerate() {
+        let cpus = if i < 2 { per_node - 2 } else { per_node };
+        let id = rig.slurm(
+            g,
+            "sbatch",
+            &[
+                "--parsable",
+                "-w",
+                node,
+                "-n",
+                &cpus.to_string(),
+                "-J",
+                "not-ours",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
+        );
+        let t0 = std::time::Instant::now();
+        while rig.slurm(g, "squeue", &["-h", "-j", &id, "-o", "%T"]) != "RUNNING" {
+            assert!(
+                t0.elapsed().as_secs() < 20,
+                "{node}: job {id} did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// Failures of a component spread over two nodes: a missing executable is a failed start
+/// (the whole job aborted, no rank of the other component computes), and `MPI_Abort` after
+/// the commit ends the job and every rank on every node.
+#[test]
+fn failures_of_an_mpi_component_over_two_nodes_end_every_rank() {
+    let Some(built) = ring() else { return };
+    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm-nodes-fail") else {
+        return;
+    };
+    let rig = &sc.rig;
+    let Some((g, other)) = two_node_cluster(rig, "mpi-slurm-nodes-fail") else {
+        return;
+    };
+    let _one = one_at_a_time();
+    leave_two_cpus_per_node(rig, g);
+    let config = rig.config_launching(
+        "policy = \"fcfs\"\nmax_submit_failures = 1\nmax_completion_failures = 1",
+        "allocation",
+    );
+    let s = Server::start("mpi-slurm-nodes-fail", &config);
+    let copy = s.dir.parent().unwrap().join("ring-nodes-fail");
+    std::fs::copy(built, &copy).unwrap();
+    let ring = copy.to_str().unwrap();
+    let (multi, single) = (&rig.clusters[g].name, &rig.clusters[other].name);
+    let gone = || {
+        let t0 = std::time::Instant::now();
+        while !processes_with(ring).is_empty() && t0.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(
+            processes_with(ring),
+            Vec::<u32>::new(),
+            "ranks left running"
+        );
+    };
+
+    let id = s.submit(
+        &json!({ "kind": "ordered", "max_wall_time": "5m", "component": [
+            mpi_component_at(single, 2, ring, &["--started"]),
+            mpi_component_at(multi, 4, "/no/such/mpi-program", &[]),
+        ]}),
+    );
+    let j = s.wait_ended(id, 120);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].is_null(), "{j}");
+    let shown = j.to_string();
+    assert!(
+        shown.contains("before the co-allocation barrier"),
+        "{shown}"
+    );
+    assert!(
+        !s.output(id, 0).contains("computing"),
+        "{}",
+        s.output(id, 0)
+    );
+    gone();
+
+    let id = s.submit(
+        &json!({ "kind": "ordered", "max_wall_time": "5m", "component": [
+            mpi_component_at(single, 2, ring, &[]),
+            mpi_component_at(multi, 4, ring, &["--abort-at", "4"]),
+        ]}),
+    );
+    let j = s.wait_ended(id, 120);
+    assert_eq!(j["state"], "failed", "{j}");
+    assert!(j["barrier_release"].as_i64().is_some(), "{j}");
+    gone();
 }
 
 /// A program that never speaks PMI and never ends never reaches the co-allocation barrier:
