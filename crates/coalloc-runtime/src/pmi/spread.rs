@@ -12,9 +12,11 @@
 //! (`COALLOC_RANK_OFFSET` + `i`) and execs the program. Slurm places the tasks over the
 //! allocation's nodes, consecutive ranks together (`-m block`: an `srun` inside a one-task
 //! step would otherwise inherit its cyclic distribution). `--overlap` lets the step share
-//! the CPUs the proxy's own step holds in allocation mode. A rank on another
-//! node cannot inherit a socket pair, so PMI goes over TCP, as MPICH's simple PMI does when
-//! `PMI_PORT=HOST:PORT` is set (MPICH src/pmi/simple/simple_pmi.c, `PMII_Set_from_port`):
+//! the CPUs the proxy's own step holds in allocation mode.
+//!
+//! A rank on another node cannot inherit a socket pair, so PMI goes over TCP, as MPICH's
+//! simple PMI does when `PMI_PORT=HOST:PORT` is set (MPICH src/pmi/simple/simple_pmi.c,
+//! `getPMIFD` and `PMII_Set_from_port`; `PMI_ID` set, it handshakes):
 //! the rank connects, sends `cmd=initack pmiid=ID`, and reads `cmd=initack`, then `cmd=set
 //! size=N`, `cmd=set rank=R`, `cmd=set debug=0`; the rest of the conversation is the same
 //! PMI-1 as over `PMI_FD`. The handshake is the connection's identity, so it is handled
