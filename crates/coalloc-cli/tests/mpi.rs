@@ -263,6 +263,65 @@ fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
     }
 }
 
+/// A stand-in for `srun` on this host: `-n N` copies of the command, with `SLURM_PROCID`
+/// 0..N-1 and `SLURMD_NODENAME` fake-0 or fake-1 (block: the first half on fake-0); exits
+/// with the first non-zero code.
+const FAKE_SRUN: &str = r#"#!/bin/sh
+n=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) n=$2; shift 2 ;;
+    -N|-m) shift 2 ;;
+    --*) shift ;;
+    *) break ;;
+  esac
+done
+i=0; pids=
+while [ "$i" -lt "$n" ]; do
+  SLURM_PROCID=$i SLURMD_NODENAME=fake-$((2 * i / n)) "$@" &
+  pids="$pids $!"
+  i=$((i + 1))
+done
+rc=0
+for p in $pids; do wait "$p"; s=$?; [ "$rc" -ne 0 ] || rc=$s; done
+exit "$rc"
+"#;
+
+/// The proxy's multi-node path without Slurm (so that it runs where there is no rig): a
+/// component that finds itself in a "Slurm allocation of two nodes" (`SLURM_JOB_ID`,
+/// `SLURM_JOB_NUM_NODES` in its environment) starts its ranks through `srun` (here
+/// [`FAKE_SRUN`], `COALLOC_SRUN`), and they speak PMI over TCP (`PMI_PORT`, `PMI_ID`);
+/// beside it a component whose ranks use `PMI_FD`. Every rank checks its results.
+#[test]
+fn ranks_started_through_srun_speak_pmi_over_tcp() {
+    let Some(ring) = ring() else { return };
+    let ring = ring.to_str().unwrap();
+    let _one = one_at_a_time();
+    let s = Server::start(
+        "mpi-tcp",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
+    );
+    let srun = s.dir.parent().unwrap().join("fake-srun");
+    std::fs::write(&srun, FAKE_SRUN).unwrap();
+    std::fs::set_permissions(&srun, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut spread = mpi_component(4, ring, &[]);
+    spread["environment"] = json!({
+        "SLURM_JOB_ID": "1", "SLURM_JOB_NUM_NODES": "2",
+        "COALLOC_SRUN": srun.to_str().unwrap(), "COALLOC_PMI_HOST": "127.0.0.1",
+    });
+    let id = s.submit(&job(vec![mpi_component(2, ring, &[]), spread]));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    check_ranks(|c| s.output(id, c), &[2, 4]);
+    let out = s.output(id, 1);
+    for (r, node) in [(2, "fake-0"), (3, "fake-0"), (4, "fake-1"), (5, "fake-1")] {
+        let want = format!("rank {r} of 6 on ");
+        let line = out.lines().find(|l| l.starts_with(&want)).unwrap_or("");
+        assert!(line.ends_with(&format!(" node {node}: ok")), "{out}");
+    }
+    assert!(!s.output(id, 0).contains(" node "), "{}", s.output(id, 0));
+}
+
 /// The first cluster of the rig with two nodes or more, and one with a single node; `None`
 /// (skipped, or failing under `COALLOC_REQUIRE_SLURM=1`) when the rig has none.
 fn two_node_cluster(rig: &common::slurm::Rig, test: &str) -> Option<(usize, usize)> {
