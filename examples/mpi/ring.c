@@ -1,7 +1,9 @@
 /* An unmodified MPI program for coalloc's PMI tests (crates/coalloc-cli/tests/mpi.rs):
  * every rank checks MPI_Allreduce over all ranks and MPI_Sendrecv with its neighbours
  * (rank - 1 and rank + 1, round the ring: across components at their edges), then prints
- * one line "rank R of N on HOST: ok" or "... FAILED ..." and exits 0 or 1.
+ * one line "rank R of N on HOST: ok" or "... FAILED ..." and exits 0 or 1 (under Slurm
+ * "rank R of N on HOST node NODE: ok", NODE being SLURMD_NODENAME: the rig's nodes share
+ * one host).
  * `--started` prints "rank R computing" once MPI_Init returned; `--abort-at R` makes rank R
  * call MPI_Abort(MPI_COMM_WORLD, 5) after the first collective.
  * Nothing in it knows about coalloc. Build: mpicc -O2 -o ring ring.c */
@@ -61,7 +63,9 @@ int main(int argc, char **argv)
      * MPI_Finalize. */
     int all_bad = 0;
     MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    printf("rank %d of %d on %s: %s\n", rank, size, host, bad ? "FAILED" : "ok");
+    const char *node = getenv("SLURMD_NODENAME");
+    printf("rank %d of %d on %s%s%s: %s\n", rank, size, host, node ? " node " : "",
+           node ? node : "", bad ? "FAILED" : "ok");
     free(out);
     free(in);
     MPI_Finalize();

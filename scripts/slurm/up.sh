@@ -3,7 +3,7 @@
 # The test rig of coalloc's Slurm backend (crates/coalloc-backends/src/slurm/); adapted
 # from the team's shared recipe. See README.md next to this file.
 #
-#   usage: [CLUSTERS='alpha:64 beta:32 gamma:32'] up.sh [BASE_DIR]
+#   usage: [CLUSTERS='alpha:64 beta:32 gamma:16:2'] up.sh [BASE_DIR]
 #          BASE_DIR defaults to $COALLOC_SLURM_RIG, else /tmp/coalloc-slurm
 #
 # Each cluster gets its own slurm.conf, ports, state, spool, pid and log files under
@@ -14,7 +14,7 @@
 # Stop everything with  down.sh BASE_DIR.  See README.md next to this file.
 #
 # Environment knobs (defaults in brackets):
-#   CLUSTERS        space-separated name:cpus[:nodes]   [alpha:64 beta:32 gamma:32]
+#   CLUSTERS        space-separated name:cpus[:nodes]   [alpha:64 beta:32 gamma:16:2]
 #                   name: lower-case letter then letters/digits; cpus: per node;
 #                   nodes: 1..9 slurmds for that cluster                            [1]
 #   PORT_BASE       cluster i (0-based, in CLUSTERS order) uses PORT_BASE+10*i for
@@ -49,7 +49,7 @@
 set -euo pipefail
 
 BASE="${1:-${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm}}"
-CLUSTERS="${CLUSTERS:-alpha:64 beta:32 gamma:32}"
+CLUSTERS="${CLUSTERS:-alpha:64 beta:32 gamma:16:2}"
 PORT_BASE="${PORT_BASE:-6900}"
 PARTITION="${PARTITION:-main}"
 SLURMD_TIMEOUT="${SLURMD_TIMEOUT:-10}"

@@ -1,7 +1,7 @@
 //! End to end on real, independent Slurm clusters: `coalloc serve` with one Slurm site per
-//! cluster of the rig in scripts/slurm/ (three clusters on loopback: alpha 64 CPUs, beta and
-//! gamma 32). Co-allocation of the Poisson example across the three, placement around a
-//! background load submitted straight to Slurm, node crashes before the barrier and after
+//! cluster of the rig in scripts/slurm/ (three clusters on loopback: alpha 64 CPUs, beta 32,
+//! gamma 2 nodes of 16). Co-allocation of the Poisson example across the three, placement
+//! around a background load submitted straight to Slurm, node crashes before the barrier and after
 //! the commit (abort, re-placement, the site made unusable and usable again), cancel, and a
 //! `kill -9` of the server during a run.
 //!

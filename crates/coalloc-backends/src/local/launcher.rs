@@ -188,7 +188,10 @@ fn accept(listener: &UnixListener, conns: &mut Vec<Conn>) {
 }
 
 /// Block `SIGCHLD` and read it from a descriptor instead (children start with an empty mask:
-/// `std::process::Command` resets it).
+/// [`unblock_signals`] between fork and exec. Without it, the processes `coalloc
+/// local-launcher` started were seen with `SIGCHLD` blocked (rustc 1.95), and a component's
+/// `/bin/sh` whose `wait` sleeps in `sigsuspend` then never woke: mpi.rs's
+/// `ranks_started_through_srun_speak_pmi_over_tcp`, a shell script as `srun`, hung).
 fn sigchld_fd() -> io::Result<OwnedFd> {
     // SAFETY: plain signal-set calls on a local set.
     unsafe {
@@ -204,6 +207,19 @@ fn sigchld_fd() -> io::Result<OwnedFd> {
         }
         Ok(OwnedFd::from_raw_fd(fd))
     }
+}
+
+/// An empty signal mask for a child, undoing [`sigchld_fd`]'s block.
+fn unblock_signals() -> io::Result<()> {
+    // SAFETY: plain signal-set calls on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        if libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn drain(fd: &OwnedFd) {
@@ -282,7 +298,8 @@ impl Launcher {
         };
         let mut pgid = 0;
         for rank in 0..s.processes {
-            let spawned = Command::new(&program)
+            let mut command = Command::new(&program);
+            command
                 .args(&s.args)
                 .envs(s.env.iter().map(|(k, v)| (k, v)))
                 .env("COALLOC_LOCAL_RANK", rank.to_string())
@@ -294,8 +311,9 @@ impl Launcher {
                 .stdin(Stdio::null())
                 .stdout(stdout.try_clone()?)
                 .stderr(stderr.try_clone()?)
-                .process_group(pgid)
-                .spawn();
+                .process_group(pgid);
+            // SAFETY: only sigprocmask(2), which is async-signal-safe, between fork and exec.
+            let spawned = unsafe { command.pre_exec(unblock_signals) }.spawn();
             match spawned {
                 Ok(child) => {
                     let pid = child.id() as i32;

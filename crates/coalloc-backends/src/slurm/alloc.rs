@@ -17,7 +17,9 @@
 //! `RUN` evaluates the batch script of [`super::script`] (the same program as in batch mode),
 //! passed in the client's environment rather than on its command line, where every user of
 //! the host could read the job's secret. The step is one task on the first node of the
-//! allocation and gets all the allocation's CPUs there (a step's default). When it ends,
+//! allocation and gets all the allocation's CPUs there (a step's default); an `mpi`
+//! component's PMI proxy, started by it, runs its ranks over every node of a multi-node
+//! allocation with an overlapping step of its own (coalloc-runtime `pmi::spread`). When it ends,
 //! `salloc` ends the allocation with the step's exit code, so the job ends `COMPLETED` or
 //! `FAILED` with `ExitCode=` exactly like a batch job, and [`super::query`] reads it the same
 //! way; `scancel` revokes the allocation, which ends `srun`, the step and `salloc`. `salloc`

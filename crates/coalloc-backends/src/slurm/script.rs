@@ -6,7 +6,10 @@
 //! (`COALLOC_LOCAL_RANK` = 0.., `COALLOC_RANK` = `COALLOC_RANK_OFFSET` + local rank, see
 //! coalloc-runtime), waits for all of them and exits with the first non-zero exit code, so
 //! that Slurm marks the job `FAILED` when any process fails. A shell loop rather than
-//! `srun`: the ranks need no wrapper, and it runs on any Slurm without MPI support.
+//! `srun`: the ranks need no wrapper, and it runs on any Slurm without MPI support. The
+//! processes run on the allocation's first node, where Slurm runs the script; an `mpi`
+//! component is one process, its PMI proxy, which spreads the MPI ranks over every node of
+//! the allocation itself (`srun`, coalloc-runtime `pmi::spread`).
 //!
 //! The environment goes into the script rather than into `sbatch`'s own environment: a job
 //! variable such as `SBATCH_TIMELIMIT` must not change how `sbatch` itself behaves. Every

@@ -7,8 +7,11 @@
 //! - [`session`]: the sans-IO server of one component (`handle`, `poll_transmit`,
 //!   `poll_event`);
 //! - [`proxy`]: the pump, `coalloc pmi-proxy`, which starts the processes and makes the
-//!   session's calls.
+//!   session's calls;
+//! - [`spread`]: the ranks over every node of a multi-node Slurm allocation (`srun`, PMI
+//!   over TCP).
 
 pub mod proxy;
 pub mod session;
+pub mod spread;
 pub mod wire;

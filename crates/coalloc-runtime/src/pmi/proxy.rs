@@ -1,14 +1,19 @@
 //! The thin pump around a [`Session`]: `coalloc pmi-proxy -- PROGRAM ARGS...`, which the
 //! server starts in place of an `mpi` component's executable (seed 002 §4.3: MPICH-G's
 //! processes reached the co-allocator through their MPI library). It starts the component's
-//! `COALLOC_PROCESSES` MPI processes, each with one end of a socket pair as `PMI_FD` and its
-//! job-wide `PMI_RANK` of `PMI_SIZE`, and feeds the session: a reader thread per process
-//! (its PMI lines), a waiter thread per process (its exit), and a thread per store or
+//! `COALLOC_PROCESSES` MPI processes and feeds the session: a reader thread per process
+//! (its PMI lines), a waiter thread for the processes' ends, and a thread per store or
 //! barrier call, all sending into one channel that this loop drains. Every call goes
 //! through the runtime's own `kv_put`, `kv_get` and `barrier`, so a relay that carries
 //! those carries PMI too.
+//!
+//! Where the processes run: on this host, each with one end of a socket pair as `PMI_FD`
+//! and its job-wide `PMI_RANK` of `PMI_SIZE`; or, inside a Slurm allocation of several
+//! nodes, over all of them through `srun`, reaching this proxy over TCP (`PMI_PORT`,
+//! [`super::spread`]).
 
 use super::session::{Event, Input, Session, Setup};
+use super::spread;
 use super::wire::MAX_LINE;
 use crate::{barrier, kv_get, kv_put, Config};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,13 +21,38 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::mpsc::{channel, Sender};
 use std::time::Duration;
 
 /// Names in a program that show it was linked against Open MPI, whose processes start
 /// through PMIx, which coalloc does not speak (README, "MPI programs").
 const OPEN_MPI_MARKS: [&[u8]; 3] = [b"libmpi.so.40", b"libopen-rte.so", b"libopen-pal.so"];
+
+/// What the loop receives: the session's inputs, and the processes' PMI connections as
+/// they arrive (over TCP, [`spread`]; a socket pair is known from the start).
+pub(super) enum Msg {
+    In(Input),
+    Connected {
+        local: u32,
+        writer: Box<dyn Write + Send>,
+    },
+}
+
+impl From<Input> for Msg {
+    fn from(input: Input) -> Msg {
+        Msg::In(input)
+    }
+}
+
+/// The started processes: where to write to each rank, and whom to signal to end them all.
+#[derive(Default)]
+pub(super) struct Ranks {
+    pub(super) writers: Vec<Option<Box<dyn Write + Send>>>,
+    /// `(pid, signal)`: each rank with SIGKILL, or the `srun` that started them with
+    /// SIGTERM (which it passes on to every task).
+    pub(super) kill: Vec<(u32, i32)>,
+}
 
 /// Run the component's MPI processes under the PMI session; the exit code of the component.
 pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
@@ -46,10 +76,21 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
     let trace = std::env::var_os("COALLOC_PMI_TRACE").is_some_and(|v| v == "1");
     let t0 = std::time::Instant::now();
     let ms = || t0.elapsed().as_secs_f64() * 1e3;
-    let (tx, rx) = channel::<Input>();
-    let mut ranks: Vec<Option<(u32, UnixStream)>> = Vec::new();
-    for local in 0..cfg.processes {
-        ranks.push(start(cfg, &mut session, program, args, local, &tx));
+    let (tx, rx) = channel::<Msg>();
+    let mut ranks = Ranks {
+        writers: (0..cfg.processes).map(|_| None).collect(),
+        kill: Vec::new(),
+    };
+    match spread::nodes(cfg) {
+        Some(nodes) => spread::start(cfg, program, args, nodes, &tx, &mut ranks),
+        None => {
+            for local in 0..cfg.processes {
+                if let Some((pid, stream)) = start(cfg, &session, program, args, local, &tx) {
+                    ranks.writers[local as usize] = Some(Box::new(stream));
+                    ranks.kill.push((pid, libc::SIGKILL));
+                }
+            }
+        }
     }
     loop {
         while let Some(t) = session.poll_transmit() {
@@ -61,7 +102,7 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
                     t.line
                 );
             }
-            if let Some(Some((_, stream))) = ranks.get_mut(t.local as usize) {
+            if let Some(Some(stream)) = ranks.writers.get_mut(t.local as usize) {
                 // A rank that is gone is reported by its waiter thread.
                 let _ = stream.write_all(t.line.as_bytes());
             }
@@ -94,9 +135,9 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
                     });
                 }
                 Event::KillAll => {
-                    for (pid, _) in ranks.iter().flatten() {
+                    for (pid, signal) in &ranks.kill {
                         // SAFETY: kill(2) with a pid this process started and a constant signal.
-                        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+                        unsafe { libc::kill(*pid as libc::pid_t, *signal) };
                     }
                 }
                 Event::Exit(code) => return code,
@@ -104,11 +145,22 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
             }
         }
         match rx.recv() {
-            Ok(input) => {
+            Ok(Msg::In(input)) => {
                 if trace {
                     eprintln!("coalloc pmi-proxy: {:.1} ms: {input:?}", ms());
                 }
                 session.handle(input)
+            }
+            Ok(Msg::Connected { local, writer }) => {
+                if trace {
+                    eprintln!(
+                        "coalloc pmi-proxy: {:.1} ms: local rank {local} connected",
+                        ms()
+                    );
+                }
+                if let Some(slot) = ranks.writers.get_mut(local as usize) {
+                    *slot = Some(writer);
+                }
             }
             // Every sender is gone: nothing can happen any more.
             Err(_) => return 1,
@@ -117,29 +169,44 @@ pub fn run(cfg: &Config, program: &str, args: &[String]) -> i32 {
 }
 
 /// One blocking runtime call on a thread of its own, its answer sent into the loop.
-fn call(cfg: &Config, tx: &Sender<Input>, f: impl FnOnce(&Config) -> Input + Send + 'static) {
+fn call(cfg: &Config, tx: &Sender<Msg>, f: impl FnOnce(&Config) -> Input + Send + 'static) {
     let (cfg, tx) = (cfg.clone(), tx.clone());
     std::thread::spawn(move || {
-        let _ = tx.send(f(&cfg));
+        let _ = tx.send(f(&cfg).into());
     });
+}
+
+/// `exited with code C` or `was killed by signal S`, and the code, of an ended process.
+pub(super) fn ended(status: std::io::Result<ExitStatus>) -> (Option<i32>, String) {
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => (Some(c), format!("exited with code {c}")),
+            (None, Some(sig)) => (None, format!("was killed by signal {sig}")),
+            _ => (None, "ended".into()),
+        },
+        Err(e) => (None, format!("could not be waited for: {e}")),
+    }
 }
 
 /// Start local rank `local`: its pid and our end of its PMI socket, or `None` (its failure
 /// already sent into the loop).
 fn start(
     cfg: &Config,
-    session: &mut Session,
+    session: &Session,
     program: &str,
     args: &[String],
     local: u32,
-    tx: &Sender<Input>,
+    tx: &Sender<Msg>,
 ) -> Option<(u32, UnixStream)> {
     let failed = |detail: String| {
-        let _ = tx.send(Input::Exited {
-            local,
-            code: None,
-            detail,
-        });
+        let _ = tx.send(
+            Input::Exited {
+                local,
+                code: None,
+                detail,
+            }
+            .into(),
+        );
     };
     let (ours, theirs) = match UnixStream::pair() {
         Ok(p) => p,
@@ -182,19 +249,15 @@ fn start(
     let reader = ours.try_clone();
     let tx2 = tx.clone();
     std::thread::spawn(move || {
-        let detail = match child.wait() {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(c), _) => (Some(c), format!("exited with code {c}")),
-                (None, Some(sig)) => (None, format!("was killed by signal {sig}")),
-                _ => (None, "ended".into()),
-            },
-            Err(e) => (None, format!("could not be waited for: {e}")),
-        };
-        let _ = tx2.send(Input::Exited {
-            local,
-            code: detail.0,
-            detail: detail.1,
-        });
+        let (code, detail) = ended(child.wait());
+        let _ = tx2.send(
+            Input::Exited {
+                local,
+                code,
+                detail,
+            }
+            .into(),
+        );
     });
     if let Ok(r) = reader {
         let tx3 = tx.clone();
@@ -205,7 +268,7 @@ fn start(
 
 /// Send every line of one rank into the loop, until its end closes. A line longer than
 /// the protocol allows arrives cut into pieces, each refused by the session.
-fn read_lines(stream: UnixStream, local: u32, tx: &Sender<Input>) {
+pub(super) fn read_lines(stream: impl Read, local: u32, tx: &Sender<Msg>) {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
     loop {
@@ -221,7 +284,7 @@ fn read_lines(stream: UnixStream, local: u32, tx: &Sender<Input>) {
             buf.pop();
         }
         let line = String::from_utf8_lossy(&buf).into_owned();
-        if tx.send(Input::Line { local, line }).is_err() {
+        if tx.send(Input::Line { local, line }.into()).is_err() {
             return;
         }
     }

@@ -35,7 +35,7 @@ pub struct Setup {
     pub job: u64,
     pub launch: u64,
     pub component: usize,
-    /// Every component's size, by index (one node each in `PMI_process_mapping`).
+    /// Every component's size, by index (the job-wide barriers wait for each of them).
     pub sizes: Vec<u32>,
     pub rank_offset: u64,
     pub total: u64,
@@ -193,12 +193,20 @@ impl Session {
         self.setup.rank_offset + u64::from(local)
     }
 
-    /// `PMI_process_mapping`: each component one node holding its ranks in order.
+    /// `PMI_process_mapping`: every rank a node of its own, `(vector,(0,TOTAL,1))`.
+    ///
+    /// MPICH uses the mapping for shared memory: ranks said to share a node that sit on
+    /// different hosts break, ranks on one host said to be apart only talk over the network
+    /// (UCX still finds its own shared-memory transports between them). Every rank of the
+    /// job must read the same mapping, and it reads it in `MPI_Init`, before the
+    /// co-allocation barrier: when a component's ranks are spread over the nodes of a Slurm
+    /// allocation (`pmi::spread`), only that component knows its layout, and waiting for
+    /// every other component's layout there would keep a component that started first from
+    /// checking in until the last one started (its barrier timeout running meanwhile). The
+    /// one mapping every proxy can give without asking anyone is the one that never claims
+    /// two ranks share a node.
     pub fn process_mapping(&self) -> String {
-        let blocks: Vec<String> = (self.setup.sizes.iter().enumerate())
-            .map(|(i, s)| format!("({i},1,{s})"))
-            .collect();
-        format!("(vector,{})", blocks.join(","))
+        format!("(vector,(0,{},1))", self.setup.total)
     }
 
     /// The next line to write, if any.
