@@ -3,7 +3,10 @@
 //! hears `TransferDone` only when the bytes are there with the right checksum — first a
 //! `ReplicaAdded` (cached) entry for the new replica, then `TransferDone { ok: true }`.
 //! A transfer that fails, or outlives `server.transfer_timeout`, is `TransferDone { ok:
-//! false }`: the core counts it against the file's site and places the component again.
+//! false }`: the core counts it against the file's site and re-sources it from another
+//! replica (a new `StartTransfer` to the same site, which resumes from the part file the
+//! failed one left), or, with no other replica, places the component again
+//! (`coalloc_core::scheduler` transfers.rs).
 //!
 //! A restart finds the transfers the journal started and did not end, and starts them
 //! again; each resumes from the part file its cut predecessor left.
