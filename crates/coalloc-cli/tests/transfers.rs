@@ -471,3 +471,44 @@ fn two_components_on_one_site_share_one_transfer_of_their_file() {
     assert_eq!(s.output(id, 0).trim(), "same-at-beta");
     assert_eq!(s.output(id, 1).trim(), "same-at-beta");
 }
+
+#[test]
+fn a_launch_adopted_after_kill_9_of_the_server_still_stages_its_outputs_out() {
+    let mut s = Server::start("stage-restart", &config());
+    let gate = s.dir.parent().unwrap().join("go");
+    // It runs in its scratch folder, waits for the gate, then writes its output.
+    let comp = json!({
+        "count": 2, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", format!(
+            "\"$COALLOC\" barrier || exit 1; while [ ! -e {} ]; do sleep 0.05; done; echo made-after-restart > result.txt",
+            gate.display())],
+        "environment": { "COALLOC": common::server::COALLOC },
+        "attribute": [{"name": "file_stage_out", "op": "=", "value": [["result.txt", "res/result.txt"]]}],
+    });
+    let id = s.submit(&json!({"kind": "unordered", "max_wall_time": "2m", "component": [comp]}));
+    s.wait_for(id, 30, "running", |j| j["state"] == "running");
+    s.kill_and_restart();
+    s.wait_for(id, 30, "adopted", |j| j["state"] == "running");
+    std::fs::write(&gate, "").unwrap();
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    let out = s
+        .dir
+        .join("output")
+        .join(id.to_string())
+        .join("res/result.txt");
+    let t = std::time::Instant::now();
+    while !out.exists() {
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "nothing staged out:\n{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        std::fs::read_to_string(out).unwrap(),
+        "made-after-restart\n"
+    );
+}
