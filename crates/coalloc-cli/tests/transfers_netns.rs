@@ -141,6 +141,18 @@ impl Drop for Topology {
     }
 }
 
+/// Removes the big files (the replica, s3's copies) however the test ends.
+struct BigFiles(Vec<PathBuf>);
+
+impl Drop for BigFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
 fn config() -> String {
     let mut c = format!(
         "[server]\nmonitor_interval = \"100ms\"\nagent_bind = \"{NET}.0.1:0\"\nheartbeat = \"1s\"\ntransfer_timeout = \"5m\"\n"
@@ -263,6 +275,10 @@ fn a_file_comes_from_the_faster_replica_at_its_links_rate_and_is_re_sourced_afte
         wait_link(&s, &format!("s{i}"), true, 30);
     }
     let src: PathBuf = s.dir.parent().unwrap().join("big.dat");
+    let _big = BigFiles(vec![
+        src.clone(),
+        s.dir.parent().unwrap().join("agent-s3/state/files"),
+    ]);
     make_file(&src);
     for site in ["s1", "s2"] {
         register(&s, site, "big.dat", &src);
@@ -403,7 +419,4 @@ fn a_file_comes_from_the_faster_replica_at_its_links_rate_and_is_re_sourced_afte
     assert!(site(&s, "s1")["submit_errors"].as_u64().unwrap_or(0) >= 1);
     // s1's agent comes back over its restored link.
     wait_link(&s, "s1", true, 30);
-    drop(agents);
-    let _ = std::fs::remove_file(&src);
-    let _ = std::fs::remove_dir_all(s.dir.parent().unwrap().join("agent-s3/state/files"));
 }
