@@ -7,7 +7,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/experiments/coalloc.sh"
 cd "$here"
-rm -rf results
+# (results/transfers/ is transfers.sh's: a real run, kept)
+find results -mindepth 1 -maxdepth 1 ! -name transfers -exec rm -rf {} + 2>/dev/null || true
 for f in koala.toml utilization.toml threshold.toml; do
   "$coalloc" sim "$f" -j 1 -q
 done

@@ -14,7 +14,8 @@
 #   - site I: namespace `ca-siteI` (its login node), 10.200.0.(10+I) on the bridge, and lo up.
 #     Sites reach the server and each other over the bridge.
 #   - --rate RATE (e.g. 100mbit, or 200mbit,20mbit,100mbit for one rate per site in order):
-#     a token-bucket limit (tc tbf) on each site's link, both directions.
+#     a token-bucket limit (tc tbf) on each site's link, both directions; `none` in the list
+#     leaves that site's link unlimited.
 #   - --compute: every site also gets `ca-siteI-c` (its compute nodes), 10.201.I.2/24, joined
 #     to its login namespace only (10.201.I.1). --compute-sites 2,3: only those sites do.
 #     Without --route-compute a compute side reaches its own login node and nothing else.
@@ -82,6 +83,8 @@ up() {
         ip netns exec "$ns" ip link set "$P-s$i-n" up
         if [ -n "$rate" ]; then
             local r; r=$(echo "$rate" | cut -d, -f"$i"); [ -n "$r" ] || r=${rate##*,}
+        fi
+        if [ -n "$rate" ] && [ "$r" != none ]; then
             tc qdisc add dev "$P-s$i-h" root tbf rate "$r" burst 64kb latency 200ms
             ip netns exec "$ns" tc qdisc add dev "$P-s$i-n" root tbf rate "$r" burst 64kb latency 200ms
         fi

@@ -407,3 +407,108 @@ fn cached_replicas_beyond_the_sites_cache_limit_are_evicted_least_recently_used_
     }
     assert!(paths[1].exists());
 }
+
+#[test]
+fn two_components_on_one_site_share_one_transfer_of_their_file() {
+    // alpha holds the file and has 2 processors; both components of 8 go to beta (16), the
+    // closest site with room.
+    let config = three_clusters(
+        [2, 16, 4],
+        "policy = \"fcfs\"\nfit = \"ctf\"\nclaiming = \"icp\"",
+    )
+    .replace(
+        "name = \"alpha\"\nprocessors = 2\n",
+        "name = \"alpha\"\nprocessors = 2\nbandwidth = { beta = \"100MB\", gamma = \"10MB\" }\n",
+    );
+    let s = Server::start("transfer-shared", &config);
+    let src = s.dir.parent().unwrap().join("grid.dat");
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 239) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let (state, src_s) = (
+        s.dir.to_string_lossy().to_string(),
+        src.to_string_lossy().to_string(),
+    );
+    stdout(&coalloc(&[
+        "file",
+        "register",
+        "alpha",
+        "grid.dat",
+        &src_s,
+        "--state-dir",
+        &state,
+    ]));
+    let check = format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-at-$COALLOC_SITE");
+    let mut events = std::process::Command::new(common::server::COALLOC)
+        .args(["events", "--json", "--job", "1", "--state-dir", &state])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let id = s.submit(&json!({
+        "kind": "unordered", "max_wall_time": "2m",
+        "input_file": {"name": "grid.dat", "size": data.len(), "distribution": "whole"},
+        "component": [barrier_component(8, "", &check), barrier_component(8, "", &check)],
+    }));
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    events.kill().unwrap();
+    let out = events.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |k: &str| -> Vec<&Value> { lines.iter().filter(|e| e["event"] == k).collect() };
+    assert_eq!(of("transfer_started").len(), 2, "{lines:?}");
+    assert!(of("transfer_failed").is_empty(), "{lines:?}");
+    // One moved the bytes; the other waited for it.
+    let mut moved: Vec<u64> = of("transfer_done")
+        .iter()
+        .map(|e| e["moved"].as_u64().unwrap())
+        .collect();
+    moved.sort();
+    assert_eq!(moved, [0, data.len() as u64]);
+    assert_eq!(s.output(id, 0).trim(), "same-at-beta");
+    assert_eq!(s.output(id, 1).trim(), "same-at-beta");
+}
+
+#[test]
+fn a_launch_adopted_after_kill_9_of_the_server_still_stages_its_outputs_out() {
+    let mut s = Server::start("stage-restart", &config());
+    let gate = s.dir.parent().unwrap().join("go");
+    // It runs in its scratch folder, waits for the gate, then writes its output.
+    let comp = json!({
+        "count": 2, "job_type": "single", "executable": "/bin/sh",
+        "arguments": ["-c", format!(
+            "\"$COALLOC\" barrier || exit 1; while [ ! -e {} ]; do sleep 0.05; done; echo made-after-restart > result.txt",
+            gate.display())],
+        "environment": { "COALLOC": common::server::COALLOC },
+        "attribute": [{"name": "file_stage_out", "op": "=", "value": [["result.txt", "res/result.txt"]]}],
+    });
+    let id = s.submit(&json!({"kind": "unordered", "max_wall_time": "2m", "component": [comp]}));
+    s.wait_for(id, 30, "running", |j| j["state"] == "running");
+    s.kill_and_restart();
+    s.wait_for(id, 30, "adopted", |j| j["state"] == "running");
+    std::fs::write(&gate, "").unwrap();
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    let out = s
+        .dir
+        .join("output")
+        .join(id.to_string())
+        .join("res/result.txt");
+    let t = std::time::Instant::now();
+    while !out.exists() {
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "nothing staged out:\n{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        std::fs::read_to_string(out).unwrap(),
+        "made-after-restart\n"
+    );
+}

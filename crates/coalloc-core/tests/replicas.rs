@@ -1,5 +1,6 @@
 //! The replica catalog as the core sees it (seed 000 §2.3): replicas that appear at run time
-//! make a waiting job placeable, and a failed transfer counts against the file's site.
+//! make a waiting job placeable, a failed transfer counts against the file's site and is
+//! re-sourced from another replica before its component is placed again (seed 000 §2.5).
 
 mod common;
 use common::{drain, submit};
@@ -172,4 +173,96 @@ fn measured_transfers_replace_the_configured_bandwidth_in_the_estimates() {
         s.handle(20, measured(0, 9, 1, 1)),
         Err(Rejected::UnknownSite(9))
     );
+}
+
+#[test]
+fn a_failed_transfer_is_re_sourced_from_the_other_replica_and_the_component_keeps_its_site() {
+    let mut sites = sites();
+    // Replicas on s0 (fast to s2) and s1 (slow to s2); only s2 has room for 8.
+    sites[0].files = vec!["data".into()];
+    sites[1].files = vec!["data".into()];
+    sites[0].processors = 4;
+    sites[1].processors = 4;
+    sites[0].bandwidth.insert("s2".into(), 4_000_000);
+    let mut s = Scheduler::new(config(), sites);
+    let mut j = job(8);
+    // A tiny file: JCT0 is now, so the component is claimed (started) before the transfer
+    // ends.
+    j.extra_mut().input_file.as_mut().unwrap().size = 10;
+    let (id, cmds) = submit(&mut s, 0, j);
+    let t = transfers(&cmds);
+    assert_eq!(t.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(), [(0, 2)]);
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Command::StartComponent(st) if st.site == 2)));
+    let done = |transfer| Event::TransferDone {
+        transfer,
+        ok: false,
+    };
+    // The fast replica fails: the file now comes from s1, to the same site, and the running
+    // component is left alone; the error is s0's.
+    s.handle(5, done(t[0].0)).unwrap();
+    let cmds = drain(&mut s);
+    let again = transfers(&cmds);
+    assert_eq!(
+        again.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(),
+        [(1, 2)],
+        "{cmds:?}"
+    );
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, Command::CancelComponent { .. })),
+        "{cmds:?}"
+    );
+    assert_eq!(s.site_state(0).unwrap().submit_errors, 1);
+    assert_eq!(s.site_state(2).unwrap().submit_errors, 0);
+    assert_eq!(s.job(id).unwrap().comps[0].transfer, Some(again[0].0));
+    // The old transfer's late report changes nothing.
+    s.handle(6, done(t[0].0)).unwrap();
+    assert!(drain(&mut s).is_empty());
+    // s1 fails too: no replica is left untried, the component is stopped (as before).
+    s.handle(7, done(again[0].0)).unwrap();
+    let cmds = drain(&mut s);
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Command::CancelComponent { site, .. } if *site == 2)),
+        "{cmds:?}"
+    );
+    assert_eq!(s.site_state(1).unwrap().submit_errors, 1);
+    assert_eq!(s.site_state(2).unwrap().submit_errors, 0);
+}
+
+#[test]
+fn a_failed_transfer_before_the_claim_is_re_sourced_without_a_new_placement() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[1].files = vec!["data".into()];
+    sites[0].processors = 4;
+    sites[1].processors = 4;
+    sites[0].bandwidth.insert("s2".into(), 4_000_000);
+    let mut s = Scheduler::new(config(), sites);
+    // 2 MB at 4 MB/s: FTT 500 ms, the JCT is later than the failure.
+    let (id, cmds) = submit(&mut s, 0, job(8));
+    let t = transfers(&cmds);
+    assert_eq!((t[0].1, t[0].2), (0, 2));
+    s.handle(
+        100,
+        Event::TransferDone {
+            transfer: t[0].0,
+            ok: false,
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    let again = transfers(&cmds);
+    assert_eq!(
+        again.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(),
+        [(1, 2)],
+        "{cmds:?}"
+    );
+    let j = s.job(id).unwrap();
+    assert_eq!(j.comps[0].site, Some(2));
+    assert_eq!(j.record.placement_tries, 1, "not placed again");
+    assert_eq!(s.site_state(0).unwrap().submit_errors, 1);
 }

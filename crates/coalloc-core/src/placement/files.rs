@@ -124,6 +124,13 @@ impl<'j> Sources<'j> {
         best.map(|(r, bps)| (r, Some(bps)))
     }
 
+    /// The same replicas but those on `sites` (file sites that already failed to deliver).
+    pub(super) fn without(mut self, sites: &[usize]) -> Sources<'j> {
+        self.replicas.retain(|r| !sites.contains(r));
+        self.cache.clear();
+        self
+    }
+
     fn source(&self, view: &SiteView, site: usize) -> Option<Source> {
         if self.replicas.is_empty() {
             None
@@ -144,8 +151,19 @@ impl<'j> Sources<'j> {
         total: u64,
     ) -> Option<FileTransfer> {
         let file = self.file?;
+        self.best_for(view, site, chunk_bytes(file, count, total))
+    }
+
+    /// The replica site that can send `bytes` of the file to `site` fastest, and its
+    /// estimate (seed 000 §2.6's "minimal delay"); `None` when no replica can reach it.
+    pub(super) fn best_for(
+        &self,
+        view: &SiteView,
+        site: usize,
+        bytes: u64,
+    ) -> Option<FileTransfer> {
+        self.file?;
         let (from, bps) = self.source(view, site)?;
-        let bytes = chunk_bytes(file, count, total);
         Some(FileTransfer {
             site: from,
             site_name: view.sites()[from].name.clone(),

@@ -380,6 +380,23 @@ pub fn place(
     })
 }
 
+/// Another source for a transfer that failed (seed 000 §2.5): the usable replica site,
+/// none of `tried`, that can send `bytes` of the job's input file to `site` fastest. `None`
+/// when every other replica is unusable, already tried, or cannot reach `site`, or when the
+/// file is already on `site` (nothing to send).
+pub fn other_source(
+    job: &Job,
+    view: &SiteView,
+    site: usize,
+    bytes: u64,
+    tried: &[usize],
+) -> Option<FileTransfer> {
+    Sources::new(job, view, false)
+        .without(tried)
+        .best_for(view, site, bytes)
+        .filter(|f| f.site != site)
+}
+
 /// Where [`place`] would put each component, as `(site, processors)` in [`Placement`]'s
 /// order, without naming sites or routing files: the dry run of a policy that only needs
 /// the processors per site. Same result as `place` whenever `place` succeeds.

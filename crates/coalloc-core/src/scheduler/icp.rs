@@ -112,21 +112,6 @@ impl Core {
         self.arm_claim(id, jct);
     }
 
-    pub(super) fn transfer(&mut self, id: JobId, i: usize, from: SiteId, to: SiteId, bytes: u64) {
-        let transfer = TransferId(self.next_transfer);
-        self.next_transfer += 1;
-        self.transfers.insert(transfer, (id, i, from));
-        self.jobs.get_mut(&id).expect("known job").comps[i].transfer = Some(transfer);
-        self.commands.push_back(Command::StartTransfer {
-            transfer,
-            job: id,
-            component: i,
-            from,
-            to,
-            bytes,
-        });
-    }
-
     fn arm_claim(&mut self, id: JobId, at: Time) {
         if at <= self.now {
             return self.claim_try(id);
@@ -139,50 +124,6 @@ impl Core {
                 generation,
             },
         ));
-    }
-
-    /// A transfer ended; a failed one sends its component back to be re-placed. A report of
-    /// a transfer that is no longer current (an old run's) changes nothing.
-    pub(super) fn transfer_done(&mut self, transfer: TransferId, ok: bool) {
-        let Some((id, i, from)) = self.transfers.remove(&transfer) else {
-            return;
-        };
-        let Some(j) = self.jobs.get_mut(&id).filter(|j| !j.ended()) else {
-            return;
-        };
-        let Some(c) = j.comps.get_mut(i).filter(|c| c.transfer == Some(transfer)) else {
-            return;
-        };
-        c.transfer = None;
-        if ok {
-            return self.check_commit(id);
-        }
-        let site = c.site.unwrap_or(0);
-        match c.launch.filter(|_| c.live()) {
-            Some(launch) => {
-                // The launch runs but will never get its input: stop it, then handle it as
-                // a failed component — the file site's failure, not the launch's site's.
-                self.commands.push_back(Command::CancelComponent {
-                    launch,
-                    job: id,
-                    component: i,
-                    site,
-                });
-                self.failed_charging(
-                    launch,
-                    "its input file did not arrive".to_owned(),
-                    super::Fault::Site,
-                    Some(from),
-                );
-            }
-            None => {
-                // The file's site failed to deliver (seed 000 §3.4 counts errors against
-                // the site at fault); the component is placed again.
-                c.site = None;
-                self.site_error(from, true);
-                self.check_commit(id);
-            }
-        }
     }
 
     /// One claiming try (seed 000 §3.3).

@@ -32,6 +32,7 @@ mod launches;
 pub mod recovery;
 pub mod sites;
 mod transaction;
+mod transfers;
 
 pub use api::*;
 pub use config::{Claiming, InteractiveDefault, QueueConfig, SchedulerConfig};
@@ -82,7 +83,7 @@ struct Core {
     active: jobs::Active,
     launches: launches::Launches,
     /// Transfers under way: the job and component they feed, and the file's site.
-    transfers: BTreeMap<TransferId, (JobId, usize, SiteId)>,
+    transfers: BTreeMap<TransferId, transfers::OpenTransfer>,
     /// Measured throughput per (from, to) pair, bytes per second (an EWMA).
     measured: BTreeMap<(SiteId, SiteId), u64>,
     next_transfer: u64,

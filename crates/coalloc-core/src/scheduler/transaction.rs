@@ -99,7 +99,7 @@ impl Core {
 
     /// The idle processors and usable flags a placement now sees: only `allowed` sites, and
     /// with `kill_local` the processors of local jobs counted as idle.
-    fn view_now(
+    pub(super) fn view_now(
         &self,
         allowed: Option<&[bool]>,
         kill_local: bool,

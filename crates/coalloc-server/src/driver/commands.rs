@@ -298,6 +298,7 @@ impl Driver {
             match &l.remote {
                 Some(remote) => {
                     tracing::info!(launch, remote, "adopting");
+                    self.restore_staging(launch, &l);
                     self.workers[l.site].watch(launch, remote.clone());
                 }
                 None => {

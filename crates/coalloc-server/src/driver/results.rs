@@ -28,7 +28,7 @@ impl Driver {
         }
         self.committed.remove(&job);
         self.note_ended(job);
-        self.transfers.retain(|_, t| t.job != job);
+        self.drop_transfers_of(job);
         let aborts = self.aborts.remove(&job).unwrap_or_default();
         let outcome = if failure.is_some() {
             "failed"

@@ -10,8 +10,10 @@
 //! Every copy goes through the site's backend (`Backend::file`): this machine's folders for
 //! local sites, the agent for an agent's site. Stage-in runs on a thread of its own and
 //! reports back (`Report::Staged`); a stage-in that fails is the launch's failure to start.
-//! Known limit: what a launch stages out is kept in memory, so a launch that ends after a
-//! restart of the server has only its stdout and stderr brought back.
+//! What a launch stages is kept in memory and not journaled: it is a function of the job's
+//! component, the site and the launch's number, so after a restart of the server it is made
+//! again for every launch adopted ([`Driver::restore_staging`]), and a launch that ends
+//! after the restart has its listed outputs brought back too.
 
 use super::msg::Report;
 use super::{Driver, Msg};
@@ -147,6 +149,29 @@ impl Driver {
             stage_out,
             clean_up,
         }))
+    }
+
+    /// After a restart: what adopted launch `launch` (`l`) stages out, made again from its
+    /// component as [`Driver::staging_of`] made it at submission.
+    pub(super) fn restore_staging(&mut self, launch: u64, l: &super::LaunchInfo) {
+        let Some(spec) = self
+            .core
+            .job(l.job)
+            .and_then(|j| j.job.components.get(l.component))
+            .cloned()
+        else {
+            return;
+        };
+        let mut req = SubmitRequest {
+            launch,
+            job: l.job,
+            component: l.component,
+            directory: spec.directory().map(std::path::PathBuf::from),
+            ..SubmitRequest::default()
+        };
+        if let Ok(Some(st)) = self.staging_of(l.site, &spec, &mut req) {
+            self.staging.insert(launch, st);
+        }
     }
 
     /// Put a launch's stage-in files at its site, then submit it (`Report::Staged`).

@@ -3,7 +3,10 @@
 //! hears `TransferDone` only when the bytes are there with the right checksum — first a
 //! `ReplicaAdded` (cached) entry for the new replica, then `TransferDone { ok: true }`.
 //! A transfer that fails, or outlives `server.transfer_timeout`, is `TransferDone { ok:
-//! false }`: the core counts it against the file's site and places the component again.
+//! false }`: the core counts it against the file's site and re-sources it from another
+//! replica (a new `StartTransfer` to the same site, which resumes from the part file the
+//! failed one left), or, with no other replica, places the component again
+//! (`coalloc_core::scheduler` transfers.rs).
 //!
 //! A restart finds the transfers the journal started and did not end, and starts them
 //! again; each resumes from the part file its cut predecessor left.
@@ -38,6 +41,9 @@ pub(crate) struct TransferRun {
     pub state: &'static str,
     pub reason: Option<String>,
     pub cancel: Arc<AtomicBool>,
+    /// The running transfer of the same file to the same site that this one waits for (two
+    /// components of a job on one site need the file once).
+    pub after: Option<u64>,
 }
 
 impl Driver {
@@ -69,6 +75,7 @@ impl Driver {
                 state: "waiting",
                 reason: None,
                 cancel: Arc::new(AtomicBool::new(false)),
+                after: None,
             },
         );
         if !self.replaying {
@@ -121,6 +128,47 @@ impl Driver {
             transfer,
             ok: false,
         });
+        // Those that waited for it start on their own (the first runs, the others wait
+        // for that one).
+        for w in self.waiting_for(transfer) {
+            if let Some(run) = self.transfers.get_mut(&w) {
+                run.after = None;
+            }
+            self.run_transfer(w);
+        }
+    }
+
+    /// Job `job` ended: its transfers stop, and those of other jobs that waited for one of
+    /// them start on their own.
+    pub(super) fn drop_transfers_of(&mut self, job: u64) {
+        let gone: Vec<u64> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.job == job)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in &gone {
+            if let Some(t) = self.transfers.remove(k) {
+                t.cancel.store(true, Ordering::Relaxed);
+            }
+        }
+        for k in gone {
+            for w in self.waiting_for(k) {
+                if let Some(run) = self.transfers.get_mut(&w) {
+                    run.after = None;
+                }
+                self.run_transfer(w);
+            }
+        }
+    }
+
+    /// The transfers waiting for `transfer` to bring their file.
+    fn waiting_for(&self, transfer: u64) -> Vec<u64> {
+        self.transfers
+            .iter()
+            .filter(|(_, t)| t.after == Some(transfer) && t.state == "running")
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     fn run_transfer(&mut self, transfer: u64) {
@@ -160,6 +208,25 @@ impl Driver {
                 .to_string_lossy()
                 .into_owned()
         };
+        let timeout = self.config.files.transfer_timeout;
+        // The same file already on its way to the same site: wait for it.
+        let first = self.transfers.iter().find(|(k, o)| {
+            **k != transfer
+                && o.to == t.to
+                && o.file == t.file
+                && o.state == "running"
+                && o.after.is_none()
+        });
+        if let Some(first) = first.map(|(k, _)| *k) {
+            let run = self.transfers.get_mut(&transfer).expect("cloned above");
+            run.state = "running";
+            run.size = src.size;
+            run.after = Some(first);
+            run.deadline = Some(self.now + timeout);
+            self.emit(json!({"event": "transfer_started", "job": t.job, "component": t.component,
+                "transfer": transfer, "file": t.file, "from": names.0, "to": names.1, "size": src.size}));
+            return;
+        }
         let pinned = self.pinned_files();
         let evict =
             match self
@@ -176,7 +243,6 @@ impl Driver {
             }
             let _ = self.apply(Entry::ReplicaRemoved { site: t.to, name });
         }
-        let timeout = self.config.files.transfer_timeout;
         let run = self.transfers.get_mut(&transfer).expect("cloned above");
         run.state = "running";
         run.size = src.size;
@@ -307,6 +373,20 @@ impl Driver {
                 });
                 self.internal
                     .push_back(Entry::TransferDone { transfer, ok: true });
+                // The file is there for those that waited for it too.
+                for w in self.waiting_for(transfer) {
+                    let Some(o) = self.transfers.get(&w).cloned() else {
+                        continue;
+                    };
+                    self.emit(
+                        json!({"event": "transfer_done", "job": o.job, "component": o.component,
+                        "transfer": w, "file": o.file, "bytes": o.size, "moved": 0, "ms": 0}),
+                    );
+                    self.internal.push_back(Entry::TransferDone {
+                        transfer: w,
+                        ok: true,
+                    });
+                }
             }
         }
     }

@@ -2,15 +2,18 @@
 //! and appends them at the destination site, both through their backends' file operations
 //! (`Backend::file`: this machine's file system for local sites, the site's agent for agent
 //! sites — the server relays the bytes between two agents that cannot see each other).
-//! A read or append that fails (a cut link) is retried after a pause, resuming from the
-//! destination's part-file length; the destination commits (size and BLAKE3 checked there)
-//! only when every byte is in.
+//! The replica is read ahead of the appends (two reads in flight), so that the replica's
+//! link, the bottleneck when the server relays, is never idle waiting for the destination or
+//! for the agent's next read. A read or append that fails (a cut link) is retried after a
+//! pause, resuming from the destination's part-file length; the destination commits (size
+//! and BLAKE3 checked there) only when every byte is in.
 
 use super::session::Pull;
 use coalloc_backends::files::{FileAnswer, FileOp};
 use coalloc_backends::Backend;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -94,6 +97,15 @@ pub fn fetch(src: &SiteFile, to: &std::path::Path) -> Result<u64, String> {
     }
 }
 
+/// Reads of the replica in flight at once.
+const READERS: usize = 2;
+
+/// How a step of a pull went wrong: for good, or worth resuming.
+enum Step {
+    Fatal(String),
+    Retry(String),
+}
+
 /// What stops a pull from outside, and how often it may retry.
 pub struct Control<'a> {
     pub cancel: &'a AtomicBool,
@@ -146,35 +158,73 @@ pub fn pull(
         let before = *before.get_or_insert(have);
         let mut p = Pull::resumed(size, blake3, have);
         progress(have);
-        while let Some(r) = p.next_range() {
-            if ctl.cancel.load(Ordering::Relaxed) {
-                return Err("cancelled".into());
+        // The replica's site is read ahead of the destination's appends, by READERS calls
+        // in flight (chunk k by reader k % READERS), so that its link (the bottleneck, when
+        // the server relays) never waits for the other one or for the agent's next read.
+        let mut rxs = Vec::with_capacity(READERS);
+        let step = std::thread::scope(|scope| {
+            for k in 0..READERS {
+                let (tx, rx) = sync_channel::<Result<(u64, Vec<u8>), String>>(1);
+                rxs.push(rx);
+                let ranges = p.remaining().skip(k).step_by(READERS);
+                scope.spawn(move || {
+                    for r in ranges {
+                        let got = src.read(r.offset, r.len).map(|d| (r.offset, d));
+                        let failed = got.is_err();
+                        if tx.send(got).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
             }
-            if Instant::now() > ctl.deadline {
-                return Err(format!("timed out at {} of {size} bytes", p.have()));
+            // The receivers go at the end of this closure: a reader still ahead stops at
+            // its next chunk.
+            let rxs = std::mem::take(&mut rxs);
+            let mut chunk = 0;
+            while p.next_range().is_some() {
+                if ctl.cancel.load(Ordering::Relaxed) {
+                    return Err(Step::Fatal("cancelled".into()));
+                }
+                if Instant::now() > ctl.deadline {
+                    return Err(Step::Fatal(format!(
+                        "timed out at {} of {size} bytes",
+                        p.have()
+                    )));
+                }
+                let got = rxs[chunk % READERS].recv();
+                chunk += 1;
+                let (offset, data) = match got {
+                    Ok(Ok((_, d))) if d.is_empty() => {
+                        return Err(Step::Fatal(format!(
+                            "the replica is shorter than the catalog says: {} of {size} bytes",
+                            p.have()
+                        )))
+                    }
+                    Ok(Ok(got)) => got,
+                    Ok(Err(e)) => {
+                        return Err(Step::Retry(format!(
+                            "reading the replica at {} of {size} bytes: {e}",
+                            p.have()
+                        )))
+                    }
+                    Err(_) => return Err(Step::Retry("the reader stopped".into())),
+                };
+                p.on_data(offset, &data)
+                    .map_err(|e| Step::Fatal(e.to_string()))?;
+                if let Err(e) = dest.append(offset, data) {
+                    return Err(Step::Retry(format!("writing at the destination: {e}")));
+                }
+                progress(p.have());
             }
-            let data = match src.read(r.offset, r.len) {
-                Ok(d) if d.is_empty() => {
-                    return Err(format!(
-                        "the replica is shorter than the catalog says: {} of {size} bytes",
-                        r.offset
-                    ))
-                }
-                Ok(d) => d,
-                Err(e) => {
-                    retry(format!(
-                        "reading the replica at {} of {size} bytes: {e}",
-                        r.offset
-                    ))?;
-                    continue 'resume;
-                }
-            };
-            p.on_data(r.offset, &data).map_err(|e| e.to_string())?;
-            if let Err(e) = dest.append(r.offset, data) {
-                retry(format!("writing at the destination: {e}"))?;
+            Ok(())
+        });
+        match step {
+            Ok(()) => {}
+            Err(Step::Fatal(e)) => return Err(e),
+            Err(Step::Retry(e)) => {
+                retry(e)?;
                 continue 'resume;
             }
-            progress(p.have());
         }
         if let Err(e) = p.finish() {
             // Wrong bytes: the part file must go, so that a retry starts over.
@@ -265,8 +315,16 @@ mod tests {
         let n = data.len() as u64;
         let done = pull(&src, &dst, n, &sum, &ctl(&cancel, 3), &mut |b| seen.push(b)).unwrap();
         assert_eq!(done.moved, n);
-        // Two chunks made it before the cut; the resumed pull started there.
-        assert_eq!(seen.iter().filter(|&&b| b == CHUNK).count(), 3, "{seen:?}");
+        // One chunk made it before the cut; the resumed pull started there (the readers
+        // ahead may meet both cuts at once, or one after the other).
+        assert!(
+            seen.iter().filter(|&&b| b == CHUNK).count() >= 2,
+            "{seen:?}"
+        );
+        assert!(
+            !seen[1..].contains(&0),
+            "never from the start again: {seen:?}"
+        );
         assert_eq!(std::fs::read(&done.path).unwrap(), data);
     }
 
@@ -278,7 +336,9 @@ mod tests {
         let e = pull(&src, &dst, n, &sum, &ctl(&cancel, 0), &mut |_| {}).unwrap_err();
         assert!(e.contains("link cut"), "{e}");
         let done = pull(&src, &dst, n, &sum, &ctl(&cancel, 0), &mut |_| {}).unwrap();
-        assert_eq!(done.moved, n - 2 * CHUNK, "only the rest moved");
+        // Chunks 0 and 1 are in before the cut (a reader ahead may meet the cut at chunk 3
+        // first, and chunk 2 gets in too): only the rest moved.
+        assert!(done.moved <= n - 2 * CHUNK, "{} of {n} moved", done.moved);
         assert_eq!(std::fs::read(&done.path).unwrap(), data);
     }
 

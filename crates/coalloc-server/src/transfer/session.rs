@@ -76,6 +76,19 @@ impl Pull {
         })
     }
 
+    /// Every range still to fetch, in order: what [`Pull::next_range`] answers as each one
+    /// arrives (a pump may ask for the next ones before the first is in).
+    pub fn remaining(&self) -> impl Iterator<Item = Range> + Send + 'static {
+        let size = self.size;
+        std::iter::successors(self.next_range(), move |r| {
+            let offset = r.offset + r.len;
+            (offset < size).then(|| Range {
+                offset,
+                len: CHUNK.min(size - offset),
+            })
+        })
+    }
+
     /// Bytes that arrived at `offset` (which must be [`Pull::have`]).
     pub fn on_data(&mut self, offset: u64, data: &[u8]) -> Result<(), PullError> {
         if offset != self.have {
@@ -130,6 +143,11 @@ mod tests {
             p.on_data(r.offset, &data[a..b]).unwrap();
         }
         assert_eq!(ranges, [(0, CHUNK), (CHUNK, CHUNK), (2 * CHUNK, 7)]);
+        let ahead: Vec<(u64, u64)> = Pull::resumed(data.len() as u64, &hex(&data), 5)
+            .remaining()
+            .map(|r| (r.offset, r.len))
+            .collect();
+        assert_eq!(ahead, [(5, CHUNK), (CHUNK + 5, CHUNK), (2 * CHUNK + 5, 2)]);
         assert_eq!(p.finish(), Ok(()));
     }
 
