@@ -2,10 +2,11 @@
 # Site-agent benchmarks (issue 16): the agent hop (co-allocation latency, submit -> barrier
 # released, for 1, 4, 16 and 25 components, three local sites reached directly and through
 # `coalloc agent`, samples alternating, one run), and Slurm sites through agents at 1, 3 and
-# 6 components beside Slurm's own floor for the same launches (bench/slurm-diag/steps.sh,
-# same run). Builds the release binaries; brings up the three-cluster Slurm rig of
-# scripts/slurm/ at COALLOC_SLURM_RIG (default /tmp/coalloc-slurm) if needed and takes it
-# down again if it started it (NO_SLURM=1: the first part only).
+# 6 components beside Slurm's own floor for the same launches (bench/slurm-diag/steps.sh's
+# launches, each sample paired with one of coalloc's, same run). Builds the release
+# binaries; brings up the three-cluster Slurm rig of scripts/slurm/ at COALLOC_SLURM_RIG
+# (default /tmp/coalloc-slurm) if needed and takes it down again if it started it
+# (NO_SLURM=1: the first part only).
 #
 #   bash bench/agents.sh [REPS]          # default 10 samples of each
 set -euo pipefail
@@ -24,6 +25,3 @@ if [ ! -e "$BASE/clusters.tsv" ]; then
 fi
 trap '[ $started = 1 ] && scripts/slurm/down.sh "$BASE" >/dev/null 2>&1 || true' EXIT
 target/release/examples/agent_bench "$PWD/target/release/coalloc" --reps "$REPS" --slurm "$BASE"
-echo
-echo "Slurm's floor for the same launches (bench/slurm-diag/steps.sh $REPS):"
-COALLOC_SLURM_RIG=$BASE bash bench/slurm-diag/steps.sh "$REPS"

@@ -7,9 +7,10 @@
 //!    their samples alternate;
 //! 2. with `--slurm BASE` (a rig of scripts/slurm/up.sh with clusters alpha, beta, gamma):
 //!    the same latency for k = 1, 3, 6 components spread round-robin over the three Slurm
-//!    clusters through their agents (`launch = "allocation"`), each sample started at a random
-//!    moment on quiet clusters, as bench/slurm.sh does; bench/agents.sh then runs
-//!    bench/slurm-diag/steps.sh for Slurm's own floor of the same launches.
+//!    clusters through their agents (`launch = "allocation"`), each sample paired with a
+//!    sample of Slurm's own floor for the same launches (bench/slurm-diag/steps.sh's, run
+//!    from here), the two in alternating order, each started at a random moment on quiet
+//!    clusters, as bench/slurm.sh does.
 //!
 //! Usage: agent_bench COALLOC_BINARY [--reps N] [--slurm BASE [--slurm-only]]
 //!
@@ -212,6 +213,120 @@ fn hop(coalloc: &str, base: &Path, barrier: &str, reps: usize) {
     drop(direct);
 }
 
+/// Slurm's floor for the launches of a k-component sample (bench/slurm-diag/steps.sh's
+/// `run`): k `salloc -n1 -- srun -N1 -n1` clients at once, round-robin over the clusters,
+/// each step writing when it started; ms from just before the first client to the last
+/// step's start. The clients are waited for, not polled.
+fn floor(rig: &Path, dir: &Path, k: usize) -> Option<f64> {
+    let names = ["alpha", "beta", "gamma"];
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let wall_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    };
+    let t0 = wall_ns();
+    let clients: Vec<Child> = (0..k)
+        .map(|i| {
+            let file = dir.join(format!("t.{i}"));
+            Command::new("salloc")
+                .env("SLURM_CONF", rig.join(names[i % 3]).join("slurm.conf"))
+                .args(["-J", "steps-diag", "-n1", "-t1", "--", "srun", "-N1", "-n1"])
+                .args(["--input=none", "/bin/sh", "-c"])
+                .arg(format!("date +%s%N > {}", file.display()))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("salloc runs")
+        })
+        .collect();
+    for mut c in clients {
+        let _ = c.wait();
+    }
+    let mut last = 0u128;
+    for i in 0..k {
+        let t = std::fs::read_to_string(dir.join(format!("t.{i}"))).ok()?;
+        last = last.max(t.trim().parse().ok()?);
+    }
+    Some(last.saturating_sub(t0) as f64 / 1e6)
+}
+
+/// Part 2: k = 1, 3, 6 components round-robin over the rig's three clusters through their
+/// agents (`launch = "allocation"`), each sample paired with a sample of Slurm's floor for
+/// the same launches ([`floor`]), the two in alternating order, each at a random moment.
+fn slurm_part(coalloc: &str, base: &Path, barrier: &str, rig: &Path, reps: usize) {
+    let names = ["alpha", "beta", "gamma"];
+    let agent_site = "{ type = \"agent\" }";
+    let manager = |n: &str| {
+        format!(
+            "{{ type = \"slurm\", slurm_conf = \"{}\", launch = \"allocation\" }}",
+            rig.join(n).join("slurm.conf").display()
+        )
+    };
+    let s = Server::start(
+        coalloc,
+        &base.join("slurm"),
+        &config(&names.map(|n| (n, 32, agent_site))),
+    );
+    let _agents: Vec<Agent> = names
+        .iter()
+        .map(|n| agent(coalloc, &s, &base.join("slurm"), n, 32, &manager(n)))
+        .collect();
+    wait_links(&s, 3);
+    println!(
+        "\nSlurm sites through agents (launch = \"allocation\") beside Slurm's floor for the same launches, {reps} pairs of samples\n"
+    );
+    println!("| components | through agents: median ms (min-max) | floor: median ms (min-max) | over the floor: difference of medians ms | over the floor: median of paired differences ms | samples given up |");
+    println!("| ---: | --- | --- | ---: | ---: | ---: |");
+    let range = |v: &[f64]| {
+        let lo = v.iter().cloned().fold(f64::MAX, f64::min);
+        let hi = v.iter().cloned().fold(0.0, f64::max);
+        format!("{lo:.0}-{hi:.0}")
+    };
+    for k in [1usize, 3, 6] {
+        let comps: Vec<Value> = (0..k)
+            .map(|i| json!({"site": names[i % 3], "count": 1, "job_type": "single", "executable": barrier}))
+            .collect();
+        let job = json!({"kind": "ordered", "max_wall_time": "2m", "component": comps});
+        let (mut ours, mut floors, mut diffs, mut lost) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for i in 0..reps {
+            // A random moment on quiet clusters (bench/slurm.sh's SETTLE) before each.
+            let pause = |j: usize| {
+                let r =
+                    f64::from(std::process::id() as u16 ^ (j as u16).wrapping_mul(7919)) / 65536.0;
+                std::thread::sleep(Duration::from_secs_f64(0.3 + r));
+            };
+            let mut pair = [None, None];
+            for turn in 0..2 {
+                pause(2 * i + turn);
+                if (turn + i) % 2 == 0 {
+                    pair[0] = latency(&s, &job);
+                } else {
+                    pair[1] = floor(rig, &base.join("floor"), k);
+                }
+            }
+            match pair {
+                [Some(a), Some(b)] => {
+                    ours.push(a);
+                    floors.push(b);
+                    diffs.push(a - b);
+                }
+                _ => lost += 1,
+            }
+        }
+        let (ro, rf) = (range(&ours), range(&floors));
+        let (mo, mf) = (median(&mut ours), median(&mut floors));
+        println!(
+            "| {k} | {mo:.0} ({ro}) | {mf:.0} ({rf}) | {:+.0} | {:+.1} | {lost} |",
+            mo - mf,
+            median(&mut diffs)
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let coalloc = args
@@ -229,61 +344,14 @@ fn main() {
         .with_file_name("coalloc-barrier")
         .display()
         .to_string();
-    let agent_site = "{ type = \"agent\" }";
-    let names = ["alpha", "beta", "gamma"];
 
     // 1. The agent hop on local sites (`--slurm-only`: skipped).
     if !args.iter().any(|a| a == "--slurm-only") {
         hop(&coalloc, &base, &barrier, reps);
     }
-    // 2. Slurm sites through agents.
+    // 2. Slurm sites through agents, beside Slurm's floor.
     if let Some(rig) = slurm {
-        let manager = |n: &str| {
-            format!(
-                "{{ type = \"slurm\", slurm_conf = \"{}\", launch = \"allocation\" }}",
-                rig.join(n).join("slurm.conf").display()
-            )
-        };
-        let s = Server::start(
-            &coalloc,
-            &base.join("slurm"),
-            &config(&names.map(|n| (n, 32, agent_site))),
-        );
-        let _agents: Vec<Agent> = names
-            .iter()
-            .map(|n| agent(&coalloc, &s, &base.join("slurm"), n, 32, &manager(n)))
-            .collect();
-        wait_links(&s, 3);
-        println!(
-            "\nSlurm sites through agents (launch = \"allocation\"), {reps} samples of each\n"
-        );
-        println!("| components | through agents: median ms | min | max | samples given up |");
-        println!("| ---: | ---: | ---: | ---: | ---: |");
-        for k in [1usize, 3, 6] {
-            let comps: Vec<Value> = (0..k)
-                .map(|i| json!({"site": names[i % 3], "count": 1, "job_type": "single", "executable": barrier}))
-                .collect();
-            let job = json!({"kind": "ordered", "max_wall_time": "2m", "component": comps});
-            let (mut v, mut lost) = (Vec::new(), 0);
-            for i in 0..reps {
-                // A random moment on quiet clusters (bench/slurm.sh's SETTLE).
-                let r =
-                    f64::from(std::process::id() as u16 ^ (i as u16).wrapping_mul(7919)) / 65536.0;
-                std::thread::sleep(Duration::from_secs_f64(0.3 + r));
-                match latency(&s, &job) {
-                    Some(x) => v.push(x),
-                    None => lost += 1,
-                }
-            }
-            let (lo, hi) = (
-                v.iter().cloned().fold(f64::MAX, f64::min),
-                v.iter().cloned().fold(0.0, f64::max),
-            );
-            println!(
-                "| {k} | {:.0} | {lo:.0} | {hi:.0} | {lost} |",
-                median(&mut v)
-            );
-        }
+        slurm_part(&coalloc, &base, &barrier, &rig, reps);
     }
     let _ = std::fs::remove_dir_all(&base);
 }
