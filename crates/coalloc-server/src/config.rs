@@ -6,6 +6,8 @@
 //! ```toml
 //! [server]
 //! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
+//! socket = "/run/coalloc.sock"  # the Unix socket local users' CLI talks over, each known by
+//!                               # its uid (default: coalloc.sock in the state directory)
 //! monitor_interval = "200ms"    # how often each site's resource manager is polled
 //! sample_interval = "2s"        # surveillance log period while jobs are live (changes are
 //!                               # written at every monitor reading)
@@ -89,6 +91,7 @@ struct FileDoc {
 #[serde(deny_unknown_fields)]
 struct ServerDoc {
     bind: Option<String>,
+    socket: Option<String>,
     monitor_interval: Option<Scalar>,
     sample_interval: Option<Scalar>,
     barrier_hold: Option<Scalar>,
@@ -146,6 +149,9 @@ pub struct AgentListen {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub bind: String,
+    /// The Unix socket local clients talk over, identified by their uid (`server.socket`;
+    /// default `coalloc.sock` in the state directory).
+    pub socket: Option<std::path::PathBuf>,
     pub monitor_interval: Millis,
     pub sample_interval: Millis,
     /// How long a barrier check-in is held before it answers "waiting".
@@ -317,6 +323,7 @@ impl ServerConfig {
         Ok(ServerConfig {
             agents,
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
+            socket: s.socket.as_ref().map(Into::into),
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),

@@ -263,6 +263,30 @@ async fn agent_hub(
     Ok((Arc::new(hub), listener, tls))
 }
 
+/// Listen on the Unix socket at `path` (a stale socket file of a past run is replaced),
+/// open to every local user: the server tells them apart by their uid.
+fn listen_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let bind_err = |e| ServeError::Bind(path.display().to_string(), e);
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(bind_err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another server answers on this socket",
+            )));
+        }
+        std::fs::remove_file(path).map_err(bind_err)?;
+    }
+    let l = tokio::net::UnixListener::bind(path).map_err(bind_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(bind_err)?;
+    Ok(l)
+}
+
+/// A receiver of the server's stop signal.
+fn stopping_of(stop: &tokio::sync::watch::Sender<bool>) -> tokio::sync::watch::Receiver<bool> {
+    stop.subscribe()
+}
+
 /// A running server.
 pub struct Running {
     pub url: String,
@@ -296,6 +320,13 @@ pub async fn serve(
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let addr = bind.unwrap_or_else(|| config.bind.clone());
     let listener = listen(&addr, &state, "address").await?;
+    let socket_path = config
+        .socket
+        .clone()
+        .unwrap_or_else(|| state.root.join("coalloc.sock"));
+    let socket = listen_unix(&socket_path)?;
+    let users = crate::users::Users::open(state.root.join("users.json"))
+        .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let url = format!("http://{}", listener.local_addr()?);
     let agents = match &config.agents {
         Some(a) => Some(agent_hub(&config, a, &state).await?),
@@ -317,7 +348,7 @@ pub async fn serve(
         tx,
         driver: Some(thread),
     };
-    let info = serde_json::json!({ "url": url, "pid": std::process::id() });
+    let info = serde_json::json!({ "url": url, "pid": std::process::id(), "socket": socket_path });
     std::fs::write(state.server_file(), format!("{info}\n"))?;
     on_ready(&url);
     let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -328,10 +359,23 @@ pub async fn serve(
         stopping,
         hub,
         history: Arc::new(history),
+        users: Arc::new(users),
     });
     if let Some((hub, listener, tls)) = agents {
         tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));
     }
+    // The Unix socket: the same API, each connection's caller known by its peer's uid.
+    let mut socket_stop = stopping_of(&stop);
+    let local = tokio::spawn(std::future::IntoFuture::into_future(
+        axum::serve(
+            socket,
+            app.clone()
+                .into_make_service_with_connect_info::<crate::api::auth::PeerUid>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = socket_stop.wait_for(|s| *s).await;
+        }),
+    ));
     let shutdown = async move {
         shutdown.await;
         let _ = stop.send(true);
@@ -339,6 +383,8 @@ pub async fn serve(
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
+    let _ = local.await;
+    let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(state.server_file());
     running.stop();
     result.map_err(ServeError::Io)

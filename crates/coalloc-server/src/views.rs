@@ -3,9 +3,11 @@
 //! examples are generated from them (utoipa, [`crate::api::openapi`]).
 
 mod files;
+mod users;
 pub use files::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+pub use users::*;
 use utoipa::ToSchema;
 
 /// A refusal: every 4xx and 5xx answer.
