@@ -12,6 +12,7 @@
 //! - `slurm`: one independent Slurm cluster per site;
 //! - `gridengine`: one Grid Engine cell per site.
 
+pub mod accounts;
 #[cfg(test)]
 mod contract;
 pub mod files;
@@ -55,6 +56,12 @@ pub struct SubmitRequest {
     /// processes of one component append to the same files).
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// Run the component as this user (the job's owner; issue 20 item 6), when the server
+    /// runs as root with `run_as_owner = true`: the local backend sets the processes' uid
+    /// and gid, Slurm's sbatch gets `--uid`/`--gid` (root-only options). `None`: as the
+    /// server's own user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// What a resource manager says of one submitted component.

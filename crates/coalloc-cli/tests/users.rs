@@ -214,3 +214,40 @@ fn over_the_unix_socket_the_peer_uid_is_the_user() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an admin"));
 }
+
+#[test]
+fn with_run_as_owner_a_component_runs_as_its_jobs_owner() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let config = three_clusters([4, 4, 4], "policy = \"fcfs\"")
+        .replace("[server]\n", "[server]\nrun_as_owner = true\n");
+    let s = Server::start("run-as", &config);
+    let socket = s.dir.join("coalloc.sock");
+    let job = json!({ "kind": "unordered", "max_wall_time": "5m",
+        "component": [barrier_component(1, "", "id -u; id -g")] });
+    let job_file = s.dir.parent().unwrap().join("job.json");
+    std::fs::write(&job_file, job.to_string()).unwrap();
+    let out = cli(
+        &s,
+        &[("COALLOC_SOCKET", socket.to_str().unwrap())],
+        &["submit", "--parsable", job_file.to_str().unwrap()],
+    )
+    .uid(65534)
+    .gid(65534)
+    .output()
+    .unwrap();
+    let theirs: u64 = ok(out).trim().parse().unwrap();
+    let root_job = s.submit(&job);
+    for (id, want) in [(theirs, "65534\n65534\n"), (root_job, "0\n0\n")] {
+        s.wait_for(id, 60, "finished", |j| j["state"] == "finished");
+        let out = std::fs::read_to_string(s.dir.join(format!(
+            "output/{id}/0.L{}.out",
+            s.job(id)["components"][0]["launch"]
+        )))
+        .unwrap();
+        assert_eq!(out, want, "job {id}");
+    }
+}

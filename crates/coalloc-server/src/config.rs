@@ -8,6 +8,7 @@
 //! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
 //! socket = "/run/coalloc.sock"  # the Unix socket local users' CLI talks over, each known by
 //!                               # its uid (default: coalloc.sock in the state directory)
+//! run_as_owner = true           # components run as their job's owner (server runs as root)
 //! monitor_interval = "200ms"    # how often each site's resource manager is polled
 //! sample_interval = "2s"        # surveillance log period while jobs are live (changes are
 //!                               # written at every monitor reading)
@@ -92,6 +93,7 @@ struct FileDoc {
 struct ServerDoc {
     bind: Option<String>,
     socket: Option<String>,
+    run_as_owner: Option<bool>,
     monitor_interval: Option<Scalar>,
     sample_interval: Option<Scalar>,
     barrier_hold: Option<Scalar>,
@@ -152,6 +154,10 @@ pub struct ServerConfig {
     /// The Unix socket local clients talk over, identified by their uid (`server.socket`;
     /// default `coalloc.sock` in the state directory).
     pub socket: Option<std::path::PathBuf>,
+    /// Run each job's components as its owner (`server.run_as_owner`; the server must run
+    /// as root): the local backend sets their uid and gid, Slurm's sbatch gets `--uid` and
+    /// `--gid`. Refused with a Grid Engine site (qsub has no such option).
+    pub run_as_owner: bool,
     pub monitor_interval: Millis,
     pub sample_interval: Millis,
     /// How long a barrier check-in is held before it answers "waiting".
@@ -286,6 +292,22 @@ impl ServerConfig {
             .zip(&backends)
             .map(|(s, b)| provider_of(s, b))
             .collect::<Result<Vec<_>, _>>()?;
+        let s0 = &doc.server;
+        if s0.run_as_owner == Some(true) {
+            if let Some((site, _)) = sites
+                .iter()
+                .zip(&backends)
+                .find(|(_, b)| matches!(b, BackendKind::GridEngine(_)))
+            {
+                return Err(SpecError::invalid(
+                    "server.run_as_owner",
+                    format!(
+                        "site `{}` is a Grid Engine cell: qsub cannot submit as another user, so its components could not run as their owner",
+                        site.name
+                    ),
+                ));
+            }
+        }
         let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
             match v {
                 None => Ok(default),
@@ -324,6 +346,7 @@ impl ServerConfig {
             agents,
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
             socket: s.socket.as_ref().map(Into::into),
+            run_as_owner: s.run_as_owner.unwrap_or(false),
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),

@@ -31,6 +31,9 @@ pub enum ServeError {
     Start(#[from] StartError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The configuration asks for what this server cannot do here.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// What the server holds of one site: its resource manager and, for a cloud site, the
@@ -313,6 +316,12 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(&str),
 ) -> Result<(), ServeError> {
+    // SAFETY: geteuid has no preconditions.
+    if config.run_as_owner && unsafe { libc::geteuid() } != 0 {
+        return Err(ServeError::Refused(
+            "server.run_as_owner: components run as their owner only when the server runs as root (it sets their uid and gid, and sbatch's --uid is root's)".into(),
+        ));
+    }
     let state = StateDir::create(state_dir)
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let token = state

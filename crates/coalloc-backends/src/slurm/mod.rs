@@ -240,6 +240,7 @@ impl SlurmCluster {
         }
         a.extend(["-o".into(), script::output_path(&r.stdout, "stdout")?]);
         a.extend(["-e".into(), script::output_path(&r.stderr, "stderr")?]);
+        a.extend(script::owner_options(r));
         Ok(a)
     }
 }
@@ -250,6 +251,11 @@ impl Backend for SlurmCluster {
             return Err(BackendError::Rejected("count must be at least 1".into()));
         }
         if self.config.launch == Launch::Allocation {
+            if let Some(owner) = &r.owner {
+                return Err(BackendError::Rejected(format!(
+                    "components run as their owner (`{owner}`) with launch = \"batch\" only: salloc has no --uid"
+                )));
+            }
             return alloc::submit(self, r);
         }
         let reject = |e: script::ScriptError| BackendError::Rejected(e.to_string());

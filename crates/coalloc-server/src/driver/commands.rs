@@ -171,6 +171,15 @@ impl Driver {
             wall_time_ms: s.wall_time,
             stdout,
             stderr,
+            owner: self
+                .config
+                .run_as_owner
+                .then(|| {
+                    self.core
+                        .job(s.job)
+                        .and_then(|j| j.job.user().map(str::to_owned))
+                })
+                .flatten(),
         };
         // RSL's scratch_dir: where the site makes the launch's $(SCRATCH_DIRECTORY).
         let scratch_dir = s.spec.attributes().iter().rev().find_map(|a| {
