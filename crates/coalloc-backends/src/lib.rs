@@ -148,6 +148,14 @@ pub trait Backend: Send + Sync {
     fn query_when_unhealthy(&self) -> bool {
         false
     }
+    /// Preempt local jobs (other users' work, not coalloc's) until `processors` more are
+    /// free, for a global job at its deadline (seed 001 §2.2, GP); returns how many were
+    /// freed. The default cannot: a server refuses at startup to run GP with such a site.
+    fn kill_local(&self, processors: u32) -> Result<u32, BackendError> {
+        Err(BackendError::Rejected(format!(
+            "this site cannot preempt local jobs (asked to free {processors} processors)"
+        )))
+    }
     /// Cancel whatever a submission of launch `launch` (component `component` of job `job`)
     /// left at the resource manager, for a submission whose answer the server never
     /// recorded: it stopped (a crash, `kill -9`) after sending it. A restart calls this for

@@ -39,9 +39,11 @@
 //! # period, uniformly on [background, background_max].
 //! ```
 
+mod checks;
 mod gridengine;
 
 use coalloc_backends::gridengine::GridEngineConfig;
+use coalloc_backends::slurm::preempt::Preempt;
 use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -123,6 +125,9 @@ pub enum BackendKind {
         partition: Option<String>,
         /// `batch` (sbatch) or `allocation` (salloc + srun).
         launch: Launch,
+        /// The local jobs GP may preempt (`preempt_partition`, `preempt_qos`,
+        /// `preempt_action = "requeue" | "cancel"`).
+        preempt: Option<Preempt>,
     },
     /// A site reached through its agent (`coalloc agent` on its login node), which runs the
     /// site's own backend there.
@@ -292,22 +297,8 @@ impl ServerConfig {
             .zip(&backends)
             .map(|(s, b)| provider_of(s, b))
             .collect::<Result<Vec<_>, _>>()?;
-        let s0 = &doc.server;
-        if s0.run_as_owner == Some(true) {
-            if let Some((site, _)) = sites
-                .iter()
-                .zip(&backends)
-                .find(|(_, b)| matches!(b, BackendKind::GridEngine(_)))
-            {
-                return Err(SpecError::invalid(
-                    "server.run_as_owner",
-                    format!(
-                        "site `{}` is a Grid Engine cell: qsub cannot submit as another user, so its components could not run as their owner",
-                        site.name
-                    ),
-                ));
-            }
-        }
+        checks::gp_preempts_everywhere(&scheduler, &sites, &backends)?;
+        checks::run_as_owner_everywhere(doc.server.run_as_owner == Some(true), &sites, &backends)?;
         let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
             match v {
                 None => Ok(default),
@@ -401,6 +392,9 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "cluster",
             "partition",
             "launch",
+            "preempt_partition",
+            "preempt_qos",
+            "preempt_action",
             "provider",
             "lease_program",
             "release_program",
@@ -457,11 +451,28 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
                     )
                 })?,
             };
+            let (partition, qos) = (get("preempt_partition"), get("preempt_qos"));
+            let requeue = match get("preempt_action").as_deref() {
+                None | Some("requeue") => true,
+                Some("cancel") => false,
+                Some(other) => {
+                    return Err(SpecError::invalid(
+                        field("preempt_action"),
+                        format!("unknown action `{other}` (known: requeue, cancel)"),
+                    ))
+                }
+            };
+            let preempt = (partition.is_some() || qos.is_some()).then_some(Preempt {
+                partition,
+                qos,
+                requeue,
+            });
             BackendKind::Slurm {
                 conf,
                 cluster,
                 partition: get("partition"),
                 launch,
+                preempt,
             }
         }
         _ => {

@@ -164,12 +164,14 @@ pub fn backend_for(
             cluster,
             partition,
             launch,
+            preempt,
         } => {
             let mut c = SlurmConfig::new(site.name.clone());
             c.launch = *launch;
             c.slurm_conf = conf.as_ref().map(Into::into);
             c.cluster = cluster.clone();
             c.partition = partition.clone();
+            c.preempt = preempt.clone();
             c.name_tag = Some(parts.name_tag);
             Ok(Arc::new(SlurmCluster::new(c)))
         }

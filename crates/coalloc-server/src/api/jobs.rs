@@ -398,10 +398,9 @@ async fn visible(
     if caller.admin {
         return true;
     }
-    let Some(job) = serde_json::from_str::<StreamEvent>(text)
-        .ok()
-        .and_then(|e| e.job)
-    else {
+    // Any event that names a job is checked, whatever else it holds.
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let Some(job) = v.get("job").and_then(serde_json::Value::as_u64) else {
         return true;
     };
     let known = owners.lock().ok().and_then(|o| o.get(&job).copied());

@@ -39,11 +39,13 @@ impl Driver {
                     to,
                     ..
                 } => self.start_transfer(transfer.0, job, component, from, to),
+                // GP (seed 001 §2.2): the configuration was checked at startup, every site
+                // can preempt its local jobs.
                 Command::KillLocal { site, processors } => {
-                    tracing::info!(
-                        site,
-                        processors,
-                        "KillLocal ignored: the server never kills other users' jobs"
+                    self.workers[site].kill_local(processors);
+                    let name = &self.config.sites[site].name;
+                    self.emit(
+                        json!({"event": "local_preempted", "site": name, "processors": processors}),
                     );
                 }
                 Command::Notify(n) => self.notice(n),
