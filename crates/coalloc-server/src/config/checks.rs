@@ -106,10 +106,7 @@ mod tests {
             "{local}{ge}[scheduler]\npolicy = \"rpp\"\n[scheduler.rpp]\npriority = \"lp\"\n"
         ))
         .unwrap();
-        let e = refusal(&format!(
-            "{}",
-            slurm(", preempt_qos = \"q\", preempt_action = \"kill\"")
-        ));
+        let e = refusal(&slurm(", preempt_qos = \"q\", preempt_action = \"kill\""));
         assert!(
             e.contains("unknown action `kill` (known: requeue, cancel)"),
             "{e}"
