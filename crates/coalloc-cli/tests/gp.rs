@@ -49,3 +49,48 @@ fn at_its_deadline_a_gp_job_preempts_the_local_load_and_starts() {
         s.log()
     );
 }
+
+/// On the Slurm rig (skipped unless `COALLOC_SLURM_RIG` is set): another user's job fills
+/// every cluster but 4 CPUs; a GP job of two 16-CPU components cannot start until, at its
+/// deadline, the local jobs of the preemptible partition on the sites it is placed on are
+/// cancelled (`preempt_action = "cancel"`); the one on the site it does not use runs on.
+#[test]
+fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
+    let Some(sc) = common::slurm::Scenario::begin("gp-slurm") else {
+        return;
+    };
+    let rig = &sc.rig;
+    let config = rig
+        .config(GP.trim_start_matches("[scheduler]\n"))
+        .replace(
+            "launch = \"batch\" }",
+            "launch = \"batch\", preempt_partition = \"main\", preempt_action = \"cancel\" }",
+        );
+    let s = Server::start("gp-slurm", &config);
+    let mut loads = Vec::new();
+    for (i, c) in rig.clusters.iter().enumerate() {
+        let n = (c.cpus - 4).to_string();
+        let id = rig.slurm(
+            i,
+            "sbatch",
+            &["--parsable", "-J", "someone-else", "-n", &n, "-o", "/dev/null", "--wrap", "sleep 600"],
+        );
+        loads.push(id);
+        common::server::wait_site(&s, &c.name, 20, "loaded", |v| v["idle"] == 4);
+    }
+    let deadline = now_s() + 3;
+    let job = json!({ "kind": "unordered", "max_wall_time": "5m", "deadline": deadline,
+        "component": [barrier_component(16, "", "true"), barrier_component(16, "", "true")] });
+    let id = s.submit(&job);
+    let j = s.wait_ended(id, 90);
+    assert_eq!(j["state"], "finished", "{j}");
+    let used: Vec<String> = common::server::component_sites(&j);
+    for (i, c) in rig.clusters.iter().enumerate() {
+        let running = rig
+            .active_jobs(i)
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with(&format!("{}|RUNNING|", loads[i])));
+        assert_eq!(running, !used.contains(&c.name), "{}: {j}", c.name);
+    }
+}
