@@ -60,12 +60,10 @@ fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
         return;
     };
     let rig = &sc.rig;
-    let config = rig
-        .config(GP.trim_start_matches("[scheduler]\n"))
-        .replace(
-            "launch = \"batch\" }",
-            "launch = \"batch\", preempt_partition = \"main\", preempt_action = \"cancel\" }",
-        );
+    let config = rig.config(GP.trim_start_matches("[scheduler]\n")).replace(
+        "launch = \"batch\" }",
+        "launch = \"batch\", preempt_partition = \"main\", preempt_action = \"cancel\" }",
+    );
     let s = Server::start("gp-slurm", &config);
     let mut loads = Vec::new();
     for (i, c) in rig.clusters.iter().enumerate() {
@@ -73,7 +71,17 @@ fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
         let id = rig.slurm(
             i,
             "sbatch",
-            &["--parsable", "-J", "someone-else", "-n", &n, "-o", "/dev/null", "--wrap", "sleep 600"],
+            &[
+                "--parsable",
+                "-J",
+                "someone-else",
+                "-n",
+                &n,
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
         );
         loads.push(id);
         common::server::wait_site(&s, &c.name, 20, "loaded", |v| v["idle"] == 4);

@@ -251,3 +251,41 @@ fn with_run_as_owner_a_component_runs_as_its_jobs_owner() {
         assert_eq!(out, want, "job {id}");
     }
 }
+
+/// On the Slurm rig (skipped unless `COALLOC_SLURM_RIG` is set; needs root): with
+/// `run_as_owner`, sbatch gets `--uid`/`--gid` and the component runs as its job's owner.
+#[test]
+fn on_slurm_with_run_as_owner_a_component_runs_as_its_jobs_owner() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let Some(sc) = common::slurm::Scenario::begin("run-as-slurm") else {
+        return;
+    };
+    let config = sc
+        .rig
+        .config("policy = \"fcfs\"")
+        .replace("[server]\n", "[server]\nrun_as_owner = true\n");
+    let s = Server::start("run-as-slurm", &config);
+    let socket = s.dir.join("coalloc.sock");
+    let mut comp = barrier_component(1, "", "id -u; id -g");
+    comp["directory"] = json!("/tmp");
+    let job = json!({ "kind": "unordered", "max_wall_time": "5m", "component": [comp] });
+    let job_file = s.dir.parent().unwrap().join("job.json");
+    std::fs::write(&job_file, job.to_string()).unwrap();
+    let out = cli(
+        &s,
+        &[("COALLOC_SOCKET", socket.to_str().unwrap())],
+        &["submit", "--parsable", job_file.to_str().unwrap()],
+    )
+    .uid(65534)
+    .gid(65534)
+    .output()
+    .unwrap();
+    let id: u64 = ok(out).trim().parse().unwrap();
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    assert_eq!(s.output(id, 0), "65534\n65534\n");
+}
