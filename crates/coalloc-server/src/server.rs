@@ -1,5 +1,7 @@
 //! Putting the server together: the state directory, the backends of the configured sites,
-//! the driver thread, the HTTP listener, and `server.json` so that clients find it.
+//! the driver thread, the HTTP listener, the Unix socket local users' clients talk over
+//! (their uid is who they are; see [`crate::users`]), and `server.json` so that clients
+//! find it.
 
 use crate::api::{router, AppState};
 use crate::config::{AgentListen, BackendKind, ProviderKind, ServerConfig};
@@ -287,11 +289,6 @@ fn listen_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
     Ok(l)
 }
 
-/// A receiver of the server's stop signal.
-fn stopping_of(stop: &tokio::sync::watch::Sender<bool>) -> tokio::sync::watch::Receiver<bool> {
-    stop.subscribe()
-}
-
 /// A running server.
 pub struct Running {
     pub url: String,
@@ -335,7 +332,14 @@ pub async fn serve(
         .socket
         .clone()
         .unwrap_or_else(|| state.root.join("coalloc.sock"));
-    let socket = listen_unix(&socket_path)?;
+    // A socket's path holds at most 107 bytes: a deep state directory goes without the
+    // default one (with a warning); a configured one must work.
+    let socket = if config.socket.is_none() && socket_path.as_os_str().len() > 107 {
+        tracing::warn!(path = %socket_path.display(), "the state directory's path is too long for a Unix socket: no local socket (set server.socket)");
+        None
+    } else {
+        Some(listen_unix(&socket_path)?)
+    };
     let users = crate::users::Users::open(state.root.join("users.json"))
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let url = format!("http://{}", listener.local_addr()?);
@@ -359,7 +363,8 @@ pub async fn serve(
         tx,
         driver: Some(thread),
     };
-    let info = serde_json::json!({ "url": url, "pid": std::process::id(), "socket": socket_path });
+    let info = serde_json::json!({ "url": url, "pid": std::process::id(),
+        "socket": socket.as_ref().map(|_| &socket_path) });
     std::fs::write(state.server_file(), format!("{info}\n"))?;
     on_ready(&url);
     let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -376,17 +381,19 @@ pub async fn serve(
         tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));
     }
     // The Unix socket: the same API, each connection's caller known by its peer's uid.
-    let mut socket_stop = stopping_of(&stop);
-    let local = tokio::spawn(std::future::IntoFuture::into_future(
-        axum::serve(
-            socket,
-            app.clone()
-                .into_make_service_with_connect_info::<crate::api::auth::PeerUid>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = socket_stop.wait_for(|s| *s).await;
-        }),
-    ));
+    let local = socket.map(|socket| {
+        let mut socket_stop = stop.subscribe();
+        tokio::spawn(std::future::IntoFuture::into_future(
+            axum::serve(
+                socket,
+                app.clone()
+                    .into_make_service_with_connect_info::<crate::api::auth::PeerUid>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = socket_stop.wait_for(|s| *s).await;
+            }),
+        ))
+    });
     let shutdown = async move {
         shutdown.await;
         let _ = stop.send(true);
@@ -394,8 +401,10 @@ pub async fn serve(
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
-    let _ = local.await;
-    let _ = std::fs::remove_file(&socket_path);
+    if let Some(local) = local {
+        let _ = local.await;
+        let _ = std::fs::remove_file(&socket_path);
+    }
     let _ = std::fs::remove_file(state.server_file());
     running.stop();
     result.map_err(ServeError::Io)
