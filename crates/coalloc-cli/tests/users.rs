@@ -250,6 +250,13 @@ fn with_run_as_owner_a_component_runs_as_its_jobs_owner() {
         .unwrap();
         assert_eq!(out, want, "job {id}");
     }
+    // The owner's output folder is theirs alone.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(s.dir.join(format!("output/{theirs}"))).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.permissions().mode() & 0o777),
+        (65534, 0o700)
+    );
 }
 
 /// On the Slurm rig (skipped unless `COALLOC_SLURM_RIG` is set; needs root): with

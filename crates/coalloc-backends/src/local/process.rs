@@ -306,6 +306,9 @@ pub(super) fn start(
     // `None` also when no launcher could be reached (the link says so once): nothing was
     // asked of any, so the wrapper starts the launch.
     let run_as = run_as(r)?;
+    if run_as.is_some() {
+        crate::run::make_output_dirs(r);
+    }
     let started = link.and_then(|link| through_launcher(r, run_as, link).ok());
     let (child, pgid) = match started {
         Some(Started {
