@@ -5,10 +5,11 @@
 //! starting, checking in and finishing at once. Any body gives a refusal or a job that ends,
 //! never a panic.
 #![no_main]
-use coalloc_core::model::Site;
-use coalloc_core::scheduler::{Command, Event, Scheduler, SchedulerConfig};
+use coalloc_core::scheduler::Event;
 use coalloc_core::spec::{parse_job, Format};
 use libfuzzer_sys::fuzz_target;
+
+mod drive;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
@@ -21,51 +22,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(job) = parse_job(text, format) else {
         return;
     };
-    let sites = vec![
-        Site::cluster("alpha", 16),
-        Site::cluster("beta", 16),
-        Site::cluster("gamma", 16),
-    ];
-    let mut s = Scheduler::new(SchedulerConfig::served(), sites);
-    let mut now = 0;
-    if s.handle(now, Event::Submit(Box::new(job))).is_err() {
+    let mut s = drive::served();
+    if s.handle(0, Event::Submit(Box::new(job))).is_err() {
         return;
     }
-    // Launches started and not yet finished or cancelled, with their job.
-    let mut running = Vec::new();
-    for _ in 0..64 {
-        let mut events = Vec::new();
-        while let Some(c) = s.poll_command() {
-            match c {
-                Command::StartComponent(st) => {
-                    running.push((st.job, st.launch));
-                    events.push(Event::ComponentStarted { launch: st.launch });
-                    events.push(Event::ComponentReady { launch: st.launch });
-                }
-                Command::CancelComponent { launch, .. } => running.retain(|r| r.1 != launch),
-                Command::ReleaseBarrier { job } => {
-                    for (_, launch) in running.iter().filter(|r| r.0 == job) {
-                        events.push(Event::ComponentFinished { launch: *launch });
-                    }
-                    running.retain(|r| r.0 != job);
-                }
-                Command::StartTransfer { transfer, .. } => {
-                    events.push(Event::TransferDone { transfer, ok: true })
-                }
-                _ => {}
-            }
-        }
-        if events.is_empty() {
-            match s.next_wakeup() {
-                Some(t) if t > now => {
-                    now = t;
-                    let _ = s.handle(now, Event::Tick);
-                }
-                _ => return,
-            }
-        }
-        for e in events {
-            let _ = s.handle(now, e);
-        }
-    }
+    drive::run(&mut s, 0, |s, now, job| {
+        let _ = s.handle(now, Event::Commit { job });
+    });
 });

@@ -12,6 +12,7 @@
 //! - `slurm`: one independent Slurm cluster per site;
 //! - `gridengine`: one Grid Engine cell per site.
 
+pub mod accounts;
 #[cfg(test)]
 mod contract;
 pub mod files;
@@ -55,6 +56,12 @@ pub struct SubmitRequest {
     /// processes of one component append to the same files).
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// Run the component as this user (the job's owner; issue 20 item 6), when the server
+    /// runs as root with `run_as_owner = true`: the local backend sets the processes' uid
+    /// and gid, Slurm's sbatch gets `--uid`/`--gid` (root-only options). `None`: as the
+    /// server's own user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// What a resource manager says of one submitted component.
@@ -140,6 +147,14 @@ pub trait Backend: Send + Sync {
     /// from what it knows (and, past its grace period, that its launches are lost).
     fn query_when_unhealthy(&self) -> bool {
         false
+    }
+    /// Preempt local jobs (other users' work, not coalloc's) until `processors` more are
+    /// free, for a global job at its deadline (seed 001 §2.2, GP); returns how many were
+    /// freed. The default cannot: a server refuses at startup to run GP with such a site.
+    fn kill_local(&self, processors: u32) -> Result<u32, BackendError> {
+        Err(BackendError::Rejected(format!(
+            "this site cannot preempt local jobs (asked to free {processors} processors)"
+        )))
     }
     /// Cancel whatever a submission of launch `launch` (component `component` of job `job`)
     /// left at the resource manager, for a submission whose answer the server never

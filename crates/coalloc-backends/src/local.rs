@@ -393,6 +393,16 @@ impl Backend for LocalCluster {
         })
     }
 
+    /// The other users' load is preempted: up to `processors` of its slots are released
+    /// (a varying load draws again at its next period, as other users come back).
+    fn kill_local(&self, processors: u32) -> Result<u32, BackendError> {
+        let mut inner = self.shared.lock();
+        let freed = processors.min(inner.background);
+        inner.background -= freed;
+        self.shared.start_queued(&mut inner);
+        Ok(freed)
+    }
+
     /// Launches start one after another under the cluster's lock anyway.
     fn submits_in_parallel(&self) -> bool {
         false

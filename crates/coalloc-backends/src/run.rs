@@ -148,9 +148,17 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<String> {
 /// the local backend does. Best effort: the paths are the cluster's (this machine's on the
 /// rigs, else a shared filesystem), and the resource manager reports a job it cannot start.
 pub(crate) fn make_output_dirs(r: &SubmitRequest) {
+    // A component run as its job's owner writes there itself: the job's folder is theirs,
+    // and theirs alone (mode 0700: other users do not read it with `coalloc logs`).
+    let owner = r.owner.as_deref().and_then(crate::accounts::user_ids);
     for file in [&r.stdout, &r.stderr] {
         if let Some(parent) = file.parent() {
             let _ = std::fs::create_dir_all(parent);
+            if let Some((uid, gid)) = owner {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::os::unix::fs::chown(parent, Some(uid), Some(gid));
+                let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod rig;
 
+use coalloc_backends::slurm::preempt::Preempt;
 use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use rig::{
@@ -239,5 +240,50 @@ fn load_counts_other_users_jobs() {
             total: before.total,
             other: 5
         }
+    );
+}
+
+/// GP (seed 001 §2.2): preempting local jobs of the preemptible partition, newest first,
+/// requeued; coalloc's own job is left alone; without a preemptible partition, refused.
+#[test]
+fn kill_local_requeues_the_newest_local_jobs_of_the_preemptible_partition() {
+    let Some(rig) = Rig::get("kill_local") else {
+        return;
+    };
+    let _quiet = QUIET.write().unwrap_or_else(|e| e.into_inner());
+    let i = 1;
+    let dir = out_dir("kill_local");
+    let plain = rig.backend(i);
+    let refused = plain.kill_local(4).unwrap_err().to_string();
+    assert!(
+        refused.contains("no preemptible partition or QOS"),
+        "{refused}"
+    );
+    let b = SlurmCluster::new(SlurmConfig {
+        preempt: Some(Preempt {
+            partition: Some("main".into()),
+            qos: None,
+            requeue: true,
+        }),
+        ..plain.config().clone()
+    });
+    let older = rig.foreign_job(i, "4", 120);
+    thread::sleep(Duration::from_millis(1100));
+    let newer = rig.foreign_job(i, "3", 120);
+    let ours = b
+        .submit(&request(&dir, 30, 2, 1, "/bin/sleep", &["120"]))
+        .unwrap();
+    until_running(&b, &ours);
+    // 2 CPUs asked: the newest local job (3 CPUs) goes, the older one and ours stay.
+    assert_eq!(b.kill_local(2).unwrap(), 3);
+    let state = |id: &str| rig.slurm(i, "squeue", &["-h", "-j", id, "-o", "%T"]);
+    let requeued = state(&newer);
+    let (older_state, ours_state) = (state(&older), state(&ours));
+    rig.slurm(i, "scancel", &[&older, &newer]);
+    b.cancel(&ours).unwrap();
+    assert_ne!(requeued, "RUNNING", "the newer local job was requeued");
+    assert_eq!(
+        (older_state.as_str(), ours_state.as_str()),
+        ("RUNNING", "RUNNING")
     );
 }

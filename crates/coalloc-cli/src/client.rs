@@ -1,6 +1,12 @@
 //! The client side of the server's HTTP API: finds the server through its state directory
 //! (`--state-dir`, else `COALLOC_STATE_DIR`, else `~/.coalloc`; the way HyperQueue's server
-//! directory works) and talks to it with the token kept there.
+//! directory works) and talks to it, as the first of these that applies (issue 20 item 6):
+//!
+//! 1. `COALLOC_SOCKET=PATH`: over that Unix socket, the server knowing the caller by uid;
+//! 2. `COALLOC_TOKEN=TOKEN` (a token `coalloc user add` issued): over HTTP to `COALLOC_URL`,
+//!    else the state directory's server;
+//! 3. the state directory's `token`, when this user may read it (the admin): over HTTP;
+//! 4. the server's Unix socket (`server.json`'s `socket`, else `DIR/coalloc.sock`).
 
 use crate::error::CliError;
 use clap::Args;
@@ -36,7 +42,10 @@ pub fn resolve_state_dir(given: Option<PathBuf>) -> PathBuf {
 
 /// A connection to a running server.
 pub struct Client {
+    /// Where requests go (`http://localhost` on the Unix socket).
     pub url: String,
+    /// The Unix socket, when requests go over it.
+    socket: Option<PathBuf>,
     token: String,
     agent: ureq::Agent,
 }
@@ -55,27 +64,70 @@ impl Client {
                 dir.display()
             ))
         };
-        let info = std::fs::read_to_string(dir.join("server.json")).map_err(|_| not_running())?;
-        let info: Value = serde_json::from_str(&info).map_err(|_| not_running())?;
-        let url = info["url"].as_str().ok_or_else(not_running)?.to_string();
-        let token = std::fs::read_to_string(dir.join("token"))
-            .map_err(|e| CliError::bad(format!("{}: {e}", dir.join("token").display())))?
-            .trim()
-            .to_string();
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .new_agent();
-        Ok(Client { url, token, agent })
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let info = || -> Result<Value, CliError> {
+            let text =
+                std::fs::read_to_string(dir.join("server.json")).map_err(|_| not_running())?;
+            serde_json::from_str(&text).map_err(|_| not_running())
+        };
+        let config = || {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(60)))
+                .build()
+        };
+        let over_socket = |path: PathBuf| Client {
+            url: "http://localhost".into(),
+            agent: crate::unix_http::agent(path.clone(), config()),
+            socket: Some(path),
+            token: String::new(),
+        };
+        if let Some(path) = env("COALLOC_SOCKET") {
+            return Ok(over_socket(path.into()));
+        }
+        let token = match env("COALLOC_TOKEN") {
+            Some(t) => Some(t),
+            None => std::fs::read_to_string(dir.join("token"))
+                .ok()
+                .map(|t| t.trim().to_string()),
+        };
+        let Some(token) = token else {
+            let socket = info()
+                .ok()
+                .and_then(|v| v["socket"].as_str().map(PathBuf::from))
+                .unwrap_or_else(|| dir.join("coalloc.sock"));
+            if !socket.exists() {
+                return Err(not_running());
+            }
+            return Ok(over_socket(socket));
+        };
+        let url = match env("COALLOC_URL") {
+            Some(u) => u.trim_end_matches('/').to_string(),
+            None => info()?["url"].as_str().ok_or_else(not_running)?.to_string(),
+        };
+        Ok(Client {
+            url,
+            socket: None,
+            token,
+            agent: config().new_agent(),
+        })
+    }
+
+    /// Where the server is, for messages.
+    pub fn place(&self) -> String {
+        match &self.socket {
+            Some(p) => format!("unix:{}", p.display()),
+            None => self.url.clone(),
+        }
     }
 
     fn answer(
         &self,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<Value, CliError> {
-        let mut r =
-            r.map_err(|e| CliError::bad(format!("cannot reach the server at {}: {e}", self.url)))?;
+        let mut r = r.map_err(|e| {
+            CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
+        })?;
         let status = r.status().as_u16();
         let text = r
             .body_mut()
@@ -146,17 +198,22 @@ impl Client {
     /// A long-lived GET (the event stream): the answer's body as it comes, with no overall
     /// time limit.
     pub fn stream(&self, path: &str) -> Result<impl std::io::BufRead, CliError> {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
-            .build()
-            .new_agent();
+            .build();
+        let agent = match &self.socket {
+            Some(p) => crate::unix_http::agent(p.clone(), config),
+            None => config.new_agent(),
+        };
         let r = agent
             .get(format!("{}{path}", self.url))
             .header("Authorization", format!("Bearer {}", self.token))
             .header("Accept", "text/event-stream")
             .call()
-            .map_err(|e| CliError::bad(format!("cannot reach the server at {}: {e}", self.url)))?;
+            .map_err(|e| {
+                CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
+            })?;
         if r.status().as_u16() >= 400 {
             return self
                 .answer(Ok(r))

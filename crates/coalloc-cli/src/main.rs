@@ -24,6 +24,8 @@ mod sim_cmd;
 mod table;
 mod trace_cmd;
 mod txn_cmd;
+mod unix_http;
+mod user_cmd;
 mod watch_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -131,6 +133,11 @@ enum Command {
     /// `coalloc site drain|down|resume NAME --reason TEXT` takes one out or puts it back.
     #[command(subcommand)]
     Site(agent_cmd::SiteCommand),
+    /// Manage users (the admin): `coalloc user add NAME [--admin]` issues a token, `ls`
+    /// lists them, `rm NAME` takes one back. Local users need none: the CLI talks over the
+    /// server's Unix socket and the server knows them by their uid.
+    #[command(subcommand)]
+    User(user_cmd::UserCommand),
     /// Run a site agent on a site's login node: it runs the site's resource manager's
     /// commands for the server, which it reaches over one outbound TLS link, and relays its
     /// components' barrier and rendezvous calls. The site opens no inbound port.
@@ -205,6 +212,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Logs(args) => jobs_cmd::logs(args),
         Command::File(cmd) => file_cmd::run(cmd),
         Command::Site(cmd) => agent_cmd::site(cmd),
+        Command::User(cmd) => user_cmd::run(cmd),
         Command::Agent(args) => agent_cmd::agent(args),
         Command::Watch(args) => watch_cmd::run(args),
         Command::Events(args) => events_cmd::run(args),

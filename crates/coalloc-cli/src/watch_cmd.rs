@@ -32,7 +32,7 @@ pub fn frame(client: &Client) -> Result<(String, bool), CliError> {
     });
     let text = format!(
         "coalloc at {}\n\n{}\n{}",
-        client.url,
+        client.place(),
         sites_table(&sites["sites"]),
         jobs_table(&jobs["jobs"])
     );

@@ -6,6 +6,9 @@
 //! ```toml
 //! [server]
 //! bind = "127.0.0.1:0"          # port 0: any free port, written to the state directory
+//! socket = "/run/coalloc.sock"  # the Unix socket local users' CLI talks over, each known by
+//!                               # its uid (default: coalloc.sock in the state directory)
+//! run_as_owner = true           # components run as their job's owner (server runs as root)
 //! monitor_interval = "200ms"    # how often each site's resource manager is polled
 //! sample_interval = "2s"        # surveillance log period while jobs are live (changes are
 //!                               # written at every monitor reading)
@@ -36,9 +39,11 @@
 //! # period, uniformly on [background, background_max].
 //! ```
 
+mod checks;
 mod gridengine;
 
 use coalloc_backends::gridengine::GridEngineConfig;
+use coalloc_backends::slurm::preempt::Preempt;
 use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -89,6 +94,8 @@ struct FileDoc {
 #[serde(deny_unknown_fields)]
 struct ServerDoc {
     bind: Option<String>,
+    socket: Option<String>,
+    run_as_owner: Option<bool>,
     monitor_interval: Option<Scalar>,
     sample_interval: Option<Scalar>,
     barrier_hold: Option<Scalar>,
@@ -118,6 +125,9 @@ pub enum BackendKind {
         partition: Option<String>,
         /// `batch` (sbatch) or `allocation` (salloc + srun).
         launch: Launch,
+        /// The local jobs GP may preempt (`preempt_partition`, `preempt_qos`,
+        /// `preempt_action = "requeue" | "cancel"`).
+        preempt: Option<Preempt>,
     },
     /// A site reached through its agent (`coalloc agent` on its login node), which runs the
     /// site's own backend there.
@@ -146,6 +156,13 @@ pub struct AgentListen {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub bind: String,
+    /// The Unix socket local clients talk over, identified by their uid (`server.socket`;
+    /// default `coalloc.sock` in the state directory).
+    pub socket: Option<std::path::PathBuf>,
+    /// Run each job's components as its owner (`server.run_as_owner`; the server must run
+    /// as root): the local backend sets their uid and gid, Slurm's sbatch gets `--uid` and
+    /// `--gid`. Refused with a Grid Engine site (qsub has no such option).
+    pub run_as_owner: bool,
     pub monitor_interval: Millis,
     pub sample_interval: Millis,
     /// How long a barrier check-in is held before it answers "waiting".
@@ -280,6 +297,8 @@ impl ServerConfig {
             .zip(&backends)
             .map(|(s, b)| provider_of(s, b))
             .collect::<Result<Vec<_>, _>>()?;
+        checks::gp_preempts_everywhere(&scheduler, &sites, &backends)?;
+        checks::run_as_owner_everywhere(doc.server.run_as_owner == Some(true), &sites, &backends)?;
         let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
             match v {
                 None => Ok(default),
@@ -317,6 +336,8 @@ impl ServerConfig {
         Ok(ServerConfig {
             agents,
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
+            socket: s.socket.as_ref().map(Into::into),
+            run_as_owner: s.run_as_owner.unwrap_or(false),
             monitor_interval: dur("monitor_interval", &s.monitor_interval, 200)?.max(10),
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
@@ -371,6 +392,9 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "cluster",
             "partition",
             "launch",
+            "preempt_partition",
+            "preempt_qos",
+            "preempt_action",
             "provider",
             "lease_program",
             "release_program",
@@ -427,11 +451,28 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
                     )
                 })?,
             };
+            let (partition, qos) = (get("preempt_partition"), get("preempt_qos"));
+            let requeue = match get("preempt_action").as_deref() {
+                None | Some("requeue") => true,
+                Some("cancel") => false,
+                Some(other) => {
+                    return Err(SpecError::invalid(
+                        field("preempt_action"),
+                        format!("unknown action `{other}` (known: requeue, cancel)"),
+                    ))
+                }
+            };
+            let preempt = (partition.is_some() || qos.is_some()).then_some(Preempt {
+                partition,
+                qos,
+                requeue,
+            });
             BackendKind::Slurm {
                 conf,
                 cluster,
                 partition: get("partition"),
                 launch,
+                preempt,
             }
         }
         _ => {

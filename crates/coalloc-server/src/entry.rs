@@ -2,9 +2,10 @@
 //! driver's own bookkeeping that a restart needs (which resource-manager handle a launch got,
 //! the rendezvous store's values).
 
-use coalloc_core::model::{Component, Job};
+use coalloc_core::model::Job;
 use coalloc_core::scheduler::sites::SiteControl;
 use coalloc_core::scheduler::{Edit, Event, Fault, LaunchId};
+use coalloc_core::spec::edit::one_component;
 use coalloc_core::spec::native;
 use serde::{Deserialize, Serialize};
 
@@ -171,7 +172,11 @@ impl Entry {
                 index,
                 component,
             } => {
-                let comp = component.as_deref().map(one_component).transpose()?;
+                let comp = component
+                    .as_deref()
+                    .map(one_component)
+                    .transpose()
+                    .map_err(|e| e.to_string())?;
                 let edit = match (op, comp) {
                     (EditOp::Delete, _) => Edit::Delete(*index),
                     (EditOp::Add, Some(c)) => Edit::Add(c),
@@ -254,15 +259,6 @@ impl Entry {
                 present: false,
             },
         }))
-    }
-}
-
-/// The one component of a native JSON job text.
-pub fn one_component(text: &str) -> Result<Component, String> {
-    let job = native::from_json(text).map_err(|e| e.to_string())?;
-    match <[Component; 1]>::try_from(job.components) {
-        Ok([c]) => Ok(c),
-        Err(v) => Err(format!("expected one component, got {}", v.len())),
     }
 }
 

@@ -29,4 +29,5 @@ pub mod server;
 pub mod sites;
 pub mod state;
 pub mod transfer;
+pub mod users;
 pub mod views;

@@ -1,5 +1,7 @@
 //! Putting the server together: the state directory, the backends of the configured sites,
-//! the driver thread, the HTTP listener, and `server.json` so that clients find it.
+//! the driver thread, the HTTP listener, the Unix socket local users' clients talk over
+//! (their uid is who they are; see [`crate::users`]), and `server.json` so that clients
+//! find it.
 
 use crate::api::{router, AppState};
 use crate::config::{AgentListen, BackendKind, ProviderKind, ServerConfig};
@@ -31,6 +33,9 @@ pub enum ServeError {
     Start(#[from] StartError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The configuration asks for what this server cannot do here.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// What the server holds of one site: its resource manager and, for a cloud site, the
@@ -161,12 +166,14 @@ pub fn backend_for(
             cluster,
             partition,
             launch,
+            preempt,
         } => {
             let mut c = SlurmConfig::new(site.name.clone());
             c.launch = *launch;
             c.slurm_conf = conf.as_ref().map(Into::into);
             c.cluster = cluster.clone();
             c.partition = partition.clone();
+            c.preempt = preempt.clone();
             c.name_tag = Some(parts.name_tag);
             Ok(Arc::new(SlurmCluster::new(c)))
         }
@@ -263,6 +270,25 @@ async fn agent_hub(
     Ok((Arc::new(hub), listener, tls))
 }
 
+/// Listen on the Unix socket at `path` (a stale socket file of a past run is replaced),
+/// open to every local user: the server tells them apart by their uid.
+fn listen_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let bind_err = |e| ServeError::Bind(path.display().to_string(), e);
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(bind_err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another server answers on this socket",
+            )));
+        }
+        std::fs::remove_file(path).map_err(bind_err)?;
+    }
+    let l = tokio::net::UnixListener::bind(path).map_err(bind_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(bind_err)?;
+    Ok(l)
+}
+
 /// A running server.
 pub struct Running {
     pub url: String,
@@ -289,6 +315,12 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(&str),
 ) -> Result<(), ServeError> {
+    // SAFETY: geteuid has no preconditions.
+    if config.run_as_owner && unsafe { libc::geteuid() } != 0 {
+        return Err(ServeError::Refused(
+            "server.run_as_owner: components run as their owner only when the server runs as root (it sets their uid and gid, and sbatch's --uid is root's)".into(),
+        ));
+    }
     let state = StateDir::create(state_dir)
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let token = state
@@ -296,6 +328,20 @@ pub async fn serve(
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let addr = bind.unwrap_or_else(|| config.bind.clone());
     let listener = listen(&addr, &state, "address").await?;
+    let socket_path = config
+        .socket
+        .clone()
+        .unwrap_or_else(|| state.root.join("coalloc.sock"));
+    // A socket's path holds at most 107 bytes: a deep state directory goes without the
+    // default one (with a warning); a configured one must work.
+    let socket = if config.socket.is_none() && socket_path.as_os_str().len() > 107 {
+        tracing::warn!(path = %socket_path.display(), "the state directory's path is too long for a Unix socket: no local socket (set server.socket)");
+        None
+    } else {
+        Some(listen_unix(&socket_path)?)
+    };
+    let users = crate::users::Users::open(state.root.join("users.json"))
+        .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let url = format!("http://{}", listener.local_addr()?);
     let agents = match &config.agents {
         Some(a) => Some(agent_hub(&config, a, &state).await?),
@@ -317,7 +363,8 @@ pub async fn serve(
         tx,
         driver: Some(thread),
     };
-    let info = serde_json::json!({ "url": url, "pid": std::process::id() });
+    let info = serde_json::json!({ "url": url, "pid": std::process::id(),
+        "socket": socket.as_ref().map(|_| &socket_path) });
     std::fs::write(state.server_file(), format!("{info}\n"))?;
     on_ready(&url);
     let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -328,10 +375,25 @@ pub async fn serve(
         stopping,
         hub,
         history: Arc::new(history),
+        users: Arc::new(users),
     });
     if let Some((hub, listener, tls)) = agents {
         tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));
     }
+    // The Unix socket: the same API, each connection's caller known by its peer's uid.
+    let local = socket.map(|socket| {
+        let mut socket_stop = stop.subscribe();
+        tokio::spawn(std::future::IntoFuture::into_future(
+            axum::serve(
+                socket,
+                app.clone()
+                    .into_make_service_with_connect_info::<crate::api::auth::PeerUid>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = socket_stop.wait_for(|s| *s).await;
+            }),
+        ))
+    });
     let shutdown = async move {
         shutdown.await;
         let _ = stop.send(true);
@@ -339,6 +401,10 @@ pub async fn serve(
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
+    if let Some(local) = local {
+        let _ = local.await;
+        let _ = std::fs::remove_file(&socket_path);
+    }
     let _ = std::fs::remove_file(state.server_file());
     running.stop();
     result.map_err(ServeError::Io)

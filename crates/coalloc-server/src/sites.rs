@@ -34,6 +34,7 @@ enum Cmd {
         remote: String,
     },
     Forget(u64),
+    KillLocal(u32),
     Lease(u64),
     Release {
         vm: u64,
@@ -153,6 +154,17 @@ impl SiteWorker {
                         Ok(Cmd::Forget(launch)) => {
                             watched.remove(&launch);
                         }
+                        // On this thread, before the submissions queued behind it: the room
+                        // is made before the global job's components ask for it.
+                        Ok(Cmd::KillLocal(processors)) => match backend.kill_local(processors) {
+                            Ok(freed) => tracing::info!(
+                                site,
+                                processors,
+                                freed,
+                                "local jobs preempted for a global job (GP)"
+                            ),
+                            Err(e) => tracing::warn!(site, processors, "GP: {e}"),
+                        },
                         Ok(Cmd::Lease(vm)) => {
                             let (p, d) = (provider.clone(), driver.clone());
                             std::thread::spawn(move || {
@@ -259,6 +271,11 @@ impl SiteWorker {
     /// Release a VM through the site's provider.
     pub fn release(&self, vm: u64, node: String) {
         let _ = self.tx.send(Cmd::Release { vm, node });
+    }
+
+    /// Preempt local jobs until `processors` more are free (GP, seed 001 §2.2).
+    pub fn kill_local(&self, processors: u32) {
+        let _ = self.tx.send(Cmd::KillLocal(processors));
     }
 
     pub fn forget(&self, launch: u64) {

@@ -3,9 +3,11 @@
 //! examples are generated from them (utoipa, [`crate::api::openapi`]).
 
 mod files;
+mod users;
 pub use files::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+pub use users::*;
 use utoipa::ToSchema;
 
 /// A refusal: every 4xx and 5xx answer.
@@ -461,7 +463,7 @@ pub enum BarrierAnswer {
 /// component_failed, committed, requeued, interactive_failed, optional_failed, preempted,
 /// cancelled, finished, failed, site_up, site_down, site_usable, site_unusable,
 /// vm_requested, vm_leased, vm_released, transfer_started, transfer_progress, transfer_done,
-/// transfer_failed), when (milliseconds since the Unix epoch), and the fields that apply to
+/// transfer_failed, local_preempted), when (milliseconds since the Unix epoch), and the fields that apply to
 /// it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -486,6 +488,10 @@ pub struct StreamEvent {
     pub sites: Option<Vec<Option<String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// `local_preempted`: the processors GP asked the site to free by preempting its local
+    /// jobs (seed 001 §2.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processors: Option<u32>,
     /// `preempted`: the job it made room for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<u64>,

@@ -47,6 +47,9 @@ pub struct Start {
     pub dir: PathBuf,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// The uid and gid to run the processes as (the job's owner), when not the launcher's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as: Option<(u32, u32)>,
 }
 
 /// The answer: the launch's process group, or why it could not start (then nothing of it
@@ -299,6 +302,9 @@ impl Launcher {
         let mut pgid = 0;
         for rank in 0..s.processes {
             let mut command = Command::new(&program);
+            if let Some((uid, gid)) = s.run_as {
+                command.uid(uid).gid(gid);
+            }
             command
                 .args(&s.args)
                 .envs(s.env.iter().map(|(k, v)| (k, v)))

@@ -305,7 +305,11 @@ pub(super) fn start(
 ) -> io::Result<Running> {
     // `None` also when no launcher could be reached (the link says so once): nothing was
     // asked of any, so the wrapper starts the launch.
-    let started = link.and_then(|link| through_launcher(r, link).ok());
+    let run_as = run_as(r)?;
+    if run_as.is_some() {
+        crate::run::make_output_dirs(r);
+    }
+    let started = link.and_then(|link| through_launcher(r, run_as, link).ok());
     let (child, pgid) = match started {
         Some(Started {
             pgid: Some(pgid), ..
@@ -316,7 +320,7 @@ pub(super) fn start(
             ))
         }
         None => {
-            let child = wrapped(r, log)?;
+            let child = wrapped(r, run_as, log)?;
             let pgid = child.id() as i32;
             (Some(child), pgid)
         }
@@ -346,7 +350,23 @@ fn default_dir(r: &SubmitRequest) -> &Path {
     r.stdout.parent().unwrap_or(Path::new("/"))
 }
 
-fn through_launcher(r: &SubmitRequest, link: &Mutex<Link>) -> io::Result<Started> {
+/// The uid and gid to run the launch as: its owner's, when the request names one.
+fn run_as(r: &SubmitRequest) -> io::Result<Option<(u32, u32)>> {
+    let Some(owner) = &r.owner else {
+        return Ok(None);
+    };
+    crate::accounts::user_ids(owner).map(Some).ok_or_else(|| {
+        io::Error::other(format!(
+            "the job's owner `{owner}` has no account on this host"
+        ))
+    })
+}
+
+fn through_launcher(
+    r: &SubmitRequest,
+    run_as: Option<(u32, u32)>,
+    link: &Mutex<Link>,
+) -> io::Result<Started> {
     let rank_offset = r
         .environment
         .iter()
@@ -364,12 +384,13 @@ fn through_launcher(r: &SubmitRequest, link: &Mutex<Link>) -> io::Result<Started
         dir: r.directory.clone().unwrap_or_else(|| default_dir(r).into()),
         stdout: r.stdout.clone(),
         stderr: r.stderr.clone(),
+        run_as,
     };
     link.lock().unwrap_or_else(|p| p.into_inner()).start(&start)
 }
 
 /// Start the launch under its own `/bin/sh` wrapper.
-fn wrapped(r: &SubmitRequest, log: &Log) -> io::Result<Child> {
+fn wrapped(r: &SubmitRequest, run_as: Option<(u32, u32)>, log: &Log) -> io::Result<Child> {
     let stdout = open_append(&r.stdout)?;
     let stderr = open_append(&r.stderr)?;
     let mut cmd = Command::new("/bin/sh");
@@ -388,6 +409,9 @@ fn wrapped(r: &SubmitRequest, log: &Log) -> io::Result<Child> {
         .stderr(stderr)
         // A group of its own: killed as one, and out of reach of the terminal's Ctrl-C.
         .process_group(0);
+    if let Some((uid, gid)) = run_as {
+        cmd.uid(uid).gid(gid);
+    }
     cmd.spawn()
 }
 

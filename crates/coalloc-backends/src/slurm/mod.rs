@@ -26,6 +26,7 @@
 pub mod alloc;
 mod classify;
 pub mod parse;
+pub mod preempt;
 mod query;
 pub mod script;
 mod state;
@@ -91,6 +92,9 @@ pub struct SlurmConfig {
     /// so that the launches of two coalloc servers on one cluster never share a name (a
     /// restart cancels unrecorded launches by name). `None`: no tag.
     pub name_tag: Option<String>,
+    /// The local jobs a global job may preempt at its deadline (GP, seed 001 §2.2); `None`:
+    /// none, and a server refuses GP with this site.
+    pub preempt: Option<preempt::Preempt>,
 }
 
 impl SlurmConfig {
@@ -114,6 +118,7 @@ impl Default for SlurmConfig {
             bin_dir: None,
             launch: Launch::default(),
             name_tag: None,
+            preempt: None,
         }
     }
 }
@@ -240,6 +245,7 @@ impl SlurmCluster {
         }
         a.extend(["-o".into(), script::output_path(&r.stdout, "stdout")?]);
         a.extend(["-e".into(), script::output_path(&r.stderr, "stderr")?]);
+        a.extend(script::owner_options(r));
         Ok(a)
     }
 }
@@ -250,6 +256,11 @@ impl Backend for SlurmCluster {
             return Err(BackendError::Rejected("count must be at least 1".into()));
         }
         if self.config.launch == Launch::Allocation {
+            if let Some(owner) = &r.owner {
+                return Err(BackendError::Rejected(format!(
+                    "components run as their owner (`{owner}`) with launch = \"batch\" only: salloc has no --uid"
+                )));
+            }
             return alloc::submit(self, r);
         }
         let reject = |e: script::ScriptError| BackendError::Rejected(e.to_string());
@@ -308,6 +319,10 @@ impl Backend for SlurmCluster {
         } else {
             Err(self.unavailable("scancel", message))
         }
+    }
+
+    fn kill_local(&self, processors: u32) -> Result<u32, BackendError> {
+        preempt::kill_local(self, processors)
     }
 
     fn load(&self) -> Result<SiteLoad, BackendError> {

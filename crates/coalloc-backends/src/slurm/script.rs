@@ -64,6 +64,19 @@ pub fn allocation_options(r: &SubmitRequest, name: String, partition: Option<&st
     a
 }
 
+/// `--uid=OWNER [--gid=GID]`: sbatch run by root submits the job as the job's owner (issue
+/// 20 item 6; root-only options), with the owner's primary group when this host knows it.
+pub fn owner_options(r: &SubmitRequest) -> Vec<String> {
+    let Some(owner) = &r.owner else {
+        return Vec::new();
+    };
+    let mut a = vec![format!("--uid={owner}")];
+    if let Some((_, gid)) = crate::accounts::user_ids(owner) {
+        a.push(format!("--gid={gid}"));
+    }
+    a
+}
+
 /// The Slurm job name of one launch, `coalloc-{tag}-J{job}-c{component}-L{launch}` (without
 /// a tag `coalloc-J{job}-c{component}-L{launch}`): unique to the launch, so that a submission
 /// can be found (and cancelled) by it when its id is unknown. The tag names the server

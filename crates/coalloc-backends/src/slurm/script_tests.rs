@@ -110,3 +110,13 @@ fn unusable_requests_are_refused() {
     r.processes = 0;
     assert_eq!(batch_script(&r), Err(ScriptError::Zero("processes")));
 }
+
+#[test]
+fn a_component_run_as_its_owner_gets_sbatch_uid_and_gid() {
+    let mut r = request(1, &[]);
+    assert!(owner_options(&r).is_empty());
+    r.owner = Some("root".into());
+    assert_eq!(owner_options(&r), vec!["--uid=root", "--gid=0"]);
+    r.owner = Some("no-such-user-here".into());
+    assert_eq!(owner_options(&r), vec!["--uid=no-such-user-here"]);
+}

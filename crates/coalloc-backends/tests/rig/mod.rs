@@ -195,6 +195,7 @@ pub fn request(
         wall_time_ms: Some(120_000),
         stdout: dir.join(format!("L{launch}.out")),
         stderr: dir.join(format!("L{launch}.err")),
+        owner: None,
     }
 }
 

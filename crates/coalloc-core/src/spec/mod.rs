@@ -1,12 +1,14 @@
 //! Job and site specs as users write them: the native TOML / JSON job spec ([`native`]),
 //! the site list ([`sites`]), the scheduler's policies and parameters ([`scheduler`]), DCS
-//! batch files ([`batch`]), and the job rules ([`validate`]).
+//! batch files ([`batch`]), the job rules ([`validate`]), and the body of an edit to a held
+//! job ([`edit`]).
 //!
 //! File conventions (seed 003 §5.1.3, appendix A.2): `.rsl` holds an ordered RSL job, `.uno`
 //! an unordered RSL job, `.bat` a list of job files, `.toml` and `.json` the native spec.
 //! Reading files is the caller's business: everything here takes text.
 
 pub mod batch;
+pub mod edit;
 pub mod native;
 pub mod scheduler;
 pub mod sites;

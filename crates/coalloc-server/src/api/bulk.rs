@@ -2,14 +2,15 @@
 //! cancellation of a job array's elements (`DELETE /v1/arrays/{id}`; arrays are submitted
 //! with `POST /v1/jobs?array=A-B`, see [`crate::driver::arrays`]).
 
-use super::auth::admin;
+use super::auth::{may_touch, owned, owner_of};
 use super::AppState;
 use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, Request};
+use crate::users::Caller;
 use crate::views::{ArrayCancelled, BatchBody, BatchError, BatchSubmitted, ErrorBody};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 
@@ -29,10 +30,9 @@ const MAX_BATCH: usize = 100_000;
     ))]
 pub async fn batch(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     body: String,
 ) -> Result<(StatusCode, Json<BatchSubmitted>), ApiError> {
-    admin(&s, &headers)?;
     let b: BatchBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("batch: {e}")))?;
     if b.jobs.len() > MAX_BATCH {
@@ -48,6 +48,7 @@ pub async fn batch(
         .map(|(i, v)| {
             coalloc_core::spec::native::from_json_value(v)
                 .map_err(|e| ApiError::bad(format!("batch: job {i}: {e}")))
+                .and_then(|j| owned(&caller, j))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let answers = s.ask(|reply| Request::Submit { jobs, reply }).await?;
@@ -84,12 +85,12 @@ pub struct ArrayQuery {
     ))]
 pub async fn cancel_array(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<u64>,
     query: Result<Query<ArrayQuery>, QueryRejection>,
 ) -> Result<Json<ArrayCancelled>, ApiError> {
-    admin(&s, &headers)?;
     let Query(q) = query.map_err(|e| ApiError::bad(e.body_text()))?;
+    may_touch(&caller, id, owner_of(&s, id).await?.as_deref())?;
     let indexes = q
         .indexes
         .as_deref()

@@ -1,12 +1,12 @@
 //! The replica catalog's routes (seed 000 §2.3's replica manager): register a replica,
 //! list replicas, remove them. Behind `coalloc file register | ls | rm`.
 
-use super::auth::admin;
+use super::auth::Admin;
 use super::AppState;
 use crate::driver::msg::{ApiError, Request};
+use crate::users::Caller;
 use crate::views::{ErrorBody, FileList, RegisterBody, ReplicaView};
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use axum::Json;
 use serde::Deserialize;
 
@@ -30,10 +30,9 @@ pub struct FileQuery {
     ))]
 pub async fn register(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     body: String,
 ) -> Result<Json<ReplicaView>, ApiError> {
-    admin(&s, &headers)?;
     let b: RegisterBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("register: {e}")))?;
     let given = match (b.size, b.blake3.clone()) {
@@ -73,10 +72,9 @@ pub async fn register(
     ))]
 pub async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: Caller,
     Query(q): Query<FileQuery>,
 ) -> Result<Json<FileList>, ApiError> {
-    admin(&s, &headers)?;
     let files = s
         .ask(|reply| Request::Files {
             name: q.name,
@@ -98,11 +96,10 @@ pub async fn list(
     ))]
 pub async fn remove(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     Path(name): Path<String>,
     Query(q): Query<FileQuery>,
 ) -> Result<Json<FileList>, ApiError> {
-    admin(&s, &headers)?;
     let files = s
         .ask(|reply| Request::FileRemove {
             name,

@@ -1,12 +1,12 @@
 //! Job and site routes: submit (RSL, `.uno`, TOML or JSON body), list, show, cancel, edit
 //! (add / delete / substitute a component before commit), sites, usable marks, events.
 
-use super::auth::admin;
+use super::auth::{may_touch, owned, owner_of, Admin};
 use super::listing::read_history;
 use super::AppState;
 use crate::driver::arrays::parse_indexes;
 use crate::driver::msg::{ApiError, EditRequest, Request};
-use crate::entry::one_component;
+use crate::users::Caller;
 use crate::views::{
     AgentTokenView, Cancelled, Committed, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody,
     JobSpec, JobView, SitesView, StreamEvent, Submitted, UsableAnswer, UsableBody,
@@ -16,10 +16,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use axum::Json;
+use coalloc_core::scheduler::Edit;
+use coalloc_core::spec::edit::edit_from_json;
 use coalloc_core::spec::{parse_job, Format};
 use serde::Deserialize;
-use serde_json::json;
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 use tokio_stream::{Stream, StreamExt};
 
@@ -73,12 +76,13 @@ fn format_of(q: &SubmitQuery, headers: &HeaderMap) -> Result<Format, ApiError> {
 pub async fn submit(
     State(s): State<AppState>,
     headers: HeaderMap,
+    caller: Caller,
     Query(q): Query<SubmitQuery>,
     body: String,
 ) -> Result<impl IntoResponse, ApiError> {
-    admin(&s, &headers)?;
     let format = format_of(&q, &headers)?;
     let job = parse_job(&body, format).map_err(|e| ApiError::bad(format!("job: {e}")))?;
+    let job = owned(&caller, job)?;
     if let Some(text) = &q.array {
         let indexes = parse_indexes(text).map_err(ApiError::bad)?;
         let first = s
@@ -128,17 +132,17 @@ pub async fn submit(
     ))]
 pub async fn show(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<u64>,
 ) -> Result<Json<JobView>, ApiError> {
-    admin(&s, &headers)?;
-    if let Some(v) = s.ask(|reply| Request::Job { job: id, reply }).await? {
-        return Ok(Json(v));
-    }
-    read_history(&s, move |h| h.get(id))
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+    let view = match s.ask(|reply| Request::Job { job: id, reply }).await? {
+        Some(v) => v,
+        None => read_history(&s, move |h| h.get(id))
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?,
+    };
+    may_touch(&caller, id, view.user.as_deref())?;
+    Ok(Json(view))
 }
 
 /// Cancel a job: every started component is killed.
@@ -152,10 +156,10 @@ pub async fn show(
     ))]
 pub async fn cancel(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<u64>,
 ) -> Result<Json<Cancelled>, ApiError> {
-    admin(&s, &headers)?;
+    may_touch(&caller, id, owner_of(&s, id).await?.as_deref())?;
     s.ask(|reply| Request::Cancel { job: id, reply }).await??;
     Ok(Json(Cancelled {
         job: id,
@@ -175,10 +179,10 @@ pub async fn cancel(
     ))]
 pub async fn commit(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<u64>,
 ) -> Result<Json<Committed>, ApiError> {
-    admin(&s, &headers)?;
+    may_touch(&caller, id, owner_of(&s, id).await?.as_deref())?;
     s.ask(|reply| Request::Commit { job: id, reply }).await??;
     Ok(Json(Committed {
         job: id,
@@ -198,34 +202,15 @@ pub async fn commit(
     ))]
 pub async fn edit(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<u64>,
     body: String,
 ) -> Result<Json<Edited>, ApiError> {
-    admin(&s, &headers)?;
-    let b: EditBody =
-        serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("edit: {e}")))?;
-    let comp = || -> Result<_, ApiError> {
-        let c = b
-            .component
-            .clone()
-            .ok_or_else(|| ApiError::bad("edit: `component` is required"))?;
-        let text = json!({ "kind": "unordered", "component": [c] }).to_string();
-        one_component(&text).map_err(|e| ApiError::bad(format!("edit: component: {e}")))
-    };
-    let index = || {
-        b.index
-            .ok_or_else(|| ApiError::bad("edit: `index` is required"))
-    };
-    let edit = match b.op.as_str() {
-        "add" => EditRequest::Add(comp()?),
-        "delete" => EditRequest::Delete(index()?),
-        "substitute" => EditRequest::Substitute(index()?, comp()?),
-        other => {
-            return Err(ApiError::bad(format!(
-                "edit: unknown op `{other}` (add, delete, substitute)"
-            )))
-        }
+    may_touch(&caller, id, owner_of(&s, id).await?.as_deref())?;
+    let (edit, op) = match edit_from_json(&body).map_err(|e| ApiError::bad(format!("edit: {e}")))? {
+        Edit::Add(c) => (EditRequest::Add(c), "add"),
+        Edit::Delete(i) => (EditRequest::Delete(i), "delete"),
+        Edit::Substitute(i, c) => (EditRequest::Substitute(i, c), "substitute"),
     };
     s.ask(|reply| Request::Edit {
         job: id,
@@ -235,7 +220,7 @@ pub async fn edit(
     .await??;
     Ok(Json(Edited {
         job: id,
-        edited: b.op,
+        edited: op.into(),
     }))
 }
 
@@ -248,9 +233,8 @@ pub async fn edit(
     ))]
 pub async fn sites(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: Caller,
 ) -> Result<Json<SitesView>, ApiError> {
-    admin(&s, &headers)?;
     let mut v = s.ask(|reply| Request::Sites { reply }).await?;
     // Agent sites: the state of their link.
     if let Some(hub) = &s.hub {
@@ -278,10 +262,9 @@ pub async fn sites(
     ))]
 pub async fn agent_token(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     Path(name): Path<String>,
 ) -> Result<Json<AgentTokenView>, ApiError> {
-    admin(&s, &headers)?;
     let Some(hub) = &s.hub else {
         return Err(ApiError::not_found(
             "this server has no agent sites (no `[[site]]` with manager = { type = \"agent\" })",
@@ -309,11 +292,10 @@ pub async fn agent_token(
     ))]
 pub async fn set_usable(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     Path(name): Path<String>,
     body: String,
 ) -> Result<Json<UsableAnswer>, ApiError> {
-    admin(&s, &headers)?;
     let b: UsableBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("usable: {e}")))?;
     s.ask(|reply| Request::SetUsable {
@@ -343,11 +325,10 @@ pub async fn set_usable(
     ))]
 pub async fn site_control(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     Path(name): Path<String>,
     body: String,
 ) -> Result<Json<ControlAnswer>, ApiError> {
-    admin(&s, &headers)?;
     let b: ControlBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("control: {e}")))?;
     s.ask(|reply| Request::SiteControl {
@@ -375,13 +356,25 @@ pub async fn site_control(
     ))]
 pub async fn events(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    admin(&s, &headers)?;
-    let events = BroadcastStream::new(s.shared.events.subscribe()).map(|m| match m {
-        Ok(text) => Some(Ok(Event::default().data(text))),
-        // A slow reader missed some: say so in the stream.
-        Err(e) => Some(Ok(Event::default().event("lagged").data(e.to_string()))),
+    // A user sees the events of their own jobs and the sites' (`Some(None)`: left out).
+    let owners = Arc::new(Mutex::new(HashMap::new()));
+    let state = s.clone();
+    let events = BroadcastStream::new(s.shared.events.subscribe()).then(move |m| {
+        let (state, caller, owners) = (state.clone(), caller.clone(), owners.clone());
+        async move {
+            match m {
+                Ok(text) if visible(&state, &caller, &owners, &text).await => {
+                    Some(Some(Ok(Event::default().data(text))))
+                }
+                Ok(_) => Some(None),
+                // A slow reader missed some: say so in the stream.
+                Err(e) => Some(Some(Ok(Event::default()
+                    .event("lagged")
+                    .data(e.to_string())))),
+            }
+        }
     });
     // The stream ends (`None`) when the server begins to stop.
     let stop = WatchStream::new(s.stopping.clone())
@@ -390,6 +383,33 @@ pub async fn events(
     let stream = events
         .merge(stop)
         .take_while(Option::is_some)
-        .filter_map(|e| e);
+        .filter_map(Option::flatten);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Whether an event (JSON text) is for `caller`: the admin sees all; a user, the events of
+/// no job and of their own jobs (owners looked up once per job, kept in `owners`).
+async fn visible(
+    s: &AppState,
+    caller: &Caller,
+    owners: &Mutex<HashMap<u64, bool>>,
+    text: &str,
+) -> bool {
+    if caller.admin {
+        return true;
+    }
+    // Any event that names a job is checked, whatever else it holds.
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let Some(job) = v.get("job").and_then(serde_json::Value::as_u64) else {
+        return true;
+    };
+    let known = owners.lock().ok().and_then(|o| o.get(&job).copied());
+    if let Some(mine) = known {
+        return mine;
+    }
+    let mine = owner_of(s, job).await.ok().flatten().as_deref() == Some(caller.name.as_str());
+    if let Ok(mut o) = owners.lock() {
+        o.insert(job, mine);
+    }
+    mine
 }

@@ -2,15 +2,15 @@
 //! ended jobs that left memory (`GET /v1/history`), with the same filters and cursor
 //! ([`crate::listing`]).
 
-use super::auth::admin;
+use super::auth::own_listing;
 use super::AppState;
 use crate::driver::msg::{ApiError, Request};
 use crate::history::{History, HistoryError};
 use crate::listing::{JobFilter, JobsQuery};
+use crate::users::Caller;
 use crate::views::{ErrorBody, JobList};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::Json;
 
 /// A page of the jobs in memory (queued, running, and ended ones until they age out into
@@ -24,11 +24,11 @@ use axum::Json;
     ))]
 pub async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     query: Result<Query<JobsQuery>, QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
-    admin(&s, &headers)?;
-    let filter = query_filter(query)?;
+    let mut filter = query_filter(query)?;
+    own_listing(&caller, &mut filter)?;
     Ok(Json(s.ask(|reply| Request::Jobs { filter, reply }).await?))
 }
 
@@ -50,11 +50,11 @@ pub(super) fn query_filter(
     ))]
 pub async fn history(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     query: Result<Query<JobsQuery>, QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
-    admin(&s, &headers)?;
-    let filter = query_filter(query)?;
+    let mut filter = query_filter(query)?;
+    own_listing(&caller, &mut filter)?;
     read_history(&s, move |h| h.page(&filter)).await.map(Json)
 }
 

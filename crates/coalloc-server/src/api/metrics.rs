@@ -1,12 +1,12 @@
 //! `GET /metrics`: the Prometheus exposition ([`crate::metrics`]), with the server's token.
 
-use super::auth::admin;
 use super::AppState;
 use crate::driver::msg::{ApiError, Request};
 use crate::metrics::CONTENT_TYPE;
+use crate::users::Caller;
 use crate::views::ErrorBody;
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::header;
 use axum::response::IntoResponse;
 
 /// The Prometheus metrics, in the text exposition format (0.0.4).
@@ -19,9 +19,8 @@ use axum::response::IntoResponse;
     ))]
 pub async fn scrape(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: Caller,
 ) -> Result<impl IntoResponse, ApiError> {
-    admin(&s, &headers)?;
     s.ask(|reply| Request::RefreshMetrics { reply }).await?;
     Ok((
         [(header::CONTENT_TYPE, CONTENT_TYPE)],

@@ -4,11 +4,14 @@
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
 //!
-//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files takes
-//! `Authorization: Bearer TOKEN`: the server's token (state directory, mode 0600), or, for
-//! a job's barrier and rendezvous routes, that job's own secret. Every refusal is a 4xx with `{"error": "..."}`.
+//! Every route but `/v1/health`, `/openapi.json` and the dashboard's files needs a caller
+//! ([`auth`]): on the server's Unix socket, the peer's uid; over TCP,
+//! `Authorization: Bearer TOKEN` with the server's token (state directory, mode 0600, the
+//! admin), a token the admin issued to a user (`/v1/users`), or, for a job's barrier and
+//! rendezvous routes, that job's own secret. A user sees and changes only their own jobs
+//! (403 otherwise); the admin, every job. Every refusal is a 4xx with `{"error": "..."}`.
 
-mod auth;
+pub mod auth;
 mod bulk;
 mod files;
 mod jobs;
@@ -17,6 +20,7 @@ mod metrics;
 pub mod openapi;
 mod runtime;
 mod ui;
+mod users;
 
 use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
@@ -42,6 +46,8 @@ pub struct AppState {
     pub hub: Option<std::sync::Arc<crate::link::hub::Hub>>,
     /// The history of ended jobs that left memory.
     pub history: std::sync::Arc<crate::history::History>,
+    /// The users the admin issued tokens to.
+    pub users: std::sync::Arc<crate::users::Users>,
 }
 
 impl IntoResponse for ApiError {
@@ -82,6 +88,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/files/{name}", axum::routing::delete(files::remove))
         .route("/v1/events", get(jobs::events))
         .route("/metrics", get(metrics::scrape))
+        .route("/v1/users", post(users::add).get(users::list))
+        .route("/v1/users/{name}", delete(users::remove))
         .route("/v1/jobs/{id}/barrier", post(runtime::barrier))
         .route(
             "/v1/jobs/{id}/kv/{key}",

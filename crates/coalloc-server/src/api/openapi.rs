@@ -20,7 +20,7 @@ impl Modify for Security {
         };
         c.add_security_scheme(
             "token",
-            bearer("the server's token (state directory, file `token`)"),
+            bearer("the server's token (state directory, file `token`: the admin), or a user's token from `POST /v1/users`; on the server's Unix socket, the peer's uid instead"),
         );
         c.add_security_scheme(
             "secret",
@@ -59,6 +59,9 @@ impl Modify for Security {
         super::runtime::kv_put,
         super::runtime::kv_get,
         super::metrics::scrape,
+        super::users::add,
+        super::users::list,
+        super::users::remove,
         super::ui::index,
         super::ui::script,
         super::ui::style,

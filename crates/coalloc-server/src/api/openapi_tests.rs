@@ -169,6 +169,11 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         "CheckIn" => check::<CheckIn>(v),
         "BarrierAnswer" => check::<BarrierAnswer>(v),
         "StreamEvent" => check::<StreamEvent>(v),
+        "UserBody" => check::<UserBody>(v),
+        "UserView" => check::<UserView>(v),
+        "UserIssued" => check::<UserIssued>(v),
+        "UserList" => check::<UserList>(v),
+        "UserRemoved" => check::<UserRemoved>(v),
         other => Err(format!("no Rust type known for schema {other}")),
     }
 }

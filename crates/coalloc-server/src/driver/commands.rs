@@ -39,11 +39,13 @@ impl Driver {
                     to,
                     ..
                 } => self.start_transfer(transfer.0, job, component, from, to),
+                // GP (seed 001 §2.2): the configuration was checked at startup, every site
+                // can preempt its local jobs.
                 Command::KillLocal { site, processors } => {
-                    tracing::info!(
-                        site,
-                        processors,
-                        "KillLocal ignored: the server never kills other users' jobs"
+                    self.workers[site].kill_local(processors);
+                    let name = &self.config.sites[site].name;
+                    self.emit(
+                        json!({"event": "local_preempted", "site": name, "processors": processors}),
                     );
                 }
                 Command::Notify(n) => self.notice(n),
@@ -171,6 +173,15 @@ impl Driver {
             wall_time_ms: s.wall_time,
             stdout,
             stderr,
+            owner: self
+                .config
+                .run_as_owner
+                .then(|| {
+                    self.core
+                        .job(s.job)
+                        .and_then(|j| j.job.user().map(str::to_owned))
+                })
+                .flatten(),
         };
         // RSL's scratch_dir: where the site makes the launch's $(SCRATCH_DIRECTORY).
         let scratch_dir = s.spec.attributes().iter().rev().find_map(|a| {

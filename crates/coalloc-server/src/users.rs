@@ -1,0 +1,249 @@
+//! Who may do what (issue 20 item 6): every job has an owner, a user sees and changes only
+//! their own jobs, the admin sees all. Local users are named by the operating system: the
+//! CLI talks over the server's Unix socket and the server reads the peer's uid
+//! (`SO_PEERCRED`, the way munge names Slurm users); the server's own uid and root are the
+//! admin there. Remote users present a token the admin issued (`coalloc user add NAME`);
+//! only its BLAKE3 hash is kept, in `DIR/users.json` (mode 0600), rewritten whole at each
+//! change. The server's token (`DIR/token`) stays the admin's.
+
+use crate::link::proto::constant_time_eq;
+use crate::state::random_hex;
+pub use coalloc_backends::accounts::{user_ids, user_name};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Who made a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The user's name: the owner of the jobs they submit.
+    pub name: String,
+    /// Sees and changes every job, manages users and sites.
+    pub admin: bool,
+}
+
+/// One issued user, as kept on disk and listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// BLAKE3 of the token, in hex.
+    pub hash: String,
+    pub admin: bool,
+}
+
+/// The issued users, in `DIR/users.json`.
+pub struct Users {
+    path: PathBuf,
+    users: Mutex<BTreeMap<String, UserRecord>>,
+}
+
+/// Why a user cannot be added or removed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UserError {
+    #[error("a user name is 1 to 64 letters, digits, `.`, `_` or `-`, got `{0}`")]
+    BadName(String),
+    #[error("user `{0}` exists; remove it first to issue a new token")]
+    Exists(String),
+    #[error("no user `{0}`")]
+    Unknown(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+fn hash(token: &str) -> String {
+    blake3::hash(token.as_bytes()).to_hex().to_string()
+}
+
+impl Users {
+    /// Read `path` (no file: no users yet).
+    pub fn open(path: PathBuf) -> std::io::Result<Users> {
+        let users = match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(std::io::Error::other)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(Users {
+            path,
+            users: Mutex::new(users),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, UserRecord>> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn save(&self, users: &BTreeMap<String, UserRecord>) -> Result<(), UserError> {
+        let io = |e: std::io::Error| UserError::Io(format!("{}: {e}", self.path.display()));
+        let tmp = self.path.with_extension("json.new");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?;
+        let text = serde_json::to_string_pretty(users).map_err(|e| UserError::Io(e.to_string()))?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, &self.path).map_err(io)
+    }
+
+    /// Issue a token to a new user; only its hash is kept.
+    pub fn add(&self, name: &str, admin: bool) -> Result<String, UserError> {
+        let ok = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !ok {
+            return Err(UserError::BadName(name.into()));
+        }
+        let mut users = self.lock();
+        if users.contains_key(name) {
+            return Err(UserError::Exists(name.into()));
+        }
+        let token = random_hex(32).map_err(|e| UserError::Io(e.to_string()))?;
+        let mut next = users.clone();
+        next.insert(
+            name.into(),
+            UserRecord {
+                hash: hash(&token),
+                admin,
+            },
+        );
+        self.save(&next)?;
+        *users = next;
+        Ok(token)
+    }
+
+    /// Take a user's token back.
+    pub fn remove(&self, name: &str) -> Result<(), UserError> {
+        let mut users = self.lock();
+        let mut next = users.clone();
+        if next.remove(name).is_none() {
+            return Err(UserError::Unknown(name.into()));
+        }
+        self.save(&next)?;
+        *users = next;
+        Ok(())
+    }
+
+    /// The users and whether each is an admin.
+    pub fn list(&self) -> Vec<(String, bool)> {
+        self.lock()
+            .iter()
+            .map(|(n, r)| (n.clone(), r.admin))
+            .collect()
+    }
+
+    /// The user a token was issued to. Every user's hash is compared, each in constant
+    /// time, so the answer's timing says nothing of which hash came close.
+    pub fn by_token(&self, token: &str) -> Option<Caller> {
+        let h = hash(token);
+        let mut found = None;
+        for (name, r) in self.lock().iter() {
+            if constant_time_eq(&h, &r.hash) {
+                found = Some(Caller {
+                    name: name.clone(),
+                    admin: r.admin,
+                });
+            }
+        }
+        found
+    }
+}
+
+/// The caller a local connection's peer uid names: the server's own uid and root are the
+/// admin; anyone else is the user of that uid (`uid-N` when the system has no name for it).
+pub fn caller_of_uid(uid: u32, server_uid: u32, name_of: impl Fn(u32) -> Option<String>) -> Caller {
+    Caller {
+        name: name_of(uid).unwrap_or_else(|| format!("uid-{uid}")),
+        admin: uid == 0 || uid == server_uid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn users() -> (Users, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("coalloc-users-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("users.json");
+        (Users::open(path.clone()).unwrap(), path)
+    }
+
+    #[test]
+    fn tokens_name_their_user_and_only_hashes_are_kept() {
+        let (u, path) = users();
+        let alice = u.add("alice", false).unwrap();
+        let root = u.add("ops", true).unwrap();
+        assert_eq!(alice.len(), 64);
+        let caller = |name: &str, admin| Caller {
+            name: name.into(),
+            admin,
+        };
+        assert_eq!(u.by_token(&alice), Some(caller("alice", false)));
+        assert_eq!(u.by_token(&root), Some(caller("ops", true)));
+        assert_eq!(u.by_token("nope"), None);
+        // One character off is refused.
+        let mut near = alice.clone();
+        near.replace_range(63.., if alice.ends_with('0') { "1" } else { "0" });
+        assert_eq!(u.by_token(&near), None);
+        assert_eq!(
+            u.add("alice", false),
+            Err(UserError::Exists("alice".into()))
+        );
+        assert_eq!(u.add("a b", false), Err(UserError::BadName("a b".into())));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&alice) && text.contains(&hash(&alice)),
+            "{text}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Kept across a restart; removal takes the token back.
+        let again = Users::open(path.clone()).unwrap();
+        assert_eq!(again.by_token(&alice), Some(caller("alice", false)));
+        again.remove("alice").unwrap();
+        assert_eq!(again.by_token(&alice), None);
+        assert_eq!(
+            again.remove("alice"),
+            Err(UserError::Unknown("alice".into()))
+        );
+        assert_eq!(
+            Users::open(path).unwrap().list(),
+            vec![("ops".to_string(), true)]
+        );
+    }
+
+    #[test]
+    fn a_uid_names_its_user_and_the_server_uid_and_root_are_the_admin() {
+        let names = |uid: u32| (uid == 1000).then(|| "alice".to_string());
+        assert_eq!(
+            caller_of_uid(1000, 500, names),
+            Caller {
+                name: "alice".into(),
+                admin: false
+            }
+        );
+        assert!(caller_of_uid(0, 500, names).admin);
+        assert!(caller_of_uid(500, 500, names).admin);
+        assert_eq!(caller_of_uid(1001, 500, names).name, "uid-1001");
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(user_ids("root"), Some((0, 0)));
+        assert_eq!(user_ids("no-such-user-here"), None);
+    }
+
+    #[test]
+    fn secrets_compare_in_constant_time_by_value() {
+        // The comparison is `subtle`'s: equal strings only, whatever prefix they share.
+        assert!(constant_time_eq("abcd", "abcd"));
+        assert!(!constant_time_eq("abcd", "abce"));
+        assert!(!constant_time_eq("abcd", "abc"));
+        assert!(!constant_time_eq("", "a"));
+    }
+}
