@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server, COALLOC};
+use common::server::{barrier_component, job, three_clusters, wait_site, Server, COALLOC};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
@@ -65,6 +65,7 @@ fn the_servers_own_configuration_reproduces_its_history_and_fpfs_reorders_it() {
         assert_eq!(j["replayed_fate"], "finished", "{j}");
         let obs = &j["happened"];
         let sim = &j["would_have"];
+        eprintln!("job {id}: happened {obs}, replayed {sim}");
         let tol = 1.0 + 0.1 * obs["response_s"].as_f64().unwrap();
         for k in ["wait_s", "response_s"] {
             let (a, b) = (obs[k].as_f64().unwrap(), sim[k].as_f64().unwrap());
@@ -97,4 +98,34 @@ fn the_servers_own_configuration_reproduces_its_history_and_fpfs_reorders_it() {
         assert!((0.0..=1.0).contains(&u), "{site}");
     }
     assert!(s.dir.join("whatif/wait.svg").exists());
+}
+
+#[test]
+fn the_other_users_load_a_site_reported_is_replayed() {
+    // One cluster of 6 slots, 2 of them held by other users: two 4-slot jobs cannot run
+    // together, so the second waits for the first. A replay without the other users' load
+    // would run both at once.
+    let config = "[server]\nmonitor_interval = \"50ms\"\nsample_interval = \"200ms\"\n\
+        [[site]]\nname = \"alpha\"\nprocessors = 6\nmanager = { type = \"local\", background = 2 }\n\
+        [scheduler]\npolicy = \"fcfs\"\n";
+    let mut s = Server::start("whatif-bg", config);
+    wait_site(&s, "alpha", 20, "loaded by others", |v| v["other"] == 2);
+    let j1 = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
+    let j2 = s.submit(&job(vec![barrier_component(4, "", "sleep 1")]));
+    for id in [j1, j2] {
+        let j = s.wait_ended(id, 60);
+        assert_eq!(j["state"], "finished", "{j}");
+    }
+    assert!(
+        s.terminate(Duration::from_secs(20)),
+        "the server did not stop"
+    );
+    let r = whatif(&s.dir, &[]);
+    assert!(r["background_local_jobs"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["within_tolerance"], 2, "{r:#}");
+    let w2 = by_job(&r, j2)["would_have"]["wait_s"].as_f64().unwrap();
+    assert!(
+        w2 >= 1.5,
+        "J2 was replayed without the other users' load: wait {w2} s"
+    );
 }
