@@ -90,6 +90,12 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
             skipped += 1;
             continue;
         };
+        if r.submit != *at {
+            return Err(CliError::bad(format!(
+                "job {id}: the journal says it was submitted at {at}, the result log at {} (a journal and logs of different runs?)",
+                r.submit
+            )));
+        }
         let mut job = coalloc_core::spec::native::from_json(text)
             .map_err(|e| CliError::bad(format!("journal: job {id}: {e}")))?;
         job.submit = Some(at - t0);
