@@ -266,6 +266,18 @@ mod tests {
     }
 
     #[test]
+    fn observed_utilization_holds_each_reading_until_the_next() {
+        let mut a = s(0, 0, true);
+        a.coalloc = 4;
+        a.idle = 4;
+        let mut b = s(50, 0, true);
+        b.idle = 8;
+        // 4 of 8 processors for 50 of 100 ms.
+        assert_eq!(observed_utilization(&[a, b], "alpha", 0, 100), 0.25);
+        assert_eq!(observed_utilization(&[], "alpha", 0, 100), 0.0);
+    }
+
+    #[test]
     fn unhealthy_readings_are_outages() {
         let ss = [
             s(0, 0, true),

@@ -129,3 +129,32 @@ fn the_other_users_load_a_site_reported_is_replayed() {
         "J2 was replayed without the other users' load: wait {w2} s"
     );
 }
+
+#[test]
+fn a_state_directory_without_a_journal_or_a_bad_policy_is_refused_with_a_message() {
+    let dir = std::env::temp_dir().join(format!("coalloc-whatif-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(COALLOC)
+            .args(["whatif", "--state-dir"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no journal at")
+            && err.contains("run a server with this state directory first"),
+        "{err}"
+    );
+    let (code, err) = run(&["--policy", "lottery"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown queue policy `lottery`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
