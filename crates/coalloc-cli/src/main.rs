@@ -27,6 +27,8 @@ mod txn_cmd;
 mod unix_http;
 mod user_cmd;
 mod watch_cmd;
+mod whatif_cmd;
+mod whatif_input;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
@@ -155,6 +157,23 @@ enum Command {
     /// Plots and a summary from the server's result and surveillance logs: utilization over
     /// time and the load of each site (SVG and PNG).
     Report(report_cmd::ReportArgs),
+    /// Replay the server's own history (its journal and logs) on the simulator under another
+    /// policy, fit or configuration, beside what happened: wait, response, slowdown,
+    /// placement tries and utilization per site, per job and in the mean, with plots.
+    ///
+    /// Replayed: the jobs that finished, as submitted and when (the journal), each running
+    /// for its observed net run time (barrier release to end, the result log); the sites'
+    /// other users' load and unhealthy readings (the surveillance log); the start latency
+    /// (the median of placement to barrier release). Approximated: a job's components all
+    /// run for the job's net run time (per-component ends are not compared); the other
+    /// users' load is known only at readings (monitor changes and sample intervals) and is
+    /// replayed as local jobs (a rise starts one, a fall ends the latest), which queue FCFS
+    /// on the simulated site if coalloc holds their processors; an unhealthy reading is an
+    /// outage that kills what runs there; failed or cancelled jobs, edits, commits of
+    /// interactive jobs, transfers and cloud VMs are not replayed. With the server's own
+    /// configuration every job's replayed wait and response are expected within 1 s + 10%
+    /// of its observed response.
+    Whatif(whatif_cmd::WhatifArgs),
     /// Inside a component: check in at the job's start barrier and wait until the job commits
     /// (exit 0) or is aborted (exit 1). `--fail` reports a failed start-up instead.
     ///
@@ -217,6 +236,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watch(args) => watch_cmd::run(args),
         Command::Events(args) => events_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Whatif(args) => whatif_cmd::run(args),
         Command::Barrier(args) => runtime_cmd::run_barrier(args),
         Command::Kv(cmd) => runtime_cmd::run_kv(cmd),
         Command::PmiProxy { command } => runtime_cmd::run_pmi_proxy(&command),

@@ -43,14 +43,19 @@ fn pct(a: u64, t: u64) -> f64 {
 }
 
 /// Draw one chart and write its data; the files written.
-fn draw(out: &Path, stem: &str, chart: Chart, series: &[Series]) -> Result<Vec<PathBuf>, CliError> {
+pub(crate) fn draw(
+    out: &Path,
+    stem: &str,
+    chart: Chart,
+    series: &[Series],
+) -> Result<Vec<PathBuf>, CliError> {
     let stem = out.join(stem);
     let mut files = line_chart(&stem, &chart, series).map_err(CliError::Internal)?;
     files.push(write_data(&stem, series).map_err(CliError::Internal)?);
     Ok(files)
 }
 
-fn chart(title: String, x: &str, y: &str) -> Chart {
+pub(crate) fn chart(title: String, x: &str, y: &str) -> Chart {
     Chart {
         title,
         x_label: x.into(),
@@ -62,7 +67,7 @@ fn chart(title: String, x: &str, y: &str) -> Chart {
 /// What a reading says is busy, as (coalloc's, other users'): coalloc's launches that wait in
 /// a site's own queue hold no processors, so the busy processors of the reading (total -
 /// idle) bound both, other users' first.
-fn busy(s: &SiteSample) -> (u32, u32) {
+pub(crate) fn busy(s: &SiteSample) -> (u32, u32) {
     let busy = s.total.saturating_sub(s.idle);
     let other = s.other.min(busy);
     (s.coalloc.min(busy - other), other)

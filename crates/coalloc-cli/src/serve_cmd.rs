@@ -35,6 +35,20 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<ServerConfig, CliError> {
     }
 }
 
+/// Keep a copy of the configuration in the state directory (`served-config.toml`, none for
+/// the embedded default), for `coalloc whatif` to replay the history under.
+fn keep_config(dir: &std::path::Path, config: Option<&PathBuf>) -> Result<(), CliError> {
+    let copy = dir.join("served-config.toml");
+    let res = match config {
+        Some(p) => std::fs::create_dir_all(dir).and_then(|_| std::fs::copy(p, &copy).map(|_| ())),
+        None => match std::fs::remove_file(&copy) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        },
+    };
+    res.map_err(|e| CliError::bad(format!("{}: {e}", copy.display())))
+}
+
 /// The local clusters' launcher: this very program, `coalloc local-launcher DIR`.
 pub fn local_launcher() -> Option<LauncherCommand> {
     std::env::current_exe().ok().map(|program| LauncherCommand {
@@ -48,6 +62,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     config.local_launcher = local_launcher();
     config.pmi_proxy = std::env::current_exe().ok();
     let dir = resolve_state_dir(args.state_dir);
+    keep_config(&dir, args.config.as_ref())?;
     init_tracing();
     let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;
     let shown = dir.display().to_string();

@@ -1,0 +1,292 @@
+//! `coalloc whatif`: the server's own history replayed on the simulation engine under another
+//! scheduler configuration (issue 22 item 4; DESIGN.md's "how would last week have gone under
+//! TAGS-sets?"), printed beside what happened: wait, response, slowdown, placement tries,
+//! coalloc's utilization of each site, per job and in the mean, with plots of both.
+//!
+//! What is replayed and what is approximated is in [`whatif_input`](crate::whatif_input) and
+//! in `--help`. With the server's own configuration the replay reproduces what happened
+//! within [`TOLERANCE_MS`] plus [`TOLERANCE_SHARE`] of each job's observed response.
+
+use crate::client::StateArgs;
+use crate::error::CliError;
+use crate::plot::Series;
+use crate::report_cmd::{chart, draw};
+use crate::table;
+use crate::whatif_input::{observed_utilization, read, History};
+use clap::Args;
+use coalloc_core::placement::Fit;
+use coalloc_core::scheduler::QueueConfig;
+use coalloc_sim::engine::{simulate, Failures, JobFate, Outcome, SimParams};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// The reproduction check's tolerance: a replayed wait or response may differ from the
+/// observed one by this much ...
+pub const TOLERANCE_MS: i64 = 1_000;
+/// ... plus this share of the observed response.
+pub const TOLERANCE_SHARE: f64 = 0.1;
+
+#[derive(Args)]
+pub struct WhatifArgs {
+    /// The queue policy to replay under (fcfs, fpfs, easy, conservative, koala, rpp, ff, rr,
+    /// sjf, sjf-ideal, hsdf, tags-chain, tags-sets) [default: the configuration's].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// The placement fit (worst, best, first, worst-plain, ctf) [default: the configuration's].
+    #[arg(long)]
+    pub fit: Option<String>,
+    /// The configuration to replay under: its sites and `[scheduler]` [default: the one the
+    /// server last ran with, which `coalloc serve --config` copies to
+    /// STATE_DIR/served-config.toml, else the embedded default].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the plots go [default: STATE_DIR/whatif].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the comparison (summary, sites, every job) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// One side's per-job figures, in seconds.
+#[derive(Clone, Copy, Default)]
+struct Fig {
+    wait: Option<f64>,
+    response: Option<f64>,
+    slowdown: Option<f64>,
+    tries: u32,
+}
+
+fn fig(wait: Option<i64>, response: Option<i64>, run: Option<i64>, tries: u32) -> Fig {
+    let s = |ms: i64| ms as f64 / 1000.0;
+    Fig {
+        wait: wait.map(s),
+        response: response.map(s),
+        slowdown: response.zip(run).map(|(r, u)| s(r) / s(u).max(0.001)),
+        tries,
+    }
+}
+
+fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.flatten().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn within(obs: Fig, sim: Fig) -> bool {
+    let tol = TOLERANCE_MS as f64 / 1000.0 + TOLERANCE_SHARE * obs.response.unwrap_or(0.0);
+    let close = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if (a - b).abs() <= tol);
+    close(obs.wait, sim.wait) && close(obs.response, sim.response)
+}
+
+pub fn run(args: WhatifArgs) -> Result<(), CliError> {
+    let dir = args.state.dir();
+    let served = dir.join("served-config.toml");
+    let config_path = args
+        .config
+        .clone()
+        .or_else(|| served.exists().then_some(served));
+    let config = crate::serve_cmd::load_config(config_path.as_ref())?;
+    let mut sched = config.scheduler.clone();
+    if let Some(p) = &args.policy {
+        sched.queue = QueueConfig::from_name(p).map_err(CliError::bad)?;
+    }
+    if let Some(f) = &args.fit {
+        sched.fit = Fit::from_name(f).map_err(CliError::bad)?;
+    }
+    let names: Vec<String> = config.sites.iter().map(|s| s.name.clone()).collect();
+    let h = read(&dir, &names)?;
+    let params = SimParams {
+        start_latency: h.start_latency,
+        monitor_interval: Some(config.monitor_interval),
+        failures: Failures {
+            outages: h.outages.clone(),
+            ..Failures::default()
+        },
+        window_end: Some(h.end.max(1)),
+        ..SimParams::default()
+    };
+    let outcome = simulate(config.sites.clone(), sched, &h.workload, &params)
+        .map_err(|e| CliError::bad(format!("the replay cannot run: {e}")))?;
+    let out = args.out.clone().unwrap_or_else(|| dir.join("whatif"));
+    std::fs::create_dir_all(&out).map_err(|e| CliError::bad(format!("{}: {e}", out.display())))?;
+    let report = compare(&h, &outcome, &names, &out)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print_report(&report, &args, config_path.as_deref());
+    }
+    Ok(())
+}
+
+/// The side-by-side comparison as JSON, and its plots.
+fn compare(
+    h: &History,
+    o: &Outcome,
+    names: &[String],
+    out: &Path,
+) -> Result<serde_json::Value, CliError> {
+    let mut jobs = Vec::new();
+    let (mut obs_all, mut sim_all) = (Vec::new(), Vec::new());
+    let mut reproduced = 0;
+    for j in &o.jobs {
+        let id = j.tag as u64;
+        let Some(r) = h.observed.get(&id) else {
+            continue;
+        };
+        let obs = fig(r.wait_ms, r.response_ms, r.run_ms, r.placement_tries);
+        let sim = j.record.as_ref().map_or(Fig::default(), |rec| {
+            fig(
+                rec.wait(),
+                rec.response(),
+                rec.runtime(),
+                rec.placement_tries,
+            )
+        });
+        let ok = within(obs, sim);
+        reproduced += usize::from(ok);
+        let fate = match &j.fate {
+            JobFate::Finished => "finished".to_string(),
+            JobFate::Failed(m) => format!("failed: {m}"),
+            JobFate::Refused(m) => format!("refused: {m}"),
+            JobFate::Unfinished => "unfinished".to_string(),
+        };
+        let side = |f: &Fig| json!({"wait_s": f.wait, "response_s": f.response, "slowdown": f.slowdown, "placement_tries": f.tries});
+        jobs.push(json!({
+            "job": id,
+            "name": r.name,
+            "happened": side(&obs),
+            "would_have": side(&sim),
+            "replayed_fate": fate,
+            "within_tolerance": ok,
+        }));
+        obs_all.push((id, obs));
+        sim_all.push((id, sim));
+    }
+    let summary = |v: &[(u64, Fig)]| {
+        json!({
+            "mean_wait_s": mean(v.iter().map(|f| f.1.wait)),
+            "mean_response_s": mean(v.iter().map(|f| f.1.response)),
+            "mean_slowdown": mean(v.iter().map(|f| f.1.slowdown)),
+            "mean_placement_tries": mean(v.iter().map(|f| Some(f64::from(f.1.tries)))),
+        })
+    };
+    let sites: Vec<serde_json::Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let u = o.usage.get(i).map_or(0, |u| u.held + u.running) as f64;
+            let cap = f64::from(o.processors.get(i).copied().unwrap_or(0)) * o.window_end as f64;
+            json!({
+                "site": n,
+                "happened_utilization": observed_utilization(&h.samples, n, h.t0, h.end),
+                "would_have_utilization": if cap > 0.0 { u / cap } else { 0.0 },
+            })
+        })
+        .collect();
+    let mut plots = Vec::new();
+    let line = |name: &str, v: &[(u64, Fig)], f: &dyn Fn(&Fig) -> Option<f64>| Series {
+        name: name.into(),
+        points: v
+            .iter()
+            .filter_map(|(id, x)| Some((*id as f64, f(x)?)))
+            .collect(),
+    };
+    for (stem, title, f) in [
+        (
+            "wait",
+            "Wait per job",
+            &(|x: &Fig| x.wait) as &dyn Fn(&Fig) -> Option<f64>,
+        ),
+        ("response", "Response per job", &|x: &Fig| x.response),
+    ] {
+        let c = chart(title.into(), "job", "seconds");
+        let series = [
+            line("happened", &obs_all, f),
+            line("would have", &sim_all, f),
+        ];
+        if series.iter().all(|s| !s.points.is_empty()) {
+            plots.extend(draw(out, stem, c, &series)?);
+        }
+    }
+    Ok(json!({
+        "jobs_replayed": obs_all.len(),
+        "jobs_not_replayed": h.skipped,
+        "start_latency_ms": h.start_latency,
+        "background_local_jobs": h.workload.local.iter().map(Vec::len).sum::<usize>(),
+        "outages": h.outages.len(),
+        "happened": summary(&obs_all),
+        "would_have": summary(&sim_all),
+        "sites": sites,
+        "tolerance": {"ms": TOLERANCE_MS, "share_of_response": TOLERANCE_SHARE},
+        "within_tolerance": reproduced,
+        "jobs": jobs,
+        "plots": plots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+    }))
+}
+
+fn print_report(r: &serde_json::Value, args: &WhatifArgs, config: Option<&Path>) {
+    let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.2}"));
+    let pc = |v: &serde_json::Value| {
+        v.as_f64()
+            .map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+    };
+    println!(
+        "replayed {} job(s) of {} ({} not finished, not replayed) under {} / {} fit, configuration {}",
+        r["jobs_replayed"],
+        r["jobs_replayed"].as_u64().unwrap_or(0) + r["jobs_not_replayed"].as_u64().unwrap_or(0),
+        r["jobs_not_replayed"],
+        args.policy.as_deref().unwrap_or("the configured policy"),
+        args.fit.as_deref().unwrap_or("the configured"),
+        config.map_or("embedded default".into(), |p| p.display().to_string()),
+    );
+    let (h, w) = (&r["happened"], &r["would_have"]);
+    let mut rows: Vec<Vec<String>> = [
+        ("mean wait (s)", "mean_wait_s"),
+        ("mean response (s)", "mean_response_s"),
+        ("mean slowdown", "mean_slowdown"),
+        ("mean placement tries", "mean_placement_tries"),
+    ]
+    .iter()
+    .map(|(label, k)| vec![label.to_string(), f(&h[k]), f(&w[k])])
+    .collect();
+    for s in r["sites"].as_array().into_iter().flatten() {
+        rows.push(vec![
+            format!("utilization of {}", s["site"].as_str().unwrap_or("?")),
+            pc(&s["happened_utilization"]),
+            pc(&s["would_have_utilization"]),
+        ]);
+    }
+    print!("{}", table::render(&["", "happened", "would have"], &rows));
+    let jobs: Vec<Vec<String>> = r["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            let (a, b) = (&j["happened"], &j["would_have"]);
+            vec![
+                j["job"].to_string(),
+                format!("{} / {}", f(&a["wait_s"]), f(&b["wait_s"])),
+                format!("{} / {}", f(&a["response_s"]), f(&b["response_s"])),
+                format!("{} / {}", a["placement_tries"], b["placement_tries"]),
+                j["replayed_fate"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let header = ["job", "wait (s)", "response (s)", "tries", "replayed"];
+    print!("{}", table::render(&header, &jobs));
+    println!(
+        "{} of {} job(s) within {} ms + {:.0}% of the observed response (the reproduction check, meaningful under the server's own configuration)",
+        r["within_tolerance"],
+        r["jobs_replayed"],
+        TOLERANCE_MS,
+        100.0 * TOLERANCE_SHARE
+    );
+    for p in r["plots"].as_array().into_iter().flatten() {
+        println!("wrote {}", p.as_str().unwrap_or(""));
+    }
+}

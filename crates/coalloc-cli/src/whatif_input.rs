@@ -1,0 +1,307 @@
+//! What `coalloc whatif` replays, read from a server's state directory (issue 22 item 4):
+//! the jobs as submitted (the journal's `submit` entries, in the native JSON spec), each
+//! job's observed net run time (the result log), the sites' other users' load and their
+//! outages (the surveillance log, as `coalloc report` reads it), and the components' start
+//! latency (the result log's placement to barrier release).
+//!
+//! Times become milliseconds from the first journaled submission or reading (`t0`).
+
+use crate::error::CliError;
+use crate::report_cmd::busy;
+use coalloc_core::model::{Millis, Time};
+use coalloc_server::journal::Journal;
+use coalloc_server::logs::{read_lines, ResultRecord, SiteSample};
+use coalloc_sim::engine::site::Local;
+use coalloc_sim::engine::{Outage, SimJob, Workload};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A server's history, ready for the engine.
+pub struct History {
+    pub workload: Workload,
+    pub outages: Vec<Outage>,
+    /// The observed record of every replayed job, by server job number.
+    pub observed: BTreeMap<u64, ResultRecord>,
+    pub samples: Vec<SiteSample>,
+    /// Epoch milliseconds of time 0, and the end of the logs in engine time.
+    pub t0: i64,
+    pub end: Time,
+    /// The median of placement to barrier release over finished jobs.
+    pub start_latency: Millis,
+    /// Jobs submitted that did not finish (failed, cancelled or still live): not replayed.
+    pub skipped: usize,
+}
+
+/// Read the state directory; `sites` are the site names, in the configuration's order.
+pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
+    let results: Vec<ResultRecord> =
+        read_lines(&dir.join("logs/result.jsonl")).map_err(CliError::bad)?;
+    let samples: Vec<SiteSample> =
+        read_lines(&dir.join("logs/surveillance.jsonl")).map_err(CliError::bad)?;
+    let journal_path = dir.join("journal.sqlite");
+    if !journal_path.exists() {
+        return Err(CliError::bad(format!(
+            "no journal at {}: run a server with this state directory first",
+            journal_path.display()
+        )));
+    }
+    let journal = Journal::open(&journal_path).map_err(|e| CliError::bad(e.to_string()))?;
+    // The core numbers accepted jobs densely from 1, and only accepted entries are
+    // journaled: the k-th `submit` entry is job k.
+    let mut submits: Vec<(i64, String)> = Vec::new();
+    journal
+        .replay(|r| {
+            if let coalloc_server::entry::Entry::Submit { job, .. } = r.entry {
+                submits.push((r.at, job));
+            }
+            Ok::<_, String>(())
+        })
+        .map_err(|e| CliError::bad(e.to_string()))?;
+    if submits.is_empty() {
+        return Err(CliError::bad(format!(
+            "the journal {} holds no submitted job",
+            journal_path.display()
+        )));
+    }
+    let by_id: BTreeMap<u64, &ResultRecord> = results.iter().map(|r| (r.job, r)).collect();
+    let t0 = submits
+        .iter()
+        .map(|s| s.0)
+        .chain(samples.iter().map(|s| s.time))
+        .min()
+        .unwrap_or(0);
+    let end = results
+        .iter()
+        .filter_map(|r| r.end)
+        .chain(samples.iter().map(|s| s.time))
+        .chain(submits.iter().map(|s| s.0))
+        .max()
+        .unwrap_or(t0)
+        - t0;
+    let mut workload = Workload::default();
+    let mut observed = BTreeMap::new();
+    let mut skipped = 0;
+    for (k, (at, text)) in submits.iter().enumerate() {
+        let id = k as u64 + 1;
+        let Some(r) = by_id
+            .get(&id)
+            .filter(|r| r.outcome == "finished" && r.run_ms.is_some())
+        else {
+            skipped += 1;
+            continue;
+        };
+        if r.submit != *at {
+            return Err(CliError::bad(format!(
+                "job {id}: the journal says it was submitted at {at}, the result log at {} (a journal and logs of different runs?)",
+                r.submit
+            )));
+        }
+        let mut job = coalloc_core::spec::native::from_json(text)
+            .map_err(|e| CliError::bad(format!("journal: job {id}: {e}")))?;
+        job.submit = Some(at - t0);
+        workload.jobs.push(SimJob {
+            tag: id as i64,
+            job,
+            runtime: r.run_ms.unwrap_or(0),
+        });
+        observed.insert(id, (*r).clone());
+    }
+    let index: BTreeMap<&str, usize> = sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i))
+        .collect();
+    let mut per_site: BTreeMap<usize, Vec<&SiteSample>> = BTreeMap::new();
+    for s in &samples {
+        let i = *index.get(s.site.as_str()).ok_or_else(|| {
+            CliError::bad(format!(
+                "the surveillance log names site `{}`, which the configuration lacks (give the server's own with --config)",
+                s.site
+            ))
+        })?;
+        per_site.entry(i).or_default().push(s);
+    }
+    workload.local = vec![Vec::new(); sites.len()];
+    let mut outages = Vec::new();
+    for (i, ss) in &mut per_site {
+        ss.sort_by_key(|s| s.time);
+        workload.local[*i] = background(ss, t0, end);
+        outages.extend(down_windows(*i, ss, t0, end));
+    }
+    let mut latencies: Vec<Millis> = observed
+        .values()
+        .filter_map(|r| Some(r.barrier_release? - r.placed?))
+        .filter(|d| *d >= 0)
+        .collect();
+    latencies.sort_unstable();
+    let start_latency = latencies.get(latencies.len() / 2).copied().unwrap_or(0);
+    Ok(History {
+        workload,
+        outages,
+        observed,
+        samples,
+        t0,
+        end,
+        start_latency,
+        skipped,
+    })
+}
+
+/// A site's other users' load as local jobs: the readings' busy-by-others level, piecewise
+/// constant, cut into layers. A rise of the level starts a local job of the rise's size; a
+/// fall ends the most recent ones (last in, first out, splitting one if needed); whatever is
+/// left runs to the end of the logs.
+pub fn background(samples: &[&SiteSample], t0: i64, end: Time) -> Vec<Local> {
+    let mut stack: Vec<(Time, u32)> = Vec::new();
+    let mut level = 0u32;
+    let mut out = Vec::new();
+    let mut cut = |stack: &mut Vec<(Time, u32)>, level: &mut u32, want: u32, t: Time| {
+        while *level > want {
+            let Some(top) = stack.last_mut() else { break };
+            let n = top.1.min(*level - want);
+            if t > top.0 {
+                out.push(Local {
+                    submit: top.0,
+                    size: n,
+                    runtime: t - top.0,
+                });
+            }
+            top.1 -= n;
+            *level -= n;
+            if top.1 == 0 {
+                stack.pop();
+            }
+        }
+    };
+    for s in samples {
+        let (t, want) = (s.time - t0, busy(s).1);
+        if want > level {
+            stack.push((t, want - level));
+            level = want;
+        } else {
+            cut(&mut stack, &mut level, want, t);
+        }
+    }
+    cut(&mut stack, &mut level, 0, end);
+    out.sort_by_key(|l| l.submit);
+    out
+}
+
+/// The windows in which a site's readings said it was not healthy.
+fn down_windows(site: usize, samples: &[&SiteSample], t0: i64, end: Time) -> Vec<Outage> {
+    let mut out = Vec::new();
+    let mut from = None;
+    for s in samples {
+        match (s.healthy, from) {
+            (false, None) => from = Some(s.time - t0),
+            (true, Some(f)) => {
+                out.push(Outage {
+                    site,
+                    from: f,
+                    to: s.time - t0,
+                });
+                from = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(f) = from {
+        out.push(Outage {
+            site,
+            from: f,
+            to: end,
+        });
+    }
+    out
+}
+
+/// The share of site `site`'s processors coalloc held over `[0, end]` by its readings (each
+/// held until the next).
+pub fn observed_utilization(samples: &[SiteSample], site: &str, t0: i64, end: Time) -> f64 {
+    let mut ss: Vec<&SiteSample> = samples.iter().filter(|s| s.site == site).collect();
+    ss.sort_by_key(|s| s.time);
+    let (mut used, mut total) = (0f64, 0f64);
+    for (k, s) in ss.iter().enumerate() {
+        let from = s.time - t0;
+        let to = ss.get(k + 1).map_or(end, |n| n.time - t0).max(from);
+        used += f64::from(busy(s).0) * (to - from) as f64;
+        total = f64::from(s.total);
+    }
+    if total == 0.0 || end <= 0 {
+        0.0
+    } else {
+        used / (total * end as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(time: i64, other: u32, healthy: bool) -> SiteSample {
+        SiteSample {
+            time,
+            site: "alpha".into(),
+            total: 8,
+            idle: 8 - other,
+            coalloc: 0,
+            other,
+            healthy,
+        }
+    }
+
+    #[test]
+    fn the_other_users_level_becomes_layered_local_jobs() {
+        let ss = [
+            s(100, 3, true),
+            s(200, 5, true),
+            s(300, 1, true),
+            s(400, 0, true),
+        ];
+        let refs: Vec<&SiteSample> = ss.iter().collect();
+        let l = background(&refs, 100, 1000);
+        let l: Vec<(Time, u32, Millis)> = l.iter().map(|l| (l.submit, l.size, l.runtime)).collect();
+        // 3 from 0; 2 more from 100; at 200 the level falls to 1: the 2 end, 2 of the 3 end.
+        assert_eq!(l, vec![(0, 2, 200), (0, 1, 300), (100, 2, 100)]);
+    }
+
+    #[test]
+    fn observed_utilization_holds_each_reading_until_the_next() {
+        let mut a = s(0, 0, true);
+        a.coalloc = 4;
+        a.idle = 4;
+        let mut b = s(50, 0, true);
+        b.idle = 8;
+        // 4 of 8 processors for 50 of 100 ms.
+        assert_eq!(observed_utilization(&[a, b], "alpha", 0, 100), 0.25);
+        assert_eq!(observed_utilization(&[], "alpha", 0, 100), 0.0);
+    }
+
+    #[test]
+    fn unhealthy_readings_are_outages() {
+        let ss = [
+            s(0, 0, true),
+            s(10, 0, false),
+            s(20, 0, false),
+            s(30, 0, true),
+            s(40, 0, false),
+        ];
+        let refs: Vec<&SiteSample> = ss.iter().collect();
+        let o = down_windows(2, &refs, 0, 50);
+        assert_eq!(
+            o,
+            vec![
+                Outage {
+                    site: 2,
+                    from: 10,
+                    to: 30
+                },
+                Outage {
+                    site: 2,
+                    from: 40,
+                    to: 50
+                }
+            ]
+        );
+    }
+}
