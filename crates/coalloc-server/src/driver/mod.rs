@@ -16,6 +16,7 @@
 mod aging;
 pub mod arrays;
 mod clouds;
+mod codec;
 mod commands;
 mod files;
 mod metrics;
@@ -58,7 +59,7 @@ pub(crate) struct LaunchInfo {
     pub processes: u32,
     /// Local ranks that checked in at the barrier with ok (not journaled, so not in a
     /// snapshot either: a replay knows none).
-    #[serde(skip_serializing, default)]
+    #[serde(skip)]
     pub checkins: BTreeSet<u32>,
     /// Cancelled, failed or finished: nothing more is reported about it.
     pub ended: bool,

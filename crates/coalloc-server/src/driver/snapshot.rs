@@ -6,7 +6,7 @@
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
 //! replicas, transfers, staging, arrays, jobs waiting to age out). A thread writes the
-//! bytes (CBOR) to `snapshot.cbor.tmp`, syncs it, renames it to `snapshot.cbor` and syncs
+//! bytes ([`super::codec`]) to `snapshot.cbor.tmp`, syncs it, renames it to `snapshot.cbor` and syncs
 //! the directory; then the driver deletes the journal's entries before `S`.
 //!
 //! A restart reads `snapshot.cbor`, if there is one, and replays only the entries after
@@ -185,9 +185,13 @@ impl Driver {
                 .collect(),
             staging: &self.staging,
         };
-        let mut out = Vec::new();
-        ciborium::into_writer(&state, &mut out).expect("the state serializes to memory");
-        Some(out)
+        match super::codec::to_bytes(&state) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                tracing::warn!("no snapshot: {e}");
+                None
+            }
+        }
     }
 
     /// Between two turns: compact the journal up to the newest snapshot on disk, and take
@@ -251,13 +255,13 @@ impl Driver {
     pub(crate) fn restore_snapshot(&mut self) -> Result<i64, StartError> {
         let path = self.snapshots.path.clone();
         let bad = |m: String| StartError::Snapshot(path.display().to_string(), m);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(bad(e.to_string())),
         };
-        let s: State = ciborium::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
-            .map_err(|e| bad(e.to_string()))?;
+        let s: State = super::codec::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
+        drop(bytes);
         self.core = Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, s.core)
             .map_err(|e| bad(e.to_string()))?;
         self.now = s.now;
