@@ -151,6 +151,15 @@ fn main() {
         mib(journal / 1024),
         journal as f64 / n as f64
     );
+    // What a restart will read: the last snapshot (`snapshot.bin`, written every
+    // `snapshot_every` entries) and the journal's entries after it.
+    let rows: i64 = rusqlite::Connection::open(s.state.join("journal.sqlite"))
+        .and_then(|c| c.query_row("SELECT count(*) FROM journal", [], |r| r.get(0)))
+        .unwrap_or(-1);
+    println!(
+        "- at the kill: snapshot {}, journal entries kept {rows}",
+        mib(file_size(&s.state.join("snapshot.bin")) / 1024),
+    );
     // SIGKILL, then restart on the same directory: until the API answers.
     s.child.kill().unwrap();
     s.child.wait().unwrap();

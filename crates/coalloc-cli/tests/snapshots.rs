@@ -82,8 +82,8 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     assert_eq!(s.wait_ended(ran, 30)["state"], "finished");
     s.hold_the_queue();
     submit_array(&s, 1_000);
-    let tmp = s.dir.join("snapshot.cbor.tmp");
-    let snapshot = s.dir.join("snapshot.cbor");
+    let tmp = s.dir.join("snapshot.bin.tmp");
+    let snapshot = s.dir.join("snapshot.bin");
     wait_until(30, "a snapshot being written", || tmp.exists());
     s.kill();
     assert!(!snapshot.exists(), "the first snapshot was cut short");

@@ -27,6 +27,7 @@ enum Cmd {
         remote: String,
     },
     Forget(u64),
+    Discard(String),
     Lease(u64),
     Release {
         vm: u64,
@@ -141,6 +142,7 @@ impl SiteWorker {
                         Ok(Cmd::Forget(launch)) => {
                             watched.remove(&launch);
                         }
+                        Ok(Cmd::Discard(remote)) => backend.discard(&[remote]),
                         Ok(Cmd::Lease(vm)) => {
                             let (p, d) = (provider.clone(), driver.clone());
                             std::thread::spawn(move || {
@@ -242,6 +244,12 @@ impl SiteWorker {
 
     pub fn forget(&self, launch: u64) {
         let _ = self.tx.send(Cmd::Forget(launch));
+    }
+
+    /// The launch's job is gone: the backend may drop what it keeps of the launch
+    /// ([`coalloc_backends::Backend::discard`]).
+    pub fn discard(&self, remote: String) {
+        let _ = self.tx.send(Cmd::Discard(remote));
     }
 }
 

@@ -71,7 +71,7 @@ impl Writer {
     }
 }
 
-impl<'a> ser::Serializer for &'a mut Writer {
+impl ser::Serializer for &mut Writer {
     type Ok = ();
     type Error = CodecError;
     type SerializeSeq = Self;

@@ -6,10 +6,10 @@
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
 //! replicas, transfers, staging, arrays, jobs waiting to age out). A thread writes the
-//! bytes ([`super::codec`]) to `snapshot.cbor.tmp`, syncs it, renames it to `snapshot.cbor` and syncs
+//! bytes ([`super::codec`]) to `snapshot.bin.tmp`, syncs it, renames it to `snapshot.bin` and syncs
 //! the directory; then the driver deletes the journal's entries before `S`.
 //!
-//! A restart reads `snapshot.cbor`, if there is one, and replays only the entries after
+//! A restart reads `snapshot.bin`, if there is one, and replays only the entries after
 //! `S`. A kill at any moment loses nothing: until the rename, the previous snapshot and the
 //! entries after it are all there (the journal is compacted only up to a snapshot already
 //! on disk); after it, the new one is, and entries it covers that are still in the journal
@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 /// The driver's snapshot bookkeeping.
 pub(crate) struct Snapshots {
-    /// `DIR/snapshot.cbor`.
+    /// `DIR/snapshot.bin`.
     path: PathBuf,
     /// The journal entry the newest snapshot on disk covers up to (0: none).
     saved: Arc<AtomicI64>,
@@ -50,7 +50,7 @@ pub(crate) struct Snapshots {
 impl Snapshots {
     pub(crate) fn new(state: &crate::state::StateDir) -> Snapshots {
         Snapshots {
-            path: state.root.join("snapshot.cbor"),
+            path: state.root.join("snapshot.bin"),
             saved: Arc::new(AtomicI64::new(0)),
             busy: Arc::new(AtomicBool::new(false)),
             taken: 0,
@@ -292,7 +292,7 @@ impl Driver {
 /// Write `bytes` to `path` so that `path` holds either its old content or all of `bytes`,
 /// on disk when this returns.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("cbor.tmp");
+    let tmp = path.with_extension("bin.tmp");
     let mut f = std::fs::File::create(&tmp)?;
     let half = bytes.len() / 2;
     f.write_all(&bytes[..half])?;
