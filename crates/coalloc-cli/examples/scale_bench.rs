@@ -10,7 +10,7 @@
 //!    `coalloc history` finding them.
 //!
 //! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M] [--snapshot-every E]
-//! (`server.snapshot_every` of part 1; the server's default, 100,000, if not given)
+//! (`server.snapshot_every` of part 1; the server's default, 25,000, if not given)
 
 #[path = "shared/bench_server.rs"]
 mod bench_server;
@@ -111,7 +111,7 @@ fn main() {
     let n = arg(&args, "--jobs", 1_000_000);
     let single = arg(&args, "--single", 100_000).min(n);
     let aged = arg(&args, "--aged", 100_000);
-    let every = arg(&args, "--snapshot-every", 100_000);
+    let every = arg(&args, "--snapshot-every", 25_000);
     let queue_config = CONFIG.replace(
         "[server]\n",
         &format!("[server]\nsnapshot_every = {every}\n"),

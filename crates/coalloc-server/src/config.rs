@@ -14,7 +14,7 @@
 //! heartbeat = "1s"              # the server pings each agent this often
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
-//! snapshot_every = 100000       # journal entries after which the state is snapshotted and
+//! snapshot_every = 25000        # journal entries after which the state is snapshotted and
 //!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
 //! transfer_timeout = "30m"      # a transfer not done by then fails (its file site's error)
@@ -158,7 +158,7 @@ pub struct ServerConfig {
     /// MinJobAge).
     pub min_job_age: Millis,
     /// Journal entries after the last snapshot that make the driver take a new one and
-    /// compact the journal (`server.snapshot_every`, default 100,000; 0: never).
+    /// compact the journal (`server.snapshot_every`, default 25,000; 0: never).
     pub snapshot_every: u64,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
@@ -327,7 +327,7 @@ impl ServerConfig {
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
             min_job_age: dur("min_job_age", &s.min_job_age, 300_000)?,
-            snapshot_every: s.snapshot_every.unwrap_or(100_000),
+            snapshot_every: s.snapshot_every.unwrap_or(25_000),
             sites,
             backends,
             providers,
