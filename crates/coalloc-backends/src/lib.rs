@@ -178,6 +178,12 @@ pub trait Backend: Send + Sync {
     fn resize(&self, processors: i64) {
         let _ = processors;
     }
+    /// The server journaled these launches' end and dropped their job: it will never ask
+    /// about them again, and the backend may drop what it keeps of them (the local backend
+    /// compacts its launch log, issue 23 item 4). The default keeps everything.
+    fn discard(&self, ids: &[RemoteId]) {
+        let _ = ids;
+    }
     /// An operation on the site's files (input-file transfers, outputs brought back). The
     /// default works on this machine's file system, relative paths under `base` (the
     /// server's state directory): right for every site that shares it; an agent's site

@@ -90,6 +90,8 @@ struct Inner {
     stopping: bool,
     /// Exit codes read from the `exits` file.
     exits: Exits,
+    /// Ended launches the server discarded since the log was last compacted.
+    discarded: usize,
 }
 
 #[derive(Debug)]
@@ -178,9 +180,45 @@ impl LocalCluster {
     }
 }
 
+/// Ended launches discarded before the launch log is compacted (at least; and at least as
+/// many as the launches it keeps, so that a compaction's cost is amortized).
+const COMPACT_AFTER: usize = 1_000;
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rewrite the launch log from the launches kept, and empty `exits` if none runs (its
+    /// codes are all used then; see `process`).
+    fn compact(&self, inner: &mut Inner) -> std::io::Result<()> {
+        let mut records = Vec::new();
+        for launch in inner.launches.values() {
+            let id = launch.request.launch;
+            records.push(process::Record::Request(launch.request.clone()));
+            match &launch.phase {
+                Phase::Queued => {}
+                Phase::Running(r) => records.extend(r.records(id)),
+                Phase::Done(state) => {
+                    if let Some(outcome) = process::Final::of(state) {
+                        records.push(process::Record::Ended {
+                            launch: id,
+                            outcome,
+                        });
+                    }
+                }
+            }
+        }
+        self.log.rewrite(&records)?;
+        let running = inner
+            .launches
+            .values()
+            .any(|l| matches!(l.phase, Phase::Running(_)));
+        if !running {
+            inner.exits.clear(&self.log.exits)?;
+        }
+        inner.discarded = 0;
+        Ok(())
     }
 
     /// Start queued launches in FIFO order while the head fits.
@@ -302,6 +340,20 @@ fn background(shared: &Shared, load: BackgroundLoad) {
 }
 
 impl Backend for LocalCluster {
+    fn discard(&self, ids: &[RemoteId]) {
+        let mut inner = self.shared.lock();
+        for id in ids {
+            if matches!(inner.launches.get(id), Some(l) if matches!(l.phase, Phase::Done(_))) {
+                inner.launches.remove(id);
+                inner.discarded += 1;
+            }
+        }
+        if inner.discarded >= COMPACT_AFTER.max(inner.launches.len()) {
+            // A failure leaves the log as it was: longer, and as right.
+            let _ = self.shared.compact(&mut inner);
+        }
+    }
+
     fn submit(&self, request: &SubmitRequest) -> Result<RemoteId, BackendError> {
         let shared = &self.shared;
         if request.count > shared.slots {

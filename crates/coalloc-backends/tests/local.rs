@@ -372,6 +372,52 @@ fn a_cloud_site_grows_and_shrinks_with_its_vms(m: Mode) {
     ));
 }
 
+fn discarded_launches_are_compacted_out_of_the_files_and_the_rest_adopted(m: Mode) {
+    let d = temp_dir(m, "compact");
+    let c = cluster(m, &d, 64);
+    let lines = |f: &str| {
+        std::fs::read_to_string(d.join("site").join(f))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    // 1,000 ended launches (the most kept before a compaction), discarded by the server.
+    let n = 1_000;
+    for l in 1..=n {
+        c.submit(&sh(&d, l, 1, 1, "exit 0")).unwrap();
+    }
+    for l in 1..=n {
+        assert_eq!(wait_final(&c, l), RemoteState::Finished);
+    }
+    c.submit(&sh(&d, n + 1, 1, 1, "exit 6")).unwrap();
+    assert_eq!(
+        wait_final(&c, n + 1),
+        RemoteState::Failed("process 0 exited with 6".into())
+    );
+    assert!(lines("launches.jsonl") > 3 * n as usize);
+    assert_eq!(lines("exits"), n as usize + 1);
+    let ids: Vec<String> = (1..=n).map(remote_id).collect();
+    c.discard(&ids);
+    // What is left: the one launch not discarded (its request and its end); no launch
+    // runs, so `exits` is empty.
+    assert_eq!(lines("launches.jsonl"), 2);
+    assert_eq!(lines("exits"), 0);
+    // Codes written after the compaction are read, by this cluster and the next one.
+    c.submit(&sh(&d, n + 2, 1, 1, "sleep 0.3; exit 7")).unwrap();
+    drop(c);
+    std::thread::sleep(Duration::from_millis(600));
+    let c = cluster(m, &d, 64);
+    assert_eq!(
+        state(&c, n + 1),
+        RemoteState::Failed("process 0 exited with 6".into())
+    );
+    assert_eq!(
+        wait_final(&c, n + 2),
+        RemoteState::Failed("process 0 exited with 7".into())
+    );
+    assert_eq!(recorded_launches(&d.join("site")), vec![n + 1, n + 2]);
+}
+
 both!(
     processes_run_with_their_ranks_and_finish,
     processes_start_in_the_folder_of_their_output_unless_told_otherwise,
@@ -384,6 +430,7 @@ both!(
     a_new_cluster_adopts_what_the_last_one_left_running_or_queued,
     a_launch_that_ended_while_no_server_watched_is_read_from_its_files,
     a_log_line_cut_short_by_a_crash_is_skipped,
+    discarded_launches_are_compacted_out_of_the_files_and_the_rest_adopted,
     a_cloud_site_grows_and_shrinks_with_its_vms,
 );
 

@@ -9,7 +9,8 @@
 //!    `min_job_age = "1s"`: RSS before, with them queued and after they left, and
 //!    `coalloc history` finding them.
 //!
-//! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M]
+//! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M] [--snapshot-every E]
+//! (`server.snapshot_every` of part 1; the server's default, 25,000, if not given)
 
 #[path = "shared/bench_server.rs"]
 mod bench_server;
@@ -110,10 +111,15 @@ fn main() {
     let n = arg(&args, "--jobs", 1_000_000);
     let single = arg(&args, "--single", 100_000).min(n);
     let aged = arg(&args, "--aged", 100_000);
+    let every = arg(&args, "--snapshot-every", 25_000);
+    let queue_config = CONFIG.replace(
+        "[server]\n",
+        &format!("[server]\nsnapshot_every = {every}\n"),
+    );
     let base = std::env::temp_dir().join(format!("coalloc-scale-{}", std::process::id()));
 
     // 1. The queue.
-    let mut s = Server::start(&coalloc, &base.join("queue"), CONFIG);
+    let mut s = Server::start(&coalloc, &base.join("queue"), &queue_config);
     hold(&s);
     std::thread::sleep(Duration::from_millis(500));
     let empty = rss_kib(s.child.id());
@@ -121,7 +127,7 @@ fn main() {
     let many = submit(&s, single, n, true);
     std::thread::sleep(Duration::from_millis(500));
     let queued = rss_kib(s.child.id());
-    println!("queue of {n} two-component jobs behind unusable sites");
+    println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every})");
     println!(
         "- durable submissions, one job per request (16 threads, {single} jobs): {one:.0} jobs/s"
     );
@@ -150,6 +156,15 @@ fn main() {
         "- journal: {} ({:.0} B per job)",
         mib(journal / 1024),
         journal as f64 / n as f64
+    );
+    // What a restart will read: the last snapshot (`snapshot.bin`, written every
+    // `snapshot_every` entries) and the journal's entries after it.
+    let rows: i64 = rusqlite::Connection::open(s.state.join("journal.sqlite"))
+        .and_then(|c| c.query_row("SELECT count(*) FROM journal", [], |r| r.get(0)))
+        .unwrap_or(-1);
+    println!(
+        "- at the kill: snapshot {}, journal entries kept {rows}",
+        mib(file_size(&s.state.join("snapshot.bin")) / 1024),
     );
     // SIGKILL, then restart on the same directory: until the API answers.
     s.child.kill().unwrap();

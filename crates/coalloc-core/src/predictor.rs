@@ -30,7 +30,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// Runtimes of the last two finished jobs of every user; see the module documentation.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RuntimePredictor {
     /// User → (latest runtime, the one before it).
     last: BTreeMap<String, (Millis, Option<Millis>)>,
@@ -82,7 +82,7 @@ pub fn wait_so_far(now: Time, submit: Time) -> Millis {
 
 /// An estimated slowdown `(wait + runtime) / runtime`, ordered exactly (no floating point).
 /// A runtime below 1 ms counts as 1 ms, so that the slowdown is always defined.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct EstimatedSlowdown {
     pub wait: Millis,
     pub runtime: Millis,

@@ -21,6 +21,9 @@
 //! - (d) when a job ends or goes back to its queue, none of its launches is live any more
 //!   (the cancels came before the notice), and nothing of it starts after it ended;
 //! - (e) determinism: the same case played twice gives the same command sequence;
+//! - (f) snapshots (issue 23, item 4): the state restored from a snapshot taken between two
+//!   events (written to CBOR bytes and read back), then given the events after it, serializes
+//!   to the same bytes as the state given every event from the first, at several cut points;
 //!
 //! and, at the end, once every site is made healthy, empty and error-free and every launch
 //! succeeds: every accepted job ends (liveness). Submissions are checked too: a component
@@ -419,6 +422,8 @@ struct Driver<'c> {
     /// After the moves: every new report is a success.
     draining: bool,
     log: Vec<String>,
+    /// Every event handed to the scheduler, with its time, for (f).
+    events: Vec<(Time, Event)>,
 }
 
 type R<T = ()> = Result<T, TestCaseError>;
@@ -444,6 +449,7 @@ impl<'c> Driver<'c> {
             transfers_made: 0,
             draining: false,
             log: Vec::new(),
+            events: Vec::new(),
         }
     }
 
@@ -460,6 +466,7 @@ impl<'c> Driver<'c> {
             ),
             e => format!("{e:?}"),
         };
+        self.events.push((self.now, e.clone()));
         let reply = self.s.handle(self.now, e);
         self.log.push(format!("@{} {what} -> {reply:?}", self.now));
         while let Some(cmd) = self.s.poll_command() {
@@ -1036,7 +1043,7 @@ fn run(case: &Case) -> R<Vec<String>> {
         .iter()
         .try_for_each(|m| d.play(m))
         .and_then(|()| d.drain());
-    match result {
+    match result.and_then(|()| check_snapshots(case, &d.events, &d.s)) {
         Ok(()) => Ok(d.log),
         // The failure with the events and commands that led to it.
         Err(e) => {
@@ -1050,6 +1057,55 @@ fn run(case: &Case) -> R<Vec<String>> {
             )))
         }
     }
+}
+
+/// The scheduler's state as bytes (CBOR; every collection in it is ordered).
+fn state_bytes(s: &Scheduler) -> Vec<u8> {
+    let mut out = Vec::new();
+    let snap = s
+        .snapshot()
+        .expect("every policy of the crate can be saved");
+    ciborium::into_writer(&snap, &mut out).expect("a state serializes");
+    out
+}
+
+/// Give `s` an event as the driver did, dropping the commands (they were carried out).
+fn feed(s: &mut Scheduler, (at, e): &(Time, Event)) {
+    let _ = s.handle(*at, e.clone());
+    while s.poll_command().is_some() {}
+}
+
+/// (f): a replay of every event gives the state the run ended in, and so does a snapshot
+/// taken after event `k` (through bytes) followed by the events after `k`, at about eight
+/// cut points.
+fn check_snapshots(case: &Case, events: &[(Time, Event)], end: &Scheduler) -> R {
+    let want = state_bytes(end);
+    let mut full = Scheduler::new(build_config(case), build_sites(case));
+    let step = (events.len() / 8).max(1);
+    for (k, ev) in events.iter().enumerate() {
+        if k % step == 0 {
+            let bytes = state_bytes(&full);
+            let saved = ciborium::from_reader(&bytes[..]).expect("a snapshot reads back");
+            let mut restored =
+                Scheduler::restore(build_config(case), &build_sites(case), saved).unwrap();
+            prop_assert!(
+                state_bytes(&restored) == bytes,
+                "(f) restored state differs at {k}"
+            );
+            events[k..].iter().for_each(|e| feed(&mut restored, e));
+            prop_assert!(
+                state_bytes(&restored) == want,
+                "(f) snapshot after {k} of {} events, then the rest: another state",
+                events.len()
+            );
+        }
+        feed(&mut full, ev);
+    }
+    prop_assert!(
+        state_bytes(&full) == want,
+        "(f) a full replay gives another state"
+    );
+    Ok(())
 }
 
 /// Log lines a failure shows (`COALLOC_PROPS_LOG` to change).

@@ -32,7 +32,7 @@ pub enum Origin {
 }
 
 /// One replica of a logical file on one site.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replica {
     /// The file's path on the site (`None` for a static replica).
     pub path: Option<String>,
@@ -45,7 +45,7 @@ pub struct Replica {
 }
 
 /// Every replica, by logical name then site index.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     files: BTreeMap<String, BTreeMap<usize, Replica>>,
 }

@@ -17,6 +17,8 @@
 //! heartbeat = "1s"              # the server pings each agent this often
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
+//! snapshot_every = 25000        # journal entries after which the state is snapshotted and
+//!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
 //! transfer_timeout = "30m"      # a transfer not done by then fails (its file site's error)
 //!
@@ -103,6 +105,7 @@ struct ServerDoc {
     agent_url: Option<String>,
     heartbeat: Option<Scalar>,
     min_job_age: Option<Scalar>,
+    snapshot_every: Option<u64>,
     cache_limit: Option<Scalar>,
     transfer_timeout: Option<Scalar>,
 }
@@ -171,6 +174,9 @@ pub struct ServerConfig {
     /// it moves to the history table (`server.min_job_age`, default 5 minutes, as Slurm's
     /// MinJobAge).
     pub min_job_age: Millis,
+    /// Journal entries after the last snapshot that make the driver take a new one and
+    /// compact the journal (`server.snapshot_every`, default 25,000; 0: never).
+    pub snapshot_every: u64,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -342,6 +348,7 @@ impl ServerConfig {
             sample_interval: dur("sample_interval", &s.sample_interval, 2_000)?.max(100),
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
             min_job_age: dur("min_job_age", &s.min_job_age, 300_000)?,
+            snapshot_every: s.snapshot_every.unwrap_or(25_000),
             sites,
             backends,
             providers,

@@ -7,6 +7,12 @@
 //! was being handled) in one transaction, so one fsync covers many submissions (group
 //! commit). The history of ended jobs ([`crate::history`]) is a table of the same file,
 //! written in the same transactions.
+//!
+//! Compaction (issue 23, item 4): once a snapshot of the state after entry `S` is on disk
+//! (`driver::snapshot`), the entries before `S` are deleted; a restart reads the snapshot
+//! and replays the entries after `S` only. Entry `S` itself is kept, so that the next
+//! entry's number (SQLite's rowid: the largest plus one) never falls back to one already
+//! covered by a snapshot.
 
 use crate::entry::Entry;
 use crate::history::HistoryRow;
@@ -50,6 +56,8 @@ pub struct Record {
 pub struct Journal {
     conn: Connection,
     path: String,
+    /// The number of the last entry committed (0: none yet).
+    last: i64,
 }
 
 impl Journal {
@@ -72,7 +80,32 @@ impl Journal {
         )
         .map_err(err)?;
         conn.execute_batch(crate::history::SCHEMA).map_err(err)?;
-        Ok(Journal { conn, path: p })
+        let last = conn
+            .query_row("SELECT coalesce(max(seq), 0) FROM journal", [], |r| {
+                r.get(0)
+            })
+            .map_err(err)?;
+        Ok(Journal {
+            conn,
+            path: p,
+            last,
+        })
+    }
+
+    /// The number of the last entry committed (0: none yet).
+    pub fn last_seq(&self) -> i64 {
+        self.last
+    }
+
+    /// Delete the entries numbered below `seq` (a snapshot covers them); the number of
+    /// entries deleted.
+    pub fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
+        self.conn
+            .execute("DELETE FROM journal WHERE seq < ?1", params![seq])
+            .map_err(|source| JournalError::Sqlite {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     /// Hand every record, in order, to `each` as it is read (a replay holds one record at a
@@ -80,6 +113,16 @@ impl Journal {
     /// and comes back with the record's number.
     pub fn replay<E>(
         &self,
+        each: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<usize, ReplayError<E>> {
+        self.replay_after(0, each)
+    }
+
+    /// [`Journal::replay`] of the records numbered after `after` (those a snapshot does not
+    /// cover).
+    pub fn replay_after<E>(
+        &self,
+        after: i64,
         mut each: impl FnMut(Record) -> Result<(), E>,
     ) -> Result<usize, ReplayError<E>> {
         let err = |source| {
@@ -90,9 +133,9 @@ impl Journal {
         };
         let mut stmt = self
             .conn
-            .prepare("SELECT seq, at, entry FROM journal ORDER BY seq")
+            .prepare("SELECT seq, at, entry FROM journal WHERE seq > ?1 ORDER BY seq")
             .map_err(err)?;
-        let mut rows = stmt.query([]).map_err(err)?;
+        let mut rows = stmt.query(params![after]).map_err(err)?;
         let mut n = 0;
         while let Some(row) = rows.next().map_err(err)? {
             let seq: i64 = row.get(0).map_err(err)?;
@@ -143,7 +186,14 @@ impl Journal {
             }
         }
         crate::history::insert(&tx, history).map_err(err)?;
-        tx.commit().map_err(err)
+        let last = if records.is_empty() {
+            self.last
+        } else {
+            tx.last_insert_rowid()
+        };
+        tx.commit().map_err(err)?;
+        self.last = last;
+        Ok(())
     }
 }
 

@@ -35,6 +35,7 @@ enum Cmd {
     },
     Forget(u64),
     KillLocal(u32),
+    Discard(String),
     Lease(u64),
     Release {
         vm: u64,
@@ -165,6 +166,7 @@ impl SiteWorker {
                             ),
                             Err(e) => tracing::warn!(site, processors, "GP: {e}"),
                         },
+                        Ok(Cmd::Discard(remote)) => backend.discard(&[remote]),
                         Ok(Cmd::Lease(vm)) => {
                             let (p, d) = (provider.clone(), driver.clone());
                             std::thread::spawn(move || {
@@ -280,6 +282,12 @@ impl SiteWorker {
 
     pub fn forget(&self, launch: u64) {
         let _ = self.tx.send(Cmd::Forget(launch));
+    }
+
+    /// The launch's job is gone: the backend may drop what it keeps of the launch
+    /// ([`coalloc_backends::Backend::discard`]).
+    pub fn discard(&self, remote: String) {
+        let _ = self.tx.send(Cmd::Discard(remote));
     }
 }
 

@@ -9,6 +9,11 @@
 //! `LAUNCH RANK CODE` per process that ended, written by the wrapper or the launcher. A line
 //! is one `write` to a file opened for appending; a line cut short by a crash does not parse
 //! and is skipped.
+//!
+//! Compaction (issue 23, item 4): once the server has discarded enough ended launches, the
+//! log is rewritten from what the cluster still keeps (a temporary file, synced, renamed
+//! over the log); and `exits` is emptied in place (its writers append, so they go on at
+//! the new end) when no launch runs, so that no process can be writing to it.
 
 use super::launcher::{Start, Started};
 use super::link::Link;
@@ -86,6 +91,20 @@ pub(super) enum Final {
 }
 
 impl Final {
+    /// How a launch in this state ended; `None` if it has not.
+    pub fn of(state: &RemoteState) -> Option<Final> {
+        Some(match state {
+            RemoteState::Finished => Final::Finished,
+            RemoteState::Failed(reason) => Final::Failed {
+                reason: reason.clone(),
+            },
+            RemoteState::Lost(reason) => Final::Lost {
+                reason: reason.clone(),
+            },
+            _ => return None,
+        })
+    }
+
     pub fn state(self) -> RemoteState {
         match self {
             Final::Finished => RemoteState::Finished,
@@ -98,7 +117,9 @@ impl Final {
 /// The cluster's launch log, open for appending.
 #[derive(Debug)]
 pub(super) struct Log {
-    file: File,
+    /// Swapped for the rewritten log by [`Log::rewrite`].
+    file: Mutex<File>,
+    path: PathBuf,
     /// The `exits` file the wrappers and the launcher append to.
     pub exits: PathBuf,
 }
@@ -108,8 +129,10 @@ impl Log {
     pub fn open(work_dir: &Path) -> io::Result<Log> {
         let exits = work_dir.join(EXITS);
         open_log(&exits)?;
+        let path = work_dir.join(LOG);
         Ok(Log {
-            file: open_log(&work_dir.join(LOG))?,
+            file: Mutex::new(open_log(&path)?),
+            path,
             exits,
         })
     }
@@ -118,23 +141,37 @@ impl Log {
     pub fn append(&self, r: &Record) -> io::Result<()> {
         let mut line = serde_json::to_vec(r).map_err(io::Error::other)?;
         line.push(b'\n');
-        (&self.file).write_all(&line)
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        (&*file).write_all(&line)
+    }
+
+    /// Replace the log by these records: the old log stays whole until the new one, synced,
+    /// is renamed over it.
+    pub fn rewrite(&self, records: &[Record]) -> io::Result<()> {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let tmp = self.path.with_extension("jsonl.tmp");
+        let mut text = Vec::new();
+        for r in records {
+            serde_json::to_writer(&mut text, r).map_err(io::Error::other)?;
+            text.push(b'\n');
+        }
+        let mut out = File::create(&tmp)?;
+        out.write_all(&text)?;
+        out.sync_all()?;
+        std::fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        *file = open_log(&self.path)?;
+        Ok(())
     }
 
     /// Record how a launch ended (best effort: the state is known in memory anyway, and a
     /// restart that finds no end reads the exit codes again).
     pub fn ended(&self, launch: u64, state: &RemoteState) {
-        let outcome = match state {
-            RemoteState::Finished => Final::Finished,
-            RemoteState::Failed(reason) => Final::Failed {
-                reason: reason.clone(),
-            },
-            RemoteState::Lost(reason) => Final::Lost {
-                reason: reason.clone(),
-            },
-            _ => return,
-        };
-        let _ = self.append(&Record::Ended { launch, outcome });
+        if let Some(outcome) = Final::of(state) {
+            let _ = self.append(&Record::Ended { launch, outcome });
+        }
     }
 }
 
@@ -199,6 +236,15 @@ impl Exits {
         }
     }
 
+    /// Empty the `exits` file, whose codes are all read and used: only when no launch
+    /// runs, so that no process writes to it meanwhile.
+    pub fn clear(&mut self, path: &Path) -> io::Result<()> {
+        OpenOptions::new().write(true).open(path)?.set_len(0)?;
+        self.offset = 0;
+        self.codes.clear();
+        Ok(())
+    }
+
     /// How a launch whose processes are all gone ended; forgets its codes.
     pub fn outcome(&mut self, launch: u64, processes: u32, killed: Option<&str>) -> RemoteState {
         let codes: Vec<Option<String>> = (0..processes)
@@ -236,6 +282,7 @@ pub(super) struct Running {
     /// adopted one).
     child: Option<Child>,
     pgid: i32,
+    started_ms: i64,
     /// Unix milliseconds after which the wall time is exceeded.
     deadline_ms: Option<i64>,
     wall_ms: Option<i64>,
@@ -329,6 +376,7 @@ pub(super) fn start(
     let mut running = Running {
         child,
         pgid,
+        started_ms: started,
         deadline_ms: r.wall_time_ms.map(|w| started + w),
         wall_ms: r.wall_time_ms,
         killed: None,
@@ -425,6 +473,7 @@ pub(super) fn adopted(
     Running {
         child: None,
         pgid,
+        started_ms,
         deadline_ms: wall_time_ms.map(|w| started_ms + w),
         wall_ms: wall_time_ms,
         killed,
@@ -452,6 +501,22 @@ fn kill_group(pgid: i32) {
 }
 
 impl Running {
+    /// The log's records of this start (and of its kill, if it was killed).
+    pub fn records(&self, launch: u64) -> Vec<Record> {
+        let mut out = vec![Record::Started {
+            launch,
+            pgid: self.pgid,
+            started_ms: self.started_ms,
+        }];
+        if let Some(reason) = &self.killed {
+            out.push(Record::Killing {
+                launch,
+                reason: reason.clone(),
+            });
+        }
+        out
+    }
+
     /// True once every process has ended; enforces the wall time.
     pub fn poll(&mut self, log: &Log, launch: u64) -> bool {
         if let Some(deadline) = self.deadline_ms {

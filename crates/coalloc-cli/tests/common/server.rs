@@ -84,6 +84,8 @@ pub struct Server {
     pub token: String,
     child: Option<Child>,
     agent: ureq::Agent,
+    /// Environment variables the server is started with (test hooks).
+    pub env: Vec<(String, String)>,
 }
 
 /// Three local clusters of `slots` each, with whatever the `[scheduler]` table says.
@@ -100,6 +102,12 @@ pub fn three_clusters(slots: [u32; 3], scheduler: &str) -> String {
 
 impl Server {
     pub fn start(name: &str, config: &str) -> Server {
+        Server::start_with_env(name, config, &[])
+    }
+
+    /// [`Server::start`] with these environment variables (test hooks), also at restarts
+    /// unless [`Server::env`] is changed.
+    pub fn start_with_env(name: &str, config: &str, env: &[(&str, &str)]) -> Server {
         let dir = std::env::temp_dir().join(format!("coalloc-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -117,6 +125,10 @@ impl Server {
             token: String::new(),
             child: None,
             agent,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         s.spawn();
         s
@@ -134,6 +146,7 @@ impl Server {
             .arg(&self.config)
             .arg("--state-dir")
             .arg(&self.dir)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

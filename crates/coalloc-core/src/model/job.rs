@@ -4,7 +4,19 @@ use super::{Millis, Time};
 use std::fmt;
 
 /// Job priority: KOALA's two placement queues (seed 000 §2.4, §3.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum Priority {
     High,
     #[default]
@@ -12,7 +24,9 @@ pub enum Priority {
 }
 
 /// How a job says where its components go (seed 003 §3.2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum JobKind {
     /// Every component names its site.
     Ordered,
@@ -25,7 +39,19 @@ pub enum JobKind {
 }
 
 /// What a component's failure before commit does to the job (seed 002 §3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum StartType {
     /// Its failure aborts the whole job (DUROC `strict-barrier`).
     #[default]
@@ -37,7 +63,19 @@ pub enum StartType {
 }
 
 /// How many processes a component starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum JobType {
     /// One process that gets all `count` processors (like `sbatch`'s batch script).
     #[default]
@@ -49,7 +87,19 @@ pub enum JobType {
 }
 
 /// How the job's input file reaches its components (seed 000 §2.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum FileDistribution {
     /// Every component gets the whole file.
     #[default]
@@ -59,7 +109,19 @@ pub enum FileDistribution {
 }
 
 /// A relation operator of RSL, kept on pass-through attributes (seed 003 §2.2.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum RelOp {
     #[default]
     Eq,
@@ -103,7 +165,9 @@ impl fmt::Display for RelOp {
 }
 
 /// A value of a pass-through attribute: a string, or a (nested) sequence of values.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Value {
     Str(String),
     Seq(Vec<Value>),
@@ -111,7 +175,7 @@ pub enum Value {
 
 /// An attribute coalloc does not interpret, kept verbatim and passed to the resource manager
 /// (for example RSL's `(memory>=64)` or `(queue=short)`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Attribute {
     pub name: String,
     pub op: RelOp,
@@ -120,7 +184,7 @@ pub struct Attribute {
 }
 
 /// The job's single input file (seed 000 §2.3), found through the replica catalog by name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct InputFile {
     /// Logical file name.
     pub name: String,
@@ -135,7 +199,7 @@ pub struct InputFile {
 /// only the resource manager needs (executable, arguments, environment, ...) sits in one
 /// boxed [`ComponentDetails`], absent when empty, so that a queued job stays small. Two
 /// components are equal when their fields are, whether empty details are boxed or absent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Component {
     /// Processors (for a flexible job's template: the job's total).
     pub count: u32,
@@ -149,7 +213,7 @@ pub struct Component {
 }
 
 /// A component's fields that only the resource manager reads.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct ComponentDetails {
     pub executable: Option<String>,
     pub arguments: Vec<String>,
@@ -251,7 +315,7 @@ impl std::hash::Hash for Component {
 }
 
 /// Splitting rule of a flexible job (seed 003 §3.2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Flexible {
     /// Processors in all.
     pub total: u32,
@@ -260,7 +324,7 @@ pub struct Flexible {
 }
 
 /// A job's fields that the scheduler rarely reads.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobExtra {
     pub name: Option<String>,
     pub user: Option<String>,
@@ -324,7 +388,7 @@ impl std::hash::Hash for Job {
 /// Its name, user and input file sit in one boxed [`JobExtra`], absent when empty, so that
 /// a queued job stays small; two jobs are equal when their fields are, whether an empty
 /// extra is boxed or absent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// Set by the server or taken from a trace; a spec file may leave it out.
     pub id: Option<u64>,

@@ -5,7 +5,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// A cluster has fixed capacity and its own resource manager; a cloud leases VMs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum SiteKind {
     #[default]
     Cluster,
@@ -38,7 +50,7 @@ impl fmt::Display for SiteKind {
 }
 
 /// Limits and price of a cloud site (seed 004 §III-A, §III-B).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct CloudLimits {
     /// Processors per leased VM.
     pub vm_processors: u32,
@@ -53,7 +65,7 @@ pub struct CloudLimits {
 }
 
 /// A place components run.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct Site {
     /// Unique name; ordered jobs name it.
     pub name: String,
@@ -96,7 +108,7 @@ impl Site {
 
 /// A named set of sites — a *subsystem* (seed 004 §III-A: "the KOALA-C resource manager can
 /// configure this set into multiple subsets of sites"). Subsystems may share sites.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct Subsystem {
     pub name: String,
     /// Indexes into the site list, in the order given.

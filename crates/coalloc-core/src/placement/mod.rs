@@ -62,7 +62,19 @@ pub type PerSite<T> = smallvec::SmallVec<[T; 8]>;
 pub type SitesOf = smallvec::SmallVec<[(usize, u32); 4]>;
 
 /// How an unordered (or total) job's components are fitted to sites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum Fit {
     /// Seed 003 §4.3.3's modified worst-fit (the DCS default): the most idle site, spreading
     /// a job's components over unmarked sites first.

@@ -14,7 +14,9 @@ use std::fmt;
 
 /// A leased VM's number, given by the scheduler when it asks for the lease (unique over
 /// every site).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct VmId(pub u64);
 
 impl fmt::Display for VmId {
@@ -24,7 +26,7 @@ impl fmt::Display for VmId {
 }
 
 /// Where a VM is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum VmPhase {
     /// Asked for; not running yet (the lease latency).
     Leasing,
@@ -35,7 +37,7 @@ pub enum VmPhase {
 }
 
 /// One VM.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Vm {
     pub id: VmId,
     pub phase: VmPhase,
@@ -50,7 +52,7 @@ pub struct Vm {
 }
 
 /// VM-hours billed and what they cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Bill {
     pub vm_hours: u64,
     /// Millionths of a dollar.
@@ -87,7 +89,7 @@ pub fn billed_hours(from: Time, to: Time) -> u64 {
 }
 
 /// A cloud site's VMs and bill.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CloudState {
     pub limits: CloudLimits,
     vms: BTreeMap<VmId, Vm>,

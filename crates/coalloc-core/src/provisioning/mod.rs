@@ -22,7 +22,7 @@ pub use cloud::{billed_hours, Bill, CloudState, Vm, VmId, VmPhase};
 pub use on_demand::OnDemandParams;
 
 /// How cloud sites are provisioned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Provisioning {
     /// Every cloud site is a fixed pool of `max_vms` VMs; no commands, no bill.
     Static,

@@ -30,7 +30,7 @@ use crate::model::{Millis, Time, HOUR, MINUTE};
 use crate::scheduler::api::{JobId, SiteId};
 
 /// The parameters of On-Demand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OnDemandParams {
     /// Free clouds: a VM idle this long is released.
     pub idle_time: Millis,
@@ -138,7 +138,7 @@ pub fn any_due(cloud: &CloudState, p: &OnDemandParams, now: Time) -> bool {
 }
 
 /// What one round of demand planning decided, per site.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     /// VMs to lease.
     pub lease: Vec<u32>,

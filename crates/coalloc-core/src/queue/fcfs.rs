@@ -17,7 +17,7 @@ use crate::model::{Job, Time};
 use crate::scheduler::api::JobId;
 
 /// The arrival-ordered queue behind FCFS (`skip = false`) and FPFS (`skip = true`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ArrivalOrder {
     skip: bool,
     queue: Arrivals,
@@ -39,6 +39,10 @@ impl ArrivalOrder {
 }
 
 impl QueuePolicy for ArrivalOrder {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Arrival(self))
+    }
+
     fn name(&self) -> &'static str {
         if self.skip {
             "fpfs"

@@ -13,7 +13,7 @@ use crate::scheduler::api::JobId;
 use std::collections::BTreeMap;
 
 /// KOALA's parameters; the defaults are the paper's experiment (S = 2, 4 minutes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KoalaParams {
     /// Scans of the high-priority queue per scan of the low-priority queue (S ≥ 1).
     pub s: u32,
@@ -34,7 +34,7 @@ impl Default for KoalaParams {
 }
 
 /// The two queues.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Koala {
     params: KoalaParams,
     /// Arrival sequence → job, one map per priority.
@@ -95,6 +95,10 @@ impl Koala {
 }
 
 impl QueuePolicy for Koala {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Koala(self))
+    }
+
     fn name(&self) -> &'static str {
         "koala"
     }

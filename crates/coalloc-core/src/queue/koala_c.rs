@@ -68,7 +68,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Parameters of FF, RR, SJF, SJF-ideal and HSDF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KoalaCParams {
     /// Schedule only at multiples of this period (seed 004 §IV-A: 30 s); `None` = at every
     /// scheduler pass. A period of 0 or less counts as `None`.
@@ -88,7 +88,7 @@ impl Default for KoalaCParams {
 }
 
 /// Which of the five policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Kind {
     Ff,
     Rr,
@@ -98,7 +98,7 @@ enum Kind {
 }
 
 /// One queued job.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct Entry {
     /// The queue key: predicted (SJF) or exact (SJF-ideal) runtime, 0 otherwise.
     key: Millis,
@@ -109,7 +109,7 @@ struct Entry {
 }
 
 /// FF, RR, SJF, SJF-ideal and HSDF; see the module documentation.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct KoalaC {
     kind: Kind,
     params: KoalaCParams,
@@ -258,6 +258,10 @@ impl KoalaC {
 }
 
 impl QueuePolicy for KoalaC {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::KoalaC(self))
+    }
+
     fn fit(&self) -> Option<Fit> {
         Some(Fit::First)
     }
@@ -347,7 +351,7 @@ impl QueuePolicy for KoalaC {
 
 /// Passes only at multiples of a period (seed 004 §IV-A's periodic invocation); see the
 /// module documentation. Shared with [`super::tags`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Period {
     every: Option<Millis>,
     /// The next time a pass may run.
@@ -412,7 +416,7 @@ impl Period {
 /// Whether the last pass of a policy that tries heads only left every head blocked, with
 /// nothing changed since: see "Passes that cannot change anything" in the module
 /// documentation. Shared with [`super::tags`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Stall {
     /// The epoch at which the last pass ended with every head blocked.
     at: Option<u64>,

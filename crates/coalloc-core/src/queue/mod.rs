@@ -21,6 +21,7 @@ pub mod fcfs;
 pub mod koala;
 pub mod koala_c;
 pub mod rpp;
+pub mod saved;
 pub mod tags;
 
 use crate::model::{Job, Millis, Time};
@@ -28,7 +29,7 @@ use crate::placement::{Fit, SitesOf};
 use crate::scheduler::api::{JobId, JobRecord, SiteId};
 
 /// A job that holds processors now, as backfilling sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunningJob {
     pub job: JobId,
     /// When it is expected to end: its start plus its runtime estimate.
@@ -40,7 +41,7 @@ pub struct RunningJob {
 /// Processors per site, `(site, processors)`, one entry per site: the first entry kept
 /// inline, so that a job on one site (most of them) costs no allocation when a pass lists
 /// the running jobs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Holds {
     first: Option<(SiteId, u32)>,
     more: Vec<(SiteId, u32)>,
@@ -80,7 +81,7 @@ impl FromIterator<(SiteId, u32)> for Holds {
 }
 
 /// One site as a pass sees it ([`PassCtx::site_now`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteNow {
     pub idle: u32,
     pub usable: bool,
@@ -89,7 +90,7 @@ pub struct SiteNow {
 }
 
 /// How to start a job, beyond the configured defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StartOptions {
     /// Only these sites (by [`SiteId`]) may be used.
     pub allowed: Option<Vec<bool>>,
@@ -240,6 +241,11 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     /// A hint from the driver: about `jobs` jobs will be submitted in all, numbered from 1
     /// (a trace replay knows), so per-job tables may be sized once instead of growing.
     fn reserve(&mut self, _jobs: usize) {}
+    /// The policy's state for a snapshot of the scheduler; `None` (the default, a policy
+    /// from outside this crate) when it cannot be saved, and the scheduler then takes none.
+    fn saved(&self) -> Option<saved::SavedRef<'_>> {
+        None
+    }
 }
 
 /// One queued job as provisioning sees it: its number and the sites it may use (`None` =
@@ -250,7 +256,7 @@ pub type Demand = (JobId, Option<Vec<bool>>);
 /// an abort goes to the tail (seed 003 §4.3.4). Shared by the policies that scan in arrival
 /// order. Each job may carry what its policy keeps of it (`T`; EASY keeps the job's
 /// [`Demand`](backfill::Demand), so that its scan rejects a job without looking the job up).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Arrivals<T = ()> {
     /// `(arrival sequence, job, payload)` in arrival order. Sequence numbers only grow, so
     /// the deque stays sorted by them: a job is found by binary search, the head leaves in

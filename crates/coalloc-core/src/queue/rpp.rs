@@ -70,7 +70,7 @@ use crate::scheduler::api::JobId;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Who wins when a global job cannot get its processors at its deadline (seed 001 §2.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum GlobalPriority {
     /// Global priority: local jobs are killed to make room.
     #[default]
@@ -102,7 +102,7 @@ impl GlobalPriority {
 }
 
 /// The RPP's parameters (seed 001 §2.2).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RppParams {
     /// Lp, `0 < lp <= 1`: the share of the time left until the deadline that each try waits.
     pub lp: f64,
@@ -218,7 +218,7 @@ pub fn gp_failure(deadline: Time, tries: u32) -> String {
 }
 
 /// One queued job.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Entry {
     id: JobId,
     deadline: Option<Time>,
@@ -234,7 +234,7 @@ struct Entry {
 }
 
 /// The RPP queue. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Rpp {
     params: RppParams,
     /// Arrival sequence → job.
@@ -379,6 +379,10 @@ impl Rpp {
 }
 
 impl QueuePolicy for Rpp {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Rpp(self))
+    }
+
     fn name(&self) -> &'static str {
         "rpp"
     }

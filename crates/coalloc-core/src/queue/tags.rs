@@ -62,7 +62,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// How TAGS-chain picks a chain for a new job (seed 004 §IV-B: "uniformly random (RND), or
 /// in round-robin fashion (RR)").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ChainDispatch {
     #[default]
     RoundRobin,
@@ -71,7 +71,7 @@ pub enum ChainDispatch {
 }
 
 /// TAGS-chain's configuration (seed 004 §IV-B).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TagsChainParams {
     /// The chains, each its sites in order (first site = lowest limit). Every chain has as
     /// many sites, and no site appears twice.
@@ -126,7 +126,7 @@ impl TagsChainParams {
 }
 
 /// TAGS-sets' configuration (seed 004 §IV-C).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TagsSetsParams {
     /// The sets of sites: the first is every site, each next a proper, non-empty subset of
     /// the one before. Order within a set does not matter (FF uses site-list order).
@@ -215,7 +215,7 @@ fn check_limits(limits: &[Millis], levels: usize, what: &str) -> Result<(), Stri
 
 /// The SplitMix64 generator (Steele, Lea and Flood; the seeding generator of the xoshiro
 /// family): tiny, deterministic, and good enough to spread jobs over chains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
@@ -238,7 +238,7 @@ impl SplitMix64 {
 }
 
 /// One level: a site of a chain, or a set of sites.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Level {
     sites: Vec<SiteId>,
     limit: Option<Millis>,
@@ -249,7 +249,7 @@ struct Level {
 }
 
 /// Where a job the policy knows is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Where {
     Queued {
         level: usize,
@@ -268,16 +268,17 @@ enum Where {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 enum Dispatch {
     RoundRobin { next: usize },
     Random(SplitMix64),
 }
 
 /// TAGS-chain and TAGS-sets; see the module documentation.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tags {
-    name: &'static str,
+    #[serde(deserialize_with = "saved_name")]
+    name: PolicyName,
     levels: Vec<Level>,
     /// The levels in the order a pass scans them.
     scan: Vec<usize>,
@@ -294,6 +295,18 @@ pub struct Tags {
     stall: Stall,
     /// Why the configuration is invalid, if it is.
     misconfigured: Option<String>,
+}
+
+/// A policy's name (an alias, so that serde does not take the field for a borrow).
+type PolicyName = &'static str;
+
+/// A snapshot's policy name (`queue::saved`), as the `&'static str` a policy's name is.
+fn saved_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(d)?;
+    ["tags-chain", "tags-sets"]
+        .into_iter()
+        .find(|n| *n == name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown TAGS policy {name}")))
 }
 
 impl Tags {
@@ -448,6 +461,10 @@ impl Tags {
 }
 
 impl QueuePolicy for Tags {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Tags(self))
+    }
+
     fn fit(&self) -> Option<Fit> {
         Some(Fit::First)
     }

@@ -9,7 +9,7 @@ use super::Core;
 use std::collections::VecDeque;
 
 /// Jobs waiting for admission, oldest first.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Backlog {
     jobs: VecDeque<JobId>,
 }

@@ -16,7 +16,9 @@ pub type JobId = u64;
 pub type SiteId = usize;
 
 /// One start of one component.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct LaunchId(pub u64);
 
 impl fmt::Display for LaunchId {
@@ -27,11 +29,13 @@ impl fmt::Display for LaunchId {
 
 /// One file transfer, so that a late report of an old run's transfer is never taken for a
 /// new one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct TransferId(pub u64);
 
 /// A change to a job's components before commit (seed 002 §3.2, interactive transactions).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Edit {
     /// Add a component.
     Add(Component),
@@ -42,7 +46,7 @@ pub enum Edit {
 }
 
 /// An input to the scheduler, stamped with the driver's time by [`super::Scheduler::handle`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Event {
     /// A new job. The scheduler numbers it; the reply says its number.
     Submit(Box<Job>),
@@ -116,7 +120,7 @@ pub enum Event {
 }
 
 /// The configuration a started component receives (seed 002 §3.3): who it is in the job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ComponentConfig {
     pub job: JobId,
     /// This component's index.
@@ -132,7 +136,7 @@ pub struct ComponentConfig {
 }
 
 /// Start one component on one site.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Start {
     pub launch: LaunchId,
     pub job: JobId,
@@ -150,7 +154,7 @@ pub struct Start {
 }
 
 /// Something the driver must do or should know.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Command {
     /// Submit a component to a site's resource manager.
     StartComponent(Box<Start>),
@@ -196,7 +200,7 @@ pub enum Command {
 }
 
 /// State changes of jobs, components and sites.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Notice {
     /// Placed: component `i` goes to `sites[i]`.
     Placed { job: JobId, sites: Vec<SiteId> },
@@ -231,7 +235,7 @@ pub enum Notice {
 }
 
 /// What the scheduler answers at once to an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Reply {
     /// The job was accepted under this number.
     Submitted(JobId),
@@ -261,7 +265,7 @@ pub enum Rejected {
 /// The counters are inline; the times of its runs ([`RunRecord`]) are boxed and made at the
 /// first placement, so that a job that only waits stays small. Read them through the
 /// accessors ([`JobRecord::start`], ...), which answer `None` before the first run.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobRecord {
     pub job: JobId,
     pub submit: Time,
@@ -288,7 +292,7 @@ pub struct JobRecord {
 }
 
 /// The times of a job's runs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct RunRecord {
     /// When the last successful placement happened (KOALA's JPT).
     pub placed: Option<Time>,

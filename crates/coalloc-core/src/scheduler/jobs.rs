@@ -5,7 +5,7 @@ use super::api::{JobId, JobRecord, LaunchId, SiteId, TransferId};
 use crate::model::{Job, Millis, Time};
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Phase {
     /// In a placement queue.
     Queued,
@@ -20,7 +20,7 @@ pub enum Phase {
 }
 
 /// Where one component is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CompPhase {
     /// Not started (queued job, or waiting in a claiming try).
     Idle,
@@ -39,7 +39,7 @@ pub enum CompPhase {
 }
 
 /// One component's live state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CompState {
     pub phase: CompPhase,
     pub launch: Option<LaunchId>,
@@ -79,7 +79,7 @@ impl CompState {
 }
 
 /// A job and everything the scheduler keeps about it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobState {
     pub id: JobId,
     pub job: Job,
@@ -112,7 +112,7 @@ pub struct JobState {
 }
 
 /// ICP's numbers for a placed job (seed 000 §3.2): all in milliseconds on the job clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimState {
     /// Job placement time.
     pub jpt: Time,
@@ -184,7 +184,7 @@ impl JobState {
 /// holds them; each is boxed so that growing the vector moves only pointers. An ended job is
 /// kept unless the scheduler forgets it ([`JobTable::forget`], under
 /// `SchedulerConfig::forget_ended`), which empties its slot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobTable {
     // Boxed on purpose: a vector's spare capacity then costs 8 bytes a slot, not 520.
     #[allow(clippy::vec_box)]
@@ -263,7 +263,7 @@ impl std::ops::Index<&JobId> for JobTable {
 /// them in end order without sorting them (see [`crate::queue::PassCtx::running_by_end`]);
 /// with a version that moves at every [`Active::set`]: a job was placed, started holding
 /// processors, committed, was edited or left (see [`crate::queue::PassCtx::running_version`]).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Active {
     /// `(estimated end, job)`; a job's key is kept in its [`JobState::holding_until`].
     ends: std::collections::BTreeSet<(Time, JobId)>,

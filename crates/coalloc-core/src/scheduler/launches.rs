@@ -10,7 +10,7 @@
 use super::api::{JobId, LaunchId};
 use std::collections::VecDeque;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Launches {
     /// The launch number of `slots[0]`.
     base: u64,

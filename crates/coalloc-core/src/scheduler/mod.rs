@@ -31,6 +31,7 @@ pub mod jobs;
 mod launches;
 pub mod recovery;
 pub mod sites;
+pub mod snapshot;
 mod transaction;
 mod transfers;
 
@@ -47,7 +48,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A timer the scheduler set for itself. Timers of an old run of a job carry an old
 /// generation and are ignored when they fire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 enum Timer {
     /// A launch that has not started by now has failed.
     Pending {
@@ -74,8 +77,10 @@ enum Timer {
 }
 
 /// Everything but the queue policy, so that the policy can call back into it during a pass.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Core {
+    /// Not in a snapshot: a restored core takes the configuration it is started with.
+    #[serde(skip)]
     config: SchedulerConfig,
     sites: SiteTable,
     jobs: jobs::JobTable,

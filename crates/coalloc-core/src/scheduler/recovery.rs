@@ -14,7 +14,7 @@ use super::{Core, Timer};
 use crate::model::Millis;
 
 /// When and how a site made unusable by its errors is let back in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteRecovery {
     /// The first wait after a site is made unusable before it is probed; doubled at each
     /// relapse on probation.

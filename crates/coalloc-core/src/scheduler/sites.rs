@@ -8,7 +8,7 @@ use crate::model::{Site, Time};
 use serde::{Deserialize, Serialize};
 
 /// Thresholds of the fault handling (seed 000 §3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteFaultLimits {
     /// Consecutive submission errors (a component could not start) that make a site unusable.
     pub submit_errors: u32,
@@ -49,7 +49,7 @@ impl SiteControl {
 }
 
 /// Where an operator has put a site.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Operator {
     #[default]
     InService,
@@ -60,7 +60,7 @@ pub enum Operator {
 }
 
 /// One site's live state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteState {
     pub processors: u32,
     /// Idle processors as far as the scheduler knows.
@@ -118,7 +118,7 @@ impl SiteState {
 }
 
 /// Every site's state, by [`SiteId`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SiteTable {
     pub sites: Vec<Site>,
     pub state: Vec<SiteState>,
@@ -129,7 +129,7 @@ pub struct SiteTable {
 }
 
 /// What an error report did to a site.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorOutcome {
     Counted,
     /// The threshold was reached: the site is now unusable.

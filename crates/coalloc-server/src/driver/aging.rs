@@ -62,6 +62,13 @@ impl Driver {
             self.committed.remove(&j);
         }
         let gone: BTreeSet<u64> = jobs.iter().copied().collect();
+        // Their launches' ends were journaled before the jobs could age out: their sites
+        // may drop them (on replay the workers have not started; they keep them).
+        for l in self.launches.values().filter(|l| gone.contains(&l.job)) {
+            if let (Some(w), Some(r)) = (self.workers.get(l.site), &l.remote) {
+                w.discard(r.clone());
+            }
+        }
         self.launches.retain(|_, l| !gone.contains(&l.job));
         self.kv.retain(|(j, _), _| !gone.contains(j));
     }

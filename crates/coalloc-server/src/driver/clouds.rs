@@ -11,7 +11,7 @@ use crate::views::CloudView;
 use serde_json::json;
 
 /// Where one VM is.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct VmInfo {
     pub site: usize,
     /// The provider's name for it, once leased.
@@ -20,7 +20,7 @@ pub(crate) struct VmInfo {
 }
 
 impl Driver {
-    fn vm_processors(&self, site: usize) -> i64 {
+    pub(super) fn vm_processors(&self, site: usize) -> i64 {
         self.config.sites[site]
             .cloud
             .as_ref()

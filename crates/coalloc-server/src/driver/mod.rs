@@ -16,6 +16,7 @@
 mod aging;
 pub mod arrays;
 mod clouds;
+mod codec;
 mod commands;
 mod files;
 mod metrics;
@@ -24,6 +25,7 @@ mod reports;
 mod requests;
 mod results;
 mod secrets;
+mod snapshot;
 mod staging;
 mod transfers;
 mod view;
@@ -46,7 +48,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 /// What the driver knows of one launch beyond the core.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LaunchInfo {
     pub job: u64,
     pub component: usize,
@@ -55,7 +57,9 @@ pub(crate) struct LaunchInfo {
     /// The resource manager's handle, once it accepted the launch.
     pub remote: Option<String>,
     pub processes: u32,
-    /// Local ranks that checked in at the barrier with ok.
+    /// Local ranks that checked in at the barrier with ok (not journaled, so not in a
+    /// snapshot either: a replay knows none).
+    #[serde(skip)]
     pub checkins: BTreeSet<u32>,
     /// Cancelled, failed or finished: nothing more is reported about it.
     pub ended: bool,
@@ -141,6 +145,8 @@ pub struct Driver {
     staging: BTreeMap<u64, staging::Staging>,
     /// The driver's own channel, for the threads it starts (transfers).
     tx: Sender<Msg>,
+    /// Snapshots of the state and compaction of the journal.
+    snapshots: snapshot::Snapshots,
 }
 
 /// The wall clock in milliseconds since the Unix epoch.
@@ -158,6 +164,8 @@ pub enum StartError {
     Journal(#[from] JournalError),
     #[error("journal entry {0}: {1}")]
     Replay(usize, String),
+    #[error("snapshot {0}: {1}")]
+    Snapshot(String, String),
 }
 
 impl Driver {
@@ -171,6 +179,7 @@ impl Driver {
         tx: Sender<Msg>,
     ) -> Result<(Driver, Shared), StartError> {
         let journal = Journal::open(&state.journal())?;
+        let state_for_snapshots = state.clone();
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
         let (generation, generation_rx) = watch::channel(0);
         let (events, _) = broadcast::channel(4096);
@@ -215,14 +224,19 @@ impl Driver {
             transfers: BTreeMap::new(),
             staging: BTreeMap::new(),
             tx: tx.clone(),
+            snapshots: snapshot::Snapshots::new(&state_for_snapshots),
             config,
         };
-        // The journal is moved out while it feeds the driver, one record at a time.
+        // The snapshot, if any, then the journal's entries after it. The journal is moved
+        // out while it feeds the driver, one record at a time.
+        let covered = d.restore_snapshot()?;
         let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
-        let replayed = journal.replay(|r| d.replay(r)).map_err(|e| match e {
-            ReplayError::Journal(e) => StartError::Journal(e),
-            ReplayError::Record(n, e) => StartError::Replay(n, e),
-        })?;
+        let replayed = journal
+            .replay_after(covered, |r| d.replay(r))
+            .map_err(|e| match e {
+                ReplayError::Journal(e) => StartError::Journal(e),
+                ReplayError::Record(n, e) => StartError::Replay(n, e),
+            })?;
         d.journal = journal;
         d.replaying = false;
         let interval = Duration::from_millis(d.config.monitor_interval as u64);
@@ -233,7 +247,7 @@ impl Driver {
             .collect();
         d.now = d.now.max(wall_ms());
         d.reconcile();
-        tracing::info!(replayed, "journal replayed");
+        tracing::info!(covered, replayed, "snapshot restored and journal replayed");
         let metrics = d.metrics.clone();
         Ok((
             d,
@@ -343,10 +357,12 @@ impl Driver {
                 }
             }
             self.turn();
+            self.snapshot_if_due(false);
             if stop {
                 break;
             }
         }
+        self.snapshot_if_due(true);
         tracing::info!("driver stopped");
     }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 /// The secrets, by job.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Secrets {
     /// Slot `job - 1`; all zeros: none.
     packed: Vec<[u8; 16]>,

@@ -28,7 +28,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// What a launch stages, as the driver keeps it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Staging {
     /// The working directory at the site, as the site's file operations name it.
     pub dir: String,

@@ -52,7 +52,7 @@ use crate::queue::{PassCtx, QueuePolicy};
 use crate::scheduler::api::JobId;
 
 /// Conservative backfilling. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Conservative {
     queue: Arrivals,
 }
@@ -64,6 +64,10 @@ impl Conservative {
 }
 
 impl QueuePolicy for Conservative {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Conservative(self))
+    }
+
     fn name(&self) -> &'static str {
         "conservative"
     }

@@ -70,7 +70,7 @@ use crate::queue::{PassCtx, QueuePolicy, SiteNow};
 use crate::scheduler::api::JobId;
 
 /// EASY backfilling. See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Easy {
     /// The queue, with each job's demand.
     queue: Arrivals<Demand>,
@@ -96,7 +96,7 @@ impl Easy {
 }
 
 /// What the head of the queue holds during a pass.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HeadReservation {
     /// The head can start at `shadow` on `reserved` processors per site; `extra` are the
     /// processors free at `shadow` beyond them.
@@ -161,6 +161,10 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
 }
 
 impl QueuePolicy for Easy {
+    fn saved(&self) -> Option<crate::queue::saved::SavedRef<'_>> {
+        Some(crate::queue::saved::SavedRef::Easy(self))
+    }
+
     fn name(&self) -> &'static str {
         "easy"
     }
@@ -289,7 +293,7 @@ impl Easy {
 }
 
 /// The head's reservation during a pass.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Reservation {
     head: JobId,
     /// The shadow time (`None`: the head fits at no time).
@@ -329,7 +333,7 @@ fn sites_now(ctx: &dyn PassCtx) -> impl Iterator<Item = SiteNow> + '_ {
 
 /// What a pass saw of everything but the queue: a later pass that sees the same (and comes
 /// no later than the reservation's time) would build the same profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Seen {
     epoch: u64,
     running: u64,
@@ -356,7 +360,7 @@ impl Seen {
 
 /// The head's reservation, carried from one pass to the next (see "Passes that only add
 /// jobs" in the module documentation).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Carry {
     seen: Seen,
     reservation: Reservation,

@@ -98,7 +98,7 @@ fn within(need: &[u32], cap: &[u32]) -> bool {
 }
 
 /// What a job needs at least: the quick rejects before a dry-run placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Demand {
     /// Processors in all.
     pub total: u64,

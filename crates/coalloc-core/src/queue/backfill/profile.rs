@@ -8,7 +8,7 @@ use std::iter::Peekable;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 /// Free processors per site from one time until the next step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
     /// Per site.
     pub free: Vec<u32>,
@@ -40,7 +40,7 @@ impl Step {
 
 /// Free processors per site as a step function of time: each step holds from its time until
 /// the next step's; the last one holds forever. The first step is the pass's now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Profile {
     usable: Vec<bool>,
     steps: BTreeMap<Time, Step>,
