@@ -14,7 +14,7 @@ use super::Core;
 use crate::placement::{other_source, SiteView};
 
 /// One transfer under way, as the core keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct OpenTransfer {
     pub job: JobId,
     pub component: usize,

@@ -72,6 +72,8 @@ struct SavedTransfer {
     /// Done or failed; else it waits to be started (again).
     ended: Option<bool>,
     reason: Option<String>,
+    /// The transfer of the same file to the same site that this one waits for.
+    after: Option<u64>,
 }
 
 impl SavedTransfer {
@@ -89,6 +91,7 @@ impl SavedTransfer {
                 _ => None,
             },
             reason: t.reason.clone(),
+            after: t.after,
         }
     }
 
@@ -113,6 +116,7 @@ impl SavedTransfer {
             },
             reason: self.reason,
             cancel: Arc::new(AtomicBool::new(self.ended.is_some())),
+            after: self.after,
         }
     }
 }
