@@ -1,5 +1,6 @@
 //! What `coalloc whatif` replays, read from a server's state directory (issue 22 item 4):
-//! the jobs as submitted (the journal's `submit` entries, in the native JSON spec), each
+//! the jobs as submitted (the journal's `submit` entries and those its compactions kept,
+//! in the native JSON spec, [`Journal::submissions`]), each
 //! job's observed net run time (the result log), the sites' other users' load and their
 //! outages (the surveillance log, as `coalloc report` reads it), and the components' start
 //! latency (the result log's placement to barrier release).
@@ -46,16 +47,9 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         )));
     }
     let journal = Journal::open(&journal_path).map_err(|e| CliError::bad(e.to_string()))?;
-    // The core numbers accepted jobs densely from 1, and only accepted entries are
-    // journaled: the k-th `submit` entry is job k.
-    let mut submits: Vec<(i64, String)> = Vec::new();
-    journal
-        .replay(|r| {
-            if let coalloc_server::entry::Entry::Submit { job, .. } = r.entry {
-                submits.push((r.at, job));
-            }
-            Ok::<_, String>(())
-        })
+    // Those a compaction moved out of the journal, then the journal's own.
+    let submits = journal
+        .submissions()
         .map_err(|e| CliError::bad(e.to_string()))?;
     if submits.is_empty() {
         return Err(CliError::bad(format!(

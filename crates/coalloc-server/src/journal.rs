@@ -76,6 +76,11 @@ impl Journal {
                  seq   INTEGER PRIMARY KEY,
                  at    INTEGER NOT NULL,
                  entry TEXT NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS submitted (
+                 job  INTEGER PRIMARY KEY,
+                 at   INTEGER NOT NULL,
+                 spec TEXT NOT NULL
              );",
         )
         .map_err(err)?;
@@ -99,13 +104,59 @@ impl Journal {
 
     /// Delete the entries numbered below `seq` (a snapshot covers them); the number of
     /// entries deleted.
+    ///
+    /// The jobs those entries submitted are kept first in table `submitted` (job number,
+    /// time, native spec; not the secret), in order: the server's history as submitted
+    /// outlives compaction (`coalloc whatif` replays it), and weighs nothing on a restart.
     pub fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
-        self.conn
+        let path = self.path.clone();
+        let err = |source| JournalError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "INSERT INTO submitted (at, spec)
+                 SELECT at, json_extract(entry, '$.job') FROM journal
+                 WHERE seq < ?1 AND json_extract(entry, '$.e') = 'submit' ORDER BY seq",
+            params![seq],
+        )
+        .map_err(err)?;
+        let n = tx
             .execute("DELETE FROM journal WHERE seq < ?1", params![seq])
-            .map_err(|source| JournalError::Sqlite {
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(n)
+    }
+
+    /// Every job submitted, in order: `(time, native spec)` of those a compaction moved to
+    /// table `submitted`, then of the `submit` entries still in the journal. The k-th is
+    /// job k (the core numbers accepted jobs densely from 1).
+    pub fn submissions(&self) -> Result<Vec<(i64, String)>, ReplayError<String>> {
+        let err = |source| {
+            ReplayError::Journal(JournalError::Sqlite {
                 path: self.path.clone(),
                 source,
             })
+        };
+        let mut out: Vec<(i64, String)> = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT at, spec FROM submitted ORDER BY job")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err)?;
+        for row in rows {
+            out.push(row.map_err(err)?);
+        }
+        self.replay(|r| {
+            if let Entry::Submit { job, .. } = r.entry {
+                out.push((r.at, job));
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Hand every record, in order, to `each` as it is read (a replay holds one record at a
@@ -240,6 +291,56 @@ mod tests {
         assert_eq!(back.len(), 3);
         assert_eq!(back[..2], recs[..]);
         assert_eq!(back[2].entry, Entry::Started { launch: 4 });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn compaction_keeps_the_jobs_submitted_in_order() {
+        let dir = std::env::temp_dir().join(format!("coalloc-journal-c-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("journal.sqlite");
+        let mut j = Journal::open(&path).unwrap();
+        let submit = |at: i64, spec: &str| Record {
+            at,
+            entry: Entry::Submit {
+                job: spec.into(),
+                secret: "s3cret".into(),
+            },
+        };
+        let recs = [
+            submit(1, "{\"a\":1}"),
+            Record {
+                at: 2,
+                entry: Entry::Tick,
+            },
+            submit(3, "{\"b\":'2'}"),
+            submit(4, "c"),
+            submit(5, "d"),
+        ];
+        j.append(&recs, &[]).unwrap();
+        // Entries 1-3 go (two submissions), then 4; a submission stays in the journal.
+        assert_eq!(j.compact_before(4).unwrap(), 3);
+        assert_eq!(j.compact_before(5).unwrap(), 1);
+        drop(j);
+        let j = Journal::open(&path).unwrap();
+        let want: Vec<(i64, String)> = vec![
+            (1, "{\"a\":1}".into()),
+            (3, "{\"b\":'2'}".into()),
+            (4, "c".into()),
+            (5, "d".into()),
+        ];
+        assert_eq!(j.submissions().unwrap(), want);
+        assert_eq!(j.replay(|_| Ok::<_, String>(())).unwrap(), 1);
+        let secrets: i64 = j
+            .conn
+            .query_row(
+                "SELECT count(*) FROM submitted WHERE spec LIKE '%s3cret%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(secrets, 0, "no secret is kept");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
