@@ -177,6 +177,18 @@ fn call(cfg: &Config, tx: &Sender<Msg>, f: impl FnOnce(&Config) -> Input + Send 
 }
 
 /// `exited with code C` or `was killed by signal S`, and the code, of an ended process.
+/// Tell the session that rank `local` ended (`code`: its exit code, if it had one).
+pub(super) fn exited(tx: &Sender<Msg>, local: u32, code: Option<i32>, detail: String) {
+    let _ = tx.send(
+        Input::Exited {
+            local,
+            code,
+            detail,
+        }
+        .into(),
+    );
+}
+
 pub(super) fn ended(status: std::io::Result<ExitStatus>) -> (Option<i32>, String) {
     match status {
         Ok(s) => match (s.code(), s.signal()) {
@@ -198,16 +210,7 @@ fn start(
     local: u32,
     tx: &Sender<Msg>,
 ) -> Option<(u32, UnixStream)> {
-    let failed = |detail: String| {
-        let _ = tx.send(
-            Input::Exited {
-                local,
-                code: None,
-                detail,
-            }
-            .into(),
-        );
-    };
+    let failed = |detail: String| exited(tx, local, None, detail);
     let (ours, theirs) = match UnixStream::pair() {
         Ok(p) => p,
         Err(e) => {
@@ -250,14 +253,7 @@ fn start(
     let tx2 = tx.clone();
     std::thread::spawn(move || {
         let (code, detail) = ended(child.wait());
-        let _ = tx2.send(
-            Input::Exited {
-                local,
-                code,
-                detail,
-            }
-            .into(),
-        );
+        exited(&tx2, local, code, detail);
     });
     if let Ok(r) = reader {
         let tx3 = tx.clone();

@@ -29,8 +29,7 @@
 //! (the proxy's own), `COALLOC_PMI_HOST` names the address the other nodes reach this one
 //! at (default: the host name), `COALLOC_SRUN` the `srun` to use (default: `srun` on `PATH`).
 
-use super::proxy::{ended, read_lines, Msg, Ranks};
-use super::session::Input;
+use super::proxy::{ended, exited, read_lines, Msg, Ranks};
 use super::wire::{Answer, MAX_LINE};
 use crate::Config;
 use std::collections::BTreeSet;
@@ -75,15 +74,7 @@ pub(super) fn start(
     let n = cfg.processes;
     let fail_all = |detail: String| {
         for local in 0..n {
-            let detail = detail.clone();
-            let _ = tx.send(
-                Input::Exited {
-                    local,
-                    code: None,
-                    detail,
-                }
-                .into(),
-            );
+            exited(tx, local, None, detail.clone());
         }
     };
     let listener = match TcpListener::bind(("0.0.0.0", 0)) {
@@ -128,14 +119,7 @@ pub(super) fn start(
         let (code, how) = ended(child.wait());
         for local in 0..n {
             let detail = format!("ended with its srun step, which {how}");
-            let _ = tx.send(
-                Input::Exited {
-                    local,
-                    code,
-                    detail,
-                }
-                .into(),
-            );
+            exited(&tx, local, code, detail);
         }
     });
 }
@@ -242,6 +226,7 @@ fn initack(line: &str, n: u32) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pmi::session::Input;
     use std::collections::HashMap;
 
     #[test]
