@@ -121,3 +121,58 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
         s.log()
     );
 }
+
+/// A restart after a snapshot under a changed configuration: another queue policy and a
+/// site added take effect, the queued jobs are kept and run; a site removed is refused with
+/// a message that says why and what to do.
+#[test]
+fn a_restart_may_change_the_policy_and_add_sites_but_not_remove_one() {
+    let mut s = Server::start(
+        "snapshot-config",
+        &three_clusters([1, 1, 1], "policy = \"fcfs\""),
+    );
+    s.hold_the_queue();
+    let ids: Vec<u64> = (0..3)
+        .map(|_| s.submit(&job(vec![barrier_component(1, "", "true")])))
+        .collect();
+    assert!(s.terminate(Duration::from_secs(20)), "a clean stop");
+    assert!(
+        s.dir.join("snapshot.bin").exists(),
+        "a clean stop snapshots"
+    );
+
+    // Without gamma: refused, the state left as it was.
+    let config = std::fs::read_to_string(&s.config).unwrap();
+    let gamma = "[[site]]\nname = \"gamma\"\nprocessors = 1\nmanager = { type = \"local\" }\n";
+    assert!(config.contains(gamma));
+    std::fs::write(&s.config, config.replace(gamma, "")).unwrap();
+    let out = std::process::Command::new(common::server::COALLOC)
+        .args(["serve", "--config"])
+        .arg(&s.config)
+        .arg("--state-dir")
+        .arg(&s.dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("[alpha, beta, gamma]") && err.contains("not removed"),
+        "{err}"
+    );
+
+    // EASY instead of FCFS, and a site delta after the others.
+    let delta = "[[site]]\nname = \"delta\"\nprocessors = 4\nmanager = { type = \"local\" }\n";
+    let changed = config
+        .replace("policy = \"fcfs\"", "policy = \"easy\"")
+        .replace(gamma, &format!("{gamma}{delta}"));
+    std::fs::write(&s.config, changed).unwrap();
+    s.restart();
+    let log = s.log();
+    assert!(log.contains("queue policy fcfs -> easy"), "{log}");
+    assert!(log.contains("sites added: delta"), "{log}");
+    for id in ids {
+        let j = s.wait_ended(id, 30);
+        assert_eq!(j["state"], "finished", "{j}");
+        assert_eq!(common::server::component_sites(&j), vec!["delta"]);
+    }
+}

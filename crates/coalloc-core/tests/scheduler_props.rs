@@ -1086,8 +1086,12 @@ fn check_snapshots(case: &Case, events: &[(Time, Event)], end: &Scheduler) -> R 
         if k % step == 0 {
             let bytes = state_bytes(&full);
             let saved = ciborium::from_reader(&bytes[..]).expect("a snapshot reads back");
-            let mut restored =
+            let (mut restored, changes) =
                 Scheduler::restore(build_config(case), &build_sites(case), saved).unwrap();
+            prop_assert!(
+                changes.is_empty(),
+                "(f) the same configuration changed {changes:?}"
+            );
             prop_assert!(
                 state_bytes(&restored) == bytes,
                 "(f) restored state differs at {k}"

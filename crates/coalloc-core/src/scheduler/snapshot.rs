@@ -10,21 +10,35 @@
 //! can be compared with one rebuilt from every event (`tests/snapshot_props.rs`).
 //!
 //! What a restored scheduler takes from its new configuration: the [`SchedulerConfig`]
-//! (limits, fit, timeouts). What it keeps from the snapshot: the sites and their state, the
-//! jobs, and the queue policy's state; so the queue policy and the sites (by name, in order)
-//! must be those the snapshot was taken with.
+//! (limits, fit, timeouts), the sites' definitions, and the queue policy. What it keeps from
+//! the snapshot: the sites' live state, the jobs, and, when the policy's configuration is the
+//! one the snapshot was taken with and no site was added, the policy's own state. An operator
+//! may so change the configuration across a restart ([`Scheduler::restore`]):
+//! - another queue policy, or the same with other parameters: the new policy starts empty and
+//!   takes the queued jobs in the order of their numbers (their submission order); what the
+//!   old one had learnt (SJF's runtime history, TAGS's running jobs) is gone, and the runtime
+//!   limits it set on running jobs are lifted;
+//! - sites added after the snapshot's: they join with the state a fresh start gives them (and
+//!   the queue policy is rebuilt as above, since policies may keep state per site);
+//! - a site's definition (processors, properties): taken from the configuration; its live
+//!   counts follow at its next monitor reading.
+//!
+//! A site of the snapshot missing from the configuration, or sites in another order, are
+//! refused: jobs and launches name sites by their number.
 
 use super::{Core, Scheduler, SchedulerConfig};
 use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Serialize)]
 pub struct SnapshotRef<'a> {
     version: u32,
+    /// The queue policy's configuration, as text (compared at a restore).
+    queue_config: String,
     core: &'a Core,
     queue: SavedRef<'a>,
 }
@@ -33,6 +47,7 @@ pub struct SnapshotRef<'a> {
 #[derive(Debug, Deserialize)]
 pub struct Snapshot {
     version: u32,
+    queue_config: String,
     core: Core,
     queue: Saved,
 }
@@ -42,13 +57,48 @@ pub struct Snapshot {
 pub enum RestoreError {
     #[error("the snapshot is of version {0}, this build reads version {SNAPSHOT_VERSION}")]
     Version(u32),
-    #[error("the snapshot's queue policy is {saved}, the configuration's {configured}")]
+    #[error(
+        "the snapshot's sites are [{saved}], the configuration's [{configured}]: sites may be \
+         added after the others across a restart, not removed or reordered (jobs and launches \
+         name sites by their number); to retire a site, take it out of service \
+         (`coalloc site drain`) and keep it in the configuration"
+    )]
+    Sites { saved: String, configured: String },
+}
+
+/// What a restore changed because the configuration differs from the snapshot's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreChange {
+    /// The queue policy (or its parameters) changed; it was rebuilt with this many queued jobs.
     Policy {
         saved: &'static str,
         configured: &'static str,
+        queued: usize,
     },
-    #[error("the snapshot's sites are [{saved}], the configuration's [{configured}]")]
-    Sites { saved: String, configured: String },
+    /// Sites added after the snapshot's.
+    SitesAdded(Vec<String>),
+    /// A site's processors changed.
+    Processors { site: String, from: u32, to: u32 },
+}
+
+impl std::fmt::Display for RestoreChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestoreChange::Policy {
+                saved,
+                configured,
+                queued,
+            } => write!(
+                f,
+                "queue policy {saved} -> {configured}: rebuilt with {queued} queued job(s) in \
+                 submission order"
+            ),
+            RestoreChange::SitesAdded(names) => write!(f, "sites added: {}", names.join(", ")),
+            RestoreChange::Processors { site, from, to } => {
+                write!(f, "site {site}: {from} -> {to} processors")
+            }
+        }
+    }
 }
 
 impl Scheduler {
@@ -57,28 +107,22 @@ impl Scheduler {
     pub fn snapshot(&self) -> Option<SnapshotRef<'_>> {
         Some(SnapshotRef {
             version: SNAPSHOT_VERSION,
+            queue_config: format!("{:?}", self.core.config.queue),
             core: &self.core,
             queue: self.queue.saved()?,
         })
     }
 
-    /// The scheduler a snapshot was taken of, under `config` (which must name the same
-    /// queue policy) and with `sites` (the same names, in the same order).
+    /// The scheduler a snapshot was taken of, under `config` and with `sites` (the
+    /// snapshot's, in the same order, and perhaps more after them); what differs from the
+    /// snapshot is listed in the second value (see the module's doc).
     pub fn restore(
         config: SchedulerConfig,
         sites: &[crate::model::Site],
         saved: Snapshot,
-    ) -> Result<Scheduler, RestoreError> {
+    ) -> Result<(Scheduler, Vec<RestoreChange>), RestoreError> {
         if saved.version != SNAPSHOT_VERSION {
             return Err(RestoreError::Version(saved.version));
-        }
-        let queue = saved.queue.into_policy();
-        let configured = config.queue.build().name();
-        if queue.name() != configured {
-            return Err(RestoreError::Policy {
-                saved: queue.name(),
-                configured,
-            });
         }
         let names = |s: &[crate::model::Site]| {
             s.iter()
@@ -86,14 +130,87 @@ impl Scheduler {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if names(&saved.core.sites.sites) != names(sites) {
+        let old = saved.core.sites.sites.len();
+        let prefix = sites.len() >= old
+            && saved
+                .core
+                .sites
+                .sites
+                .iter()
+                .zip(sites)
+                .all(|(a, b)| a.name == b.name);
+        if !prefix {
             return Err(RestoreError::Sites {
                 saved: names(&saved.core.sites.sites),
                 configured: names(sites),
             });
         }
+        let mut changes = Vec::new();
         let mut core = saved.core;
+        let policy_same = saved.queue_config == format!("{:?}", config.queue);
         core.config = config;
-        Ok(Scheduler { core, queue })
+        for (i, site) in sites.iter().enumerate().take(old) {
+            let from = core.sites.sites[i].processors;
+            if from != site.processors && core.clouds[i].is_none() {
+                changes.push(RestoreChange::Processors {
+                    site: site.name.clone(),
+                    from,
+                    to: site.processors,
+                });
+                let s = &mut core.sites.state[i];
+                s.processors = site.processors;
+                s.idle = if site.processors > from {
+                    s.idle + (site.processors - from)
+                } else {
+                    s.idle.min(site.processors.saturating_sub(s.ours))
+                };
+                core.sites.epoch += 1;
+            }
+            core.sites.sites[i] = site.clone();
+        }
+        if sites.len() > old {
+            let added = &sites[old..];
+            let mut table = super::sites::SiteTable::new(added.to_vec(), core.sites.limits);
+            let clouds = super::clouds::init(&mut table, &core.config.provisioning);
+            core.provision_now |= clouds.iter().any(Option::is_some);
+            core.sites.sites.extend(table.sites);
+            core.sites.state.extend(table.state);
+            core.clouds.extend(clouds);
+            core.sites.epoch += 1;
+            changes.push(RestoreChange::SitesAdded(
+                added.iter().map(|s| s.name.clone()).collect(),
+            ));
+        }
+        let mut queue = saved.queue.into_policy();
+        if !policy_same || sites.len() > old {
+            let saved_name = queue.name();
+            queue = core.config.queue.build();
+            if !policy_same {
+                // The old policy's runtime limits (TAGS) are its own.
+                core.timers
+                    .retain(|(_, t)| !matches!(t, super::Timer::Limit { .. }));
+            }
+            let now = core.now;
+            let mut queued = 0;
+            for j in core.jobs.values() {
+                if j.phase == super::Phase::Queued && j.retry_at.is_none() && !j.awaiting_admission
+                {
+                    queue.push(j.id, &j.job, now);
+                    queued += 1;
+                }
+            }
+            if !policy_same {
+                changes.insert(
+                    0,
+                    RestoreChange::Policy {
+                        saved: saved_name,
+                        configured: queue.name(),
+                        queued,
+                    },
+                );
+            }
+        }
+        core.dirty |= !changes.is_empty();
+        Ok((Scheduler { core, queue }, changes))
     }
 }

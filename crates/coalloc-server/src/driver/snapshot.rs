@@ -266,8 +266,13 @@ impl Driver {
         };
         let s: State = super::codec::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
         drop(bytes);
-        self.core = Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, s.core)
-            .map_err(|e| bad(e.to_string()))?;
+        let (core, changes) =
+            Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, s.core)
+                .map_err(|e| bad(e.to_string()))?;
+        for c in &changes {
+            tracing::warn!("the configuration changed since the snapshot: {c}");
+        }
+        self.core = core;
         self.now = s.now;
         self.launches = s.launches;
         self.secrets = s.secrets;

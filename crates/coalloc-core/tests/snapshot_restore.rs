@@ -1,0 +1,147 @@
+//! A snapshot restored under a changed configuration (issue 23): another queue policy, sites
+//! added after the snapshot's, a site's processors changed, and what is refused.
+
+mod common;
+
+use coalloc_core::model::*;
+use coalloc_core::scheduler::snapshot::{RestoreChange, RestoreError, Snapshot};
+use coalloc_core::scheduler::*;
+use common::{drain, job_starts, submit};
+
+fn job(count: u32) -> Job {
+    Job::new(
+        JobKind::Unordered,
+        vec![Component {
+            count,
+            ..Component::default()
+        }],
+    )
+}
+
+fn sites(sizes: &[(&str, u32)]) -> Vec<Site> {
+    sizes
+        .iter()
+        .map(|&(n, p)| Site::cluster(n.to_string(), p))
+        .collect()
+}
+
+fn config(queue: QueueConfig) -> SchedulerConfig {
+    SchedulerConfig {
+        queue,
+        ..SchedulerConfig::default()
+    }
+}
+
+/// FCFS on one site of 4: job 1 (4 processors) started, jobs 2 (4) and 3 (2) queued; the
+/// snapshot taken then, through bytes.
+fn saved() -> Snapshot {
+    let mut s = Scheduler::new(config(QueueConfig::Fcfs), sites(&[("a", 4)]));
+    let (_, cmds) = submit(&mut s, 0, job(4));
+    assert_eq!(job_starts(&cmds), vec![(1, 0)]);
+    for n in [4, 2] {
+        let (_, cmds) = submit(&mut s, 1, job(n));
+        assert!(job_starts(&cmds).is_empty());
+    }
+    assert_eq!(s.queued(), 2);
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().expect("saved"), &mut bytes).expect("serializes");
+    ciborium::from_reader(&bytes[..]).expect("reads back")
+}
+
+#[test]
+fn the_same_configuration_changes_nothing() {
+    let (s, changes) =
+        Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("a", 4)]), saved()).unwrap();
+    assert!(changes.is_empty(), "{changes:?}");
+    assert_eq!((s.policy(), s.queued()), ("fcfs", 2));
+}
+
+#[test]
+fn another_policy_takes_the_queued_jobs_in_submission_order() {
+    let (mut s, changes) =
+        Scheduler::restore(config(QueueConfig::Fpfs), &sites(&[("a", 4)]), saved()).unwrap();
+    assert_eq!(
+        changes,
+        vec![RestoreChange::Policy {
+            saved: "fcfs",
+            configured: "fpfs",
+            queued: 2
+        }]
+    );
+    assert_eq!((s.policy(), s.queued()), ("fpfs", 2));
+    // Under FPFS job 3 (2 processors) may pass job 2 once 2 processors are free.
+    s.handle(
+        10,
+        Event::SiteStatus {
+            site: 0,
+            idle: 2,
+            total: 4,
+            healthy: true,
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(job_starts(&cmds), vec![]); // job 1 holds all 4 of them as coalloc's
+    assert_eq!(s.queued(), 2);
+}
+
+#[test]
+fn an_added_site_joins_and_the_queue_goes_on() {
+    let (mut s, changes) = Scheduler::restore(
+        config(QueueConfig::Fcfs),
+        &sites(&[("a", 4), ("b", 8)]),
+        saved(),
+    )
+    .unwrap();
+    assert_eq!(changes, vec![RestoreChange::SitesAdded(vec!["b".into()])]);
+    assert_eq!(s.sites().len(), 2);
+    assert_eq!(
+        s.site_state(1).map(|st| (st.processors, st.idle)),
+        Some((8, 8))
+    );
+    s.handle(10, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    // Both queued jobs fit on the new site, in their order.
+    assert_eq!(job_starts(&cmds), vec![(2, 1), (3, 1)]);
+    assert_eq!(s.queued(), 0);
+}
+
+#[test]
+fn a_site_grown_across_the_restart_is_used() {
+    let (mut s, changes) =
+        Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("a", 10)]), saved()).unwrap();
+    assert_eq!(
+        changes,
+        vec![RestoreChange::Processors {
+            site: "a".into(),
+            from: 4,
+            to: 10
+        }]
+    );
+    assert_eq!(
+        s.site_state(0).map(|st| (st.processors, st.idle)),
+        Some((10, 6))
+    );
+    s.handle(10, Event::Tick).unwrap();
+    assert_eq!(job_starts(&drain(&mut s)), vec![(2, 0), (3, 0)]);
+}
+
+#[test]
+fn a_removed_or_reordered_site_is_refused_with_advice() {
+    let big = saved();
+    let e = Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("b", 4)]), big)
+        .err()
+        .expect("refused");
+    assert!(matches!(e, RestoreError::Sites { .. }));
+    let text = e.to_string();
+    assert!(text.contains("[a]") && text.contains("[b]"), "{text}");
+    assert!(text.contains("coalloc site drain"), "{text}");
+    let e = Scheduler::restore(
+        config(QueueConfig::Fcfs),
+        &sites(&[("b", 4), ("a", 4)]),
+        saved(),
+    )
+    .err()
+    .expect("refused");
+    assert!(matches!(e, RestoreError::Sites { .. }));
+}
