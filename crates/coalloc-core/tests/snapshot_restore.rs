@@ -129,19 +129,19 @@ fn a_site_grown_across_the_restart_is_used() {
 #[test]
 fn a_removed_or_reordered_site_is_refused_with_advice() {
     let big = saved();
-    let e = Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("b", 4)]), big)
-        .err()
-        .expect("refused");
+    let Err(e) = Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("b", 4)]), big) else {
+        panic!("a removed site is refused");
+    };
     assert!(matches!(e, RestoreError::Sites { .. }));
     let text = e.to_string();
     assert!(text.contains("[a]") && text.contains("[b]"), "{text}");
     assert!(text.contains("coalloc site drain"), "{text}");
-    let e = Scheduler::restore(
+    let Err(e) = Scheduler::restore(
         config(QueueConfig::Fcfs),
         &sites(&[("b", 4), ("a", 4)]),
         saved(),
-    )
-    .err()
-    .expect("refused");
+    ) else {
+        panic!("reordered sites are refused");
+    };
     assert!(matches!(e, RestoreError::Sites { .. }));
 }
