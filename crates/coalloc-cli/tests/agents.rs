@@ -438,3 +438,88 @@ fn a_launch_the_server_never_recorded_is_cancelled_at_its_agent_after_a_restart(
         "the lost launch was cancelled at the agent's site, not left running beside its replacement: {text}"
     );
 }
+
+/// Launches whose jobs left the server's memory are discarded at the agent too: the local
+/// backend behind it compacts its launch log (issue 23, item 4), so an agent site's files do
+/// not grow for ever either.
+#[test]
+fn an_agent_sites_launch_log_is_compacted_once_its_jobs_are_gone() {
+    let config = "[server]\nmonitor_interval = \"50ms\"\nagent_bind = \"127.0.0.1:0\"\n\
+                  heartbeat = \"200ms\"\nmin_job_age = \"0s\"\n\
+                  [[site]]\nname = \"s1\"\nprocessors = 16\nmanager = { type = \"agent\" }\n\
+                  [scheduler]\npolicy = \"fcfs\"\n";
+    let s = Server::start("agent-discard", config);
+    let a = AgentProc::start(&s, "s1", &agent_config("s1", 16), None);
+    wait_link(&s, "s1", true, 20);
+    let n = 1_100;
+    let spec = common::server::job(vec![common::server::barrier_component(1, "", "true")]);
+    let (code, v) = s.call(
+        "POST",
+        &format!("/v1/jobs?array=0-{}", n - 1),
+        &s.token,
+        Some(&spec.to_string()),
+    );
+    assert_eq!(code, 201, "{v}");
+    let log = || {
+        walk(&a.dir)
+            .into_iter()
+            .find(|p| p.ends_with("sites/s1/launches.jsonl"))
+    };
+    let t = Instant::now();
+    loop {
+        let active = s.get("/v1/jobs?state=all&limit=1")["jobs"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if active == 0 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "{n} jobs did not end"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut finished = 0;
+    let mut after = 0;
+    loop {
+        let page = s.get(&format!(
+            "/v1/history?state=finished&limit=1000&after={after}"
+        ));
+        finished += page["jobs"].as_array().unwrap().len();
+        match page["next"].as_u64() {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    assert_eq!(finished, n as usize, "every job finished");
+    // Every launch's request line and start line were written; after the discards of at
+    // least 1,000 of them, the log was rewritten with the launches still wanted.
+    let path = log().expect("the agent's local backend keeps a launch log");
+    let t = Instant::now();
+    loop {
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        if lines < n as usize {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} still has {lines} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

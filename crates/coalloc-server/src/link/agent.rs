@@ -370,6 +370,10 @@ impl Agent {
                 Ok(Answer::Done)
             }
             Call::Load => self.backend.load().map(Answer::Load).map_err(err),
+            Call::Discard(ids) => {
+                self.backend.discard(&ids);
+                Ok(Answer::Done)
+            }
             Call::File(op) => coalloc_backends::files::local(&self.state_dir, op)
                 .map(Answer::File)
                 .map_err(CallError::Rejected),

@@ -21,7 +21,13 @@ enum Line {
 pub struct Held {
     path: PathBuf,
     launches: Mutex<BTreeMap<u64, HeldLaunch>>,
+    /// Lines of ended launches in the file since it was last compacted.
+    dead: std::sync::atomic::AtomicUsize,
 }
+
+/// The file is rewritten with the live launches alone once it holds this many lines of
+/// ended ones, and at least as many as live ones.
+const COMPACT_AFTER: usize = 4096;
 
 impl Held {
     /// Read the record (a torn last line, from a crash, is skipped).
@@ -43,19 +49,22 @@ impl Held {
         let held = Held {
             path,
             launches: Mutex::new(launches),
+            dead: Default::default(),
         };
-        held.compact()?;
+        held.compact(&held.lock())?;
         Ok(held)
     }
 
-    /// Write the live launches alone (at start, so the file does not grow for ever).
-    fn compact(&self) -> std::io::Result<()> {
+    /// Write the live launches alone (at start, and once enough have ended, so that the
+    /// file does not grow for ever).
+    /// `all` is the locked map: no line is appended meanwhile.
+    fn compact(&self, all: &BTreeMap<u64, HeldLaunch>) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = self.path.with_extension("tmp");
         let mut f = std::fs::File::create(&tmp)?;
-        for h in self.lock().values() {
+        for h in all.values() {
             writeln!(f, "{}", serde_json::to_string(&Line::Made(h.clone()))?)?;
         }
         f.sync_all()?;
@@ -67,7 +76,7 @@ impl Held {
     }
 
     /// Append `lines` with one write, and one sync when `sync` (a burst of launches costs
-    /// one sync).
+    /// one sync). Called with the map locked, so that a compaction cannot drop them.
     fn append(&self, lines: &[Line], sync: bool) -> std::io::Result<()> {
         if lines.is_empty() {
             return Ok(());
@@ -106,8 +115,8 @@ impl Held {
     /// Launches were made: recorded (on disk, together) before their ids are answered.
     pub fn made(&self, made: &[HeldLaunch]) -> std::io::Result<()> {
         let lines: Vec<Line> = made.iter().cloned().map(Line::Made).collect();
-        self.append(&lines, true)?;
         let mut all = self.lock();
+        self.append(&lines, true)?;
         for h in made {
             all.insert(h.launch, h.clone());
         }
@@ -118,19 +127,27 @@ impl Held {
     /// restarted agent report a launch that has ended, which the server then cancels, and
     /// cancelling an ended launch does nothing.
     pub fn ended(&self, launches: &[u64]) {
-        let lines: Vec<Line> = {
-            let mut all = self.lock();
-            launches
-                .iter()
-                .filter(|l| all.remove(l).is_some())
-                .map(|&launch| Line::Ended {
-                    launch,
-                    ended: true,
-                })
-                .collect()
-        };
+        let mut all = self.lock();
+        let lines: Vec<Line> = launches
+            .iter()
+            .filter(|l| all.remove(l).is_some())
+            .map(|&launch| Line::Ended {
+                launch,
+                ended: true,
+            })
+            .collect();
         if let Err(e) = self.append(&lines, false) {
             tracing::warn!(?launches, "recording the end of launches: {e}");
+        }
+        // Each ended launch left two lines: its making and its end.
+        use std::sync::atomic::Ordering::Relaxed;
+        let dead = self.dead.fetch_add(2 * lines.len(), Relaxed) + 2 * lines.len();
+        if dead >= COMPACT_AFTER.max(all.len()) {
+            self.dead.store(0, Relaxed);
+            // A failure leaves the file as it was: longer, and as right.
+            if let Err(e) = self.compact(&all) {
+                tracing::warn!("compacting {}: {e}", self.path.display());
+            }
         }
     }
 }
@@ -166,6 +183,35 @@ mod tests {
         assert_eq!(held.by_remote("R2"), Some(2));
         assert_eq!(held.get(1), None);
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_file_is_compacted_once_enough_launches_ended() {
+        let dir = std::env::temp_dir().join(format!("coalloc-held-c-{}", std::process::id()));
+        let path = dir.join("launches.jsonl");
+        let h = |launch| HeldLaunch {
+            launch,
+            job: launch,
+            component: 0,
+            remote: format!("R{launch}"),
+        };
+        let held = Held::open(path.clone()).unwrap();
+        let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
+        held.made(&[h(0)]).unwrap();
+        let n = COMPACT_AFTER as u64 / 2;
+        for l in 1..n {
+            held.made(&[h(l)]).unwrap();
+            held.ended(&[l]);
+        }
+        assert_eq!(lines(), 1 + 2 * (n as usize - 1), "not compacted yet");
+        held.made(&[h(n)]).unwrap();
+        held.ended(&[n]);
+        assert_eq!(lines(), 1, "compacted to the one live launch");
+        held.made(&[h(n + 1)]).unwrap();
+        drop(held);
+        let held = Held::open(path.clone()).unwrap();
+        assert_eq!(held.all(), vec![h(0), h(n + 1)]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

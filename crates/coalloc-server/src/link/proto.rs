@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 
 /// The protocol version this build speaks. A hello with another one is refused.
 /// 2: file operations (`Call::File`) and binary frames for their bytes.
-pub const VERSION: u32 = 2;
+/// 3: `Call::Discard`, launches whose job the server has dropped.
+pub const VERSION: u32 = 3;
 
 /// Which end of a link a hello comes from: a hello from a "server" reaching a server is a
 /// mirrored request (two servers, or a reflected stream), refused.
@@ -68,6 +69,10 @@ pub enum Call {
         launch: u64,
     },
     Load,
+    /// These launches' jobs are gone from the server: the site's backend may drop what it
+    /// keeps of them ([`coalloc_backends::Backend::discard`]). Answered by `Done`; sent
+    /// without waiting for it.
+    Discard(Vec<String>),
     /// An operation on the site's files (transfers, outputs), relative paths under the
     /// agent's state directory.
     File(coalloc_backends::files::FileOp),

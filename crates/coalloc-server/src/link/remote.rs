@@ -50,7 +50,12 @@ struct Inner {
     last_load: Option<SiteLoad>,
     /// The last state of each launch asked about, by its remote id.
     states: BTreeMap<String, RemoteState>,
+    /// Launches whose job the server dropped, to tell the agent in one message.
+    discards: Vec<String>,
 }
+
+/// Discards go to the agent in messages of this many (or with the next query).
+const DISCARD_BATCH: usize = 256;
 
 impl AgentSite {
     pub fn new(name: String, grace: Duration, call_timeout: Duration) -> AgentSite {
@@ -173,6 +178,23 @@ impl AgentSite {
         }
     }
 
+    /// Send the discards kept, without waiting for an answer; kept while the link is down.
+    fn send_discards(&self, g: &mut Inner) {
+        if g.discards.is_empty() {
+            return;
+        }
+        let Some((conn, tx)) = g.conn.clone() else {
+            return;
+        };
+        g.next_id += 1;
+        let id = g.next_id;
+        g.waiting.insert(id, (conn, None));
+        let _ = tx.send(ToAgent::Call {
+            id,
+            call: Call::Discard(std::mem::take(&mut g.discards)),
+        });
+    }
+
     /// A cancel: sent now, or kept for the link's return.
     fn cancel_call(&self, call: Call) -> Result<(), BackendError> {
         match self.call(call.clone(), self.call_timeout) {
@@ -249,6 +271,7 @@ impl Backend for AgentBackend {
 
     fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
         let site = &self.0;
+        site.send_discards(&mut site.lock());
         let asked = site.call(Call::Query(ids.to_vec()), site.call_timeout);
         let mut g = site.lock();
         match asked {
@@ -276,6 +299,15 @@ impl Backend for AgentBackend {
 
     fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {
         self.0.cancel_call(Call::Cancel(id.clone()))
+    }
+
+    /// Passed on to the agent's backend (its launch log is compacted there), in batches.
+    fn discard(&self, ids: &[RemoteId]) {
+        let mut g = self.0.lock();
+        g.discards.extend(ids.iter().cloned());
+        if g.discards.len() >= DISCARD_BATCH {
+            self.0.send_discards(&mut g);
+        }
     }
 
     /// File operations run at the agent, on the site's file system (`base` is the server's
@@ -449,6 +481,34 @@ mod tests {
                     launch: 9
                 },
                 Call::Cancel("R2".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn discards_go_to_the_agent_in_batches_and_with_the_next_query() {
+        let s = site(60_000);
+        let b = AgentBackend(s.clone());
+        // Made while down: kept.
+        b.discard(&["R0".into()]);
+        let agent = fake_agent(s.clone(), 1, |c| match c {
+            Call::Query(ids) => Ok(Answer::States(vec![RemoteState::Running; ids.len()])),
+            _ => Ok(Answer::Done),
+        });
+        let ids: Vec<String> = (1..DISCARD_BATCH).map(|i| format!("R{i}")).collect();
+        b.discard(&ids); // the batch is full: sent, no answer waited for
+        b.discard(&["R999".into()]);
+        assert_eq!(b.query(&["Q".into()]).unwrap(), vec![RemoteState::Running]);
+        s.disconnected(1);
+        drop(s.lock().conn.take());
+        let seen = agent.join().unwrap();
+        let first: Vec<String> = (0..DISCARD_BATCH).map(|i| format!("R{i}")).collect();
+        assert_eq!(
+            seen,
+            vec![
+                Call::Discard(first),
+                Call::Discard(vec!["R999".into()]),
+                Call::Query(vec!["Q".into()]),
             ]
         );
     }
