@@ -36,9 +36,11 @@ use std::process::ExitCode;
 
 /// The allocator: the simulator's replays allocate and free a great many small objects
 /// (about a third of a trace replay's time went to glibc's malloc and free; see the replay
-/// section of bench/RESULTS.md).
+/// section of bench/RESULTS.md). Wrapped so that the server's forked snapshot writer cannot
+/// allocate (`coalloc_server::driver::forked`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: coalloc_server::driver::forked::ForkSafe<mimalloc::MiMalloc> =
+    coalloc_server::driver::forked::ForkSafe(mimalloc::MiMalloc);
 
 /// coalloc — a co-allocating meta-scheduler for multicluster and multicloud systems.
 ///

@@ -115,11 +115,16 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     // Numbering goes on after the restored state's jobs.
     let next = s.submit(&job(vec![barrier_component(1, "", "true")]));
     assert_eq!(next, 1_602);
+    let log = s.log();
     assert!(
-        s.log().contains("snapshot restored and journal replayed"),
-        "{}",
-        s.log()
+        log.contains("snapshot restored and journal replayed"),
+        "{log}"
     );
+    // Written by a forked child that allocated nothing (the binary's allocator would have
+    // ended it), not by the driver.
+    assert!(log.contains("snapshot taken (forked)"), "{log}");
+    assert!(log.contains("snapshot written"), "{log}");
+    assert!(!log.contains("a forked snapshot failed"), "{log}");
 }
 
 /// A restart after a snapshot under a changed configuration: another queue policy and a

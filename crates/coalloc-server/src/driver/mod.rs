@@ -19,6 +19,7 @@ mod clouds;
 mod codec;
 mod commands;
 mod files;
+pub mod forked;
 mod metrics;
 pub mod msg;
 mod reports;

@@ -5,16 +5,18 @@
 //! consistent point), serializes what a replay of the journal up to its last entry `S`
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
-//! replicas, transfers, staging, arrays, jobs waiting to age out). A thread writes the
-//! bytes ([`super::codec`]) to `snapshot.bin.tmp`, syncs it, renames it to `snapshot.bin` and syncs
-//! the directory; then the driver deletes the journal's entries before `S`.
+//! replicas, transfers, staging, arrays, jobs waiting to age out). A forked child
+//! ([`super::forked`]) writes it ([`super::codec`]) to `snapshot.bin.tmp` and syncs it, so the
+//! driver stops only for the fork; a thread waits for the child, renames the file to
+//! `snapshot.bin` and syncs the directory; then the driver deletes the journal's entries
+//! before `S`. At a stop, or if forking fails, the driver serializes the state itself.
 //!
 //! A restart reads `snapshot.bin`, if there is one, and replays only the entries after
 //! `S`. A kill at any moment loses nothing: until the rename, the previous snapshot and the
 //! entries after it are all there (the journal is compacted only up to a snapshot already
 //! on disk); after it, the new one is, and entries it covers that are still in the journal
 //! are skipped by their number. `COALLOC_SNAPSHOT_PAUSE_MS` (tests only) makes the writer
-//! stop that long half-way through the temporary file, so that a test can kill it there.
+//! stop that long part-way through the temporary file, so that a test can kill it there.
 
 use super::clouds::VmInfo;
 use super::secrets::Secrets;
@@ -45,6 +47,8 @@ pub(crate) struct Snapshots {
     taken: i64,
     /// The journal holds no entry before this one.
     compacted: i64,
+    /// Forking failed once: the driver writes snapshots itself.
+    no_fork: Arc<AtomicBool>,
 }
 
 impl Snapshots {
@@ -55,6 +59,7 @@ impl Snapshots {
             busy: Arc::new(AtomicBool::new(false)),
             taken: 0,
             compacted: 0,
+            no_fork: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -164,10 +169,10 @@ struct State {
 }
 
 impl Driver {
-    /// The state as bytes, covering the journal up to its last entry; `None` if the queue
+    /// The state to write, covering the journal up to its last entry; `None` if the queue
     /// policy cannot be saved.
-    pub(crate) fn snapshot_bytes(&self) -> Option<Vec<u8>> {
-        let state = StateRef {
+    fn state_ref(&self) -> Option<StateRef<'_>> {
+        Some(StateRef {
             seq: self.journal.last_seq(),
             now: self.now,
             core: self.core.snapshot()?,
@@ -188,8 +193,12 @@ impl Driver {
                 .map(|(k, t)| (*k, SavedTransfer::of(t)))
                 .collect(),
             staging: &self.staging,
-        };
-        match super::codec::to_bytes(&state) {
+        })
+    }
+
+    /// The state as bytes ([`Driver::state_ref`]).
+    pub(crate) fn snapshot_bytes(&self) -> Option<Vec<u8>> {
+        match super::codec::to_bytes(&self.state_ref()?) {
             Ok(bytes) => Some(bytes),
             Err(e) => {
                 tracing::warn!("no snapshot: {e}");
@@ -199,8 +208,10 @@ impl Driver {
     }
 
     /// Between two turns: compact the journal up to the newest snapshot on disk, and take
-    /// a new snapshot if `snapshot_every` entries came since the last one (`wait`: write it
-    /// before returning, as at a stop; otherwise a thread writes it).
+    /// a new snapshot if `snapshot_every` entries came since the last one. Written by a
+    /// forked child ([`super::forked`]) while the driver goes on; at a stop (`wait`), or
+    /// where forking failed, serialized here and written by a thread (`wait`: before this
+    /// returns).
     pub(crate) fn snapshot_if_due(&mut self, wait: bool) {
         let saved = self.snapshots.saved.load(Ordering::Acquire);
         if saved > self.snapshots.compacted {
@@ -223,6 +234,56 @@ impl Driver {
             return;
         }
         let t = std::time::Instant::now();
+        let pause = pause_ms();
+        let (path, saved, busy) = (
+            self.snapshots.path.clone(),
+            self.snapshots.saved.clone(),
+            self.snapshots.busy.clone(),
+        );
+        let tmp = path.with_extension("bin.tmp");
+        if !wait && !self.snapshots.no_fork.load(Ordering::Acquire) {
+            let Some(state) = self.state_ref() else {
+                return;
+            };
+            match super::forked::fork_write(&state, &tmp, pause) {
+                Ok(pid) => {
+                    drop(state);
+                    tracing::info!(
+                        seq = last,
+                        pid,
+                        ms = t.elapsed().as_millis() as u64,
+                        "snapshot taken (forked)"
+                    );
+                    self.snapshots.taken = last;
+                    busy.store(true, Ordering::Release);
+                    let no_fork = self.snapshots.no_fork.clone();
+                    std::thread::spawn(move || {
+                        let done = super::forked::wait(pid)
+                            .and_then(|()| publish(&tmp, &path).map_err(|e| e.to_string()));
+                        match done {
+                            Ok(()) => {
+                                tracing::info!(
+                                    seq = last,
+                                    ms = t.elapsed().as_millis() as u64,
+                                    "snapshot written"
+                                );
+                                saved.store(last, Ordering::Release);
+                            }
+                            Err(e) => {
+                                tracing::warn!("a forked snapshot failed ({e}): snapshots are written by the driver from now on");
+                                no_fork.store(true, Ordering::Release);
+                            }
+                        }
+                        busy.store(false, Ordering::Release);
+                    });
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!("fork for a snapshot: {e}; the driver writes it");
+                    self.snapshots.no_fork.store(true, Ordering::Release);
+                }
+            }
+        }
         let Some(bytes) = self.snapshot_bytes() else {
             return;
         };
@@ -233,14 +294,9 @@ impl Driver {
             "snapshot taken"
         );
         self.snapshots.taken = last;
-        self.snapshots.busy.store(true, Ordering::Release);
-        let (path, saved, busy) = (
-            self.snapshots.path.clone(),
-            self.snapshots.saved.clone(),
-            self.snapshots.busy.clone(),
-        );
+        busy.store(true, Ordering::Release);
         let write = move || {
-            match write_atomically(&path, &bytes) {
+            match write_atomically(&tmp, &path, &bytes, pause) {
                 Ok(()) => saved.store(last, Ordering::Release),
                 Err(e) => tracing::warn!("writing the snapshot {}: {e}", path.display()),
             }
@@ -298,23 +354,36 @@ impl Driver {
     }
 }
 
-/// Write `bytes` to `path` so that `path` holds either its old content or all of `bytes`,
-/// on disk when this returns.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("bin.tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    let half = bytes.len() / 2;
-    f.write_all(&bytes[..half])?;
-    if let Some(ms) = std::env::var("COALLOC_SNAPSHOT_PAUSE_MS")
+/// `COALLOC_SNAPSHOT_PAUSE_MS` (tests only).
+fn pause_ms() -> Option<u64> {
+    std::env::var("COALLOC_SNAPSHOT_PAUSE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-    {
+}
+
+/// Write `bytes` to `tmp`, then [`publish`] it as `path`; stop `pause` ms half-way.
+fn write_atomically(
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    pause: Option<u64>,
+) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(tmp)?;
+    let half = bytes.len() / 2;
+    f.write_all(&bytes[..half])?;
+    if let Some(ms) = pause {
         f.flush()?;
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     f.write_all(&bytes[half..])?;
     f.sync_all()?;
     drop(f);
-    std::fs::rename(&tmp, path)?;
+    publish(tmp, path)
+}
+
+/// `tmp`, written and synced, becomes `path`: renamed, and the directory synced, so that
+/// `path` holds either its old content or all of the new.
+fn publish(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    std::fs::rename(tmp, path)?;
     std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }

@@ -1,0 +1,170 @@
+"""A restart after ten million journal events (issue 23, item 4), and what snapshots cost the
+driver on the way.
+
+Starts `coalloc serve` (three local sites, all marked unusable so that nothing runs,
+`min_job_age = 1s`), queues QUEUED two-component jobs (arrays of ARRAY elements), then churns:
+submits an array and cancels it, again and again, until the journal's last entry number
+(`seq`, every input the server took: a submission, a cancel, the bookkeeping of jobs leaving
+memory) passes EVENTS. Then `kill -9`, a restart, and the time until `/v1/health` answers.
+Prints a Markdown table and, with --json, one JSON object.
+
+  python3 bench/restart.py target/release/coalloc [--queued 1000000] [--events 10000000]
+          [--array 10000] [--snapshot-every 25000] [--json]
+
+Standard library only; uses serverlib's HTTP helper.
+"""
+import argparse, json, os, re, signal, sqlite3, statistics, subprocess, sys, tempfile, time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serverlib import connect  # noqa: E402
+
+SPEC = json.dumps({
+    "kind": "unordered",
+    "component": [
+        {"count": 1, "executable": "/bin/true"},
+        {"count": 1, "executable": "/bin/true"},
+    ],
+}).encode()
+
+
+def rss_mib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def last_seq(state):
+    db = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True, timeout=30)
+    try:
+        return db.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0
+    finally:
+        db.close()
+
+
+def request(url, auth, method, path, body=None):
+    headers = dict(auth, **({"Content-Type": "application/json"} if body else {}))
+    req = urllib.request.Request(url + path, data=body, headers=headers, method=method)
+    return json.loads(urllib.request.urlopen(req, timeout=600).read())
+
+
+def start(coalloc, config, state, log):
+    try:
+        os.remove(os.path.join(state, "server.json"))
+    except FileNotFoundError:
+        pass
+    return subprocess.Popen([coalloc, "serve", "--config", config, "--state-dir", state],
+                            stdout=subprocess.DEVNULL, stderr=open(log, "a"))
+
+
+def wait_health(url, since, timeout=120):
+    while True:
+        try:
+            urllib.request.urlopen(url + "/v1/health", timeout=5).read()
+            return time.monotonic() - since
+        except OSError:
+            if time.monotonic() - since > timeout:
+                sys.exit("the restarted server did not answer")
+            time.sleep(0.005)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("coalloc")
+    ap.add_argument("--queued", type=int, default=1_000_000)
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--array", type=int, default=10_000)
+    ap.add_argument("--snapshot-every", type=int, default=25_000)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+
+    root = tempfile.mkdtemp(prefix="coalloc-restart-")
+    state, config, log = f"{root}/state", f"{root}/config.toml", f"{root}/server.log"
+    sites = "".join(f'[[site]]\nname = "{n}"\nprocessors = 4\nmanager = {{ type = "local" }}\n'
+                    for n in ("alpha", "beta", "gamma"))
+    open(config, "w").write(
+        f'[server]\nmin_job_age = "1s"\nsnapshot_every = {a.snapshot_every}\n'
+        f'{sites}[scheduler]\npolicy = "fcfs"\n')
+    server = start(a.coalloc, config, state, log)
+    url, auth, _ = connect(state, 0.2)
+    for n in ("alpha", "beta", "gamma"):
+        request(url, auth, "PUT", f"/v1/sites/{n}/usable", b'{"usable": false}')
+    empty = rss_mib(server.pid)
+
+    def array(n):
+        return request(url, auth, "POST", f"/v1/jobs?array=0-{n - 1}", SPEC)["job"]
+
+    t0 = time.monotonic()
+    queued = 0
+    while queued < a.queued:
+        n = min(a.array, a.queued - queued)
+        array(n)
+        queued += n
+    queue_s = time.monotonic() - t0
+    print(f"queued {queued} jobs in {queue_s:.1f} s", file=sys.stderr)
+
+    t0 = time.monotonic()
+    churned = 0
+    seq = last_seq(state)
+    reported = seq
+    while seq < a.events:
+        first = array(a.array)
+        request(url, auth, "DELETE", f"/v1/arrays/{first}")
+        churned += a.array
+        seq = last_seq(state)
+        if seq - reported >= 1_000_000:
+            reported = seq
+            el = time.monotonic() - t0
+            print(f"  {seq:,} events, {churned:,} jobs submitted and cancelled, {el:.0f} s, "
+                  f"RSS {rss_mib(server.pid):.0f} MiB", file=sys.stderr)
+    churn_s = time.monotonic() - t0
+    time.sleep(3)  # the last cancelled jobs age out; a snapshot may finish
+    seq = last_seq(state)
+    before = rss_mib(server.pid)
+    journal = sum(os.path.getsize(f"{state}/{f}") for f in os.listdir(state)
+                  if f.startswith("journal.sqlite"))
+    snapshot = os.path.getsize(f"{state}/snapshot.bin") if os.path.exists(
+        f"{state}/snapshot.bin") else 0
+    kept = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True).execute(
+        "SELECT count(*) FROM journal").fetchone()[0]
+
+    server.send_signal(signal.SIGKILL)
+    server.wait()
+    t0 = time.monotonic()
+    server = start(a.coalloc, config, state, log)
+    while not os.path.exists(f"{state}/server.json"):
+        time.sleep(0.002)
+    url = json.load(open(f"{state}/server.json"))["url"]
+    restart_s = wait_health(url, t0)
+    time.sleep(0.5)
+    after = rss_mib(server.pid)
+    page = request(url, auth, "GET", "/v1/jobs?state=pending&limit=1")
+    still = len(page["jobs"])
+    server.send_signal(signal.SIGTERM)
+    server.wait()
+
+    pauses = [int(m) for m in re.findall(r"snapshot taken.*?ms\S*?(\d+)",
+                                         re.sub(r"\x1b\[[0-9;]*m", "", open(log).read()))]
+    out = {
+        "queued": queued, "queue_s": round(queue_s, 1), "events": seq, "churned_jobs": churned,
+        "churn_s": round(churn_s, 1), "events_per_s": round((seq - queued) / churn_s),
+        "rss_empty_mib": round(empty, 1), "rss_before_kill_mib": round(before, 1),
+        "rss_after_restart_mib": round(after, 1),
+        "journal_mib": round(journal / 2**20, 1), "journal_entries_kept": kept,
+        "snapshot_mib": round(snapshot / 2**20, 1), "restart_s": round(restart_s, 2),
+        "snapshots": len(pauses),
+        "snapshot_pause_ms_median": statistics.median(pauses) if pauses else None,
+        "snapshot_pause_ms_max": max(pauses) if pauses else None,
+        "queued_after_restart_seen": still > 0, "state_dir": root,
+    }
+    if a.json:
+        print(json.dumps(out))
+        return
+    print("| measured | value |\n| --- | ---: |")
+    for k, v in out.items():
+        print(f"| {k} | {v} |")
+
+
+if __name__ == "__main__":
+    main()
