@@ -144,8 +144,9 @@ def main():
     server.send_signal(signal.SIGTERM)
     server.wait()
 
-    pauses = [int(m) for m in re.findall(r"snapshot taken.*?ms\S*?(\d+)",
-                                         re.sub(r"\x1b\[[0-9;]*m", "", open(log).read()))]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", open(log).read())
+    pauses = [int(m) for m in re.findall(r"snapshot taken.*? ms=(\d+)", text)]
+    writes = [int(m) for m in re.findall(r"snapshot written.*? ms=(\d+)", text)]
     out = {
         "queued": queued, "queue_s": round(queue_s, 1), "events": seq, "churned_jobs": churned,
         "churn_s": round(churn_s, 1), "events_per_s": round((seq - queued) / churn_s),
@@ -156,6 +157,8 @@ def main():
         "snapshots": len(pauses),
         "snapshot_pause_ms_median": statistics.median(pauses) if pauses else None,
         "snapshot_pause_ms_max": max(pauses) if pauses else None,
+        "snapshot_write_ms_median": statistics.median(writes) if writes else None,
+        "snapshot_write_ms_max": max(writes) if writes else None,
         "queued_after_restart_seen": still > 0, "state_dir": root,
     }
     if a.json:

@@ -87,6 +87,20 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     wait_until(30, "a snapshot being written", || tmp.exists());
     s.kill();
     assert!(!snapshot.exists(), "the first snapshot was cut short");
+    // The forked writer died with the server: it cannot meet a restarted one's writer.
+    let log = plain(&s.log());
+    let child: u32 = log
+        .split("snapshot taken (forked)")
+        .nth(1)
+        .and_then(|rest| rest.split("pid=").nth(1))
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no forked snapshot in {log}"));
+    wait_until(10, "the forked writer to die with the server", || {
+        std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map(|st| st.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+            .unwrap_or(true)
+    });
     s.env.clear();
     s.restart();
     every_job_once(&s, 1_001);
@@ -180,4 +194,15 @@ fn a_restart_may_change_the_policy_and_add_sites_but_not_remove_one() {
         assert_eq!(j["state"], "finished", "{j}");
         assert_eq!(common::server::component_sites(&j), vec!["delta"]);
     }
+}
+
+/// `text` without its terminal colours.
+fn plain(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        out += &rest[..at];
+        rest = rest[at..].split_once('m').map_or("", |(_, r)| r);
+    }
+    out + rest
 }
