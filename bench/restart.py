@@ -147,6 +147,7 @@ def main():
     text = re.sub(r"\x1b\[[0-9;]*m", "", open(log).read())
     pauses = [int(m) for m in re.findall(r"snapshot taken.*? ms=(\d+)", text)]
     writes = [int(m) for m in re.findall(r"snapshot written.*? ms=(\d+)", text)]
+    compactions = [int(m) for m in re.findall(r"journal compacted.*? ms=(\d+)", text)]
     out = {
         "queued": queued, "queue_s": round(queue_s, 1), "events": seq, "churned_jobs": churned,
         "churn_s": round(churn_s, 1), "events_per_s": round((seq - queued) / churn_s),
@@ -159,6 +160,8 @@ def main():
         "snapshot_pause_ms_max": max(pauses) if pauses else None,
         "snapshot_write_ms_median": statistics.median(writes) if writes else None,
         "snapshot_write_ms_max": max(writes) if writes else None,
+        "compaction_ms_median": statistics.median(compactions) if compactions else None,
+        "compaction_ms_max": max(compactions) if compactions else None,
         "queued_after_restart_seen": still > 0, "state_dir": root,
     }
     if a.json:

@@ -215,9 +215,11 @@ impl Driver {
     pub(crate) fn snapshot_if_due(&mut self, wait: bool) {
         let saved = self.snapshots.saved.load(Ordering::Acquire);
         if saved > self.snapshots.compacted {
+            let t = std::time::Instant::now();
             match self.journal.compact_before(saved) {
                 Ok(n) => {
-                    tracing::info!(entries = n, before = saved, "journal compacted");
+                    let ms = t.elapsed().as_millis() as u64;
+                    tracing::info!(entries = n, before = saved, ms, "journal compacted");
                     self.snapshots.compacted = saved;
                 }
                 Err(e) => tracing::warn!("compacting the journal: {e}"),
