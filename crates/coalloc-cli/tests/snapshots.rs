@@ -141,6 +141,48 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     assert!(!log.contains("a forked snapshot failed"), "{log}");
 }
 
+/// A kill inside the journal's compaction (after a snapshot was written, while the entries
+/// it covers are being deleted) loses nothing: the compaction is one transaction.
+#[test]
+fn a_kill_during_the_journals_compaction_loses_nothing() {
+    let config =
+        three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nsnapshot_every = 500\n");
+    let mut s = Server::start_with_env(
+        "compact-kill",
+        &config,
+        &[("COALLOC_COMPACT_PAUSE_MS", "5000")],
+    );
+    let ran = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    assert_eq!(s.wait_ended(ran, 30)["state"], "finished");
+    s.hold_the_queue();
+    submit_array(&s, 1_000);
+    wait_until(30, "a compaction under way", || {
+        s.log()
+            .contains("journal compaction paused before its commit")
+    });
+    assert!(s.dir.join("snapshot.bin").exists());
+    s.kill();
+    let (entries, first) = journal_span(&s);
+    assert_eq!(
+        first, 1,
+        "the compaction was rolled back ({entries} entries)"
+    );
+    s.env.clear();
+    s.restart();
+    every_job_once(&s, 1_001);
+    assert_eq!(s.job(ran)["state"], "finished");
+    // The restart used the snapshot and skipped the entries it covers.
+    let log = plain(&s.log());
+    let last = log
+        .rsplit("snapshot restored and journal replayed")
+        .next()
+        .unwrap_or("");
+    assert!(
+        last.trim_start().starts_with("covered=") && !last.trim_start().starts_with("covered=0 "),
+        "{log}"
+    );
+}
+
 /// A restart after a snapshot under a changed configuration: another queue policy and a
 /// site added take effect, the queued jobs are kept and run; a site removed is refused with
 /// a message that says why and what to do.

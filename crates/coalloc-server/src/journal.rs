@@ -108,6 +108,8 @@ impl Journal {
     /// The jobs those entries submitted are kept first in table `submitted` (job number,
     /// time, native spec; not the secret), in order: the server's history as submitted
     /// outlives compaction (`coalloc whatif` replays it), and weighs nothing on a restart.
+    /// One transaction: a kill during it leaves the journal as it was.
+    /// `COALLOC_COMPACT_PAUSE_MS` (tests only) stops it that long before its commit.
     pub fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
         let path = self.path.clone();
         let err = |source| JournalError::Sqlite {
@@ -125,6 +127,14 @@ impl Journal {
         let n = tx
             .execute("DELETE FROM journal WHERE seq < ?1", params![seq])
             .map_err(err)?;
+        if let Some(ms) = std::env::var("COALLOC_COMPACT_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            // Tests only: a kill inside the transaction, before it commits.
+            tracing::info!(before = seq, "journal compaction paused before its commit");
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         tx.commit().map_err(err)?;
         Ok(n)
     }
