@@ -180,49 +180,62 @@ impl JobState {
     }
 }
 
-/// Jobs by number. The scheduler numbers jobs densely from 1, so a vector indexed by number
-/// holds them; each is boxed so that growing the vector moves only pointers. An ended job is
-/// kept unless the scheduler forgets it ([`JobTable::forget`], under
-/// `SchedulerConfig::forget_ended`), which empties its slot.
+/// Jobs by number. The scheduler numbers jobs densely from 1, so a deque indexed by number
+/// (less the forgotten ones before the first it holds) holds them; each is boxed so that
+/// growing the deque moves only pointers. An ended job is kept unless the scheduler forgets
+/// it ([`JobTable::forget`], under `SchedulerConfig::forget_ended`), which empties its slot;
+/// empty slots at the front are dropped, so a server that has run millions of jobs keeps no
+/// slot for those that left, only from its oldest live job on (issue 23).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobTable {
-    // Boxed on purpose: a vector's spare capacity then costs 8 bytes a slot, not 520.
+    /// Jobs numbered up to this one were all forgotten and have no slot.
+    base: JobId,
+    // Boxed on purpose: spare capacity then costs 8 bytes a slot, not 520.
     #[allow(clippy::vec_box)]
-    jobs: Vec<Option<Box<JobState>>>,
+    jobs: std::collections::VecDeque<Option<Box<JobState>>>,
 }
 
 impl JobTable {
-    fn slot(id: JobId) -> Option<usize> {
-        usize::try_from(id.checked_sub(1)?).ok()
+    fn slot(&self, id: JobId) -> Option<usize> {
+        usize::try_from(id.checked_sub(self.base + 1)?).ok()
     }
 
     pub fn get(&self, id: &JobId) -> Option<&JobState> {
-        self.jobs.get(Self::slot(*id)?)?.as_deref()
+        self.jobs.get(self.slot(*id)?)?.as_deref()
     }
 
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut JobState> {
-        self.jobs.get_mut(Self::slot(*id)?)?.as_deref_mut()
+        let slot = self.slot(*id)?;
+        self.jobs.get_mut(slot)?.as_deref_mut()
     }
 
     /// Room for `jobs` jobs in all.
     pub fn reserve(&mut self, jobs: usize) {
-        self.jobs.reserve(jobs.saturating_sub(self.jobs.len()));
+        self.jobs.reserve(jobs.saturating_sub(self.len()));
     }
 
     /// Add the job numbered next.
     pub fn insert(&mut self, id: JobId, job: JobState) {
         debug_assert_eq!(
-            Self::slot(id),
+            self.slot(id),
             Some(self.jobs.len()),
             "jobs are numbered densely"
         );
-        self.jobs.push(Some(Box::new(job)));
+        self.jobs.push_back(Some(Box::new(job)));
     }
 
     /// Drop job `id`'s state; its number is not given out again.
     pub fn forget(&mut self, id: JobId) {
-        if let Some(slot) = Self::slot(id).and_then(|i| self.jobs.get_mut(i)) {
+        if let Some(slot) = self.slot(id).and_then(|i| self.jobs.get_mut(i)) {
             *slot = None;
+        }
+        while self.jobs.front().is_some_and(Option::is_none) {
+            self.jobs.pop_front();
+            self.base += 1;
+        }
+        // A deque that shrank to a small part of its room gives the rest back.
+        if self.jobs.capacity() > 1024 && self.jobs.len() < self.jobs.capacity() / 4 {
+            self.jobs.shrink_to(self.jobs.len() * 2);
         }
     }
 
@@ -234,19 +247,54 @@ impl JobTable {
     /// Every job not forgotten numbered after `after`, by number: a page of a listing
     /// starts where the last one stopped without walking the jobs before it.
     pub fn values_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {
-        let from = usize::try_from(after)
+        let from = usize::try_from(after.saturating_sub(self.base))
             .unwrap_or(usize::MAX)
             .min(self.jobs.len());
-        self.jobs[from..].iter().filter_map(|j| j.as_deref())
+        self.jobs.range(from..).filter_map(|j| j.as_deref())
     }
 
     /// How many jobs were numbered (forgotten ones included).
     pub fn len(&self) -> usize {
-        self.jobs.len()
+        self.base as usize + self.jobs.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty()
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    fn job(id: JobId) -> JobState {
+        JobState::new(id, Job::new(crate::model::JobKind::Unordered, vec![]), 0)
+    }
+
+    #[test]
+    fn forgotten_jobs_at_the_front_leave_no_slot_and_numbers_still_find_jobs() {
+        let mut t = JobTable::default();
+        for id in 1..=5 {
+            t.insert(id, job(id));
+        }
+        t.forget(2);
+        assert_eq!((t.base, t.jobs.len()), (0, 5), "a hole in the middle stays");
+        t.forget(1);
+        assert_eq!((t.base, t.jobs.len()), (2, 3), "1 and 2 left together");
+        assert!(t.get(&1).is_none() && t.get(&2).is_none());
+        assert_eq!(t.get(&4).map(|j| j.id), Some(4));
+        assert_eq!(t.len(), 5);
+        t.insert(6, job(6));
+        let after: Vec<JobId> = t.values_after(3).map(|j| j.id).collect();
+        assert_eq!(after, vec![4, 5, 6]);
+        let after: Vec<JobId> = t.values_after(0).map(|j| j.id).collect();
+        assert_eq!(after, vec![3, 4, 5, 6]);
+        for id in 3..=6 {
+            t.forget(id);
+        }
+        assert_eq!((t.base, t.jobs.len(), t.len()), (6, 0, 6));
+        t.insert(7, job(7));
+        assert_eq!(t.get(&7).map(|j| j.id), Some(7));
     }
 }
 

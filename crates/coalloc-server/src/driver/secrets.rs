@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Secrets {
     /// Slot `job - 1`; all zeros: none.
-    packed: Vec<[u8; 16]>,
+    packed: std::collections::VecDeque<[u8; 16]>,
+    /// Jobs numbered up to this one have no slot: their secrets were all removed, and the
+    /// empty slots at the front dropped (a server that ran millions of jobs keeps none for them).
+    base: u64,
     other: BTreeMap<u64, String>,
 }
 
@@ -26,8 +29,12 @@ fn pack(secret: &str) -> Option<[u8; 16]> {
 }
 
 impl Secrets {
+    fn slot(&self, job: u64) -> Option<usize> {
+        usize::try_from(job.checked_sub(self.base + 1)?).ok()
+    }
+
     pub fn insert(&mut self, job: u64, secret: &str) {
-        let Some(slot) = usize::try_from(job).ok().and_then(|j| j.checked_sub(1)) else {
+        let Some(slot) = self.slot(job) else {
             return;
         };
         match pack(secret) {
@@ -47,19 +54,24 @@ impl Secrets {
         if let Some(s) = self.other.get(&job) {
             return Some(s.clone());
         }
-        let slot = usize::try_from(job).ok()?.checked_sub(1)?;
-        let p = self.packed.get(slot).filter(|p| **p != [0; 16])?;
+        let p = self
+            .packed
+            .get(self.slot(job)?)
+            .filter(|p| **p != [0; 16])?;
         Some(p.iter().map(|b| format!("{b:02x}")).collect())
     }
 
     pub fn remove(&mut self, job: u64) {
         self.other.remove(&job);
-        if let Some(p) = usize::try_from(job)
-            .ok()
-            .and_then(|j| j.checked_sub(1))
-            .and_then(|slot| self.packed.get_mut(slot))
-        {
+        if let Some(p) = self.slot(job).and_then(|slot| self.packed.get_mut(slot)) {
             *p = [0; 16];
+        }
+        while self.packed.front() == Some(&[0; 16]) {
+            self.packed.pop_front();
+            self.base += 1;
+        }
+        if self.packed.capacity() > 1024 && self.packed.len() < self.packed.capacity() / 4 {
+            self.packed.shrink_to(self.packed.len() * 2);
         }
     }
 }
@@ -82,5 +94,25 @@ mod tests {
         assert_eq!(s.get(3), None);
         s.remove(1);
         assert_eq!(s.get(1), None);
+    }
+
+    #[test]
+    fn removed_secrets_at_the_front_leave_no_slot() {
+        let mut s = Secrets::default();
+        let hex = |i: u64| format!("{:032x}", i + 1);
+        for j in 1..=3000 {
+            s.insert(j, &hex(j));
+        }
+        s.remove(2);
+        assert_eq!((s.base, s.packed.len()), (0, 3000));
+        for j in (1..=2999).filter(|&j| j != 2) {
+            s.remove(j);
+        }
+        assert_eq!((s.base, s.packed.len()), (2999, 1));
+        assert!(s.packed.capacity() < 3000, "room given back");
+        assert_eq!(s.get(3000), Some(hex(3000)));
+        assert_eq!(s.get(5), None);
+        s.insert(3001, &hex(3001));
+        assert_eq!(s.get(3001), Some(hex(3001)));
     }
 }
