@@ -5,6 +5,8 @@
 #        (default binary: build it with cargo; default 10 repetitions of each job)
 # Takes about a minute with 10 repetitions (150 jobs, 4,880 processes); needs bash (for
 # $EPOCHREALTIME) and python3, and matplotlib for the figures (installed with pip if missing).
+# The components run `coalloc-barrier` when it is beside the coalloc binary (cargo build
+# --bin coalloc-barrier), else `coalloc barrier`, which costs more per process.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

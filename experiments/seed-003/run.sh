@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/experiments/coalloc.sh"
 cd "$here"
-rm -rf results/dcs results/background results/background-exp1 results/background-timeline
+rm -rf results/dcs results/background results/background-timeline
 for f in dcs.toml background.toml background-timeline.toml; do
   "$coalloc" sim "$f" -j 1 -q
 done
