@@ -1,14 +1,16 @@
 """What the bench scripts that drive `coalloc serve` share: start it (the embedded default)
 on a new temporary state directory, wait until it listens, call its HTTP API with its token,
-and read a process's CPU time from /proc. Imported by barrier_wait_cpu.py, job_cpu.py and
-server_events.py."""
+and read a process's CPU time from /proc. Imported by barrier_wait_cpu.py, job_cpu.py,
+server_events.py and experiments/seed-002/microbench.py."""
 import json, os, subprocess, sys, tempfile, time, urllib.request
 
 
-def serve(coalloc, prefix):
-    """`coalloc serve` on a new state directory; returns (process, state directory)."""
+def serve(coalloc, prefix, config=None):
+    """`coalloc serve` on a new state directory (the embedded default, or the configuration
+    file `config`); returns (process, state directory)."""
     state = tempfile.mkdtemp(prefix=prefix)
-    server = subprocess.Popen([coalloc, "serve", "--state-dir", state],
+    extra = ["--config", config] if config else []
+    server = subprocess.Popen([coalloc, "serve", "--state-dir", state] + extra,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return server, state
 

@@ -10,10 +10,16 @@ sites/RUN.jsonl) and the background sweeps' summary.csv files, and writes:
   per-job start/end times as a check on the simulator's `max_concurrent` metric;
 - results/dcs/timeline.{png,svg}: the system load due to DCS jobs over time, one panel per
   experiment (the thesis's Figs. 6.2-6.6, without the other users' load), rebuilt from the
-  per-job log (a job holds its processors from its placement to its end), because the
-  simulator's own load samples stop at t = 0 for a batch submitted at t = 0;
+  per-job log (a job holds its processors from its placement to its end);
+- results/background/per_load.csv: the dynamic-background sweep (background.toml) per
+  experiment and other users' load Ul: mean and standard error (σ/√n over the seeds) of
+  the most concurrent DCS jobs, the duration, the mean response time and the measured
+  local load;
+- results/background-timeline/timeline.{png,svg}: one run per experiment at Ul = 0.2
+  (seed 1; background-timeline.toml, checked equal to its background.toml twin), DCS's
+  load and the other users' load over time (the thesis's Figs. 6.2-6.6 with background);
 - results/compare.{png,svg}: most concurrent jobs and mean response time, the thesis's
-  figures beside ours on idle clusters and with a static background.
+  figures beside ours on idle clusters and at every background load.
 
 The statistics use the standard library only; the figures need matplotlib (run.sh
 installs it with pip when it is missing).
@@ -27,6 +33,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DCS = os.path.join(HERE, "results", "dcs")
+BG = os.path.join(HERE, "results", "background")
 
 # The thesis's own figures (§6.3 text and the Fig. 6.6 table); None where it gives none.
 PAPER_MAX_CONCURRENT = {"exp1": 7, "exp2": 5}
@@ -150,55 +157,139 @@ def timelines(runs):
     plt.close(fig)
 
 
-def compare(rows):
+def per_load():
+    """The dynamic-background sweep (background.toml): per experiment and local load, the
+    mean over the seeds and its standard error (σ/√n) of the most concurrent DCS jobs, the
+    duration and the mean response time, and the measured local load."""
+    path = os.path.join(BG, "runs.csv")
+    if not os.path.exists(path):
+        return []
+    groups = {}
+    for r in read_csv(path):
+        groups.setdefault((r["experiment"], r["ul"]), []).append(r)
+    rows = []
+    for (exp, load), rs in groups.items():
+        row = {"experiment": exp, "ul": load, "seeds": len(rs)}
+        for key, col in (("max_concurrent", "max_concurrent"), ("duration", "makespan"),
+                         ("response", "mean_response"), ("measured_local_load", "local_load")):
+            xs = [float(r[col]) for r in rs if r.get(col, "") != ""]
+            m, sd = mean_sd(xs)
+            row[key + "_mean"] = round(m, 3)
+            row[key + "_se"] = round(sd / math.sqrt(len(xs)), 3) if xs else float("nan")
+        row["max_concurrent_min"] = min(int(float(r["max_concurrent"])) for r in rs)
+        row["max_concurrent_max"] = max(int(float(r["max_concurrent"])) for r in rs)
+        row["finished_min"] = min(int(float(r["finished"])) for r in rs)
+        rows.append(row)
+    out = os.path.join(BG, "per_load.csv")
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {out}")
+    for row in rows:
+        print("  ", row)
+    return rows
+
+
+def compare(rows, bg):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bg = {}
-    for name, exp_col in (("background", "experiment"), ("background-exp1", None)):
-        path = os.path.join(HERE, "results", name, "summary.csv")
-        if not os.path.exists(path):
-            continue
-        for r in read_csv(path):
-            exp = r[exp_col] if exp_col else "exp1"
-            bg[(exp, r["background"])] = r
     exps = [r["experiment"] for r in rows]
-    share = "0.25"
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    loads = sorted({r["ul"] for r in bg}, key=float)
+    at = {(r["experiment"], r["ul"]): r for r in bg}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
     x = list(range(len(exps)))
-    w = 0.27
+    n = 2 + len(loads)
+    w = 0.8 / n
+    off = lambda i: (i - (n - 1) / 2) * w
     paper = [PAPER_MAX_CONCURRENT.get(e) for e in exps]
-    idle = [r["max_concurrent"] for r in rows]
-    withbg = [float(bg[(e, share)]["max_concurrent"]) if (e, share) in bg else 0 for e in exps]
-    a1.bar([i - w for i in x], [p or 0 for p in paper], w, label="thesis (DAS-2, real background)",
-           color="tab:gray")
+    a1.bar([i + off(0) for i in x], [p or 0 for p in paper], w,
+           label="thesis (DAS-2, real background)", color="tab:gray")
     for i, p in enumerate(paper):
         if p is None:
-            a1.text(i - w, 0.2, "n/a", ha="center", fontsize=8, rotation=90)
-    a1.bar(x, idle, w, label="sim, idle clusters", color="tab:blue")
-    a1.bar([i + w for i in x], withbg, w, label=f"sim, static background b = {share}",
-           color="tab:orange")
-    a1.set_xticks(x, exps)
-    a1.set_ylabel("most DCS jobs running at once")
-    a1.legend(fontsize=8)
-    a1.grid(axis="y", alpha=0.3)
-
-    paper_resp = [PAPER_EXP5["response"][0] if e == "exp5" else 0 for e in exps]
-    idle_resp = [r["response_mean"] for r in rows]
-    bg_resp = [float(bg[(e, share)]["mean_response"]) if (e, share) in bg else 0 for e in exps]
-    a2.bar([i - w for i in x], paper_resp, w, label="thesis (only exp5 given)", color="tab:gray")
-    a2.bar(x, idle_resp, w, label="sim, idle clusters", color="tab:blue")
-    a2.bar([i + w for i in x], bg_resp, w, label=f"sim, static background b = {share}",
-           color="tab:orange")
-    a2.set_xticks(x, exps)
-    a2.set_ylabel("mean response time (s)")
-    a2.legend(fontsize=8)
-    a2.grid(axis="y", alpha=0.3)
-    fig.suptitle("Seed 003 §6.3: the thesis's figures beside the simulation")
+            a1.text(i + off(0), 0.2, "n/a", ha="center", fontsize=7, rotation=90)
+    a1.bar([i + off(1) for i in x], [r["max_concurrent"] for r in rows], w,
+           label="sim, idle clusters", color="tab:blue")
+    a2.bar([i + off(0) for i in x],
+           [PAPER_EXP5["response"][0] if e == "exp5" else 0 for e in exps], w,
+           label="thesis (only exp5 given)", color="tab:gray")
+    a2.bar([i + off(1) for i in x], [r["response_mean"] for r in rows], w,
+           label="sim, idle clusters", color="tab:blue")
+    cmap = plt.get_cmap("Oranges")
+    for k, load in enumerate(loads):
+        c = cmap(0.35 + 0.6 * k / max(1, len(loads) - 1))
+        rs = [at.get((e, load)) for e in exps]
+        for ax, key in ((a1, "max_concurrent"), (a2, "response")):
+            ax.bar([i + off(2 + k) for i in x], [r[key + "_mean"] if r else 0 for r in rs], w,
+                   yerr=[r[key + "_se"] if r else 0 for r in rs], capsize=2, color=c,
+                   label=f"sim, other users' load Ul = {load} (mean ± σ/√n)")
+    for ax, label in ((a1, "most DCS jobs running at once"), (a2, "mean response time (s)")):
+        ax.set_xticks(x, exps)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Seed 003 §6.3: the thesis's figures beside the simulation, "
+                 "idle and with a dynamic background")
     fig.tight_layout()
     for ext in ("png", "svg"):
         p = os.path.join(HERE, "results", "compare." + ext)
+        fig.savefig(p, dpi=110)
+        print(f"wrote {p}")
+    plt.close(fig)
+
+
+def background_timelines(load="0.2", seed="1"):
+    """The thesis's Figs. 6.2-6.6 with their background: per experiment, one run's load
+    over time, DCS's and the other users' (the simulator's samples, every 20 s), as a share
+    of all processors."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tl = os.path.join(HERE, "results", "background-timeline")
+    if not os.path.exists(os.path.join(tl, "runs.csv")):
+        return
+    runs = read_csv(os.path.join(tl, "runs.csv"))
+    twins = {r["experiment"]: r for r in read_csv(os.path.join(BG, "runs.csv"))
+             if r["ul"] == load and r["seed"] == seed}
+    for r in runs:
+        t = twins[r["experiment"]]
+        for key in ("max_concurrent", "makespan", "mean_response", "finished"):
+            if r[key] != t[key]:
+                sys.exit(f"{r['experiment']}: {key} {r[key]} in background-timeline, "
+                         f"{t[key]} in background (Ul = {load}, seed {seed})")
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.1 * len(runs)), sharex=True)
+    for ax, r in zip(axes, runs):
+        total = 144 + 3 * 64 if r["experiment"] == "exp1" else 144 + 64
+        jobs = read_jsonl(os.path.join(tl, "jobs", r["run"] + ".jsonl"))
+        at = min(j["submit"] for j in jobs)
+        # Both loads from the simulator's samples (ms; the per-job log is in seconds): what
+        # the clusters' processors were doing, DCS's components or other users' jobs.
+        mine, others = {}, {}
+        for smp in read_jsonl(os.path.join(tl, "sites", r["run"] + ".jsonl")):
+            mine[smp["time"]] = mine.get(smp["time"], 0) + smp["coalloc"]
+            others[smp["time"]] = others.get(smp["time"], 0) + smp["others"]
+        ts = sorted(others)
+        ax.step([v / 1000 - at for v in ts], [100.0 * mine[v] / total for v in ts],
+                where="post", color="tab:blue", lw=1.5, label="DCS")
+        ax.step([v / 1000 - at for v in ts], [100.0 * others[v] / total for v in ts],
+                where="post", color="tab:orange", lw=1, label="other users")
+        ax.set_xlim(-600, max(j["end"] for j in jobs if j["end"]) - at + 300)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("load %")
+        ax.grid(alpha=0.3)
+        ax.set_title(
+            f"{r['experiment']}: max {int(float(r['max_concurrent']))} jobs at once, "
+            f"duration {float(r['makespan']):.0f} s, mean response {float(r['mean_response']):.0f} s",
+            fontsize=10, loc="left")
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[-1].set_xlabel("time after the batch's submission (s)")
+    fig.suptitle(f"Seed 003 §6.3: DCS and other users' load (Ul = {load}, seed {seed})")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        p = os.path.join(tl, "timeline." + ext)
         fig.savefig(p, dpi=110)
         print(f"wrote {p}")
     plt.close(fig)
@@ -212,7 +303,9 @@ def main():
         print("matplotlib is missing: no figures (pip install matplotlib)")
         return
     timelines(runs)
-    compare(rows)
+    bg = per_load()
+    compare(rows, bg)
+    background_timelines()
 
 
 if __name__ == "__main__":

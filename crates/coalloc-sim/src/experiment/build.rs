@@ -87,6 +87,7 @@ fn only(w: &WorkloadDoc, allowed: &[&str]) -> Result<(), String> {
         ("size", w.size.is_some()),
         ("count", w.count.is_some()),
         ("runtime", w.runtime.is_some()),
+        ("at", w.at.is_some()),
         ("trace", w.trace.is_some()),
         ("max_procs", w.max_procs.is_some()),
         ("split", w.split.is_some()),
@@ -207,7 +208,7 @@ fn jobs(
                 .collect())
         }
         "seed003" => {
-            only(w, &["batch", "size", "count", "runtime"])?;
+            only(w, &["batch", "size", "count", "runtime", "at"])?;
             let batch = match w.batch.as_deref().unwrap_or("unordered") {
                 "ordered" => BatchKind::Ordered,
                 "unordered" => BatchKind::Unordered,
@@ -229,10 +230,16 @@ fn jobs(
                 w.count.unwrap_or(40),
                 &names,
             )?;
+            let at =
+                w.at.as_ref()
+                    .map(|v| duration(v, "workload.at"))
+                    .transpose()?
+                    .unwrap_or(0);
             Ok(jobs
                 .into_iter()
                 .enumerate()
                 .map(|(i, mut job)| {
+                    job.submit = Some(at);
                     job.runtime_estimate = Some(runtime);
                     SimJob {
                         tag: i as i64,
@@ -396,5 +403,66 @@ mod tests {
         assert_eq!(estimates("sjf-ideal"), [100_000, 50_000, 1]);
         assert_eq!(estimates("sjf"), [1_000_000, 60_000, 10_000]);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Seed 003 §6.3 with other users that come and go: the batch arrives at `at`, local
+    /// jobs arrive from 0 until `until`, drawn from the seed.
+    #[test]
+    fn a_seed003_batch_arrives_at_its_time_beside_local_jobs() {
+        let text = |at: &str| {
+            format!(
+                "name = \"t\"\n[[site]]\nname = \"a\"\nprocessors = 64\n\
+                 [[site]]\nname = \"b\"\nprocessors = 32\n\
+                 [scheduler]\npolicy = \"fcfs\"\n\
+                 [workload]\nkind = \"seed003\"\nsize = 8\ncount = 3\nruntime = \"90s\"\n{at}\
+                 [workload.local]\nload = 0.3\nuntil = \"2000s\"\n"
+            )
+        };
+        let doc: ExperimentDoc = toml::from_str(&text("at = \"600s\"\n")).unwrap();
+        let run = build(&doc, 7, Path::new(".")).unwrap();
+        let submits: Vec<_> = run.workload.jobs.iter().map(|j| j.job.submit).collect();
+        assert_eq!(submits, vec![Some(600_000); 3]);
+        assert_eq!(run.workload.local.len(), 2);
+        for site in &run.workload.local {
+            assert!(!site.is_empty());
+            assert!(site.iter().all(|l| l.submit < 2_000_000));
+            // Local jobs arrive before the batch too: the load is there when it comes.
+            assert!(site.iter().any(|l| l.submit < 600_000));
+        }
+        // The same seed gives the same local jobs; another seed others.
+        let again = build(&doc, 7, Path::new(".")).unwrap();
+        assert_eq!(again.workload.local, run.workload.local);
+        let other = build(&doc, 8, Path::new(".")).unwrap();
+        assert_ne!(other.workload.local, run.workload.local);
+        // Run it: the three jobs start at 600 s or later, all finish, and local jobs ended
+        // before the batch arrived.
+        let out = crate::engine::simulate(
+            run.sites.clone(),
+            run.config.clone(),
+            &run.workload,
+            &run.params,
+        )
+        .unwrap();
+        let m = crate::metrics::Metrics::of(&out);
+        assert_eq!(m.finished, 3);
+        for j in &out.jobs {
+            assert!(j.record.as_ref().unwrap().start().unwrap() >= 600_000);
+        }
+        let early = out
+            .local
+            .iter()
+            .flatten()
+            .filter(|f| f.end.is_some_and(|e| e < 600_000))
+            .count();
+        assert!(early > 0, "local jobs ran before the batch");
+        // Without `at` the batch comes at 0; a negative time is refused.
+        let doc: ExperimentDoc = toml::from_str(&text("")).unwrap();
+        let run = build(&doc, 7, Path::new(".")).unwrap();
+        assert!(run.workload.jobs.iter().all(|j| j.job.submit == Some(0)));
+        let doc: ExperimentDoc = toml::from_str(&text("at = -5\n")).unwrap();
+        assert_eq!(
+            build(&doc, 7, Path::new(".")).unwrap_err(),
+            "workload.at: must not be negative (got -5)"
+        );
     }
 }

@@ -122,6 +122,9 @@ pub struct WorkloadDoc {
     pub count: Option<usize>,
     /// seed003: every job's runtime.
     pub runtime: Option<Scalar>,
+    /// seed003: when the batch is submitted (default 0); later than 0 lets the other
+    /// users' jobs of `[workload.local]` reach their steady load first.
+    pub at: Option<Scalar>,
     /// swf: the trace file, relative to the experiment file.
     pub trace: Option<String>,
     /// swf: drop jobs larger than this.
