@@ -21,6 +21,7 @@ mod report_cmd;
 mod runtime_cmd;
 mod serve_cmd;
 mod sim_cmd;
+mod sim_slurm;
 mod table;
 mod trace_cmd;
 mod txn_cmd;
