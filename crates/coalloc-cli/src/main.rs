@@ -22,6 +22,7 @@ mod runtime_cmd;
 mod serve_cmd;
 mod sim_cmd;
 mod sim_slurm;
+mod sim_tables;
 mod table;
 mod trace_cmd;
 mod txn_cmd;
