@@ -21,6 +21,8 @@ mod report_cmd;
 mod runtime_cmd;
 mod serve_cmd;
 mod sim_cmd;
+mod sim_slurm;
+mod sim_tables;
 mod table;
 mod trace_cmd;
 mod txn_cmd;
@@ -28,6 +30,7 @@ mod unix_http;
 mod user_cmd;
 mod watch_cmd;
 mod whatif_cmd;
+mod whatif_config;
 mod whatif_input;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -163,18 +166,26 @@ enum Command {
     /// policy, fit or configuration, beside what happened: wait, response, slowdown,
     /// placement tries and utilization per site, per job and in the mean, with plots.
     ///
-    /// Replayed: the jobs that finished, as submitted and when (the journal), each running
-    /// for its observed net run time (barrier release to end, the result log); the sites'
-    /// other users' load and unhealthy readings (the surveillance log); the start latency
-    /// (the median of placement to barrier release). Approximated: a job's components all
-    /// run for the job's net run time (per-component ends are not compared); the other
-    /// users' load is known only at readings (monitor changes and sample intervals) and is
-    /// replayed as local jobs (a rise starts one, a fall ends the latest), which queue FCFS
-    /// on the simulated site if coalloc holds their processors; an unhealthy reading is an
-    /// outage that kills what runs there; failed or cancelled jobs, edits, commits of
-    /// interactive jobs, transfers and cloud VMs are not replayed. With the server's own
-    /// configuration every job's replayed wait and response are expected within 1 s + 10%
-    /// of its observed response.
+    /// Replayed: every job that ended, as submitted and when (the journal): a finished job
+    /// runs for its observed net run time (barrier release to end, the result log); a
+    /// cancelled job is cancelled the same time after its submission; a job that failed
+    /// after it ran fails, as its own program's failure, after its observed net run time
+    /// (the configuration's limits decide about retries); a job that failed without ever
+    /// running is ended the same time after its submission. Each job's line says how it
+    /// was treated. Also replayed: the sites' other users' load and unhealthy readings (the
+    /// surveillance log); the start latency (the median of placement to barrier release).
+    /// Approximated: a job's components all run for the job's net run time (per-component
+    /// ends are not compared); the other users' load is known only at readings (monitor
+    /// changes and sample intervals) and is replayed as local jobs (a rise starts one, a
+    /// fall ends the latest), which queue FCFS on the simulated site if coalloc holds their
+    /// processors; an unhealthy reading is an outage that kills what runs there. Not
+    /// replayed: jobs still live when the logs end, edits, commits of interactive jobs,
+    /// transfers and cloud VMs. The means and plots compare the jobs that finished. A
+    /// policy given with --policy takes its parameters from the configuration's
+    /// `[scheduler]` tables; TAGS-chain and TAGS-sets need chains or sets and runtime
+    /// limits (`[scheduler.tags]`, or --tags-chains / --tags-sets and --tags-limits). With
+    /// the server's own configuration every job's replayed wait and response are expected
+    /// within 1 s + 10% of its observed response.
     Whatif(whatif_cmd::WhatifArgs),
     /// Inside a component: check in at the job's start barrier and wait until the job commits
     /// (exit 0) or is aborted (exit 1). `--fail` reports a failed start-up instead.

@@ -5,23 +5,41 @@
 //! metric), `summary.csv` (one row per grid point: the mean over its seeds), `jobs/RUN.jsonl`
 //! (one line per job, when the file asks), `sites/RUN.jsonl` (load samples, when
 //! `sim.sample_interval` is set) and `PLOT.svg` / `PLOT.png` for every `[[plot]]`.
+//!
+//! The runs go to this machine's cores, or, with `--slurm` or a `[cluster]` table, to a
+//! Slurm cluster as one job array ([`crate::sim_slurm`]); both write the same files.
 
 use crate::error::CliError;
-use crate::plot::{line_chart, Chart, Series};
-use crate::table;
+use crate::sim_tables::{check_plot, draw_plot, runs_csv, summarize, summary_csv, summary_table};
 use coalloc_sim::engine::{JobFate, Outcome};
-use coalloc_sim::experiment::spec::{label, PlotDoc};
-use coalloc_sim::experiment::{run_all, Experiment, Run, RunResult};
+use coalloc_sim::experiment::spec::label;
+use coalloc_sim::experiment::{run_all, Experiment, Run};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use toml::Value;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Running the grid on a Slurm cluster: with --slurm, or a [cluster] table in the experiment \
+file, every run (grid point and seed) becomes one task of a Slurm job array; the tasks run \
+this coalloc binary on the experiment file and write into the output folder at the same \
+absolute paths, so these must be shared with the compute nodes. Progress goes to standard \
+error; the files written are those of a local run. The cluster is the environment's \
+(SLURM_CONF) unless the table says otherwise:
+
+  [cluster]
+  partition = \"main\"              # sbatch --partition
+  slurm_conf = \"/etc/slurm/x.conf\" # SLURM_CONF of every Slurm command
+  time_limit = \"30\"               # sbatch --time
+  sbatch_args = [\"--qos=low\"]     # more sbatch options
+  task_prefix = [\"nice\"]          # each task runs coalloc under this command
+  poll = \"2s\"                     # how often to ask squeue
+
+Bookkeeping (the batch script, each task's stdout/stderr, the rows) goes to OUT/.slurm/. \
+sbatch refuses a grid of more runs than the cluster's MaxArraySize (1001 by default).")]
 pub struct SimArgs {
-    /// The experiment file (TOML: sites, scheduler, workload, sim, grid, plots). See
-    /// `experiments/*/` for examples and `coalloc_sim::experiment::spec` for every key.
+    /// The experiment file (TOML: sites, scheduler, workload, sim, grid, plots, cluster).
+    /// See `experiments/*/` for examples and `coalloc_sim::experiment::spec` for every key.
     experiment: PathBuf,
     /// Output folder (default: the file's `output`, else `results` beside the file).
     #[arg(long)]
@@ -41,6 +59,62 @@ pub struct SimArgs {
     /// Print the summary (one object per grid point) as JSON.
     #[arg(long)]
     json: bool,
+    /// Run the grid as a Slurm job array (settings from the file's `[cluster]` table, if
+    /// any; see below).
+    #[arg(long, conflicts_with = "local")]
+    slurm: bool,
+    /// Run on this machine even when the file has a `[cluster]` table.
+    #[arg(long)]
+    local: bool,
+    /// The Slurm partition (overrides `[cluster] partition`).
+    #[arg(long)]
+    partition: Option<String>,
+    /// An array task's part: simulate run N alone (needs --row-out).
+    #[arg(long, hide = true, requires = "row_out")]
+    run_index: Option<usize>,
+    /// An array task's part: where run N's row goes.
+    #[arg(long, hide = true, requires = "run_index")]
+    row_out: Option<PathBuf>,
+}
+
+/// One run's row of `runs.csv`: its metric columns, or why it failed.
+pub struct Row {
+    pub run: Run,
+    pub cols: Result<Vec<(String, String)>, String>,
+}
+
+/// Write a run's per-job and load logs into `out/jobs/` and `out/sites/` (when the file
+/// asks for them); returns what could not be written.
+pub fn write_run_logs(
+    exp: &Experiment,
+    out: &Path,
+    run: &Run,
+    outcome: Option<&Outcome>,
+) -> Vec<String> {
+    let Some(o) = outcome else {
+        return Vec::new();
+    };
+    let mut writes = Vec::new();
+    if exp.doc.jobs_jsonl {
+        writes.push((
+            out.join("jobs").join(format!("{}.jsonl", run.name())),
+            jobs_jsonl(o),
+        ));
+    }
+    if exp.doc.sim.sample_interval.is_some() {
+        writes.push((
+            out.join("sites").join(format!("{}.jsonl", run.name())),
+            samples_jsonl(o),
+        ));
+    }
+    writes
+        .into_iter()
+        .filter_map(|(p, text)| {
+            std::fs::write(&p, text)
+                .err()
+                .map(|e| format!("{}: {e}", p.display()))
+        })
+        .collect()
 }
 
 pub fn run(args: SimArgs) -> Result<(), CliError> {
@@ -73,6 +147,20 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
         exp.base
             .join(exp.doc.output.as_deref().unwrap_or("results"))
     });
+    if let (Some(i), Some(row_out)) = (args.run_index, &args.row_out) {
+        return crate::sim_slurm::task(&exp, &runs, i, &out, row_out);
+    }
+    let cluster = match (&exp.doc.cluster, args.slurm, args.local) {
+        (_, _, true) => None,
+        (c, true, _) => Some(c.clone().unwrap_or_default()),
+        (c, false, false) => c.clone(),
+    };
+    let cluster = cluster.map(|mut c| {
+        if let Some(p) = &args.partition {
+            c.partition = Some(p.clone());
+        }
+        c
+    });
     let jobs_dir = out.join("jobs");
     let sites_dir = out.join("sites");
     std::fs::create_dir_all(&out)
@@ -87,52 +175,32 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
     if samples {
         mkdir(&sites_dir)?;
     }
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let bar = if args.quiet || args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(runs.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    let write_errors = std::sync::Mutex::new(Vec::<String>::new());
     let started = std::time::Instant::now();
-    let done = |run: &Run, outcome: Option<&Outcome>| {
-        if let Some(o) = outcome {
-            let mut writes = Vec::new();
-            if exp.doc.jobs_jsonl {
-                writes.push((
-                    jobs_dir.join(format!("{}.jsonl", run.name())),
-                    jobs_jsonl(o),
-                ));
-            }
-            if samples {
-                writes.push((
-                    sites_dir.join(format!("{}.jsonl", run.name())),
-                    samples_jsonl(o),
-                ));
-            }
-            for (p, text) in writes {
-                if let Err(e) = std::fs::write(&p, text) {
-                    let mut w = write_errors.lock().unwrap_or_else(|e| e.into_inner());
-                    w.push(format!("{}: {e}", p.display()));
-                }
-            }
+    let (results, ran_on) = match cluster {
+        Some(cluster) => {
+            let abs = |p: &Path| {
+                std::fs::canonicalize(p).map_err(|e| CliError::bad(format!("{}: {e}", p.display())))
+            };
+            let (rows, id) = crate::sim_slurm::run_array(&crate::sim_slurm::Submission {
+                exp: &exp,
+                runs: &runs,
+                file: abs(path)?,
+                out: abs(&out)?,
+                seeds: args.seeds,
+                cluster,
+                quiet: args.quiet || args.json,
+            })?;
+            (rows, format!("as Slurm array job {id}"))
         }
-        bar.inc(1);
+        None => {
+            let threads = args
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let rows = run_local(&exp, &runs, &out, threads, args.quiet || args.json)?;
+            (rows, format!("on {threads} threads"))
+        }
     };
-    let results = run_all(&runs, &exp.base, threads, &done);
-    bar.finish_and_clear();
     let elapsed = started.elapsed();
-    let errors = write_errors.into_inner().unwrap_or_default();
-    if let Some(e) = errors.first() {
-        return Err(CliError::Internal(format!("cannot write {e}")));
-    }
     let axes: Vec<String> = exp.doc.grid.iter().map(|a| a.column().to_owned()).collect();
     let write = |name: &str, text: String| {
         let p = out.join(name);
@@ -146,7 +214,7 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
         let files = draw_plot(plot, &exp, &summary, &out).map_err(CliError::Internal)?;
         plots.extend(files);
     }
-    let failed: Vec<&RunResult> = results.iter().filter(|r| r.metrics.is_err()).collect();
+    let failed: Vec<&Row> = results.iter().filter(|r| r.cols.is_err()).collect();
     if args.json {
         let points: Vec<serde_json::Value> = summary
             .iter()
@@ -166,7 +234,7 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
     } else {
         print!("{}", summary_table(&axes, &summary));
         println!(
-            "{} runs ({} failed) on {threads} threads in {:.1} s; wrote {} (runs.csv, summary.csv{}{})",
+            "{} runs ({} failed) {ran_on} in {:.1} s; wrote {} (runs.csv, summary.csv{}{})",
             results.len(),
             failed.len(),
             elapsed.as_secs_f64(),
@@ -182,312 +250,56 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
         Some(r) => Err(CliError::Internal(format!(
             "run {} failed: {}",
             r.run.name(),
-            r.metrics.as_ref().err().map_or("", String::as_str)
+            r.cols.as_ref().err().map_or("", String::as_str)
         ))),
         None => Ok(()),
     }
 }
 
-/// One grid point's metrics, averaged over its seeds.
-struct Point {
-    point: Vec<(String, Value)>,
-    seeds: usize,
-    means: Vec<(String, f64)>,
-}
-
-fn summarize(results: &[RunResult]) -> Vec<Point> {
-    let mut points: Vec<Point> = Vec::new();
-    let mut sums: Vec<BTreeMap<String, (f64, usize)>> = Vec::new();
-    let mut order: Vec<Vec<String>> = Vec::new();
-    for r in results {
-        let Some(cols) = r.columns() else { continue };
-        let k = match points.iter().position(|p| p.point == r.run.point) {
-            Some(k) => k,
-            None => {
-                points.push(Point {
-                    point: r.run.point.clone(),
-                    seeds: 0,
-                    means: Vec::new(),
-                });
-                sums.push(BTreeMap::new());
-                order.push(Vec::new());
-                points.len() - 1
-            }
-        };
-        points[k].seeds += 1;
-        for (name, v) in cols {
-            let Ok(x) = v.parse::<f64>() else { continue };
-            if !sums[k].contains_key(&name) {
-                order[k].push(name.clone());
-            }
-            let e = sums[k].entry(name).or_insert((0.0, 0));
-            e.0 += x;
-            e.1 += 1;
-        }
-    }
-    for (k, p) in points.iter_mut().enumerate() {
-        p.means = order[k]
-            .iter()
-            .map(|n| {
-                let (s, c) = sums[k][n];
-                (n.clone(), s / c.max(1) as f64)
-            })
-            .collect();
-    }
-    points
-}
-
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
-fn runs_csv(axes: &[String], results: &[RunResult]) -> String {
-    let mut out = String::new();
-    let metric_names: Vec<String> = results
-        .iter()
-        .find_map(RunResult::columns)
-        .map(|c| c.into_iter().map(|(k, _)| k).collect())
-        .unwrap_or_default();
-    let mut header = vec!["run".to_owned(), "seed".to_owned()];
-    header.extend(axes.iter().cloned());
-    header.extend(metric_names.iter().cloned());
-    header.push("error".to_owned());
-    let _ = writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_cell(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    for r in results {
-        let mut row = vec![r.run.name(), r.run.seed.to_string()];
-        row.extend(r.run.point.iter().map(|(_, v)| label(v)));
-        match (r.columns(), &r.metrics) {
-            (Some(cols), _) => {
-                row.extend(cols.into_iter().map(|(_, v)| v));
-                row.push(String::new());
-            }
-            (None, Err(e)) => {
-                row.extend(metric_names.iter().map(|_| String::new()));
-                row.push(e.clone());
-            }
-            (None, Ok(_)) => {}
-        }
-        let _ = writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|c| csv_cell(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
-    out
-}
-
-fn summary_csv(axes: &[String], points: &[Point]) -> String {
-    let mut out = String::new();
-    let names: Vec<&str> = points
-        .first()
-        .map(|p| p.means.iter().map(|(k, _)| k.as_str()).collect())
-        .unwrap_or_default();
-    let mut header: Vec<&str> = axes.iter().map(String::as_str).collect();
-    header.push("seeds");
-    header.extend(&names);
-    let _ = writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_cell(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    for p in points {
-        let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
-        row.push(p.seeds.to_string());
-        row.extend(p.means.iter().map(|(_, v)| format!("{v}")));
-        let _ = writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|c| csv_cell(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
-    out
-}
-
-fn summary_table(axes: &[String], points: &[Point]) -> String {
-    const SHOWN: [&str; 6] = [
-        "finished",
-        "success_rate",
-        "mean_wait",
-        "mean_bounded_slowdown",
-        "total_load",
-        "local_kill_rate",
-    ];
-    let mut header: Vec<&str> = axes.iter().map(String::as_str).collect();
-    header.push("seeds");
-    header.extend(SHOWN);
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| {
-            let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
-            row.push(p.seeds.to_string());
-            for name in SHOWN {
-                let v = p
-                    .means
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map_or(0.0, |(_, v)| *v);
-                row.push(format!("{v:.3}"));
-            }
-            row
-        })
-        .collect();
-    table::render(&header, &rows)
-}
-
-fn axis_index(exp: &Experiment, name: &str) -> Option<usize> {
-    exp.doc
-        .grid
-        .iter()
-        .position(|a| a.column() == name || a.key == name)
-}
-
-fn check_plot(plot: &PlotDoc, exp: &Experiment) -> Result<(), String> {
-    let ctx = |m: String| format!("plot \"{}\": {m}", plot.file);
-    if axis_index(exp, &plot.x).is_none() {
-        return Err(ctx(format!("x = \"{}\" is not a grid axis", plot.x)));
-    }
-    if let Some(s) = &plot.series {
-        if axis_index(exp, s).is_none() {
-            return Err(ctx(format!("series = \"{s}\" is not a grid axis")));
-        }
-    }
-    for k in plot.filter.keys() {
-        if axis_index(exp, k).is_none() {
-            return Err(ctx(format!("where: \"{k}\" is not a grid axis")));
-        }
-    }
-    let known = coalloc_sim::metrics::Metrics::default().columns();
-    for y in &plot.y {
-        let (subset, metric) = match y.split_once('.') {
-            Some((s, m)) => (Some(s), m),
-            None => (None, y.as_str()),
-        };
-        if let Some(s) = subset {
-            if !exp.doc.subset.iter().any(|x| x.name == s) {
-                return Err(ctx(format!("y: \"{y}\" names no [[subset]] \"{s}\"")));
-            }
-        }
-        if !known.iter().any(|(k, _)| k == metric) {
-            let names: Vec<&str> = known.iter().map(|(k, _)| k.as_str()).collect();
-            return Err(ctx(format!(
-                "y: no metric \"{y}\"; metrics: {}",
-                names.join(", ")
-            )));
-        }
-    }
-    if plot.y.is_empty() {
-        return Err(ctx("y: name at least one metric".into()));
-    }
-    if let Some(l) = &plot.legend {
-        if !crate::plot::LEGENDS.contains(&l.as_str()) {
-            return Err(ctx(format!(
-                "legend: \"{l}\" is not one of {}",
-                crate::plot::LEGENDS.join(", ")
-            )));
-        }
-    }
-    if plot.file.contains(['/', '\\']) || plot.file.is_empty() {
-        return Err(ctx("file: a plain file name without folders".into()));
-    }
-    Ok(())
-}
-
-fn draw_plot(
-    plot: &PlotDoc,
+/// Simulate every run on this machine's `threads` workers, with a progress bar.
+fn run_local(
     exp: &Experiment,
-    points: &[Point],
+    runs: &[Run],
     out: &Path,
-) -> Result<Vec<PathBuf>, String> {
-    let xi = axis_index(exp, &plot.x).unwrap_or(0);
-    let si = plot.series.as_ref().and_then(|s| axis_index(exp, s));
-    let scale = plot.scale.unwrap_or(1.0);
-    let keep = |p: &Point| {
-        plot.filter.iter().all(|(k, want)| {
-            axis_index(exp, k).is_some_and(|i| label(&p.point[i].1) == label(want))
-        })
-    };
-    let mut series: Vec<Series> = Vec::new();
-    for y in &plot.y {
-        for p in points.iter().filter(|p| keep(p)) {
-            let x_value = &p.point[xi].1;
-            // A value that is not a number (a policy name) is plotted at its position.
-            let axis = &exp.doc.grid[xi];
-            let x = label(x_value).parse::<f64>().unwrap_or_else(|_| {
-                (0..axis.values.len())
-                    .position(|i| axis.label(i) == label(x_value))
-                    .unwrap_or(0) as f64
-            });
-            let Some(v) = p.means.iter().find(|(k, _)| k == y).map(|(_, v)| *v) else {
-                continue;
-            };
-            let mut name = if plot.y.len() > 1 {
-                y.clone()
-            } else {
-                String::new()
-            };
-            if let Some(si) = si {
-                let s = format!("{} = {}", exp.doc.grid[si].column(), label(&p.point[si].1));
-                name = if name.is_empty() {
-                    s
-                } else {
-                    format!("{name}, {s}")
-                };
-            }
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, v * scale)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(x, v * scale)],
-                }),
-            }
-        }
-    }
-    for s in &mut series {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    let chart = Chart {
-        title: plot.title.clone().unwrap_or_else(|| plot.file.clone()),
-        x_label: plot.x_label.clone().unwrap_or_else(|| plot.x.clone()),
-        y_label: plot.y_label.clone().unwrap_or_else(|| plot.y.join(", ")),
-        log_x: plot.log_x,
-        log_y: plot.log_y,
-        x_categories: categories(&exp.doc.grid[xi]),
-        legend: plot.legend.clone(),
-    };
-    line_chart(&out.join(&plot.file), &chart, &series)
-}
-
-/// The labels of an axis whose values are not all numbers (those are plotted at their
-/// positions 0, 1, 2, …, and the ticks name them); none for a numeric axis.
-fn categories(axis: &coalloc_sim::experiment::spec::Axis) -> Vec<String> {
-    let labels: Vec<String> = (0..axis.values.len()).map(|i| axis.label(i)).collect();
-    if labels.iter().all(|l| l.parse::<f64>().is_ok()) {
-        Vec::new()
+    threads: usize,
+    quiet: bool,
+) -> Result<Vec<Row>, CliError> {
+    let bar = if quiet {
+        ProgressBar::hidden()
     } else {
-        labels
+        ProgressBar::new(runs.len() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let write_errors = std::sync::Mutex::new(Vec::<String>::new());
+    let done = |run: &Run, outcome: Option<&Outcome>| {
+        let errors = write_run_logs(exp, out, run, outcome);
+        if !errors.is_empty() {
+            let mut w = write_errors.lock().unwrap_or_else(|e| e.into_inner());
+            w.extend(errors);
+        }
+        bar.inc(1);
+    };
+    let results = run_all(runs, &exp.base, threads, &done);
+    bar.finish_and_clear();
+    let errors = write_errors.into_inner().unwrap_or_default();
+    if let Some(e) = errors.first() {
+        return Err(CliError::Internal(format!("cannot write {e}")));
     }
+    Ok(results
+        .into_iter()
+        .map(|r| Row {
+            cols: r
+                .metrics
+                .as_ref()
+                .map(coalloc_sim::experiment::columns)
+                .map_err(Clone::clone),
+            run: r.run,
+        })
+        .collect())
 }
 
 /// One JSON line per job: its fate, its size and shape, and every time of its record.

@@ -4,7 +4,7 @@
 //! coalloc's utilization of each site, per job and in the mean, with plots of both.
 //!
 //! What is replayed and what is approximated is in [`whatif_input`](crate::whatif_input) and
-//! in `--help`. With the server's own configuration the replay reproduces what happened
+//! in `--help`; how the configuration is made, in [`whatif_config`](crate::whatif_config). With the server's own configuration the replay reproduces what happened
 //! within [`TOLERANCE_MS`] plus [`TOLERANCE_SHARE`] of each job's observed response.
 
 use crate::client::StateArgs;
@@ -12,10 +12,9 @@ use crate::error::CliError;
 use crate::plot::Series;
 use crate::report_cmd::{chart, draw};
 use crate::table;
-use crate::whatif_input::{observed_utilization, read, History};
+use crate::whatif_config::{load, Overrides};
+use crate::whatif_input::{observed_utilization, read, History, Treatment};
 use clap::Args;
-use coalloc_core::placement::Fit;
-use coalloc_core::scheduler::QueueConfig;
 use coalloc_sim::engine::{simulate, Failures, JobFate, Outcome, SimParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -40,6 +39,18 @@ pub struct WhatifArgs {
     /// STATE_DIR/served-config.toml, else the embedded default].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// TAGS-chain's chains of sites, `a1,a2;b1,b2` (chains separated by `;`) [default: the
+    /// configuration's `[scheduler.tags] chains`].
+    #[arg(long, value_name = "CHAINS")]
+    pub tags_chains: Option<String>,
+    /// TAGS-sets' decreasing sets of sites, `fs0,fs1,fs2;fs1,fs2;fs2` [default: the
+    /// configuration's `[scheduler.tags] sets`].
+    #[arg(long, value_name = "SETS")]
+    pub tags_sets: Option<String>,
+    /// The TAGS runtime limits, increasing, one fewer than the levels: `10m,1h` [default: the
+    /// configuration's `[scheduler.tags] limits`].
+    #[arg(long, value_name = "LIMITS")]
+    pub tags_limits: Option<String>,
     /// Where the plots go [default: STATE_DIR/whatif].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -74,10 +85,23 @@ fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-fn within(obs: Fig, sim: Fig) -> bool {
+/// The replay reproduced a job: its wait and response within the tolerance (a job that never
+/// started must not have started in the replay either), and its fate the same.
+fn within(obs: Fig, sim: Fig, how: Treatment, fate: &JobFate) -> bool {
     let tol = TOLERANCE_MS as f64 / 1000.0 + TOLERANCE_SHARE * obs.response.unwrap_or(0.0);
-    let close = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if (a - b).abs() <= tol);
-    close(obs.wait, sim.wait) && close(obs.response, sim.response)
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= tol,
+        (None, None) => !matches!(how, Treatment::Finished),
+        _ => false,
+    };
+    let same_fate = match (how, fate) {
+        (Treatment::Finished, JobFate::Finished) => true,
+        (Treatment::Finished, _) | (_, JobFate::Finished) => false,
+        (Treatment::FailedRunning { .. }, JobFate::Failed(_)) => true,
+        (_, JobFate::Failed(m)) => m == "cancelled",
+        _ => false,
+    };
+    same_fate && close(obs.wait, sim.wait) && close(obs.response, sim.response)
 }
 
 pub fn run(args: WhatifArgs) -> Result<(), CliError> {
@@ -87,14 +111,17 @@ pub fn run(args: WhatifArgs) -> Result<(), CliError> {
         .config
         .clone()
         .or_else(|| served.exists().then_some(served));
-    let config = crate::serve_cmd::load_config(config_path.as_ref())?;
-    let mut sched = config.scheduler.clone();
-    if let Some(p) = &args.policy {
-        sched.queue = QueueConfig::from_name(p).map_err(CliError::bad)?;
-    }
-    if let Some(f) = &args.fit {
-        sched.fit = Fit::from_name(f).map_err(CliError::bad)?;
-    }
+    let config = load(
+        config_path.as_deref(),
+        &Overrides {
+            policy: args.policy.as_deref(),
+            fit: args.fit.as_deref(),
+            tags_chains: args.tags_chains.as_deref(),
+            tags_sets: args.tags_sets.as_deref(),
+            tags_limits: args.tags_limits.as_deref(),
+        },
+    )?;
+    let sched = config.scheduler.clone();
     let names: Vec<String> = config.sites.iter().map(|s| s.name.clone()).collect();
     let h = read(&dir, &names)?;
     let params = SimParams {
@@ -105,6 +132,7 @@ pub fn run(args: WhatifArgs) -> Result<(), CliError> {
             ..Failures::default()
         },
         window_end: Some(h.end.max(1)),
+        scripted: h.scripted.clone(),
         ..SimParams::default()
     };
     let outcome = simulate(config.sites.clone(), sched, &h.workload, &params)
@@ -133,9 +161,18 @@ fn compare(
     let mut jobs = Vec::new();
     let (mut obs_all, mut sim_all) = (Vec::new(), Vec::new());
     let mut reproduced = 0;
+    let mut counts = std::collections::BTreeMap::new();
+    for name in [
+        "finished",
+        "cancelled",
+        "failed running",
+        "failed before running",
+    ] {
+        counts.insert(name, 0usize);
+    }
     for j in &o.jobs {
         let id = j.tag as u64;
-        let Some(r) = h.observed.get(&id) else {
+        let (Some(r), Some(&how)) = (h.observed.get(&id), h.treated.get(&id)) else {
             continue;
         };
         let obs = fig(r.wait_ms, r.response_ms, r.run_ms, r.placement_tries);
@@ -147,7 +184,7 @@ fn compare(
                 rec.placement_tries,
             )
         });
-        let ok = within(obs, sim);
+        let ok = within(obs, sim, how, &j.fate);
         reproduced += usize::from(ok);
         let fate = match &j.fate {
             JobFate::Finished => "finished".to_string(),
@@ -161,11 +198,17 @@ fn compare(
             "name": r.name,
             "happened": side(&obs),
             "would_have": side(&sim),
+            "history": how.name(),
+            "treated": how.how(),
             "replayed_fate": fate,
             "within_tolerance": ok,
         }));
-        obs_all.push((id, obs));
-        sim_all.push((id, sim));
+        *counts.entry(how.name()).or_insert(0usize) += 1;
+        // The means and plots compare the jobs that finished in the history.
+        if how == Treatment::Finished {
+            obs_all.push((id, obs));
+            sim_all.push((id, sim));
+        }
     }
     let summary = |v: &[(u64, Fig)]| {
         json!({
@@ -214,7 +257,8 @@ fn compare(
         }
     }
     Ok(json!({
-        "jobs_replayed": obs_all.len(),
+        "jobs_replayed": jobs.len(),
+        "replayed_by_history": counts,
         "jobs_not_replayed": h.skipped,
         "start_latency_ms": h.start_latency,
         "background_local_jobs": h.workload.local.iter().map(Vec::len).sum::<usize>(),
@@ -235,14 +279,35 @@ fn print_report(r: &serde_json::Value, args: &WhatifArgs, config: Option<&Path>)
         v.as_f64()
             .map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
     };
+    let by = &r["replayed_by_history"];
+    let n = |k: &str| by[k].as_u64().unwrap_or(0);
     println!(
-        "replayed {} job(s) of {} ({} not finished, not replayed) under {} / {} fit, configuration {}",
+        "replayed {} job(s) of {} under {} / {} fit, configuration {}",
         r["jobs_replayed"],
         r["jobs_replayed"].as_u64().unwrap_or(0) + r["jobs_not_replayed"].as_u64().unwrap_or(0),
-        r["jobs_not_replayed"],
         args.policy.as_deref().unwrap_or("the configured policy"),
         args.fit.as_deref().unwrap_or("the configured"),
         config.map_or("embedded default".into(), |p| p.display().to_string()),
+    );
+    println!(
+        "  {} finished: each runs for its observed net run time (the means and plots compare these)",
+        n("finished")
+    );
+    println!(
+        "  {} cancelled: each cancelled the same time after its submission",
+        n("cancelled")
+    );
+    println!(
+        "  {} failed after running: each fails, as its own program, after its observed net run time",
+        n("failed running")
+    );
+    println!(
+        "  {} failed before running: each ended the same time after its submission",
+        n("failed before running")
+    );
+    println!(
+        "  {} not replayed: no line in the result log (still live when the logs end)",
+        r["jobs_not_replayed"]
     );
     let (h, w) = (&r["happened"], &r["would_have"]);
     let mut rows: Vec<Vec<String>> = [
@@ -273,11 +338,19 @@ fn print_report(r: &serde_json::Value, args: &WhatifArgs, config: Option<&Path>)
                 format!("{} / {}", f(&a["wait_s"]), f(&b["wait_s"])),
                 format!("{} / {}", f(&a["response_s"]), f(&b["response_s"])),
                 format!("{} / {}", a["placement_tries"], b["placement_tries"]),
+                j["history"].as_str().unwrap_or("").to_string(),
                 j["replayed_fate"].as_str().unwrap_or("").to_string(),
             ]
         })
         .collect();
-    let header = ["job", "wait (s)", "response (s)", "tries", "replayed"];
+    let header = [
+        "job",
+        "wait (s)",
+        "response (s)",
+        "tries",
+        "history",
+        "replayed",
+    ];
     print!("{}", table::render(&header, &jobs));
     println!(
         "{} of {} job(s) within {} ms + {:.0}% of the observed response (the reproduction check, meaningful under the server's own configuration)",

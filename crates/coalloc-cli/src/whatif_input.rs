@@ -5,6 +5,13 @@
 //! outages (the surveillance log, as `coalloc report` reads it), and the components' start
 //! latency (the result log's placement to barrier release).
 //!
+//! Jobs that did not finish are replayed too, each as [`Treatment`] says: a cancelled job is
+//! cancelled the same time after its submission; a job that failed after it ran fails after
+//! its observed run time (as its own program's failure, the core's limits deciding about
+//! retries as they did); a job that failed before it ever ran (its starts kept failing, it
+//! timed out) is ended the same time after its submission. Jobs with no line in the result
+//! log (still live when the server stopped) are not replayed.
+//!
 //! Times become milliseconds from the first journaled submission or reading (`t0`).
 
 use crate::error::CliError;
@@ -13,7 +20,7 @@ use coalloc_core::model::{Millis, Time};
 use coalloc_server::journal::Journal;
 use coalloc_server::logs::{read_lines, ResultRecord, SiteSample};
 use coalloc_sim::engine::site::Local;
-use coalloc_sim::engine::{Outage, SimJob, Workload};
+use coalloc_sim::engine::{Outage, Scripted, SimJob, Workload};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -23,14 +30,78 @@ pub struct History {
     pub outages: Vec<Outage>,
     /// The observed record of every replayed job, by server job number.
     pub observed: BTreeMap<u64, ResultRecord>,
+    /// How each replayed job is treated, by server job number.
+    pub treated: BTreeMap<u64, Treatment>,
+    /// The engine's scripted fates, by index in `workload.jobs`.
+    pub scripted: BTreeMap<usize, Scripted>,
     pub samples: Vec<SiteSample>,
     /// Epoch milliseconds of time 0, and the end of the logs in engine time.
     pub t0: i64,
     pub end: Time,
     /// The median of placement to barrier release over finished jobs.
     pub start_latency: Millis,
-    /// Jobs submitted that did not finish (failed, cancelled or still live): not replayed.
+    /// Jobs submitted that have no line in the result log (still live when the logs end):
+    /// not replayed.
     pub skipped: usize,
+}
+
+/// How a job of the history is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Treatment {
+    /// It finished: it runs for its observed net run time.
+    Finished,
+    /// Its user cancelled it this long after its submission: so it is in the replay.
+    Cancelled { after: Millis },
+    /// It failed after it ran (its barrier released) for `runtime`: every run of it in the
+    /// replay fails, as its own program's failure, after that long.
+    FailedRunning { runtime: Millis },
+    /// It failed this long after its submission without ever running: it is ended then.
+    FailedBeforeRunning { after: Millis },
+}
+
+impl Treatment {
+    /// The word of the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Treatment::Finished => "finished",
+            Treatment::Cancelled { .. } => "cancelled",
+            Treatment::FailedRunning { .. } => "failed running",
+            Treatment::FailedBeforeRunning { .. } => "failed before running",
+        }
+    }
+
+    /// What the replay does with such a job, in words.
+    pub fn how(self) -> String {
+        let s = |ms: Millis| format!("{:.1} s", ms as f64 / 1000.0);
+        match self {
+            Treatment::Finished => "runs for its observed net run time".into(),
+            Treatment::Cancelled { after } => {
+                format!("cancelled {} after its submission, as it was", s(after))
+            }
+            Treatment::FailedRunning { runtime } => format!(
+                "its program fails after its observed run time of {} (retries as the configuration's limits say)",
+                s(runtime)
+            ),
+            Treatment::FailedBeforeRunning { after } => format!(
+                "ended {} after its submission, when it failed without running (the replay cannot reproduce why)",
+                s(after)
+            ),
+        }
+    }
+
+    /// Its observed result line's treatment; `None`: not replayable (no end recorded).
+    pub fn of(r: &ResultRecord) -> Option<Treatment> {
+        let after = r.response_ms.or_else(|| Some(r.end? - r.submit))?.max(0);
+        Some(match (r.outcome.as_str(), r.reason.as_deref(), r.run_ms) {
+            ("finished", _, Some(_)) => Treatment::Finished,
+            ("finished", _, None) => return None,
+            (_, Some("cancelled"), _) => Treatment::Cancelled { after },
+            (_, _, Some(runtime)) => Treatment::FailedRunning {
+                runtime: runtime.max(0),
+            },
+            (_, _, None) => Treatment::FailedBeforeRunning { after },
+        })
+    }
 }
 
 /// Read the state directory; `sites` are the site names, in the configuration's order.
@@ -74,13 +145,12 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         - t0;
     let mut workload = Workload::default();
     let mut observed = BTreeMap::new();
+    let mut treated = BTreeMap::new();
+    let mut scripted = BTreeMap::new();
     let mut skipped = 0;
     for (k, (at, text)) in submits.iter().enumerate() {
         let id = k as u64 + 1;
-        let Some(r) = by_id
-            .get(&id)
-            .filter(|r| r.outcome == "finished" && r.run_ms.is_some())
-        else {
+        let Some((r, how)) = by_id.get(&id).and_then(|r| Some((r, Treatment::of(r)?))) else {
             skipped += 1;
             continue;
         };
@@ -93,12 +163,27 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         let mut job = coalloc_core::spec::native::from_json(text)
             .map_err(|e| CliError::bad(format!("journal: job {id}: {e}")))?;
         job.submit = Some(at - t0);
+        // A job ended from outside runs (if it runs) until then: never past its end.
+        let runtime = match how {
+            Treatment::Finished | Treatment::FailedRunning { .. } => r.run_ms.unwrap_or(0),
+            Treatment::Cancelled { after } | Treatment::FailedBeforeRunning { after } => {
+                scripted.insert(workload.jobs.len(), Scripted::CancelAfter(after));
+                after + 1
+            }
+        };
+        if let Treatment::FailedRunning { .. } = how {
+            scripted.insert(
+                workload.jobs.len(),
+                Scripted::FailsAtEnd("its program failed (as it did in the history)".into()),
+            );
+        }
         workload.jobs.push(SimJob {
             tag: id as i64,
             job,
-            runtime: r.run_ms.unwrap_or(0),
+            runtime,
         });
         observed.insert(id, (*r).clone());
+        treated.insert(id, how);
     }
     let index: BTreeMap<&str, usize> = sites
         .iter()
@@ -124,6 +209,7 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
     }
     let mut latencies: Vec<Millis> = observed
         .values()
+        .filter(|r| r.outcome == "finished")
         .filter_map(|r| Some(r.barrier_release? - r.placed?))
         .filter(|d| *d >= 0)
         .collect();
@@ -133,6 +219,8 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         workload,
         outages,
         observed,
+        treated,
+        scripted,
         samples,
         t0,
         end,
@@ -242,6 +330,35 @@ mod tests {
             other,
             healthy,
         }
+    }
+
+    fn record(outcome: &str, reason: Option<&str>, run_ms: Option<i64>) -> ResultRecord {
+        serde_json::from_value(serde_json::json!({
+            "job": 1, "outcome": outcome, "reason": reason, "components": 1,
+            "processors": 4, "submit": 1000, "end": 4500, "response_ms": 3500,
+            "run_ms": run_ms, "sites": [], "placement_tries": 1, "placement_failures": 0,
+            "submit_failures": 0, "completion_failures": 0,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_ended_job_has_its_treatment() {
+        let of = |o, r, u| Treatment::of(&record(o, r, u));
+        assert_eq!(of("finished", None, Some(2000)), Some(Treatment::Finished));
+        assert_eq!(of("finished", None, None), None);
+        assert_eq!(
+            of("failed", Some("cancelled"), Some(500)),
+            Some(Treatment::Cancelled { after: 3500 })
+        );
+        assert_eq!(
+            of("failed", Some("component 0: exit code 3"), Some(2000)),
+            Some(Treatment::FailedRunning { runtime: 2000 })
+        );
+        assert_eq!(
+            of("failed", Some("limit of 3 aborted starts reached"), None),
+            Some(Treatment::FailedBeforeRunning { after: 3500 })
+        );
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! `coalloc sim`: a small parameter study end to end (CSV rows, plots, determinism), the
-//! committed experiment files, and bad experiment files.
+//! committed experiment files, and bad experiment files; the same study as a Slurm job
+//! array on the rig of scripts/slurm/ (skipped unless `COALLOC_SLURM_RIG` names it:
+//! `COALLOC_SLURM_RIG=/tmp/coalloc-slurm cargo test -p coalloc-cli --test sim`).
 
 mod common;
+use common::slurm::Scenario;
 use common::{coalloc, repo, stdout};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 const SMALL: &str = r#"
 name = "small"
@@ -206,5 +210,152 @@ fn bad_experiment_files_are_refused_with_the_reason() {
         assert_eq!(out.status.code(), Some(2), "{to}: {err}");
         assert!(err.contains(want), "{to}: {err}");
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `coalloc ARGS...` with `SLURM_CONF` (and `PATH`, when given) set.
+fn coalloc_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_coalloc"));
+    c.args(args).current_dir(repo());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Every file of `dir` (recursively, but not the Slurm bookkeeping), by relative path.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != ".slurm") {
+                    todo.push(p);
+                }
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_study_on_slurm_writes_the_same_files_as_a_local_run() {
+    let Some(scn) = Scenario::begin("sim on slurm") else {
+        return;
+    };
+    let conf = scn.rig.clusters[0].conf.clone();
+    let dir = temp_dir("slurm-same");
+    let file = write(
+        &dir,
+        &SMALL.replace("output = \"out\"", "output = \"out\"\njobs_jsonl = true"),
+    );
+    let (local, slurm) = (dir.join("local"), dir.join("slurm"));
+    let l = stdout(&coalloc(&[
+        "sim",
+        &file,
+        "-q",
+        "--out",
+        local.to_str().unwrap(),
+    ]));
+    assert!(l.contains("4 runs (0 failed) on "), "{l}");
+    let out = coalloc_env(
+        &["sim", &file, "--slurm", "--out", slurm.to_str().unwrap()],
+        &[("SLURM_CONF", &conf)],
+    );
+    let s = stdout(&out);
+    assert!(s.contains("4 runs (0 failed) as Slurm array job "), "{s}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("submitted 4 runs as Slurm array job"), "{err}");
+    // The same numbers: runs.csv, summary.csv, every per-job and load log, the plots.
+    let (a, b) = (files(&local), files(&slurm));
+    let names: Vec<String> = a.iter().map(|(p, _)| p.display().to_string()).collect();
+    assert_eq!(names.len(), 12, "{names:?}");
+    for f in [
+        "runs.csv",
+        "summary.csv",
+        "jobs/r003-s2.jsonl",
+        "sites/r000-s1.jsonl",
+    ] {
+        assert!(names.contains(&f.to_owned()), "{f} missing: {names:?}");
+    }
+    assert_eq!(
+        b.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        a.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for ((p, x), (_, y)) in a.iter().zip(&b) {
+        assert!(
+            x == y,
+            "{} differs between the local and the Slurm run",
+            p.display()
+        );
+    }
+    let text = std::fs::read_to_string(local.join("runs.csv")).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .map(|l| l.split(',').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        rows,
+        ["run", "r000-s1", "r001-s2", "r002-s1", "r003-s2"],
+        "{text}"
+    );
+    drop(scn);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_failed_array_task_names_its_grid_point_and_stderr() {
+    let Some(scn) = Scenario::begin("sim on slurm, a task fails") else {
+        return;
+    };
+    let conf = scn.rig.clusters[0].conf.display().to_string();
+    let dir = temp_dir("slurm-fail");
+    // Task 2 (lambda_g = 0.006, seed 1) fails before running coalloc; a [cluster] table
+    // sends the runs to Slurm without --slurm.
+    let table = format!(
+        r#"
+[cluster]
+slurm_conf = "{conf}"
+poll = "200ms"
+task_prefix = ["sh", "-c", 'if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then echo boom >&2; exit 3; fi; exec "$@"', "sh"]
+"#
+    );
+    let file = write(&dir, &format!("{SMALL}{table}"));
+    let out = coalloc(&["sim", &file, "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("1 of 4 array tasks of Slurm job ")
+            && err.contains("the first, task 2 (run r002-s1, seed 1, lambda_g = 0.006)")
+            && err.trim_end().ends_with("boom"),
+        "{err}"
+    );
+    // --local overrides the table.
+    let l = stdout(&coalloc(&["sim", &file, "-q", "--local"]));
+    assert!(l.contains("4 runs (0 failed) on "), "{l}");
+    drop(scn);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn slurm_without_sbatch_is_a_friendly_error() {
+    let dir = temp_dir("no-sbatch");
+    let file = write(&dir, SMALL);
+    let out = coalloc_env(
+        &["sim", &file, "--slurm"],
+        &[("PATH", Path::new("/nonexistent"))],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot run sbatch: not found on PATH") && err.contains("--local"),
+        "{err}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -5,7 +5,9 @@ use coalloc_core::model::{Component, FileDistribution, InputFile, Job, JobKind, 
 use coalloc_core::scheduler::sites::SiteFaultLimits;
 use coalloc_core::scheduler::{Claiming, IcpParams, QueueConfig, SchedulerConfig};
 use coalloc_sim::engine::site::Local;
-use coalloc_sim::engine::{simulate, Failures, JobFate, Outage, SimJob, SimParams, Workload};
+use coalloc_sim::engine::{
+    simulate, Failures, JobFate, Outage, Scripted, SimJob, SimParams, Workload,
+};
 use coalloc_sim::metrics::Metrics;
 use coalloc_sim::replay::{replay, trace_jobs, TraceJob};
 use coalloc_sim::swf;
@@ -306,4 +308,70 @@ fn a_full_queue_holds_jobs_back_and_samples_go_on_after_a_batch() {
         .samples
         .iter()
         .any(|s| s.time >= 400 * SECOND && s.coalloc == 32));
+}
+
+#[test]
+fn scripted_cancels_and_program_failures_happen_when_the_history_says() {
+    // One site of 16, FCFS. J0 runs 0..100. J1 (queued behind it) is cancelled 30 s after
+    // its arrival, at 40, without ever starting. J2 runs from 100 and its program fails after
+    // its 50 s: with no retry allowed it fails at 150. J3 starts at 100 beside J2 and is
+    // cancelled 80 s after its arrival, at 110, while it runs; J4 is left alone.
+    let work = Workload {
+        jobs: vec![
+            job(&[16], 0, 100),
+            job(&[16], 10, 50),
+            job(&[8], 20, 50),
+            job(&[8], 30, 20),
+            job(&[8], 40, 10),
+        ],
+        local: vec![],
+    };
+    let params = SimParams {
+        scripted: [
+            (1, Scripted::CancelAfter(30 * SECOND)),
+            (2, Scripted::FailsAtEnd("exit code 3".into())),
+            (3, Scripted::CancelAfter(80 * SECOND)),
+        ]
+        .into_iter()
+        .collect(),
+        ..SimParams::default()
+    };
+    let cfg = SchedulerConfig {
+        max_completion_failures: Some(0),
+        ..config("fcfs")
+    };
+    let out = simulate(sites(&[16]), cfg, &work, &params).unwrap();
+    let got: Vec<(String, Option<i64>, Option<i64>)> = out
+        .jobs
+        .iter()
+        .map(|j| {
+            let fate = match &j.fate {
+                JobFate::Finished => "finished".to_owned(),
+                JobFate::Failed(m) => format!("failed: {m}"),
+                other => format!("{other:?}"),
+            };
+            let r = j.record.as_ref();
+            let s = |t: Option<i64>| t.map(|t| t / SECOND);
+            (
+                fate,
+                s(r.and_then(|r| r.start())),
+                s(r.and_then(|r| r.end())),
+            )
+        })
+        .collect();
+    let row = |f: &str, start: Option<i64>, end: i64| (f.to_owned(), start, Some(end));
+    assert_eq!(
+        got,
+        vec![
+            row("finished", Some(0), 100),
+            row("failed: cancelled", None, 40),
+            row(
+                "failed: component 0 on site `s0`: exit code 3 (limit of 0 failures after start reached)",
+                Some(100),
+                150
+            ),
+            row("failed: cancelled", Some(100), 110),
+            row("finished", Some(110), 120),
+        ]
+    );
 }

@@ -6,6 +6,7 @@
 use super::site::Local;
 use coalloc_core::model::{Job, Millis, Time};
 use coalloc_core::scheduler::SiteId;
+use std::collections::BTreeMap;
 
 /// One job of the workload: the core's job (its `submit` is the arrival time) and how long it
 /// really runs once its barrier is released.
@@ -15,6 +16,19 @@ pub struct SimJob {
     pub tag: i64,
     pub job: Job,
     pub runtime: Millis,
+}
+
+/// What a replayed history says befell a job besides running to its end (`coalloc whatif`,
+/// issue 22 item 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scripted {
+    /// Its user cancels it this long after its arrival, whatever it is doing then (an
+    /// ended job is left alone).
+    CancelAfter(Millis),
+    /// Its own program fails: every run of it ends in a failure of the job's own (not the
+    /// site's, [`coalloc_core::scheduler::Fault::Job`]) after the job's runtime, with this
+    /// reason; the core's limits decide whether it runs again.
+    FailsAtEnd(String),
 }
 
 /// Everything that arrives during a run.
@@ -118,6 +132,8 @@ pub struct SimParams {
     /// Give up when the core still has work but nothing else can happen this long after the
     /// last arrival.
     pub give_up_after: Millis,
+    /// Fates of some jobs, by index in the workload's jobs ([`Scripted`]).
+    pub scripted: BTreeMap<usize, Scripted>,
 }
 
 impl Default for SimParams {
@@ -132,6 +148,7 @@ impl Default for SimParams {
             sample_interval: None,
             window_end: None,
             give_up_after: 365 * 24 * 3_600_000,
+            scripted: BTreeMap::new(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
 
-use super::params::{Jobs, SimParams};
+use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
 use crate::replay::earliest;
 use crate::workload::{exponential, stream_of, Purpose};
@@ -137,6 +137,8 @@ enum Ev {
     Sample,
     /// A leased VM runs (true) or its lease failed (false).
     VmUp(VmId, bool),
+    /// The user cancels core job `JobId` ([`Scripted::CancelAfter`]).
+    Cancel(JobId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,6 +367,10 @@ impl Sim<'_> {
             "jobs numbered densely"
         );
         self.index_of.push(i);
+        if let Some(Scripted::CancelAfter(d)) = self.params.scripted.get(&i) {
+            let at = (self.arrival_time(i) + d.max(&0)).max(self.now);
+            self.push(at, Ev::Cancel(id));
+        }
     }
 
     /// The workload index of core job `job`.
@@ -571,10 +577,21 @@ impl Sim<'_> {
                 if !matches!(self.launches.get(&launch), Some(l) if l.state == LState::Running) {
                     return;
                 }
+                let own = self.launches.get(&launch).and_then(|l| {
+                    match self.params.scripted.get(&self.index(l.job)?) {
+                        Some(Scripted::FailsAtEnd(reason)) => Some(reason.clone()),
+                        _ => None,
+                    }
+                });
                 self.drop_launch(launch);
-                batch.push(match ev {
-                    Ev::End(_) => Event::ComponentFinished { launch },
-                    Ev::Crash(_) => Event::ComponentFailed {
+                batch.push(match (ev, own) {
+                    (Ev::End(_), Some(reason)) => Event::ComponentFailed {
+                        launch,
+                        reason,
+                        fault: Fault::Job,
+                    },
+                    (Ev::End(_), None) => Event::ComponentFinished { launch },
+                    (Ev::Crash(_), _) => Event::ComponentFailed {
                         launch,
                         reason: "the component crashed (injected)".into(),
                         fault: Fault::Site,
@@ -587,6 +604,7 @@ impl Sim<'_> {
                 });
             }
             Ev::Transfer(transfer, ok) => batch.push(Event::TransferDone { transfer, ok }),
+            Ev::Cancel(job) => batch.push(Event::Cancel { job }),
             Ev::VmUp(vm, ok) => {
                 let Some(life) = self.vms.get_mut(&vm) else {
                     return;

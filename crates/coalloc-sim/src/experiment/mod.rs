@@ -58,17 +58,22 @@ pub struct RunResult {
 impl RunResult {
     /// Column names and values: every metric, then `SUBSET.METRIC` for each subset.
     pub fn columns(&self) -> Option<Vec<(String, String)>> {
-        let (all, subsets) = self.metrics.as_ref().ok()?;
-        let mut cols = all.columns();
-        for (name, m) in subsets {
-            cols.extend(
-                m.columns()
-                    .into_iter()
-                    .map(|(k, v)| (format!("{name}.{k}"), v)),
-            );
-        }
-        Some(cols)
+        self.metrics.as_ref().ok().map(columns)
     }
+}
+
+/// Column names and values of one run's metrics ([`measure`]): every metric, then
+/// `SUBSET.METRIC` for each subset.
+pub fn columns((all, subsets): &(Metrics, Vec<(String, Metrics)>)) -> Vec<(String, String)> {
+    let mut cols = all.columns();
+    for (name, m) in subsets {
+        cols.extend(
+            m.columns()
+                .into_iter()
+                .map(|(k, v)| (format!("{name}.{k}"), v)),
+        );
+    }
+    cols
 }
 
 /// The filter of a subset.

@@ -31,6 +31,9 @@
 //! name = "short"
 //! runtime = [0, "25m"]            # also: size = [36], components = [3, 4], priority = "high"
 //!
+//! [cluster]                      # optional: run the grid as a Slurm job array
+//! partition = "main"              # also slurm_conf, time_limit, sbatch_args, task_prefix, poll
+//!
 //! [[plot]]
 //! file = "success"
 //! x = "scheduler.rpp.lp"
@@ -74,6 +77,38 @@ pub struct ExperimentDoc {
     /// Write one JSON line per job of every run (`jobs/RUN.jsonl`).
     #[serde(default)]
     pub jobs_jsonl: bool,
+    /// Run the grid as a Slurm job array instead of on this machine (`coalloc sim`'s
+    /// `--slurm`; `--local` overrides the table).
+    #[serde(default)]
+    pub cluster: Option<ClusterDoc>,
+}
+
+/// `[cluster]`: where and how the grid's runs go to Slurm, one array task per run. Every
+/// path the tasks use (the `coalloc` binary, the experiment file and its inputs, the
+/// output folder) must be reachable at the same path on the compute nodes.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterDoc {
+    /// `sbatch -p`.
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The cluster's `slurm.conf` (as `SLURM_CONF` of every Slurm command), relative to the
+    /// experiment file; default: the environment's.
+    #[serde(default)]
+    pub slurm_conf: Option<String>,
+    /// `sbatch -t`, in Slurm's words (`30`, `2:00:00`, `1-0`).
+    #[serde(default)]
+    pub time_limit: Option<String>,
+    /// More `sbatch` options, one word each (`["--qos=low", "--mem=2G"]`).
+    #[serde(default)]
+    pub sbatch_args: Vec<String>,
+    /// A command each task runs `coalloc` under (`["nice", "-n", "10"]`, a container
+    /// runner): its words, then the `coalloc` command line.
+    #[serde(default)]
+    pub task_prefix: Vec<String>,
+    /// How often to ask Slurm whether the array has ended (default `"2s"`).
+    #[serde(default)]
+    pub poll: Option<String>,
 }
 
 /// How many seeds, or which.
