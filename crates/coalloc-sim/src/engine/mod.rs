@@ -16,5 +16,5 @@ mod params;
 mod run;
 pub mod site;
 
-pub use params::{Failures, Jobs, Outage, SimJob, SimParams, Workload};
+pub use params::{Failures, Jobs, Outage, SimJob, SimParams, TraceWork, Workload};
 pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};
