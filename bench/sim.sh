@@ -7,6 +7,9 @@
 #     FCFS of it, on the trace's own 100 processors and on the same two 32-node sites;
 #   - EASY on the whole SDSC-BLUE through `coalloc sim` (bench/sim/easy-sdsc-blue.toml)
 #     against `coalloc replay` of it (examples/sites-sdsc-blue.toml).
+# Since issue 22's item 2 `coalloc replay` is itself a run of the engine (ideal sites), so
+# the replay lines of a new build measure the engine too; compare a new build's `sim` lines
+# with an old build's `replay` lines (bench/sim-compare.sh runs both builds side by side).
 # Results and commands are recorded in bench/RESULTS.md.
 #
 #   bash bench/sim.sh [BIN] [REPS]     # default: build the release coalloc and use it

@@ -1,4 +1,5 @@
-//! `coalloc replay`: one run of the scheduling core on a workload trace.
+//! `coalloc replay`: one run of the scheduling core on a workload trace, through the
+//! simulator's engine on ideal sites ([`coalloc_sim::replay`]).
 
 use crate::error::CliError;
 use crate::load::locate;
@@ -6,7 +7,7 @@ use crate::table;
 use clap::Args;
 use coalloc_core::scheduler::QueueConfig;
 use coalloc_core::spec::scheduler::parse_config;
-use coalloc_sim::replay::{replay_keeping, trace_jobs};
+use coalloc_sim::replay::{replay, trace_jobs};
 use coalloc_sim::swf;
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,18 +58,17 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let name = args.trace.display().to_string();
     let trace = swf::read(&args.trace, &filter).map_err(|e| CliError::bad(e.with_file(&name)))?;
     let jobs = trace_jobs(&trace);
+    drop(trace);
     let processors: u64 = sites.iter().map(|s| u64::from(s.processors)).sum();
     let policy = config.queue.build().name();
     let mut fastest = None;
     let mut result = None;
     for _ in 0..args.repeat {
-        // Timed: the replay until the schedule is known. Freeing the scheduler's memory
-        // afterwards is not (as a simulator's teardown at exit is not).
+        // Timed: the run on the engine until the schedule is known.
         let started = std::time::Instant::now();
-        let (run, scheduler) = replay_keeping(&jobs, sites.clone(), config.clone())
+        let run = replay(&jobs, sites.clone(), config.clone())
             .map_err(|e| CliError::Internal(e.to_string()))?;
         let elapsed = started.elapsed();
-        drop(scheduler);
         fastest = Some(fastest.map_or(elapsed, |f: std::time::Duration| f.min(elapsed)));
         result = Some(run);
     }

@@ -1,7 +1,7 @@
 //! coalloc's simulator side: replays workload traces against the scheduling core.
 //!
 //! - [`swf`] reads job logs in the Standard Workload Format of the Parallel Workloads Archive.
-//! - [`replay`] drives the scheduling core on virtual time with a trace's jobs.
+//! - [`replay`] runs a trace's jobs on the engine's ideal sites (`coalloc replay`).
 //! - [`workload`] generates synthetic workloads from seeded random streams.
 //! - [`experiment`] expands experiment files into runs over a grid and seeds, in parallel.
 //! - [`metrics`] computes DESIGN.md's metrics from a run.

@@ -79,15 +79,19 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 
 /// The most intervals `[start, end)` that overlap at one time.
 fn max_concurrent(runs: impl Iterator<Item = (i64, i64)>) -> usize {
-    let mut edges: Vec<(i64, i32)> = runs.flat_map(|(s, e)| [(s, 1), (e, -1)]).collect();
-    // At equal times ends (-1) come first: a job ending as another starts does not overlap.
-    edges.sort_unstable();
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in edges {
-        now += d;
-        most = most.max(now);
+    let (mut starts, mut ends): (Vec<i64>, Vec<i64>) = runs.unzip();
+    starts.sort_unstable();
+    ends.sort_unstable();
+    // A sweep over the starts; at equal times ends come first: a job ending as another
+    // starts does not overlap it.
+    let (mut ended, mut most) = (0usize, 0usize);
+    for (k, &s) in starts.iter().enumerate() {
+        while ended < ends.len() && ends[ended] <= s {
+            ended += 1;
+        }
+        most = most.max((k + 1).saturating_sub(ended));
     }
-    most as usize
+    most
 }
 
 fn secs(ms: i64) -> f64 {

@@ -3,10 +3,10 @@
 //!
 //! Events wait in a heap ordered by time, then by a sequence number, so equal times keep the
 //! order they were made in. All events of one instant are handed to the core together
-//! ([`Scheduler::handle_all`]), the ends and site reports before the arrivals, as in
-//! [`crate::replay`]; the core's commands are then carried out, and whatever they cause at
-//! the same instant (a component that starts at once, a new site reading) goes back to the
-//! core until the instant is quiet.
+//! ([`Scheduler::handle_all`]), the ends and site reports before the arrivals; the core's
+//! commands are then carried out, and whatever they cause at the same instant (a component
+//! that starts at once, a new site reading) goes back to the core until the instant is
+//! quiet. [`crate::replay`] is this engine on ideal sites (issue 22, item 2).
 //!
 //! The sites ([`site`]) run local jobs FCFS and hold coalloc's components. Faults
 //! ([`params::Failures`]) and transfers draw from their own seeded streams
@@ -16,5 +16,5 @@ mod params;
 mod run;
 pub mod site;
 
-pub use params::{Failures, Jobs, Outage, Scripted, SimJob, SimParams, Workload};
+pub use params::{Failures, Jobs, Outage, Scripted, SimJob, SimParams, TraceWork, Workload};
 pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};

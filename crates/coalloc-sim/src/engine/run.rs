@@ -2,7 +2,6 @@
 
 use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
-use crate::replay::earliest;
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::provisioning::{billed_hours, Bill, Provisioning};
@@ -189,8 +188,12 @@ struct Sim<'a> {
     arrivals: Vec<usize>,
     next_arrival: usize,
     outcomes: Vec<JobOutcome>,
-    /// Core events caused by carrying out commands at the current instant.
+    /// Core events caused by carrying out commands at the current instant, and an empty
+    /// buffer to swap with it.
     follow: Vec<Event>,
+    spare: Vec<Event>,
+    /// The core's replies (a buffer).
+    replies: Vec<Result<Reply, Rejected>>,
     /// Sites whose holdings changed at the current instant.
     dirty: BTreeSet<SiteId>,
     reported: Vec<(u32, bool)>,
@@ -223,8 +226,8 @@ pub fn simulate<'a>(
     params: &SimParams,
 ) -> Result<Outcome, SimError> {
     let workload = workload.into();
-    if workload.local.len() > sites.len() {
-        return Err(SimError::LocalSite(workload.local.len() - 1, sites.len()));
+    if workload.local().len() > sites.len() {
+        return Err(SimError::LocalSite(workload.local().len() - 1, sites.len()));
     }
     for (name, p) in [
         ("the start failure probability", params.failures.start),
@@ -243,11 +246,9 @@ pub fn simulate<'a>(
             return Err(SimError::OutageWindow(k + 1));
         }
     }
-    let last_arrival = workload
-        .jobs
-        .iter()
-        .filter_map(|j| j.job.submit)
-        .chain(workload.local.iter().flatten().map(|l| l.submit))
+    let last_arrival = (0..workload.len())
+        .filter_map(|i| workload.submit(i))
+        .chain(workload.local().iter().flatten().map(|l| l.submit))
         .max()
         .unwrap_or(0);
     let window_end = params.window_end.unwrap_or(last_arrival);
@@ -265,7 +266,7 @@ pub fn simulate<'a>(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let locals = workload.local.get(i).cloned().unwrap_or_default();
+            let locals = workload.local().get(i).cloned().unwrap_or_default();
             SimSite::new(start_size(s), locals, window_end)
         })
         .collect();
@@ -285,7 +286,9 @@ pub fn simulate<'a>(
     let configured = sites.iter().map(|s| s.processors).collect();
     let cloud_usage = vec![CloudUsage::default(); sites.len()];
     let seed = params.seed;
-    let outcomes: Vec<JobOutcome> = workload.jobs.iter().map(outcome_of).collect();
+    let outcomes: Vec<JobOutcome> = (0..workload.len())
+        .map(|i| outcome_of(&workload, i))
+        .collect();
     let mut sim = Sim {
         site_names: sites.iter().map(|s| s.name.clone()).collect(),
         bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
@@ -313,6 +316,8 @@ pub fn simulate<'a>(
         next_arrival: 0,
         outcomes,
         follow: Vec::new(),
+        spare: Vec::new(),
+        replies: Vec::new(),
         dirty: BTreeSet::new(),
         reported,
         starts: stream_of(seed, Purpose::Failures, 0),
@@ -339,15 +344,25 @@ pub fn simulate<'a>(
     Ok(sim.finish(window_end))
 }
 
-fn outcome_of(j: &super::SimJob) -> JobOutcome {
+/// The earlier of two times, either of which may be absent.
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+fn outcome_of(work: &Jobs, i: usize) -> JobOutcome {
+    let (tag, deadline, components, size, priority) = work.summary(i);
     JobOutcome {
-        tag: j.tag,
-        submit: j.job.submit.unwrap_or(0),
-        deadline: j.job.deadline,
-        components: j.job.components.len(),
-        size: j.job.components.iter().map(|c| u64::from(c.count)).sum(),
-        priority: j.job.priority,
-        runtime: j.runtime,
+        tag,
+        submit: work.submit(i).unwrap_or(0),
+        deadline,
+        components,
+        size,
+        priority,
+        runtime: work.runtime(i),
         fate: JobFate::Unfinished,
         record: None,
     }
@@ -356,7 +371,7 @@ fn outcome_of(j: &super::SimJob) -> JobOutcome {
 impl Sim<'_> {
     /// When workload job `i` arrives.
     fn arrival_time(&self, i: usize) -> Time {
-        self.work.jobs[i].job.submit.unwrap_or(0)
+        self.work.submit(i).unwrap_or(0)
     }
 
     /// The core accepted workload job `i` as job `id`.
@@ -395,10 +410,10 @@ impl Sim<'_> {
     }
 
     fn seed_events(&mut self) {
-        let mut arrivals: Vec<usize> = (0..self.work.jobs.len()).collect();
+        let mut arrivals: Vec<usize> = (0..self.work.len()).collect();
         arrivals.sort_by_key(|&i| (self.arrival_time(i), i));
         self.arrivals = arrivals;
-        let locals: Vec<(Time, usize, usize)> = (self.work.local.iter().enumerate())
+        let locals: Vec<(Time, usize, usize)> = (self.work.local().iter().enumerate())
             .flat_map(|(s, ls)| ls.iter().enumerate().map(move |(i, l)| (l.submit, s, i)))
             .collect();
         for (t, s, i) in locals {
@@ -465,8 +480,10 @@ impl Sim<'_> {
             if batch.is_empty() {
                 batch.push(Event::Tick);
             }
-            let replies = self.core.handle_all(now, batch.drain(..));
-            for (reply, &i) in replies.into_iter().skip(ends).zip(&arrivals) {
+            let mut replies = std::mem::take(&mut self.replies);
+            self.core
+                .handle_all_into(now, batch.drain(..), &mut replies);
+            for (reply, &i) in replies.drain(..).skip(ends).zip(&arrivals) {
                 match reply {
                     Ok(Reply::Submitted(id)) => self.accepted(id, i),
                     Ok(Reply::Done) => {}
@@ -474,6 +491,7 @@ impl Sim<'_> {
                     Err(e) => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
                 }
             }
+            self.replies = replies;
             self.quiesce();
             self.resubmit_held();
             // Periodic readings go on while anything can still happen: decided after the
@@ -499,7 +517,7 @@ impl Sim<'_> {
     /// there is room (the workload's users hold them back, seed 000 §4.2's "at most 100").
     fn resubmit_held(&mut self) {
         while let Some(&i) = self.held.front() {
-            let mut job = self.work.jobs[i].job.clone();
+            let mut job = self.work.submission(i, false);
             job.submit = Some(self.now);
             let reply = self.core.handle(self.now, Event::Submit(Box::new(job)));
             let full = matches!(reply, Err(Rejected::QueueFull(_)));
@@ -532,8 +550,11 @@ impl Sim<'_> {
             if self.follow.is_empty() {
                 break;
             }
-            let events = std::mem::take(&mut self.follow);
-            self.core.handle_all(self.now, events);
+            // The buffers are kept: no allocation per instant.
+            let mut events = std::mem::replace(&mut self.follow, std::mem::take(&mut self.spare));
+            self.core
+                .handle_all_into(self.now, events.drain(..), &mut self.replies);
+            self.spare = events;
         }
     }
 
@@ -550,29 +571,7 @@ impl Sim<'_> {
                     self.dirty.insert(s);
                 }
             }
-            Ev::Ready(launch) => {
-                let Some(l) = self.launches.get_mut(&launch) else {
-                    return;
-                };
-                if l.state != LState::Starting {
-                    return;
-                }
-                if l.doomed {
-                    self.drop_launch(launch);
-                    batch.push(Event::ComponentFailed {
-                        launch,
-                        reason: "the component failed to start (injected)".into(),
-                        fault: Fault::Site,
-                    });
-                } else {
-                    l.state = LState::Ready;
-                    let job = l.job;
-                    batch.push(Event::ComponentReady { launch });
-                    if self.released.contains(&job) {
-                        self.run_launch(launch);
-                    }
-                }
-            }
+            Ev::Ready(launch) => self.ready(launch, batch),
             Ev::End(launch) | Ev::Crash(launch) | Ev::WallKill(launch) => {
                 if !matches!(self.launches.get(&launch), Some(l) if l.state == LState::Running) {
                     return;
@@ -783,7 +782,9 @@ impl Sim<'_> {
 
     fn start(&mut self, st: &Start) {
         let site = st.site;
-        let doomed = self.starts.random_bool(self.params.failures.start);
+        // No draw when starts never fail (the stream serves nothing else).
+        let p = self.params.failures.start;
+        let doomed = p > 0.0 && self.starts.random_bool(p);
         let mut l = Launch {
             job: st.job,
             site,
@@ -816,14 +817,50 @@ impl Sim<'_> {
         self.dirty.insert(site);
     }
 
-    /// A launch got its processors: it runs its start-up and reports at the barrier.
+    /// A launch got its processors: it runs its start-up and reports at the barrier. With no
+    /// start latency a launch that does not fail to start is ready at once, told to the
+    /// core with its start (no event through the heap: a trace replay's every start).
     fn begin(&mut self, launch: LaunchId) {
         let now = self.now;
-        if let Some(l) = self.launches.get_mut(&launch) {
-            l.state = LState::Starting;
-        }
+        let Some(l) = self.launches.get_mut(&launch) else {
+            return;
+        };
+        l.state = LState::Starting;
+        let at_once = self.params.start_latency <= 0 && !l.doomed;
         self.follow.push(Event::ComponentStarted { launch });
-        self.push(now + self.params.start_latency, Ev::Ready(launch));
+        if at_once {
+            let mut out = std::mem::take(&mut self.follow);
+            self.ready(launch, &mut out);
+            self.follow = out;
+        } else {
+            self.push(now + self.params.start_latency, Ev::Ready(launch));
+        }
+    }
+
+    /// A starting launch reports at the barrier, or fails to start (injected); a launch of
+    /// a job whose barrier is released already computes at once.
+    fn ready(&mut self, launch: LaunchId, out: &mut Vec<Event>) {
+        let Some(l) = self.launches.get_mut(&launch) else {
+            return;
+        };
+        if l.state != LState::Starting {
+            return;
+        }
+        if l.doomed {
+            self.drop_launch(launch);
+            out.push(Event::ComponentFailed {
+                launch,
+                reason: "the component failed to start (injected)".into(),
+                fault: Fault::Site,
+            });
+        } else {
+            l.state = LState::Ready;
+            let job = l.job;
+            out.push(Event::ComponentReady { launch });
+            if self.released.contains(&job) {
+                self.run_launch(launch);
+            }
+        }
     }
 
     /// A launch at the barrier whose job committed: it computes for the job's runtime,
@@ -837,10 +874,7 @@ impl Sim<'_> {
         let (job, site, count, wall) = (l.job, l.site, l.count, l.wall);
         self.sites[site].run(count);
         self.dirty.insert(site);
-        let runtime = self
-            .index(job)
-            .map_or(0, |i| self.work.jobs[i].runtime)
-            .max(0);
+        let runtime = self.index(job).map_or(0, |i| self.work.runtime(i)).max(0);
         let crash = self
             .params
             .failures

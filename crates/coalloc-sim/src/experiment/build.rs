@@ -3,27 +3,37 @@
 
 use super::spec::{ExperimentDoc, LocalDoc, SimDoc, WorkloadDoc};
 use crate::engine::site::Local;
-use crate::engine::{Failures, Outage, SimJob, SimParams, Workload};
+use crate::engine::{Failures, Jobs, Outage, SimJob, SimParams, TraceWork, Workload};
 use crate::replay::trace_jobs;
 use crate::swf;
 use crate::workload::rsd::Rsd;
 use crate::workload::seed001::{self, GlobalParams, LocalParams, Sizes};
 use crate::workload::seed003::{self, BatchKind};
-use crate::workload::trace::{sim_jobs, Split};
+use crate::workload::trace::Split;
 use crate::workload::{seed000, Purpose};
 use coalloc_core::model::{Job, JobKind, Site, Time};
 use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
 use coalloc_core::spec::scheduler::scheduler_config;
 use coalloc_core::spec::sites::sites_from_docs;
 use coalloc_core::spec::units::{parse_duration, parse_size, Scalar};
+use std::borrow::Cow;
 use std::path::Path;
+
+/// Generated jobs as an owned workload (local jobs are added later).
+fn owned(jobs: Vec<SimJob>) -> Jobs<'static> {
+    Jobs::Owned(Workload {
+        jobs,
+        local: Vec::new(),
+    })
+}
 
 /// Everything [`crate::engine::simulate`] needs.
 #[derive(Debug, Clone)]
 pub struct RunInput {
     pub sites: Vec<Site>,
     pub config: SchedulerConfig,
-    pub workload: Workload,
+    /// A trace's jobs are made into the core's jobs at their arrival ([`TraceWork`]).
+    pub workload: Jobs<'static>,
     pub params: SimParams,
 }
 
@@ -42,11 +52,20 @@ pub fn build(doc: &ExperimentDoc, seed: u64, base: &Path) -> Result<RunInput, St
     // would be SJF on user estimates. Give it the true runtimes (1 ms for a zero runtime:
     // an estimate must be positive).
     if matches!(config.queue, QueueConfig::SjfIdeal(_)) {
-        for j in &mut jobs {
-            j.job.runtime_estimate = Some(j.runtime.max(1));
+        match &mut jobs {
+            Jobs::Trace(t) => t.true_runtimes = true,
+            Jobs::Owned(w) => {
+                for j in &mut w.jobs {
+                    j.job.runtime_estimate = Some(j.runtime.max(1));
+                }
+            }
+            Jobs::Borrowed(_) => {}
         }
     }
-    let horizon = jobs.iter().filter_map(|j| j.job.submit).max().unwrap_or(0);
+    let horizon = (0..jobs.len())
+        .filter_map(|i| jobs.submit(i))
+        .max()
+        .unwrap_or(0);
     let local = match &w.local {
         Some(l) => {
             let until = l
@@ -59,10 +78,15 @@ pub fn build(doc: &ExperimentDoc, seed: u64, base: &Path) -> Result<RunInput, St
         None => Vec::new(),
     };
     let params = params(&doc.sim, seed, &sites)?;
+    match &mut jobs {
+        Jobs::Trace(t) => t.local = local,
+        Jobs::Owned(w) => w.local = local,
+        Jobs::Borrowed(_) => {}
+    }
     Ok(RunInput {
         sites,
         config,
-        workload: Workload { jobs, local },
+        workload: jobs,
         params,
     })
 }
@@ -107,7 +131,7 @@ fn jobs(
     seed: u64,
     sites: &mut [Site],
     base: &Path,
-) -> Result<Vec<SimJob>, String> {
+) -> Result<Jobs<'static>, String> {
     let kind = w.kind.as_str();
     match kind {
         "seed001" => {
@@ -162,50 +186,52 @@ fn jobs(
                 deadline: w.deadline.map_or((1, 3599), |[a, b]| (a, b)),
             };
             let jobs = seed001::global_jobs(&p, seed, need(w.jobs, kind, "jobs")?)?;
-            Ok(jobs
-                .into_iter()
-                .enumerate()
-                .map(|(i, g)| {
-                    let mut job = Job::new(
-                        JobKind::Unordered,
-                        g.components
-                            .iter()
-                            .map(|&n| coalloc_core::model::Component::new(n))
-                            .collect(),
-                    );
-                    job.submit = Some(g.submit);
-                    job.deadline = Some(g.deadline);
-                    job.runtime_estimate = Some(g.runtime);
-                    SimJob {
-                        tag: i as i64,
-                        job,
-                        runtime: g.runtime,
-                    }
-                })
-                .collect())
+            Ok(owned(
+                jobs.into_iter()
+                    .enumerate()
+                    .map(|(i, g)| {
+                        let mut job = Job::new(
+                            JobKind::Unordered,
+                            g.components
+                                .iter()
+                                .map(|&n| coalloc_core::model::Component::new(n))
+                                .collect(),
+                        );
+                        job.submit = Some(g.submit);
+                        job.deadline = Some(g.deadline);
+                        job.runtime_estimate = Some(g.runtime);
+                        SimJob {
+                            tag: i as i64,
+                            job,
+                            runtime: g.runtime,
+                        }
+                    })
+                    .collect(),
+            ))
         }
         "seed000" => {
             only(w, &["jobs", "arrival_rate"])?;
             let rate = need(w.arrival_rate, kind, "arrival_rate")?;
             let jobs = seed000::jobs(rate, sites.len(), seed, need(w.jobs, kind, "jobs")?)?;
-            Ok(jobs
-                .into_iter()
-                .enumerate()
-                .map(|(i, g)| {
-                    if let Some(f) = g.job.input_file() {
-                        for &s in &g.replicas {
-                            sites[s].files.push(f.name.clone());
+            Ok(owned(
+                jobs.into_iter()
+                    .enumerate()
+                    .map(|(i, g)| {
+                        if let Some(f) = g.job.input_file() {
+                            for &s in &g.replicas {
+                                sites[s].files.push(f.name.clone());
+                            }
                         }
-                    }
-                    let mut job = g.job;
-                    job.runtime_estimate = Some(g.runtime);
-                    SimJob {
-                        tag: i as i64,
-                        job,
-                        runtime: g.runtime,
-                    }
-                })
-                .collect())
+                        let mut job = g.job;
+                        job.runtime_estimate = Some(g.runtime);
+                        SimJob {
+                            tag: i as i64,
+                            job,
+                            runtime: g.runtime,
+                        }
+                    })
+                    .collect(),
+            ))
         }
         "seed003" => {
             only(w, &["batch", "size", "count", "runtime", "at"])?;
@@ -235,19 +261,20 @@ fn jobs(
                     .map(|v| duration(v, "workload.at"))
                     .transpose()?
                     .unwrap_or(0);
-            Ok(jobs
-                .into_iter()
-                .enumerate()
-                .map(|(i, mut job)| {
-                    job.submit = Some(at);
-                    job.runtime_estimate = Some(runtime);
-                    SimJob {
-                        tag: i as i64,
-                        job,
-                        runtime,
-                    }
-                })
-                .collect())
+            Ok(owned(
+                jobs.into_iter()
+                    .enumerate()
+                    .map(|(i, mut job)| {
+                        job.submit = Some(at);
+                        job.runtime_estimate = Some(runtime);
+                        SimJob {
+                            tag: i as i64,
+                            job,
+                            runtime,
+                        }
+                    })
+                    .collect(),
+            ))
         }
         "swf" => {
             only(w, &["trace", "jobs", "max_procs", "split", "max_component"])?;
@@ -265,7 +292,12 @@ fn jobs(
                 (None, Some(s)) => Split::MaxSize(s),
                 _ => return Err("workload: give at most one of `split` and `max_component`".into()),
             };
-            Ok(sim_jobs(&trace_jobs(&trace), split))
+            Ok(Jobs::Trace(TraceWork {
+                jobs: Cow::Owned(trace_jobs(&trace)),
+                split,
+                true_runtimes: false,
+                local: Vec::new(),
+            }))
         }
         other => Err(format!(
             "workload.kind: \"{other}\" is not one of seed001, seed000, seed003, swf"
@@ -395,10 +427,9 @@ mod tests {
             );
             let doc: ExperimentDoc = toml::from_str(&text).unwrap();
             let run = build(&doc, 1, &dir).unwrap();
-            run.workload
-                .jobs
-                .iter()
-                .map(|j| j.job.runtime_estimate.unwrap())
+            let mut w = run.workload;
+            (0..w.len())
+                .map(|i| w.submission(i, false).runtime_estimate.unwrap())
                 .collect::<Vec<_>>()
         };
         assert_eq!(estimates("sjf-ideal"), [100_000, 50_000, 1]);
@@ -421,10 +452,10 @@ mod tests {
         };
         let doc: ExperimentDoc = toml::from_str(&text("at = \"600s\"\n")).unwrap();
         let run = build(&doc, 7, Path::new(".")).unwrap();
-        let submits: Vec<_> = run.workload.jobs.iter().map(|j| j.job.submit).collect();
+        let submits: Vec<_> = (0..run.workload.len()).map(|i| run.workload.submit(i)).collect();
         assert_eq!(submits, vec![Some(600_000); 3]);
-        assert_eq!(run.workload.local.len(), 2);
-        for site in &run.workload.local {
+        assert_eq!(run.workload.local().len(), 2);
+        for site in run.workload.local() {
             assert!(!site.is_empty());
             assert!(site.iter().all(|l| l.submit < 2_000_000));
             // Local jobs arrive before the batch too: the load is there when it comes.
@@ -432,15 +463,15 @@ mod tests {
         }
         // The same seed gives the same local jobs; another seed others.
         let again = build(&doc, 7, Path::new(".")).unwrap();
-        assert_eq!(again.workload.local, run.workload.local);
+        assert_eq!(again.workload.local(), run.workload.local());
         let other = build(&doc, 8, Path::new(".")).unwrap();
-        assert_ne!(other.workload.local, run.workload.local);
+        assert_ne!(other.workload.local(), run.workload.local());
         // Run it: the three jobs start at 600 s or later, all finish, and local jobs ended
         // before the batch arrived.
         let out = crate::engine::simulate(
             run.sites.clone(),
             run.config.clone(),
-            &run.workload,
+            run.workload,
             &run.params,
         )
         .unwrap();
@@ -459,7 +490,7 @@ mod tests {
         // Without `at` the batch comes at 0; a negative time is refused.
         let doc: ExperimentDoc = toml::from_str(&text("")).unwrap();
         let run = build(&doc, 7, Path::new(".")).unwrap();
-        assert!(run.workload.jobs.iter().all(|j| j.job.submit == Some(0)));
+        assert!((0..run.workload.len()).all(|i| run.workload.submit(i) == Some(0)));
         let doc: ExperimentDoc = toml::from_str(&text("at = -5\n")).unwrap();
         assert_eq!(
             build(&doc, 7, Path::new(".")).unwrap_err(),

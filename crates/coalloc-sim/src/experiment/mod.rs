@@ -140,7 +140,11 @@ impl Experiment {
         let first_seed = runs.first().map(|r| r.seed);
         for run in runs.iter().filter(|r| Some(r.seed) == first_seed) {
             let mut doc = run.doc.clone();
-            doc.workload.jobs = doc.workload.jobs.map(|n| n.min(1));
+            doc.workload.jobs = match doc.workload.jobs {
+                // A trace is read only as far as its first job (not twice in whole).
+                None if doc.workload.kind == "swf" => Some(1),
+                n => n.map(|n| n.min(1)),
+            };
             doc.workload.count = doc.workload.count.map(|n| n.min(1));
             build::build(&doc, run.seed, &exp.base)
                 .map_err(|e| format!("{}: {}{e}", path.display(), point_label(&run.point)))?;

@@ -19,8 +19,50 @@ pub fn read(path: impl AsRef<Path>, filter: &Filter) -> Result<Trace, SwfError> 
 /// Parse the bytes of an SWF file: decompressed first when they start with the gzip magic
 /// bytes, then as [`parse_text`].
 pub fn parse(bytes: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
+    if let Some(first) = filter.first.filter(|_| bytes.starts_with(&[0x1f, 0x8b])) {
+        return parse_text(&decompress_records(bytes, first)?, filter);
+    }
     let text = decompress(bytes)?;
     parse_text(&text, filter)
+}
+
+/// The start of a gzip file's content, up to the line end after its job line `records + 1`
+/// (or the whole content when it has fewer): the first jobs of a long trace without
+/// decompressing all of it.
+fn decompress_records(bytes: &[u8], records: usize) -> Result<Vec<u8>, SwfError> {
+    const CHUNK: usize = 1 << 16;
+    let mut gz = MultiGzDecoder::new(bytes);
+    let mut out: Vec<u8> = Vec::new();
+    // Job lines in `out[..scanned]`, which ends at a line end.
+    let (mut scanned, mut found) = (0, 0);
+    loop {
+        let len = out.len();
+        out.resize(len + CHUNK, 0);
+        let n = gz
+            .read(&mut out[len..])
+            .map_err(|e| SwfError::Gzip(e.to_string()))?;
+        out.truncate(len + n);
+        if n == 0 {
+            return Ok(out);
+        }
+        while let Some(end) = out[scanned..].iter().position(|&b| b == b'\n') {
+            let line = &out[scanned..scanned + end];
+            if line
+                .iter()
+                .find(|&&b| !is_space(b))
+                .is_some_and(|&b| b != b';')
+            {
+                found += 1;
+            }
+            scanned += end + 1;
+            // One job line more than asked for: `parse_text` stops there, so the comments
+            // before it are read as from the whole file.
+            if found > records {
+                out.truncate(scanned);
+                return Ok(out);
+            }
+        }
+    }
 }
 
 /// The bytes themselves, or, when they start with the gzip magic bytes `1f 8b`, their

@@ -30,24 +30,24 @@ pub fn sizes(processors: u32, split: Split) -> Vec<u32> {
     (0..k).map(|i| base + u32::from(i < extra)).collect()
 }
 
-/// Every trace job as a simulator job, in file order. A split job is unordered (the
-/// scheduler picks its sites).
+/// Every trace job as a simulator job, in file order.
 pub fn sim_jobs(jobs: &[TraceJob], split: Split) -> Vec<SimJob> {
-    jobs.iter()
-        .map(|t| {
-            let mut job = job_of(t, t.submit * SECOND);
-            let parts = sizes(t.processors, split);
-            if parts.len() > 1 {
-                job.kind = JobKind::Unordered;
-                job.components = parts.into_iter().map(Component::new).collect();
-            }
-            SimJob {
-                tag: t.number,
-                job,
-                runtime: t.runtime.max(0) * SECOND,
-            }
-        })
-        .collect()
+    jobs.iter().map(|t| sim_job(t, split)).collect()
+}
+
+/// A trace job as a simulator job. A split job is unordered (the scheduler picks its sites).
+pub fn sim_job(t: &TraceJob, split: Split) -> SimJob {
+    let mut job = job_of(t, t.submit * SECOND);
+    let parts = sizes(t.processors, split);
+    if parts.len() > 1 {
+        job.kind = JobKind::Unordered;
+        job.components = parts.into_iter().map(Component::new).collect();
+    }
+    SimJob {
+        tag: t.number,
+        job,
+        runtime: t.runtime.max(0) * SECOND,
+    }
 }
 
 #[cfg(test)]
