@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Tables of seed 004 from the simulator's CSVs (standard library only).
 
+- results/table2.csv: seed 004's Table II, the traces as used (jobs of at most 32
+  processors; LCG: its first 50,000 jobs), from `coalloc trace stats --json` in
+  results/table2/ (written by run.sh).
 - results/best_limits.csv: per trace and chain set-up, the TAGS-chain runtime limit with the
-  lowest average bounded slowdown (and, beside it, the lowest plain slowdown), from
+  lowest average bounded slowdown (with its standard error σ/√n over the RND seeds, §V-D),
+  and, beside it, the limit with the lowest plain slowdown, from
   results/sweep/summary.csv: our stand-in for the document's withheld Table III.
 - results/ranking.csv: per trace, the policies ordered by the geometric mean over 1..10
   chains of the average bounded slowdown, from results/compare/summary.csv, with the number
@@ -12,6 +16,7 @@
 Prints both tables as Markdown.
 """
 import csv
+import json
 import math
 import re
 import sys
@@ -20,12 +25,48 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RES = HERE / "results"
-TRACES = ["KTH-SP2", "CTC-SP2", "SDSC-BLUE", "LCG"]
+TRACES = ["KTH-SP2", "CTC-SP2", "SDSC-BLUE", "LCG", "SDSC-SP2", "HPC2N", "LANL-CM5"]
+TRACE_FILES = {
+    "KTH-SP2": "KTH-SP2-1996-2.1-cln", "CTC-SP2": "CTC-SP2-1996-3.1-cln",
+    "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln", "LCG": "LCG-2005-1",
+    "SDSC-SP2": "SDSC-SP2-1998-4.2-cln", "HPC2N": "HPC2N-2002-2.2-cln",
+    "LANL-CM5": "LANL-CM5-1994-4.1-cln",
+}
 
 
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def table2():
+    out = []
+    for trace in TRACES:
+        path = RES / "table2" / f"{TRACE_FILES[trace]}.json"
+        if not path.exists():
+            continue
+        d = json.loads(path.read_text())
+        m = d["run_time"]["minutes"]
+        out.append({
+            "trace": trace,
+            "jobs_read": d["jobs"]["read"],
+            "jobs_kept": f'{d["jobs"]["kept"]} ({d["jobs"]["kept_percent"]:.1f}%)',
+            "mean_runtime_min": f'{m["mean"]:.1f}',
+            "p25_min": f'{m["p25"]:.1f}',
+            "p50_min": f'{m["p50"]:.1f}',
+            "p75_min": f'{m["p75"]:.1f}',
+            "p99_min": f'{m["p99"]:.1f}',
+        })
+    with open(RES / "table2.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0]))
+        w.writeheader()
+        w.writerows(out)
+    return out
+
+
+def sem(r, key):
+    v = r.get(f"{key}_sem", "")
+    return f"{float(v):.2f}" if v else ""
 
 
 def best_limits():
@@ -43,6 +84,7 @@ def best_limits():
             "chains": chains,
             "best_limit_min": b["limit_min"],
             "bounded_slowdown": f'{float(b["mean_bounded_slowdown"]):.2f}',
+            "bounded_slowdown_sem": sem(b, "mean_bounded_slowdown"),
             "wait_s": f'{float(b["mean_wait"]):.0f}',
             "short_wait_s": f'{float(b["short.mean_wait"]):.0f}',
             "long_wait_s": f'{float(b["long.mean_wait"]):.0f}',
@@ -100,7 +142,7 @@ def ranking():
 def check_compare(best):
     """compare.toml's TAGS-chain limits must be the sweep's best at 4 chains (RR)."""
     text = (HERE / "compare.toml").read_text()
-    used = dict(zip(TRACES, re.findall(r'\.swf\.gz", \["(\d+)m"\]\]', text)))
+    used = dict(zip(TRACES, re.findall(r'\.swf\.gz", \d+, \["(\d+)m"\]\]', text)))
     ok = True
     for b in best:
         if b["chains"] == "4-RR" and used.get(b["trace"]) != b["best_limit_min"]:
@@ -118,6 +160,9 @@ def markdown(table):
 
 
 def main():
+    if (RES / "table2").is_dir():
+        print(markdown(table2()))
+        print()
     best = best_limits()
     print(markdown(best))
     print()

@@ -71,6 +71,18 @@ const COLORS: [RGBColor; 8] = [
 
 /// Write `stem.svg` and `stem.png`; returns the files written.
 pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<PathBuf>, String> {
+    line_chart_with_errors(stem, chart, series, &[])
+}
+
+/// [`line_chart`] with error bars: `errors[i][j]` is the half-height of the bar at point `j`
+/// of series `i` (e.g. the standard error σ/√n of a mean over seeds, seed 004 §V-D); 0, or a
+/// series without an entry, draws none.
+pub fn line_chart_with_errors(
+    stem: &Path,
+    chart: &Chart,
+    series: &[Series],
+    errors: &[Vec<f64>],
+) -> Result<Vec<PathBuf>, String> {
     register_font();
     let svg = stem.with_extension("svg");
     let png = stem.with_extension("png");
@@ -78,12 +90,14 @@ pub fn line_chart(stem: &Path, chart: &Chart, series: &[Series]) -> Result<Vec<P
         SVGBackend::new(&svg, (800, 500)).into_drawing_area(),
         chart,
         series,
+        errors,
     )
     .map_err(|e| format!("{}: {e}", svg.display()))?;
     draw(
         BitMapBackend::new(&png, (800, 500)).into_drawing_area(),
         chart,
         series,
+        errors,
     )
     .map_err(|e| format!("{}: {e}", png.display()))?;
     Ok(vec![svg, png])
@@ -147,17 +161,44 @@ fn bounds(series: &[Series], log_x: bool, log_y: bool) -> ((f64, f64), (f64, f64
     ((x0, x1), (y0, y1 + (y1 - y0) * 0.05))
 }
 
+/// The error bars of series `i`: (x, low, high) for every point with a positive error.
+fn bars(series: &[Series], errors: &[Vec<f64>], i: usize) -> Vec<(f64, f64, f64)> {
+    let Some(e) = errors.get(i) else {
+        return Vec::new();
+    };
+    series[i]
+        .points
+        .iter()
+        .zip(e)
+        .filter(|(_, e)| **e > 0.0)
+        .map(|(&(x, y), &e)| (x, y - e, y + e))
+        .collect()
+}
+
 fn draw<DB: DrawingBackend>(
     area: DrawingArea<DB, plotters::coord::Shift>,
     chart: &Chart,
     series: &[Series],
+    errors: &[Vec<f64>],
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     area.fill(&WHITE).map_err(err)?;
-    let ((x0, x1), (y0, y1)) = bounds(series, chart.log_x, chart.log_y);
+    // The axes take in the bars' ends too (a bar's low end at or below 0 on a log axis
+    // is cut at the axis).
+    let ends: Vec<Series> = (0..series.len())
+        .map(|i| Series {
+            name: String::new(),
+            points: bars(series, errors, i)
+                .into_iter()
+                .flat_map(|(x, lo, hi)| [(x, lo), (x, hi)])
+                .collect(),
+        })
+        .chain(series.iter().cloned())
+        .collect();
+    let ((x0, x1), (y0, y1)) = bounds(&ends, chart.log_x, chart.log_y);
     // Category names for the ticks at 0, 1, 2, ...; the axis gets a half-step margin.
     let cats = &chart.x_categories;
     let (x0, x1) = if cats.is_empty() {
@@ -209,6 +250,24 @@ where
                     });
                 ctx.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                     .map_err(err)?;
+                // Error bars: a vertical line with short caps (in pixels) at both ends.
+                let cap = |x: f64, y: f64| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(-4, 0), (4, 0)], color.stroke_width(1))
+                };
+                for (x, lo, hi) in bars(series, errors, i) {
+                    let lo = if chart.log_y && lo <= 0.0 {
+                        y0
+                    } else {
+                        lo.max(y0)
+                    };
+                    ctx.draw_series([PathElement::new(
+                        vec![(x, lo), (x, hi)],
+                        color.stroke_width(1),
+                    )])
+                    .map_err(err)?;
+                    ctx.draw_series([cap(x, lo), cap(x, hi)]).map_err(err)?;
+                }
             }
             if series.len() > 1 || series.iter().any(|s| !s.name.is_empty()) {
                 ctx.configure_series_labels()
@@ -249,6 +308,30 @@ mod tests {
             points: vec![(0.0, 0.0), (1.0, 1.3), (2.0, 68.0)],
         }];
         assert_eq!(bounds(&s, false, true), ((1.0, 2.0), (1.0, 100.0)));
+    }
+
+    /// Error bars: only points with a positive error get one, drawn as a thin line with caps.
+    #[test]
+    fn error_bars_are_drawn_as_thin_lines_in_the_series_colour() {
+        let s = vec![Series {
+            name: "RND".into(),
+            points: vec![(1.0, 10.0), (2.0, 20.0)],
+        }];
+        let errors = vec![vec![0.0, 5.0]];
+        assert_eq!(bars(&s, &errors, 0), vec![(2.0, 15.0, 25.0)]);
+        assert!(bars(&s, &[], 0).is_empty());
+        let dir = std::env::temp_dir().join(format!("coalloc-plot-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = line_chart_with_errors(&dir.join("c"), &Chart::default(), &s, &errors).unwrap();
+        let plain = line_chart(&dir.join("p"), &Chart::default(), &s).unwrap();
+        // One bar: its line and two caps, thin lines in the series' colour (the series'
+        // own line is 2 px wide).
+        let bar = r##"stroke="#1F77B4" stroke-width="1""##;
+        let with = std::fs::read_to_string(&files[0]).unwrap();
+        let without = std::fs::read_to_string(&plain[0]).unwrap();
+        assert_eq!(with.matches(bar).count(), 3);
+        assert_eq!(without.matches(bar).count(), 0);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

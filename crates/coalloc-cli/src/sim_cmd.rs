@@ -2,7 +2,9 @@
 //! tables, per-job logs and plots.
 //!
 //! Outputs, in the output folder: `runs.csv` (one row per run: grid values, seed, every
-//! metric), `summary.csv` (one row per grid point: the mean over its seeds), `jobs/RUN.jsonl`
+//! metric), `summary.csv` (one row per grid point: the mean over its seeds and, when a point
+//! has several, `METRIC_sem` columns, the standard error of the mean σ/√n of seed 004 §V-D,
+//! also drawn as error bars in the plots), `jobs/RUN.jsonl`
 //! (one line per job, when the file asks), `sites/RUN.jsonl` (load samples, when
 //! `sim.sample_interval` is set) and `PLOT.svg` / `PLOT.png` for every `[[plot]]`.
 //!
@@ -226,6 +228,9 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
                 m.insert("seeds".into(), p.seeds.into());
                 for (k, v) in &p.means {
                     m.insert(k.clone(), (*v).into());
+                }
+                for (k, e) in p.sems.iter().filter(|(_, e)| !e.is_nan()) {
+                    m.insert(format!("{k}_sem"), (*e).into());
                 }
                 serde_json::Value::Object(m)
             })

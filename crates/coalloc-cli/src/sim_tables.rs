@@ -1,7 +1,7 @@
 //! `coalloc sim`'s tables and plots: the mean of every grid point over its seeds, the rows
 //! of `runs.csv` and `summary.csv`, the summary table, and the `[[plot]]` charts.
 
-use crate::plot::{line_chart, Chart, Series};
+use crate::plot::{line_chart_with_errors, Chart, Series};
 use crate::sim_cmd::Row;
 use crate::table;
 use coalloc_sim::experiment::spec::{label, PlotDoc};
@@ -16,11 +16,25 @@ pub struct Point {
     pub point: Vec<(String, Value)>,
     pub seeds: usize,
     pub means: Vec<(String, f64)>,
+    /// The standard error of each mean, σ/√n with σ the sample standard deviation over the
+    /// n seeds (seed 004 §V-D); NaN for a single seed.
+    pub sems: Vec<(String, f64)>,
+}
+
+/// σ/√n of n values with sum `s` and sum of squares `q`, σ the sample standard deviation;
+/// NaN below two values.
+fn standard_error(s: f64, q: f64, n: usize) -> f64 {
+    if n < 2 {
+        return f64::NAN;
+    }
+    let n = n as f64;
+    let var = ((q - s * s / n) / (n - 1.0)).max(0.0);
+    (var / n).sqrt()
 }
 
 pub fn summarize(results: &[Row]) -> Vec<Point> {
     let mut points: Vec<Point> = Vec::new();
-    let mut sums: Vec<BTreeMap<String, (f64, usize)>> = Vec::new();
+    let mut sums: Vec<BTreeMap<String, (f64, f64, usize)>> = Vec::new();
     let mut order: Vec<Vec<String>> = Vec::new();
     for r in results {
         let Ok(cols) = &r.cols else { continue };
@@ -31,6 +45,7 @@ pub fn summarize(results: &[Row]) -> Vec<Point> {
                     point: r.run.point.clone(),
                     seeds: 0,
                     means: Vec::new(),
+                    sems: Vec::new(),
                 });
                 sums.push(BTreeMap::new());
                 order.push(Vec::new());
@@ -43,17 +58,25 @@ pub fn summarize(results: &[Row]) -> Vec<Point> {
             if !sums[k].contains_key(name) {
                 order[k].push(name.clone());
             }
-            let e = sums[k].entry(name.clone()).or_insert((0.0, 0));
+            let e = sums[k].entry(name.clone()).or_insert((0.0, 0.0, 0));
             e.0 += x;
-            e.1 += 1;
+            e.1 += x * x;
+            e.2 += 1;
         }
     }
     for (k, p) in points.iter_mut().enumerate() {
         p.means = order[k]
             .iter()
             .map(|n| {
-                let (s, c) = sums[k][n];
+                let (s, _, c) = sums[k][n];
                 (n.clone(), s / c.max(1) as f64)
+            })
+            .collect();
+        p.sems = order[k]
+            .iter()
+            .map(|n| {
+                let (s, q, c) = sums[k][n];
+                (n.clone(), standard_error(s, q, c))
             })
             .collect();
     }
@@ -119,9 +142,15 @@ pub fn summary_csv(axes: &[String], points: &[Point]) -> String {
         .first()
         .map(|p| p.means.iter().map(|(k, _)| k.as_str()).collect())
         .unwrap_or_default();
+    // Standard errors only when some point has several seeds (empty cells for one seed).
+    let with_sem = points.iter().any(|p| p.seeds > 1);
+    let sem_names: Vec<String> = names.iter().map(|n| format!("{n}_sem")).collect();
     let mut header: Vec<&str> = axes.iter().map(String::as_str).collect();
     header.push("seeds");
     header.extend(&names);
+    if with_sem {
+        header.extend(sem_names.iter().map(String::as_str));
+    }
     let _ = writeln!(
         out,
         "{}",
@@ -135,6 +164,15 @@ pub fn summary_csv(axes: &[String], points: &[Point]) -> String {
         let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
         row.push(p.seeds.to_string());
         row.extend(p.means.iter().map(|(_, v)| format!("{v}")));
+        if with_sem {
+            row.extend(p.sems.iter().map(|(_, v)| {
+                if v.is_nan() {
+                    String::new()
+                } else {
+                    format!("{v}")
+                }
+            }));
+        }
         let _ = writeln!(
             out,
             "{}",
@@ -236,6 +274,9 @@ pub fn check_plot(plot: &PlotDoc, exp: &Experiment) -> Result<(), String> {
     Ok(())
 }
 
+/// One point of a plotted series: x, the mean over seeds, its standard error (0 if none).
+type PlotPoint = (f64, f64, f64);
+
 pub fn draw_plot(
     plot: &PlotDoc,
     exp: &Experiment,
@@ -250,7 +291,8 @@ pub fn draw_plot(
             axis_index(exp, k).is_some_and(|i| label(&p.point[i].1) == label(want))
         })
     };
-    let mut series: Vec<Series> = Vec::new();
+    // Per series: its name and (x, mean, standard error) of each point, sorted by x below.
+    let mut series: Vec<(String, Vec<PlotPoint>)> = Vec::new();
     for y in &plot.y {
         for p in points.iter().filter(|p| keep(p)) {
             let x_value = &p.point[xi].1;
@@ -264,6 +306,8 @@ pub fn draw_plot(
             let Some(v) = p.means.iter().find(|(k, _)| k == y).map(|(_, v)| *v) else {
                 continue;
             };
+            let sem = p.sems.iter().find(|(k, _)| k == y).map_or(0.0, |(_, e)| *e);
+            let sem = if sem.is_nan() { 0.0 } else { sem * scale };
             let mut name = if plot.y.len() > 1 {
                 y.clone()
             } else {
@@ -277,18 +321,24 @@ pub fn draw_plot(
                     format!("{name}, {s}")
                 };
             }
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((x, v * scale)),
-                None => series.push(Series {
-                    name,
-                    points: vec![(x, v * scale)],
-                }),
+            match series.iter_mut().find(|s| s.0 == name) {
+                Some(s) => s.1.push((x, v * scale, sem)),
+                None => series.push((name, vec![(x, v * scale, sem)])),
             }
         }
     }
-    for s in &mut series {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
+    let mut errors = Vec::new();
+    let series: Vec<Series> = series
+        .into_iter()
+        .map(|(name, mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            errors.push(pts.iter().map(|p| p.2).collect());
+            Series {
+                name,
+                points: pts.iter().map(|p| (p.0, p.1)).collect(),
+            }
+        })
+        .collect();
     let chart = Chart {
         title: plot.title.clone().unwrap_or_else(|| plot.file.clone()),
         x_label: plot.x_label.clone().unwrap_or_else(|| plot.x.clone()),
@@ -298,7 +348,7 @@ pub fn draw_plot(
         x_categories: categories(&exp.doc.grid[xi]),
         legend: plot.legend.clone(),
     };
-    line_chart(&out.join(&plot.file), &chart, &series)
+    line_chart_with_errors(&out.join(&plot.file), &chart, &series, &errors)
 }
 
 /// The labels of an axis whose values are not all numbers (those are plotted at their

@@ -395,7 +395,7 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
         reenable_after_outage: doc.reenable_after_outage.unwrap_or(true),
         sample_interval: dur(&doc.sample_interval, "sim.sample_interval")?,
         window_end: dur(&doc.window_end, "sim.window_end")?,
-        give_up_after: d.give_up_after,
+        give_up_after: dur(&doc.give_up_after, "sim.give_up_after")?.unwrap_or(d.give_up_after),
         scripted: d.scripted,
     })
 }
@@ -452,7 +452,9 @@ mod tests {
         };
         let doc: ExperimentDoc = toml::from_str(&text("at = \"600s\"\n")).unwrap();
         let run = build(&doc, 7, Path::new(".")).unwrap();
-        let submits: Vec<_> = (0..run.workload.len()).map(|i| run.workload.submit(i)).collect();
+        let submits: Vec<_> = (0..run.workload.len())
+            .map(|i| run.workload.submit(i))
+            .collect();
         assert_eq!(submits, vec![Some(600_000); 3]);
         assert_eq!(run.workload.local().len(), 2);
         for site in run.workload.local() {

@@ -153,7 +153,7 @@ impl Experiment {
     }
 
     /// Every run: the grid's points in order (the first axis varies slowest), each with
-    /// every seed.
+    /// every seed (the file's, or its axes' `seeds`), `seed_key` set to the seed.
     pub fn runs(&self) -> Result<Vec<Run>, String> {
         let seeds = self.doc.seeds.as_ref().map_or(vec![1], |s| s.list());
         if seeds.is_empty() {
@@ -164,6 +164,15 @@ impl Experiment {
         for axis in &self.doc.grid {
             if axis.values.is_empty() {
                 return Err(format!("grid `{}`: no values", axis.key));
+            }
+            if let Some(n) = &axis.seeds {
+                if n.len() != axis.values.len() || n.contains(&0) {
+                    return Err(format!(
+                        "grid `{}`: seeds must give a count of at least 1 for each of its {} values",
+                        axis.key,
+                        axis.values.len()
+                    ));
+                }
             }
             if let Some(l) = &axis.labels {
                 if l.len() != axis.values.len() {
@@ -203,15 +212,27 @@ impl Experiment {
                     set_path(&mut raw, &key, v).map_err(|e| format!("grid {e}"))?;
                 }
             }
-            let doc: ExperimentDoc = raw
-                .try_into()
-                .map_err(|e| format!("{}{e}", point_label(&columns)))?;
-            for &seed in &seeds {
+            let counts = point
+                .iter()
+                .zip(&self.doc.grid)
+                .filter_map(|(&i, axis)| axis.seeds.as_ref().map(|n| n[i]));
+            let point_seeds = counts
+                .max()
+                .map_or_else(|| seeds.clone(), |n| (1..=n).collect());
+            for seed in point_seeds {
+                let mut raw = raw.clone();
+                if let Some(key) = &self.doc.seed_key {
+                    let v = Value::Integer(i64::try_from(seed).map_err(|e| e.to_string())?);
+                    set_path(&mut raw, key, v).map_err(|e| format!("seed_key {e}"))?;
+                }
+                let doc: ExperimentDoc = raw
+                    .try_into()
+                    .map_err(|e| format!("{}{e}", point_label(&columns)))?;
                 runs.push(Run {
                     index: runs.len(),
                     point: columns.clone(),
                     seed,
-                    doc: doc.clone(),
+                    doc,
                 });
             }
         }
@@ -270,4 +291,53 @@ pub fn run_all(
         .into_iter()
         .flatten()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An axis's `seeds` gives each value's points their own seed count (the rest keep the
+    /// file's one seed), and `seed_key` hands each run's seed to the configuration: seed 004's
+    /// RND dispatch runs several times, its deterministic RR once.
+    #[test]
+    fn axis_seeds_and_seed_key_repeat_only_the_random_points() {
+        let dir = std::env::temp_dir().join(format!("coalloc-exp-seeds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("t.swf"),
+            "1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n",
+        )
+        .unwrap();
+        let text = "name = \"t\"\nseed_key = \"scheduler.tags.seed\"\n\
+            [[site]]\nname = \"a\"\nprocessors = 8\n[[site]]\nname = \"b\"\nprocessors = 8\n\
+            [scheduler]\npolicy = \"tags-chain\"\n\
+            [scheduler.tags]\nchains = [[\"a\", \"b\"]]\nlimits = [\"1m\"]\n\
+            [workload]\nkind = \"swf\"\ntrace = \"t.swf\"\n\
+            [[grid]]\nkey = \"scheduler.tags.dispatch\"\nvalues = [\"rr\", \"random\"]\n\
+            seeds = [1, 3]\n";
+        let exp = Experiment::parse(text, &dir.join("e.toml")).unwrap();
+        let runs = exp.runs().unwrap();
+        let got: Vec<(String, u64, Option<u64>)> = runs
+            .iter()
+            .map(|r| {
+                let tags = r.doc().scheduler.tags.as_ref().unwrap();
+                (tags.dispatch.clone().unwrap(), r.seed, tags.seed)
+            })
+            .collect();
+        let want = |d: &str, s: u64| (d.to_owned(), s, Some(s));
+        assert_eq!(
+            got,
+            vec![
+                want("rr", 1),
+                want("random", 1),
+                want("random", 2),
+                want("random", 3)
+            ]
+        );
+        let bad = text.replace("seeds = [1, 3]", "seeds = [1]");
+        let err = Experiment::parse(&bad, &dir.join("e.toml")).unwrap_err();
+        assert!(err.contains("seeds must give a count"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -4,6 +4,7 @@
 //! ```toml
 //! name = "lp-sweep"
 //! seeds = 5                       # seeds 1..=5, or a list [1, 7, 9]
+//! seed_key = "scheduler.tags.seed" # set to each run's seed (a policy's own RNG)
 //!
 //! [[site]]                        # as in a sites file
 //! name = "c0"
@@ -26,6 +27,7 @@
 //! [[grid]]                        # every combination of every axis, times every seed
 //! key = "scheduler.rpp.lp"        # a dotted path into this file
 //! values = [0.1, 0.5, 0.9]
+//! seeds = [1, 1, 10]              # optional: seeds 1..=n for each value's points
 //!
 //! [[subset]]                      # metrics of some jobs only, columns `short.METRIC`
 //! name = "short"
@@ -57,6 +59,10 @@ pub struct ExperimentDoc {
     pub description: Option<String>,
     #[serde(default)]
     pub seeds: Option<Seeds>,
+    /// A dotted path set to each run's seed, for randomness that the configuration seeds
+    /// rather than the simulator (`scheduler.tags.seed`: RND dispatch across chains).
+    #[serde(default)]
+    pub seed_key: Option<String>,
     /// Output folder, relative to the file; default `results`.
     #[serde(default)]
     pub output: Option<String>,
@@ -207,6 +213,10 @@ pub struct SimDoc {
     pub reenable_after_outage: Option<bool>,
     pub sample_interval: Option<Scalar>,
     pub window_end: Option<Scalar>,
+    /// Give up when the core still has work but nothing else can happen this long after the
+    /// last arrival (the jobs left count as unfinished); default 365 days. Seed 004's whole
+    /// traces on one or two chains need longer to drain their backlog.
+    pub give_up_after: Option<Scalar>,
 }
 
 /// A site outage.
@@ -252,6 +262,11 @@ pub struct Axis {
     pub name: Option<String>,
     /// Labels for the values in the CSV and plots (default: the values themselves).
     pub labels: Option<Vec<String>>,
+    /// How many seeds (1..=n) the points with each value run, one number per value, in
+    /// place of the file's `seeds`: `[1, 1, 10]` runs only the points of a random policy
+    /// (the third value) ten times. A point whose axes give several counts runs the largest.
+    #[serde(default)]
+    pub seeds: Option<Vec<u64>>,
 }
 
 impl Axis {
