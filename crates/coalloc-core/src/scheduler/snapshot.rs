@@ -94,6 +94,9 @@ impl Scheduler {
         }
         let mut core = saved.core;
         core.config = config;
+        for j in core.jobs.values_mut() {
+            core.shared.share(&mut j.job);
+        }
         Ok(Scheduler { core, queue })
     }
 }

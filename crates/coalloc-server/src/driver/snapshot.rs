@@ -1,20 +1,24 @@
 //! Snapshots of the server's state and compaction of the journal (issue 23, item 4).
 //!
-//! Once `server.snapshot_every` entries have been committed since the last snapshot, the
+//! Once `server.snapshot_every` entries (or an eighth of the jobs in memory, if more) have
+//! been committed since the last snapshot, the
 //! driver, between two turns (every entry committed, every command carried out: a
 //! consistent point), serializes what a replay of the journal up to its last entry `S`
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
-//! replicas, transfers, staging, arrays, jobs waiting to age out). A thread writes the
-//! bytes ([`super::codec`]) to `snapshot.bin.tmp`, syncs it, renames it to `snapshot.bin` and syncs
-//! the directory; then the driver deletes the journal's entries before `S`.
+//! replicas, transfers, staging, arrays, jobs waiting to age out), streaming the bytes
+//! ([`super::codec`]) to `snapshot.bin.tmp` as they are made (no buffer of the whole state,
+//! which the allocator would keep: issue 23, item 1). A thread then syncs that file, renames
+//! it to `snapshot.bin` and syncs the directory; then the driver deletes the journal's
+//! entries before `S`.
 //!
 //! A restart reads `snapshot.bin`, if there is one, and replays only the entries after
 //! `S`. A kill at any moment loses nothing: until the rename, the previous snapshot and the
 //! entries after it are all there (the journal is compacted only up to a snapshot already
 //! on disk); after it, the new one is, and entries it covers that are still in the journal
-//! are skipped by their number. `COALLOC_SNAPSHOT_PAUSE_MS` (tests only) makes the writer
-//! stop that long half-way through the temporary file, so that a test can kill it there.
+//! are skipped by their number. `COALLOC_SNAPSHOT_PAUSE_MS` (tests only) makes the writing
+//! thread stop that long before it syncs and renames the temporary file, so that a test can
+//! kill the server there.
 
 use super::clouds::VmInfo;
 use super::secrets::Secrets;
@@ -28,7 +32,7 @@ use coalloc_core::scheduler::snapshot::{Snapshot, SnapshotRef};
 use coalloc_core::scheduler::Scheduler;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io::Write;
+use std::io::Seek;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -164,9 +168,10 @@ struct State {
 }
 
 impl Driver {
-    /// The state as bytes, covering the journal up to its last entry; `None` if the queue
-    /// policy cannot be saved.
-    pub(crate) fn snapshot_bytes(&self) -> Option<Vec<u8>> {
+    /// Write the state, covering the journal up to its last entry, to `tmp` (flushed, not
+    /// synced): the file and its size; `None` if the queue policy cannot be saved or the
+    /// file cannot be written.
+    fn write_snapshot(&self, tmp: &Path) -> Option<(std::fs::File, u64)> {
         let state = StateRef {
             seq: self.journal.last_seq(),
             now: self.now,
@@ -189,13 +194,41 @@ impl Driver {
                 .collect(),
             staging: &self.staging,
         };
-        match super::codec::to_bytes(&state) {
-            Ok(bytes) => Some(bytes),
+        let written = std::fs::File::create(tmp)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                let w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let w = super::codec::to_writer(&state, w).map_err(|e| e.to_string())?;
+                let mut f = w.into_inner().map_err(|e| e.to_string())?;
+                let size = f.stream_position().map_err(|e| e.to_string())?;
+                Ok((f, size))
+            });
+        match written {
+            Ok(w) => Some(w),
             Err(e) => {
-                tracing::warn!("no snapshot: {e}");
+                tracing::warn!("no snapshot: {}: {e}", tmp.display());
                 None
             }
         }
+    }
+
+    /// Journal entries between two snapshots: `snapshot_every`, or an eighth of the jobs a
+    /// snapshot would hold if that is more (queued, waiting for admission, launched, ended
+    /// and still in memory). Writing a snapshot costs in proportion to the state: with a
+    /// fixed interval, a queue that grows to a million jobs would be written out forty times
+    /// (the submissions' cost growing with the queue, issue 23, item 5); with this one,
+    /// each entry pays for at most eight jobs written, and a restart replays at most an
+    /// eighth of the state's jobs in entries after its snapshot (0: never).
+    fn snapshot_interval(&self) -> i64 {
+        let every = self.config.snapshot_every as i64;
+        if every == 0 {
+            return 0;
+        }
+        let jobs = self.core.queued()
+            + self.core.awaiting_admission()
+            + self.launches.len()
+            + self.ended_at.len();
+        every.max(jobs as i64 / 8)
     }
 
     /// Between two turns: compact the journal up to the newest snapshot on disk, and take
@@ -212,7 +245,7 @@ impl Driver {
                 Err(e) => tracing::warn!("compacting the journal: {e}"),
             }
         }
-        let every = self.config.snapshot_every as i64;
+        let every = self.snapshot_interval();
         let last = self.journal.last_seq();
         let taken = self.snapshots.taken;
         if every == 0
@@ -223,12 +256,13 @@ impl Driver {
             return;
         }
         let t = std::time::Instant::now();
-        let Some(bytes) = self.snapshot_bytes() else {
+        let tmp = self.snapshots.path.with_extension("bin.tmp");
+        let Some((file, bytes)) = self.write_snapshot(&tmp) else {
             return;
         };
         tracing::info!(
             seq = last,
-            bytes = bytes.len(),
+            bytes,
             ms = t.elapsed().as_millis() as u64,
             "snapshot taken"
         );
@@ -240,7 +274,7 @@ impl Driver {
             self.snapshots.busy.clone(),
         );
         let write = move || {
-            match write_atomically(&path, &bytes) {
+            match put_in_place(file, &tmp, &path) {
                 Ok(()) => saved.store(last, Ordering::Release),
                 Err(e) => tracing::warn!("writing the snapshot {}: {e}", path.display()),
             }
@@ -293,23 +327,17 @@ impl Driver {
     }
 }
 
-/// Write `bytes` to `path` so that `path` holds either its old content or all of `bytes`,
-/// on disk when this returns.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("bin.tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    let half = bytes.len() / 2;
-    f.write_all(&bytes[..half])?;
+/// Sync `file`, written at `tmp`, and rename it to `path`, so that `path` holds either its
+/// old content or all of the new, on disk when this returns.
+fn put_in_place(file: std::fs::File, tmp: &Path, path: &Path) -> std::io::Result<()> {
     if let Some(ms) = std::env::var("COALLOC_SNAPSHOT_PAUSE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        f.flush()?;
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
-    f.write_all(&bytes[half..])?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(tmp, path)?;
     std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
