@@ -18,8 +18,7 @@
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
-//!                               # the journal compacted (0: never; at least an eighth of the
-//!                               # jobs in memory: see driver::snapshot)
+//!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
 //! transfer_timeout = "30m"      # a transfer not done by then fails (its file site's error)
 //!
@@ -176,8 +175,7 @@ pub struct ServerConfig {
     /// MinJobAge).
     pub min_job_age: Millis,
     /// Journal entries after the last snapshot that make the driver take a new one and
-    /// compact the journal (`server.snapshot_every`, default 25,000; 0: never), or an eighth
-    /// of the jobs in memory if that is more.
+    /// compact the journal (`server.snapshot_every`, default 25,000; 0: never).
     pub snapshot_every: u64,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,

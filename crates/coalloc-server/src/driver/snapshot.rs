@@ -1,7 +1,6 @@
 //! Snapshots of the server's state and compaction of the journal (issue 23, item 4).
 //!
-//! Once `server.snapshot_every` entries (or an eighth of the jobs in memory, if more) have
-//! been committed since the last snapshot, the
+//! Once `server.snapshot_every` entries have been committed since the last snapshot, the
 //! driver, between two turns (every entry committed, every command carried out: a
 //! consistent point), serializes what a replay of the journal up to its last entry `S`
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
@@ -212,25 +211,6 @@ impl Driver {
         }
     }
 
-    /// Journal entries between two snapshots: `snapshot_every`, or an eighth of the jobs a
-    /// snapshot would hold if that is more (queued, waiting for admission, launched, ended
-    /// and still in memory). Writing a snapshot costs in proportion to the state: with a
-    /// fixed interval, a queue that grows to a million jobs would be written out forty times
-    /// (the submissions' cost growing with the queue, issue 23, item 5); with this one,
-    /// each entry pays for at most eight jobs written, and a restart replays at most an
-    /// eighth of the state's jobs in entries after its snapshot (0: never).
-    fn snapshot_interval(&self) -> i64 {
-        let every = self.config.snapshot_every as i64;
-        if every == 0 {
-            return 0;
-        }
-        let jobs = self.core.queued()
-            + self.core.awaiting_admission()
-            + self.launches.len()
-            + self.ended_at.len();
-        every.max(jobs as i64 / 8)
-    }
-
     /// Between two turns: compact the journal up to the newest snapshot on disk, and take
     /// a new snapshot if `snapshot_every` entries came since the last one (`wait`: write it
     /// before returning, as at a stop; otherwise a thread writes it).
@@ -245,7 +225,7 @@ impl Driver {
                 Err(e) => tracing::warn!("compacting the journal: {e}"),
             }
         }
-        let every = self.snapshot_interval();
+        let every = self.config.snapshot_every as i64;
         let last = self.journal.last_seq();
         let taken = self.snapshots.taken;
         if every == 0
