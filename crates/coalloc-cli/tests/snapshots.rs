@@ -72,7 +72,8 @@ fn usable(s: &Server) -> Vec<Value> {
 fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() {
     let config =
         three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nsnapshot_every = 500\n");
-    // The snapshot writer stops for 5 s half-way through its temporary file.
+    // The snapshot's writing thread stops for 5 s before it syncs and renames its
+    // temporary file.
     let mut s = Server::start_with_env(
         "snapshot-kill",
         &config,

@@ -15,7 +15,7 @@
 //! when it exists).
 
 mod common;
-use coalloc_core::model::{Component, Job, Site};
+use coalloc_core::model::{Component, ComponentDetails, Job, JobExtra, Site};
 use coalloc_core::scheduler::jobs::{CompState, JobState};
 use coalloc_core::scheduler::*;
 use common::queued_job;
@@ -90,8 +90,12 @@ fn measure(policy: &str, jobs: usize) {
     let started = Instant::now();
     let (live0, allocs0) = (LIVE.load(Relaxed), ALLOCS.load(Relaxed));
     for k in 0..jobs {
-        s.handle(1, Event::Submit(Box::new(queued_job(k))))
-            .expect("accepted");
+        let job = if scale_jobs() {
+            scale_job(k)
+        } else {
+            queued_job(k)
+        };
+        s.handle(1, Event::Submit(Box::new(job))).expect("accepted");
         while s.poll_command().is_some() {}
     }
     let (live1, allocs1) = (LIVE.load(Relaxed), ALLOCS.load(Relaxed));
@@ -144,24 +148,49 @@ fn measure(policy: &str, jobs: usize) {
 /// tries), the `JobState`s themselves, and the rest (the job map's B-tree nodes beyond the
 /// states they hold, the queue policy's maps).
 fn breakdown(policy: &str, s: &Scheduler, live: usize, jobs: usize) {
-    let (mut components, mut states, mut tries) = (0, 0, 0);
+    let (mut components, mut states, mut tries, mut boxes) = (0, 0, 0, 0);
     for j in s.jobs() {
         components += j.job.components.capacity() * size_of::<Component>();
+        boxes += j.job.extra.as_ref().map_or(0, |_| size_of::<JobExtra>());
+        // Details shared by several components count a share each.
+        boxes += j
+            .job
+            .components
+            .iter()
+            .filter_map(|c| c.details.as_ref())
+            .map(|d| size_of::<ComponentDetails>() / std::sync::Arc::strong_count(d))
+            .sum::<usize>();
         states += j.comps.capacity() * size_of::<CompState>();
         tries += j.record.try_times.capacity() * size_of::<i64>();
     }
     let inline = jobs * size_of::<JobState>();
-    let rest = live as i64 - (components + states + tries + inline) as i64;
+    let rest = live as i64 - (components + states + tries + boxes + inline) as i64;
     let per = |b: usize| b as f64 / jobs as f64;
     println!(
         "memory/{policy}: per job: JobState {:.0} + Vec<Component> {:.0} + Vec<CompState> {:.0} \
-         + try_times {:.0} + the rest (job map's B-tree slack, queue maps) {:.0}",
+         + try_times {:.0} + JobExtra and ComponentDetails boxes {:.0} + the rest (job map's B-tree slack, queue maps) {:.0}",
         per(inline),
         per(components),
         per(states),
         per(tries),
+        per(boxes),
         rest as f64 / jobs as f64
     );
+}
+
+/// `COALLOC_BENCH_SHAPE=scale`: the jobs of `bench/scale.sh` instead (a name, the user
+/// `bench`, two one-processor components running `/bin/true`), read from the native JSON
+/// spec as the server reads them.
+fn scale_jobs() -> bool {
+    std::env::var("COALLOC_BENCH_SHAPE").is_ok_and(|v| v == "scale")
+}
+
+fn scale_job(k: usize) -> Job {
+    let text = format!(
+        r#"{{"name": "j{k}", "user": "bench", "kind": "unordered", "component": [
+        {{"count": 1, "executable": "/bin/true"}}, {{"count": 1, "executable": "/bin/true"}}]}}"#
+    );
+    coalloc_core::spec::native::from_json(&text).expect("a valid job")
 }
 
 fn main() {
@@ -178,12 +207,15 @@ fn main() {
             .collect(),
     };
     println!(
-        "memory: size_of JobState {} (Job {}, JobRecord {}), Component {}, CompState {}",
+        "memory: size_of JobState {} (Job {}, JobRecord {}), Component {}, CompState {}, \
+         JobExtra {}, ComponentDetails {}",
         size_of::<JobState>(),
         size_of::<Job>(),
         size_of::<JobRecord>(),
         size_of::<Component>(),
-        size_of::<CompState>()
+        size_of::<CompState>(),
+        size_of::<JobExtra>(),
+        size_of::<ComponentDetails>()
     );
     for p in policies {
         measure(&p, jobs);

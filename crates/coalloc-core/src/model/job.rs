@@ -1,7 +1,9 @@
 //! Jobs and their components (seed 002 §3.2, seed 003 §3.2.1, seed 000 §2.3, seed 001 §2).
 
 use super::{Millis, Time};
+use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 
 /// Job priority: KOALA's two placement queues (seed 000 §2.4, §3.1).
 #[derive(
@@ -197,8 +199,10 @@ pub struct InputFile {
 ///
 /// What the scheduler decides on (size, site, start type, job type) is kept inline; what
 /// only the resource manager needs (executable, arguments, environment, ...) sits in one
-/// boxed [`ComponentDetails`], absent when empty, so that a queued job stays small. Two
-/// components are equal when their fields are, whether empty details are boxed or absent.
+/// shared [`ComponentDetails`], absent when empty, so that a queued job stays small: the
+/// scheduler makes components with equal details share one (see
+/// [`SharedDetails`]; a change copies them first). Two components
+/// are equal when their fields are, whether empty details are kept or absent.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Component {
     /// Processors (for a flexible job's template: the job's total).
@@ -209,7 +213,8 @@ pub struct Component {
     pub site: Option<String>,
     /// Everything else; read it through the accessors, change it with
     /// [`Component::details_mut`].
-    pub details: Option<Box<ComponentDetails>>,
+    #[serde(default, deserialize_with = "read_shared")]
+    pub details: Option<Arc<ComponentDetails>>,
 }
 
 /// A component's fields that only the resource manager reads.
@@ -226,6 +231,73 @@ pub struct ComponentDetails {
     pub max_wall_time: Option<Millis>,
     /// Every other attribute, verbatim.
     pub attributes: Vec<Attribute>,
+}
+
+/// How many distinct component details [`SharedDetails`] remembers.
+const SHARED_DETAILS: usize = 8;
+
+/// The component details seen last, so that submitted jobs whose components run the same
+/// program the same way (every job of a batch or an array, as a rule) share one copy of
+/// them instead of holding one each: what keeps a queued job small when its components name
+/// an executable (issue 23, item 1). The few most recently seen distinct details are kept,
+/// most recent first; not in a snapshot (a restored core shares its jobs' details again).
+#[derive(Debug, Default)]
+pub struct SharedDetails {
+    recent: VecDeque<Arc<ComponentDetails>>,
+}
+
+impl SharedDetails {
+    /// Make `job`'s components share details equal to ones seen lately, and trim its
+    /// component vector to its length.
+    pub fn share(&mut self, job: &mut Job) {
+        for d in job.components.iter_mut().filter_map(|c| c.details.as_mut()) {
+            if let Some(r) = self.find(d) {
+                *d = r;
+            } else {
+                self.remember(Arc::clone(d));
+            }
+        }
+        job.components.shrink_to_fit();
+    }
+
+    /// `d`, or details equal to it seen lately.
+    fn intern(&mut self, d: ComponentDetails) -> Arc<ComponentDetails> {
+        self.find(&d).unwrap_or_else(|| {
+            let d = Arc::new(d);
+            self.remember(Arc::clone(&d));
+            d
+        })
+    }
+
+    /// Details equal to `d` seen lately (now the most recent).
+    fn find(&mut self, d: &ComponentDetails) -> Option<Arc<ComponentDetails>> {
+        let i = self.recent.iter().position(|r| **r == *d)?;
+        let r = self.recent.remove(i)?;
+        self.recent.push_front(Arc::clone(&r));
+        Some(r)
+    }
+
+    fn remember(&mut self, d: Arc<ComponentDetails>) {
+        self.recent.truncate(SHARED_DETAILS - 1);
+        self.recent.push_front(d);
+    }
+}
+
+thread_local! {
+    /// The details read last on this thread ([`read_shared`]).
+    static READ: std::cell::RefCell<SharedDetails> = std::cell::RefCell::default();
+}
+
+/// Read a component's details, sharing them with equal ones read lately on this thread: a
+/// snapshot of a million queued jobs restores one copy of the details they have in common,
+/// not a million that are then dropped for a shared one (their memory would stay with the
+/// allocator).
+fn read_shared<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Arc<ComponentDetails>>, D::Error> {
+    use serde::Deserialize;
+    let details = Option::<ComponentDetails>::deserialize(d)?;
+    Ok(details.map(|x| READ.with(|r| r.borrow_mut().intern(x))))
 }
 
 static NO_DETAILS: ComponentDetails = ComponentDetails {
@@ -252,9 +324,9 @@ impl Component {
         self.details.as_deref().unwrap_or(&NO_DETAILS)
     }
 
-    /// The details, to change them (boxed on first use).
+    /// The details, to change them (made on first use; copied first if shared).
     pub fn details_mut(&mut self) -> &mut ComponentDetails {
-        self.details.get_or_insert_with(Box::default)
+        Arc::make_mut(self.details.get_or_insert_with(Arc::default))
     }
 
     /// This component with its details changed by `f`.

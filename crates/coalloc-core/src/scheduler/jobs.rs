@@ -244,6 +244,11 @@ impl JobTable {
         self.jobs.iter().filter_map(|j| j.as_deref())
     }
 
+    /// Every job not forgotten, by number, to change.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut JobState> {
+        self.jobs.iter_mut().filter_map(|j| j.as_deref_mut())
+    }
+
     /// Every job not forgotten numbered after `after`, by number: a page of a listing
     /// starts where the last one stopped without walking the jobs before it.
     pub fn values_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {

@@ -121,6 +121,9 @@ struct Core {
     provision_now: bool,
     /// When provisioning wants to decide again if nothing else happens.
     provision_at: Option<Time>,
+    /// Component details that submitted jobs share.
+    #[serde(skip)]
+    shared: crate::model::SharedDetails,
 }
 
 /// The scheduling core. See the module documentation.
@@ -150,6 +153,7 @@ impl Scheduler {
                 clouds,
                 next_vm: 1,
                 provision_at: None,
+                shared: crate::model::SharedDetails::default(),
                 sites,
                 config,
                 jobs: jobs::JobTable::default(),
@@ -481,9 +485,14 @@ impl Scheduler {
 }
 
 impl Core {
-    fn submit(&mut self, job: Job, fit: Option<crate::placement::Fit>) -> Result<JobId, Rejected> {
+    fn submit(
+        &mut self,
+        mut job: Job,
+        fit: Option<crate::placement::Fit>,
+    ) -> Result<JobId, Rejected> {
         crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
         self.check_fits_when_empty(&job, fit)?;
+        self.shared.share(&mut job);
         let id = self.next_job;
         self.next_job += 1;
         self.jobs.insert(id, JobState::new(id, job, self.now));

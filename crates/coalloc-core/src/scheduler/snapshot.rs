@@ -210,6 +210,9 @@ impl Scheduler {
                 );
             }
         }
+        for j in core.jobs.values_mut() {
+            core.shared.share(&mut j.job);
+        }
         core.dirty |= !changes.is_empty();
         Ok((Scheduler { core, queue }, changes))
     }

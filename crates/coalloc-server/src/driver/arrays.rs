@@ -6,7 +6,6 @@
 use super::msg::ApiError;
 use super::Driver;
 use crate::entry::Entry;
-use crate::state::random_hex;
 use coalloc_core::model::Job;
 use coalloc_core::scheduler::Reply;
 
@@ -47,8 +46,8 @@ impl Driver {
         let mut count = 0;
         let mut refused = None;
         for _ in start..=end {
-            let secret = random_hex(16).map_err(|e| e.to_string())?;
-            match self.apply(Entry::submit(job, secret)) {
+            let secret = self.secrets.fresh().map_err(|e| e.to_string())?;
+            match self.submit(job.clone(), secret) {
                 Ok(Reply::Submitted(id)) => {
                     first.get_or_insert(id);
                     count += 1;

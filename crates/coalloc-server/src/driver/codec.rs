@@ -15,9 +15,12 @@ pub struct CodecError(String);
 
 type Result<T, E = CodecError> = std::result::Result<T, E>;
 
-/// `value`'s bytes.
-pub fn to_bytes<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    postcard::to_allocvec(value).map_err(|e| CodecError(e.to_string()))
+/// Write `value`'s bytes to `writer`, as they are made (no buffer of the whole value).
+pub fn to_writer<T: serde::Serialize + ?Sized, W: std::io::Write>(
+    value: &T,
+    writer: W,
+) -> Result<W> {
+    postcard::to_io(value, writer).map_err(|e| CodecError(e.to_string()))
 }
 
 /// The value `bytes` hold; every byte must be used.
@@ -84,7 +87,7 @@ mod tests {
             boxed: Some(Box::new(inner)),
             skipped: 0,
         };
-        let bytes = to_bytes(&v).unwrap();
+        let bytes = to_writer(&v, Vec::new()).unwrap();
         assert_eq!(from_bytes::<Value>(&bytes).unwrap(), v);
         // Cut short or with bytes left over: an error, not a panic.
         assert!(from_bytes::<Value>(&bytes[..bytes.len() - 1]).is_err());

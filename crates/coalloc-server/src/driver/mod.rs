@@ -39,8 +39,8 @@ use crate::metrics::Metrics;
 use crate::sites::SiteWorker;
 use crate::state::StateDir;
 use coalloc_backends::{Backend, SiteLoad};
-use coalloc_core::model::Time;
-use coalloc_core::scheduler::{Rejected, Reply as CoreReply, Scheduler};
+use coalloc_core::model::{Job, Time};
+use coalloc_core::scheduler::{Event, Rejected, Reply as CoreReply, Scheduler};
 use msg::{Msg, Request};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -318,6 +318,19 @@ impl Driver {
             }
             Err(e) => return Err(Rejected::Invalid(e)),
         };
+        self.apply_event(entry, ev)
+    }
+
+    /// Submit `job` with `secret`: [`Driver::apply`] of its `submit` entry, with the job
+    /// handed to the core as it is instead of read back from the entry's JSON (the same
+    /// job: the native spec is lossless; issue 23, item 5).
+    pub(crate) fn submit(&mut self, job: Job, secret: String) -> Result<CoreReply, Rejected> {
+        let entry = Entry::submit(&job, secret);
+        self.apply_event(entry, Event::Submit(Box::new(job)))
+    }
+
+    /// [`Driver::apply`] of an entry whose core event is `ev`.
+    fn apply_event(&mut self, entry: Entry, ev: Event) -> Result<CoreReply, Rejected> {
         let reply = self.core.handle(self.now, ev)?;
         self.vm_effect(&entry);
         self.catalog_effect(&entry);

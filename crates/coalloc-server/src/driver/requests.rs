@@ -5,7 +5,6 @@
 use super::msg::{ApiError, BarrierAnswer, EditRequest, Request};
 use super::Driver;
 use crate::entry::{EditOp, Entry};
-use crate::state::random_hex;
 use crate::views::{SchedulerView, SitesView};
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
 use coalloc_core::scheduler::{Fault, LaunchId, Rejected, Reply};
@@ -28,8 +27,8 @@ impl Driver {
                 let answers = jobs
                     .into_iter()
                     .map(|job| {
-                        let secret = random_hex(16).map_err(|e| e.to_string())?;
-                        match self.apply(Entry::submit(&job, secret)) {
+                        let secret = self.secrets.fresh().map_err(|e| e.to_string())?;
+                        match self.submit(job, secret) {
                             Ok(Reply::Submitted(id)) => {
                                 let waits = self.core.job(id).is_some_and(|j| j.awaiting_admission);
                                 self.emit(serde_json::json!({"event": "submitted", "job": id,

@@ -9,7 +9,8 @@
 //! ([`super::forked`]) writes it ([`super::codec`]) to `snapshot.bin.tmp` and syncs it, so the
 //! driver stops only for the fork; a thread waits for the child, renames the file to
 //! `snapshot.bin` and syncs the directory; then the driver deletes the journal's entries
-//! before `S`. At a stop, or if forking fails, the driver serializes the state itself.
+//! before `S`. At a stop, or if forking fails, the driver streams the state to the file
+//! itself (through a 1 MiB buffer, not one of the whole state) and a thread syncs it.
 //!
 //! A restart reads `snapshot.bin`, if there is one, and replays only the entries after
 //! `S`. A kill at any moment loses nothing: until the rename, the previous snapshot and the
@@ -30,7 +31,7 @@ use coalloc_core::scheduler::snapshot::{Snapshot, SnapshotRef};
 use coalloc_core::scheduler::Scheduler;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io::Write;
+use std::io::Seek;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -196,12 +197,24 @@ impl Driver {
         })
     }
 
-    /// The state as bytes ([`Driver::state_ref`]).
-    pub(crate) fn snapshot_bytes(&self) -> Option<Vec<u8>> {
-        match super::codec::to_bytes(&self.state_ref()?) {
-            Ok(bytes) => Some(bytes),
+    /// Write the state ([`Driver::state_ref`]) to `tmp` through a 1 MiB buffer (no buffer
+    /// of the whole state, which the allocator would keep), flushed, not synced: the file
+    /// and its size; `None` if the policy cannot be saved or the file cannot be written.
+    fn write_snapshot(&self, tmp: &Path) -> Option<(std::fs::File, u64)> {
+        let state = self.state_ref()?;
+        let written = std::fs::File::create(tmp)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                let w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let w = super::codec::to_writer(&state, w).map_err(|e| e.to_string())?;
+                let mut f = w.into_inner().map_err(|e| e.to_string())?;
+                let size = f.stream_position().map_err(|e| e.to_string())?;
+                Ok((f, size))
+            });
+        match written {
+            Ok(w) => Some(w),
             Err(e) => {
-                tracing::warn!("no snapshot: {e}");
+                tracing::warn!("no snapshot: {}: {e}", tmp.display());
                 None
             }
         }
@@ -286,19 +299,22 @@ impl Driver {
                 }
             }
         }
-        let Some(bytes) = self.snapshot_bytes() else {
+        let Some((file, bytes)) = self.write_snapshot(&tmp) else {
             return;
         };
         tracing::info!(
             seq = last,
-            bytes = bytes.len(),
+            bytes,
             ms = t.elapsed().as_millis() as u64,
             "snapshot taken"
         );
         self.snapshots.taken = last;
         busy.store(true, Ordering::Release);
         let write = move || {
-            match write_atomically(&tmp, &path, &bytes, pause) {
+            if let Some(ms) = pause {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
+            match file.sync_all().and_then(|()| publish(&tmp, &path)) {
                 Ok(()) => saved.store(last, Ordering::Release),
                 Err(e) => tracing::warn!("writing the snapshot {}: {e}", path.display()),
             }
@@ -361,26 +377,6 @@ fn pause_ms() -> Option<u64> {
     std::env::var("COALLOC_SNAPSHOT_PAUSE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-}
-
-/// Write `bytes` to `tmp`, then [`publish`] it as `path`; stop `pause` ms half-way.
-fn write_atomically(
-    tmp: &Path,
-    path: &Path,
-    bytes: &[u8],
-    pause: Option<u64>,
-) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(tmp)?;
-    let half = bytes.len() / 2;
-    f.write_all(&bytes[..half])?;
-    if let Some(ms) = pause {
-        f.flush()?;
-        std::thread::sleep(std::time::Duration::from_millis(ms));
-    }
-    f.write_all(&bytes[half..])?;
-    f.sync_all()?;
-    drop(f);
-    publish(tmp, path)
 }
 
 /// `tmp`, written and synced, becomes `path`: renamed, and the directory synced, so that
