@@ -91,8 +91,11 @@ fn a_command_provider_runs_its_programs_and_survives_a_restart() {
     let mut s = Server::start("cloud-command", &config(&manager));
     let filler = s.submit(&one(4, "sleep 4"));
     s.wait_for(filler, 30, "running", |j| j["state"] == "running");
-    let burst = s.submit(&one(2, "sleep 1; echo on $COALLOC_SITE"));
+    let burst = s.submit(&one(2, "sleep 3; echo on $COALLOC_SITE"));
     wait_cloud(&s, 20, "grown", |c| c["capacity"] == 2);
+    // Killed once the burst runs on the VM (killed while its submission was under way, it
+    // would be placed again after its back-off, wherever there is room then).
+    s.wait_for(burst, 30, "running", |j| j["state"] == "running");
     // A restart keeps the leased VM: the site still has its processors. (A lease under way
     // at the kill would be asked for again, with the same VM number: lease programs must
     // be idempotent per VM.)
