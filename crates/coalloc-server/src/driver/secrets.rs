@@ -1,7 +1,9 @@
 //! Every live job's secret (the bearer token of its barrier and rendezvous calls), kept in
 //! 16 bytes a job: a secret is 32 hex digits (`random_hex(16)`), stored as its bytes in a
-//! vector indexed by job number (jobs are numbered densely from 1). A secret of another
-//! form (a journal of another version) is kept as text beside.
+//! map by job number. A map, not a vector indexed by number: a job queued for long would
+//! keep a slot for every job numbered after it that has long left (16 bytes each, in memory
+//! and in every snapshot). A secret of another form (a journal of another version) is kept
+//! as text beside.
 //!
 //! New secrets are drawn from `/dev/urandom` 256 at a time ([`Secrets::fresh`]): one read
 //! per 256 submissions instead of an open and a read each (issue 23, item 5).
@@ -11,11 +13,7 @@ use std::collections::BTreeMap;
 /// The secrets, by job.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Secrets {
-    /// Slot `job - 1`; all zeros: none.
-    packed: std::collections::VecDeque<[u8; 16]>,
-    /// Jobs numbered up to this one have no slot: their secrets were all removed, and the
-    /// empty slots at the front dropped (a server that ran millions of jobs keeps none for them).
-    base: u64,
+    packed: BTreeMap<u64, [u8; 16]>,
     other: BTreeMap<u64, String>,
     /// Random bytes not yet handed out (not in a snapshot).
     #[serde(skip)]
@@ -50,10 +48,6 @@ fn to_hex(bytes: &[u8]) -> String {
 }
 
 impl Secrets {
-    fn slot(&self, job: u64) -> Option<usize> {
-        usize::try_from(job.checked_sub(self.base + 1)?).ok()
-    }
-
     /// A new secret: 32 random hex digits, as `crate::state::random_hex(16)` makes them.
     pub fn fresh(&mut self) -> std::io::Result<String> {
         if self.pool.len() < SECRET_BYTES {
@@ -69,15 +63,9 @@ impl Secrets {
     }
 
     pub fn insert(&mut self, job: u64, secret: &str) {
-        let Some(slot) = self.slot(job) else {
-            return;
-        };
         match pack(secret) {
             Some(p) => {
-                if self.packed.len() <= slot {
-                    self.packed.resize(slot + 1, [0; 16]);
-                }
-                self.packed[slot] = p;
+                self.packed.insert(job, p);
             }
             None => {
                 self.other.insert(job, secret.to_string());
@@ -89,25 +77,12 @@ impl Secrets {
         if let Some(s) = self.other.get(&job) {
             return Some(s.clone());
         }
-        let p = self
-            .packed
-            .get(self.slot(job)?)
-            .filter(|p| **p != [0; 16])?;
-        Some(to_hex(p))
+        self.packed.get(&job).map(|p| to_hex(p))
     }
 
     pub fn remove(&mut self, job: u64) {
         self.other.remove(&job);
-        if let Some(p) = self.slot(job).and_then(|slot| self.packed.get_mut(slot)) {
-            *p = [0; 16];
-        }
-        while self.packed.front() == Some(&[0; 16]) {
-            self.packed.pop_front();
-            self.base += 1;
-        }
-        if self.packed.capacity() > 1024 && self.packed.len() < self.packed.capacity() / 4 {
-            self.packed.shrink_to(self.packed.len() * 2);
-        }
+        self.packed.remove(&job);
     }
 }
 
@@ -143,19 +118,18 @@ mod tests {
     }
 
     #[test]
-    fn removed_secrets_at_the_front_leave_no_slot() {
+    fn removed_secrets_leave_nothing_behind() {
         let mut s = Secrets::default();
         let hex = |i: u64| format!("{:032x}", i + 1);
         for j in 1..=3000 {
             s.insert(j, &hex(j));
         }
         s.remove(2);
-        assert_eq!((s.base, s.packed.len()), (0, 3000));
+        assert_eq!(s.packed.len(), 2999);
         for j in (1..=2999).filter(|&j| j != 2) {
             s.remove(j);
         }
-        assert_eq!((s.base, s.packed.len()), (2999, 1));
-        assert!(s.packed.capacity() < 3000, "room given back");
+        assert_eq!(s.packed.len(), 1);
         assert_eq!(s.get(3000), Some(hex(3000)));
         assert_eq!(s.get(5), None);
         s.insert(3001, &hex(3001));
