@@ -91,6 +91,12 @@ fn csv_cell(s: &str) -> String {
     }
 }
 
+/// Append one CSV line of `cells` to `out`.
+fn csv_line<S: AsRef<str>>(out: &mut String, cells: &[S]) {
+    let line: Vec<String> = cells.iter().map(|c| csv_cell(c.as_ref())).collect();
+    let _ = writeln!(out, "{}", line.join(","));
+}
+
 pub fn runs_csv(axes: &[String], results: &[Row]) -> String {
     let mut out = String::new();
     let metric_names: Vec<String> = results
@@ -102,15 +108,7 @@ pub fn runs_csv(axes: &[String], results: &[Row]) -> String {
     header.extend(axes.iter().cloned());
     header.extend(metric_names.iter().cloned());
     header.push("error".to_owned());
-    let _ = writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_cell(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    csv_line(&mut out, &header);
     for r in results {
         let mut row = vec![r.run.name(), r.run.seed.to_string()];
         row.extend(r.run.point.iter().map(|(_, v)| label(v)));
@@ -124,14 +122,7 @@ pub fn runs_csv(axes: &[String], results: &[Row]) -> String {
                 row.push(e.clone());
             }
         }
-        let _ = writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|c| csv_cell(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+        csv_line(&mut out, &row);
     }
     out
 }
@@ -151,15 +142,7 @@ pub fn summary_csv(axes: &[String], points: &[Point]) -> String {
     if with_sem {
         header.extend(sem_names.iter().map(String::as_str));
     }
-    let _ = writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_cell(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    csv_line(&mut out, &header);
     for p in points {
         let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
         row.push(p.seeds.to_string());
@@ -173,14 +156,7 @@ pub fn summary_csv(axes: &[String], points: &[Point]) -> String {
                 }
             }));
         }
-        let _ = writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|c| csv_cell(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+        csv_line(&mut out, &row);
     }
     out
 }
