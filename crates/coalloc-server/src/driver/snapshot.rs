@@ -256,42 +256,25 @@ impl Driver {
             self.snapshots.busy.clone(),
         );
         let tmp = path.with_extension("bin.tmp");
+        // How the file gets on disk, run by a thread (or here, at a stop): waiting for a
+        // forked child, or syncing what the driver wrote.
+        type Finish = Box<dyn FnOnce() -> Result<(), String> + Send>;
+        let mut forked = false;
+        let mut finish: Option<Finish> = None;
         if !wait && !self.snapshots.no_fork.load(Ordering::Acquire) {
             let Some(state) = self.state_ref() else {
                 return;
             };
             match super::forked::fork_write(&state, &tmp, pause) {
                 Ok(pid) => {
-                    drop(state);
                     tracing::info!(
                         seq = last,
                         pid,
                         ms = t.elapsed().as_millis() as u64,
                         "snapshot taken (forked)"
                     );
-                    self.snapshots.taken = last;
-                    busy.store(true, Ordering::Release);
-                    let no_fork = self.snapshots.no_fork.clone();
-                    std::thread::spawn(move || {
-                        let done = super::forked::wait(pid)
-                            .and_then(|()| publish(&tmp, &path).map_err(|e| e.to_string()));
-                        match done {
-                            Ok(()) => {
-                                tracing::info!(
-                                    seq = last,
-                                    ms = t.elapsed().as_millis() as u64,
-                                    "snapshot written"
-                                );
-                                saved.store(last, Ordering::Release);
-                            }
-                            Err(e) => {
-                                tracing::warn!("a forked snapshot failed ({e}): snapshots are written by the driver from now on");
-                                no_fork.store(true, Ordering::Release);
-                            }
-                        }
-                        busy.store(false, Ordering::Release);
-                    });
-                    return;
+                    forked = true;
+                    finish = Some(Box::new(move || super::forked::wait(pid)));
                 }
                 Err(e) => {
                     tracing::warn!("fork for a snapshot: {e}; the driver writes it");
@@ -299,23 +282,45 @@ impl Driver {
                 }
             }
         }
-        let Some((file, bytes)) = self.write_snapshot(&tmp) else {
-            return;
+        let finish = match finish {
+            Some(f) => f,
+            None => {
+                let Some((file, bytes)) = self.write_snapshot(&tmp) else {
+                    return;
+                };
+                tracing::info!(
+                    seq = last,
+                    bytes,
+                    ms = t.elapsed().as_millis() as u64,
+                    "snapshot taken"
+                );
+                Box::new(move || {
+                    if let Some(ms) = pause {
+                        std::thread::sleep(std::time::Duration::from_millis(ms));
+                    }
+                    file.sync_all().map_err(|e| e.to_string())
+                })
+            }
         };
-        tracing::info!(
-            seq = last,
-            bytes,
-            ms = t.elapsed().as_millis() as u64,
-            "snapshot taken"
-        );
         self.snapshots.taken = last;
         busy.store(true, Ordering::Release);
+        let no_fork = self.snapshots.no_fork.clone();
         let write = move || {
-            if let Some(ms) = pause {
-                std::thread::sleep(std::time::Duration::from_millis(ms));
-            }
-            match file.sync_all().and_then(|()| publish(&tmp, &path)) {
-                Ok(()) => saved.store(last, Ordering::Release),
+            match finish().and_then(|()| publish(&tmp, &path).map_err(|e| e.to_string())) {
+                Ok(()) => {
+                    tracing::info!(
+                        seq = last,
+                        ms = t.elapsed().as_millis() as u64,
+                        "snapshot written"
+                    );
+                    saved.store(last, Ordering::Release);
+                }
+                Err(e) if forked => {
+                    tracing::warn!(
+                        "a forked snapshot failed ({e}): snapshots are written by the driver from now on"
+                    );
+                    no_fork.store(true, Ordering::Release);
+                }
                 Err(e) => tracing::warn!("writing the snapshot {}: {e}", path.display()),
             }
             busy.store(false, Ordering::Release);
