@@ -199,12 +199,7 @@ fn jobs(
                         );
                         job.submit = Some(g.submit);
                         job.deadline = Some(g.deadline);
-                        job.runtime_estimate = Some(g.runtime);
-                        SimJob {
-                            tag: i as i64,
-                            job,
-                            runtime: g.runtime,
-                        }
+                        known_runtime(i, job, g.runtime)
                     })
                     .collect(),
             ))
@@ -222,13 +217,7 @@ fn jobs(
                                 sites[s].files.push(f.name.clone());
                             }
                         }
-                        let mut job = g.job;
-                        job.runtime_estimate = Some(g.runtime);
-                        SimJob {
-                            tag: i as i64,
-                            job,
-                            runtime: g.runtime,
-                        }
+                        known_runtime(i, g.job, g.runtime)
                     })
                     .collect(),
             ))
@@ -266,12 +255,7 @@ fn jobs(
                     .enumerate()
                     .map(|(i, mut job)| {
                         job.submit = Some(at);
-                        job.runtime_estimate = Some(runtime);
-                        SimJob {
-                            tag: i as i64,
-                            job,
-                            runtime,
-                        }
+                        known_runtime(i, job, runtime)
                     })
                     .collect(),
             ))
@@ -398,6 +382,20 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
         give_up_after: dur(&doc.give_up_after, "sim.give_up_after")?.unwrap_or(d.give_up_after),
         scripted: d.scripted,
     })
+}
+
+/// Job `i` of a synthetic workload, whose runtime the scheduler is told exactly.
+fn known_runtime(
+    i: usize,
+    mut job: coalloc_core::model::Job,
+    runtime: coalloc_core::model::Millis,
+) -> SimJob {
+    job.runtime_estimate = Some(runtime);
+    SimJob {
+        tag: i as i64,
+        job,
+        runtime,
+    }
 }
 
 #[cfg(test)]
