@@ -85,7 +85,11 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     submit_array(&s, 1_000);
     let tmp = s.dir.join("snapshot.bin.tmp");
     let snapshot = s.dir.join("snapshot.bin");
-    wait_until(30, "a snapshot being written", || tmp.exists());
+    // The forked child creates the file before the server logs the fork: wait for both,
+    // or the kill may come between them.
+    wait_until(30, "a snapshot being written", || {
+        tmp.exists() && plain(&s.log()).contains("snapshot taken (forked)")
+    });
     s.kill();
     assert!(!snapshot.exists(), "the first snapshot was cut short");
     // The forked writer died with the server: it cannot meet a restarted one's writer.
