@@ -288,12 +288,15 @@ impl Journal {
                 stmt.execute(params![r.at, text]).map_err(err)?;
             }
         }
-        crate::history::insert(&tx, history).map_err(err)?;
+        // The connection's last rowid, read before the history's rows are inserted: after
+        // them it would be the last history row's (a snapshot then claimed to cover the
+        // journal only up to that number, and a restart replayed what it held twice).
         let last = if records.is_empty() {
             self.last
         } else {
             tx.last_insert_rowid()
         };
+        crate::history::insert(&tx, history).map_err(err)?;
         tx.commit().map_err(err)?;
         self.last = last;
         // A checkpoint already asked for covers this commit too.
@@ -395,6 +398,49 @@ mod tests {
             )
             .unwrap();
         assert_eq!(secrets, 0, "no secret is kept");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod last_seq_tests {
+    use super::*;
+
+    fn row(job: u64) -> HistoryRow {
+        HistoryRow {
+            job,
+            user: None,
+            name: None,
+            state: "cancelled".into(),
+            submit: 0,
+            end: Some(1),
+            view: "{}".into(),
+        }
+    }
+
+    /// The number of the last entry stays the journal's when the same commit writes more
+    /// history rows than there are entries (the last rowid then was a history row's).
+    #[test]
+    fn history_rows_in_the_same_commit_do_not_move_the_last_entry_number() {
+        let dir = std::env::temp_dir().join(format!("coalloc-journal-h-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("journal.sqlite");
+        let mut j = Journal::open(&path).unwrap();
+        let forget = |jobs: Vec<u64>| Record {
+            at: 1,
+            entry: Entry::Forget { jobs },
+        };
+        let rows: Vec<HistoryRow> = (1..=50).map(row).collect();
+        j.append(&[forget((1..=50).collect())], &rows).unwrap();
+        assert_eq!(j.last_seq(), 1);
+        j.append(&[], &[row(51)]).unwrap();
+        assert_eq!(j.last_seq(), 1);
+        j.append(&[forget(vec![52]), forget(vec![53])], &[row(52), row(53)])
+            .unwrap();
+        assert_eq!(j.last_seq(), 3);
+        drop(j);
+        assert_eq!(Journal::open(&path).unwrap().last_seq(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
