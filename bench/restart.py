@@ -9,7 +9,10 @@ memory) passes EVENTS. Then `kill -9`, a restart, and the time until `/v1/health
 Prints a Markdown table and, with --json, one JSON object.
 
   python3 bench/restart.py target/release/coalloc [--queued 1000000] [--events 10000000]
-          [--array 10000] [--snapshot-every 25000] [--json]
+          [--array 10000] [--snapshot-every 25000] [--wait 3] [--json]
+
+--wait 0 kills the server the moment the last churn request is answered, in the middle of
+the storm (the worst case: as many entries after the newest snapshot as it gets).
 
 Standard library only; uses serverlib's HTTP helper.
 """
@@ -76,6 +79,11 @@ def main():
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--array", type=int, default=10_000)
     ap.add_argument("--snapshot-every", type=int, default=25_000)
+    ap.add_argument("--wait", type=float, default=3.0,
+                    help="seconds between the storm's end and the kill")
+    ap.add_argument("--copy-at-kill", metavar="DIR",
+                    help="copy the state directory as the kill left it to DIR (to profile "
+                    "the restart by hand)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -119,7 +127,7 @@ def main():
             print(f"  {seq:,} events, {churned:,} jobs submitted and cancelled, {el:.0f} s, "
                   f"RSS {rss_mib(server.pid):.0f} MiB", file=sys.stderr)
     churn_s = time.monotonic() - t0
-    time.sleep(3)  # the last cancelled jobs age out; a snapshot may finish
+    time.sleep(a.wait)  # the last cancelled jobs age out; a snapshot may finish
     seq = last_seq(state)
     before = rss_mib(server.pid)
     journal = sum(os.path.getsize(f"{state}/{f}") for f in os.listdir(state)
@@ -131,6 +139,8 @@ def main():
 
     server.send_signal(signal.SIGKILL)
     server.wait()
+    if a.copy_at_kill:
+        subprocess.run(["cp", "-a", state, a.copy_at_kill], check=True)
     t0 = time.monotonic()
     server = start(a.coalloc, config, state, log)
     while not os.path.exists(f"{state}/server.json"):
@@ -148,6 +158,11 @@ def main():
     pauses = [int(m) for m in re.findall(r"snapshot taken.*? ms=(\d+)", text)]
     writes = [int(m) for m in re.findall(r"snapshot written.*? ms=(\d+)", text)]
     compactions = [int(m) for m in re.findall(r"journal compacted.*? ms=(\d+)", text)]
+    restored = re.findall(r"snapshot restored and journal replayed covered=(\d+) replayed=(\d+)"
+                          r"(?: restore_ms=(\d+) replay_ms=(\d+))?",
+                          text)
+    covered, replayed, restore_ms, replay_ms = (
+        [int(x) if x else None for x in restored[-1]] if restored else [None] * 4)
     out = {
         "queued": queued, "queue_s": round(queue_s, 1), "events": seq, "churned_jobs": churned,
         "churn_s": round(churn_s, 1), "events_per_s": round((seq - queued) / churn_s),
@@ -155,6 +170,8 @@ def main():
         "rss_after_restart_mib": round(after, 1),
         "journal_mib": round(journal / 2**20, 1), "journal_entries_kept": kept,
         "snapshot_mib": round(snapshot / 2**20, 1), "restart_s": round(restart_s, 2),
+        "restart_covered_seq": covered, "restart_replayed_entries": replayed,
+        "restart_restore_ms": restore_ms, "restart_replay_ms": replay_ms,
         "snapshots": len(pauses),
         "snapshot_pause_ms_median": statistics.median(pauses) if pauses else None,
         "snapshot_pause_ms_max": max(pauses) if pauses else None,

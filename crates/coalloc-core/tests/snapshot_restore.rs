@@ -4,7 +4,7 @@
 mod common;
 
 use coalloc_core::model::*;
-use coalloc_core::scheduler::snapshot::{RestoreChange, RestoreError, Snapshot};
+use coalloc_core::scheduler::snapshot::{JobSlots, RestoreChange, RestoreError, Snapshot};
 use coalloc_core::scheduler::*;
 use common::{drain, job_starts, submit};
 
@@ -144,4 +144,39 @@ fn a_removed_or_reordered_site_is_refused_with_advice() {
         panic!("reordered sites are refused");
     };
     assert!(matches!(e, RestoreError::Sites { .. }));
+}
+
+fn cbor<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(v, &mut bytes).expect("serializes");
+    bytes
+}
+
+/// Written as a head and runs of job slots, read back apart and joined, a snapshot restores
+/// the same scheduler as one written whole, for any number of runs (more runs than jobs too).
+#[test]
+fn a_snapshot_written_in_runs_reads_back_the_same_as_whole() {
+    let mut s = Scheduler::new(config(QueueConfig::Fcfs), sites(&[("a", 4)]));
+    for (t, n) in [4, 2, 3, 1, 4, 2, 2].into_iter().enumerate() {
+        submit(&mut s, t as i64, job(n));
+    }
+    drain(&mut s);
+    let whole = cbor(&s.snapshot().expect("saved"));
+    let restored = |snap: Snapshot| {
+        let (s, changes) =
+            Scheduler::restore(config(QueueConfig::Fcfs), &sites(&[("a", 4)]), snap).unwrap();
+        assert!(changes.is_empty());
+        let ids: Vec<JobId> = s.jobs().map(|j| j.id).collect();
+        assert_eq!(ids, (1..=7).collect::<Vec<_>>(), "every job is back");
+        cbor(&s.snapshot().expect("saved"))
+    };
+    let expected = restored(ciborium::from_reader(&whole[..]).unwrap());
+    for n in [1, 2, 3, 7, 20] {
+        let snap = s.snapshot().expect("saved");
+        let head: Snapshot = ciborium::from_reader(&cbor(&snap.head())[..]).unwrap();
+        let runs: Vec<JobSlots> = (0..n)
+            .map(|i| ciborium::from_reader(&cbor(&snap.job_slots(i, n))[..]).unwrap())
+            .collect();
+        assert_eq!(restored(Snapshot::join(head, runs)), expected, "{n} runs");
+    }
 }

@@ -13,7 +13,7 @@ use super::QueuePolicy;
 use serde::{Deserialize, Serialize};
 
 /// A policy's state, borrowed, to write.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub enum SavedRef<'a> {
     Arrival(&'a ArrivalOrder),
     Easy(&'a Easy),

@@ -186,14 +186,21 @@ impl JobState {
 /// it ([`JobTable::forget`], under `SchedulerConfig::forget_ended`), which empties its slot;
 /// empty slots at the front are dropped, so a server that has run millions of jobs keeps no
 /// slot for those that left, only from its oldest live job on (issue 23).
+///
+/// Serialized, the table is its `base` only: a snapshot carries the slots apart, in runs
+/// that can be written and read separately ([`super::snapshot::JobSlotsRef`]).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobTable {
     /// Jobs numbered up to this one were all forgotten and have no slot.
     base: JobId,
     // Boxed on purpose: spare capacity then costs 8 bytes a slot, not 520.
     #[allow(clippy::vec_box)]
+    #[serde(skip)]
     jobs: std::collections::VecDeque<Option<Box<JobState>>>,
 }
+
+/// A job table's slot: a job, or `None` for one forgotten.
+pub(crate) type Slot = Option<Box<JobState>>;
 
 impl JobTable {
     fn slot(&self, id: JobId) -> Option<usize> {
@@ -237,6 +244,36 @@ impl JobTable {
         if self.jobs.capacity() > 1024 && self.jobs.len() < self.jobs.capacity() / 4 {
             self.jobs.shrink_to(self.jobs.len() * 2);
         }
+    }
+
+    /// Slots `from..to` (by position after `base`), to serialize.
+    pub(crate) fn slots(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> std::collections::vec_deque::Iter<'_, Slot> {
+        self.jobs.range(from..to)
+    }
+
+    /// How many slots the table holds.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The position of the slot of the `k`-th job not forgotten (from 0), or the number of
+    /// slots if there are not that many.
+    pub(crate) fn slot_of_job(&self, k: usize) -> usize {
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.is_some())
+            .nth(k)
+            .map_or(self.jobs.len(), |(i, _)| i)
+    }
+
+    /// The slots of a table read back without them.
+    pub(crate) fn set_slots(&mut self, slots: Vec<Slot>) {
+        self.jobs = slots.into();
     }
 
     /// Every job not forgotten, by number.

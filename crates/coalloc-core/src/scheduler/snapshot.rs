@@ -25,23 +25,47 @@
 //!
 //! A site of the snapshot missing from the configuration, or sites in another order, are
 //! refused: jobs and launches name sites by their number.
+//!
+//! The job table's slots, most of a large state, come last and may be written apart in runs
+//! ([`SnapshotRef::head`], [`SnapshotRef::job_slots`]) and read back apart
+//! ([`JobSlots`], [`Snapshot::join`]): a driver can then decode them on several threads.
 
 use super::{Core, Scheduler, SchedulerConfig};
 use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct SnapshotRef<'a> {
     version: u32,
     /// The queue policy's configuration, as text (compared at a restore).
     queue_config: String,
     core: &'a Core,
     queue: SavedRef<'a>,
+    /// The job table's slots (all of them, or none in a [`SnapshotRef::head`]).
+    jobs: JobSlotsRef<'a>,
 }
+
+/// A run of the job table's slots, borrowed, to serialize: a sequence of optional jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct JobSlotsRef<'a> {
+    table: &'a super::jobs::JobTable,
+    from: usize,
+    to: usize,
+}
+
+impl Serialize for JobSlotsRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.table.slots(self.from, self.to))
+    }
+}
+
+/// A run of slots read back ([`Snapshot::join`]).
+#[derive(Debug, Deserialize)]
+pub struct JobSlots(Vec<super::jobs::Slot>);
 
 /// A scheduler's state, deserialized, to [`Scheduler::restore`].
 #[derive(Debug, Deserialize)]
@@ -50,6 +74,52 @@ pub struct Snapshot {
     queue_config: String,
     core: Core,
     queue: Saved,
+    jobs: JobSlots,
+}
+
+impl<'a> SnapshotRef<'a> {
+    /// The same without the job table's slots, to write them apart with
+    /// [`SnapshotRef::job_slots`].
+    pub fn head(&self) -> SnapshotRef<'a> {
+        SnapshotRef {
+            jobs: JobSlotsRef { to: 0, ..self.jobs },
+            ..self.clone()
+        }
+    }
+
+    /// Run `i` of `n` runs that together hold every slot in order, each with about as
+    /// many jobs (not slots: a forgotten job's empty slot weighs next to nothing).
+    pub fn job_slots(&self, i: usize, n: usize) -> JobSlotsRef<'a> {
+        let table = self.jobs.table;
+        let n = n.max(1);
+        let jobs = table.values().count();
+        // Where run k begins: at the slot of its first job; the last run ends at the end.
+        let at = |k: usize| {
+            if k >= n {
+                return table.slot_count();
+            }
+            let first = (jobs / n) * k + (jobs % n).min(k);
+            table.slot_of_job(first)
+        };
+        JobSlotsRef {
+            table,
+            from: if i == 0 { 0 } else { at(i) },
+            to: at(i + 1),
+        }
+    }
+}
+
+impl Snapshot {
+    /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
+    /// order, made whole.
+    pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
+        let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();
+        head.jobs.0.reserve_exact(len - head.jobs.0.len());
+        for r in runs {
+            head.jobs.0.extend(r.0);
+        }
+        head
+    }
 }
 
 /// Why a snapshot cannot be restored under a configuration.
@@ -110,6 +180,11 @@ impl Scheduler {
             queue_config: format!("{:?}", self.core.config.queue),
             core: &self.core,
             queue: self.queue.saved()?,
+            jobs: JobSlotsRef {
+                table: &self.core.jobs,
+                from: 0,
+                to: self.core.jobs.slot_count(),
+            },
         })
     }
 
@@ -147,6 +222,7 @@ impl Scheduler {
         }
         let mut changes = Vec::new();
         let mut core = saved.core;
+        core.jobs.set_slots(saved.jobs.0);
         let policy_same = saved.queue_config == format!("{:?}", config.queue);
         core.config = config;
         for (i, site) in sites.iter().enumerate().take(old) {

@@ -13,6 +13,18 @@
 #[error("{0}")]
 pub struct CodecError(String);
 
+impl CodecError {
+    pub fn new(message: impl Into<String>) -> CodecError {
+        CodecError(message.into())
+    }
+}
+
+impl From<std::io::Error> for CodecError {
+    fn from(e: std::io::Error) -> CodecError {
+        CodecError(e.to_string())
+    }
+}
+
 type Result<T, E = CodecError> = std::result::Result<T, E>;
 
 /// Write `value`'s bytes to `writer`, as they are made (no buffer of the whole value).

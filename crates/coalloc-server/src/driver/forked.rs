@@ -112,13 +112,12 @@ impl Write for FdWriter {
     }
 }
 
-/// Fork a child that writes `value` to `tmp` (created or truncated) and syncs it; its pid.
-/// Wait for it with [`wait`].
-pub fn fork_write<T: serde::Serialize>(
-    value: &T,
-    tmp: &Path,
-    pause_ms: Option<u64>,
-) -> std::io::Result<libc::pid_t> {
+/// Fork a child that runs `write` on `tmp` (created or truncated) and syncs it; its pid.
+/// Wait for it with [`wait`]. `write` must allocate nothing (see the module's doc).
+pub fn fork_write<F>(write: F, tmp: &Path, pause_ms: Option<u64>) -> std::io::Result<libc::pid_t>
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), super::codec::CodecError>,
+{
     // Everything the child needs is made here, before the fork.
     let path = CString::new(tmp.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("a NUL in the snapshot's path"))?;
@@ -131,7 +130,7 @@ pub fn fork_write<T: serde::Serialize>(
             drop(ManuallyDrop::into_inner(block));
             Err(e)
         }
-        0 => child(value, &path, block, pause_ms, parent),
+        0 => child(write, &path, block, pause_ms, parent),
         pid => {
             drop(ManuallyDrop::into_inner(block));
             Ok(pid)
@@ -140,13 +139,16 @@ pub fn fork_write<T: serde::Serialize>(
 }
 
 /// The child's whole life: write, sync, `_exit` (0: done).
-fn child<T: serde::Serialize>(
-    value: &T,
+fn child<F>(
+    write: F,
     path: &CString,
     block: ManuallyDrop<Vec<u8>>,
     pause_ms: Option<u64>,
     parent: libc::pid_t,
-) -> ! {
+) -> !
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), super::codec::CodecError>,
+{
     IN_CHILD.store(true, Relaxed);
     // SAFETY: system calls on values made before the fork; `_exit` runs no destructor.
     unsafe {
@@ -162,13 +164,13 @@ fn child<T: serde::Serialize>(
         if fd < 0 {
             libc::_exit(2);
         }
-        let w = FdWriter {
+        let mut w = FdWriter {
             fd,
             block,
             pause_ms,
         };
-        let code = match postcard::to_io(value, w) {
-            Ok(mut w) => match w.flush_block() {
+        let code = match write(&mut w) {
+            Ok(()) => match w.flush_block() {
                 Ok(()) if libc::fsync(fd) == 0 => 0,
                 _ => 3,
             },
@@ -210,7 +212,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let tmp = dir.join("v.tmp");
         let value: Vec<(u64, String)> = (0..200_000).map(|i| (i, format!("job {i}"))).collect();
-        let pid = fork_write(&value, &tmp, None).unwrap();
+        let write = |w: &mut dyn Write| super::super::codec::to_writer(&value, w).map(|_| ());
+        let pid = fork_write(write, &tmp, None).unwrap();
         wait(pid).unwrap();
         let bytes = std::fs::read(&tmp).unwrap();
         assert!(

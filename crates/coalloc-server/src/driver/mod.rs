@@ -26,6 +26,7 @@ mod reports;
 mod requests;
 mod results;
 mod secrets;
+mod snapfile;
 mod snapshot;
 mod staging;
 mod transfers;
@@ -230,7 +231,9 @@ impl Driver {
         };
         // The snapshot, if any, then the journal's entries after it. The journal is moved
         // out while it feeds the driver, one record at a time.
+        let t = std::time::Instant::now();
         let covered = d.restore_snapshot()?;
+        let restore_ms = t.elapsed().as_millis() as u64;
         let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
         let replayed = journal
             .replay_after(covered, |r| d.replay(r))
@@ -240,6 +243,7 @@ impl Driver {
             })?;
         d.journal = journal;
         d.replaying = false;
+        let replay_ms = t.elapsed().as_millis() as u64 - restore_ms;
         let interval = Duration::from_millis(d.config.monitor_interval as u64);
         d.workers = parts
             .into_iter()
@@ -248,7 +252,13 @@ impl Driver {
             .collect();
         d.now = d.now.max(wall_ms());
         d.reconcile();
-        tracing::info!(covered, replayed, "snapshot restored and journal replayed");
+        tracing::info!(
+            covered,
+            replayed,
+            restore_ms,
+            replay_ms,
+            "snapshot restored and journal replayed"
+        );
         let metrics = d.metrics.clone();
         Ok((
             d,

@@ -6,7 +6,7 @@
 //! would rebuild: the core's state ([`Scheduler::snapshot`]) and the driver's own
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
 //! replicas, transfers, staging, arrays, jobs waiting to age out). A forked child
-//! ([`super::forked`]) writes it ([`super::codec`]) to `snapshot.bin.tmp` and syncs it, so the
+//! ([`super::forked`]) writes it ([`super::snapfile`]) to `snapshot.bin.tmp` and syncs it, so the
 //! driver stops only for the fork; a thread waits for the child, renames the file to
 //! `snapshot.bin` and syncs the directory; then the driver deletes the journal's entries
 //! before `S`. At a stop, or if forking fails, the driver streams the state to the file
@@ -127,12 +127,16 @@ impl SavedTransfer {
     }
 }
 
-/// What a replay up to entry `seq` rebuilds, borrowed to write.
+/// What a replay up to entry `seq` rebuilds, borrowed to write: the head of the file
+/// ([`super::snapfile`]), the core's job slots written after it from `slots`.
 #[derive(Serialize)]
 struct StateRef<'a> {
     seq: i64,
     now: Time,
+    /// The core without its job slots ([`SnapshotRef::head`]).
     core: SnapshotRef<'a>,
+    #[serde(skip)]
+    slots: SnapshotRef<'a>,
     launches: &'a BTreeMap<u64, LaunchInfo>,
     secrets: &'a Secrets,
     kv: &'a BTreeMap<(u64, String), String>,
@@ -173,10 +177,12 @@ impl Driver {
     /// The state to write, covering the journal up to its last entry; `None` if the queue
     /// policy cannot be saved.
     fn state_ref(&self) -> Option<StateRef<'_>> {
+        let core = self.core.snapshot()?;
         Some(StateRef {
             seq: self.journal.last_seq(),
             now: self.now,
-            core: self.core.snapshot()?,
+            core: core.head(),
+            slots: core,
             launches: &self.launches,
             secrets: &self.secrets,
             kv: &self.kv,
@@ -205,8 +211,8 @@ impl Driver {
         let written = std::fs::File::create(tmp)
             .map_err(|e| e.to_string())
             .and_then(|f| {
-                let w = std::io::BufWriter::with_capacity(1 << 20, f);
-                let w = super::codec::to_writer(&state, w).map_err(|e| e.to_string())?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                super::snapfile::write(&state, &state.slots, &mut w).map_err(|e| e.to_string())?;
                 let mut f = w.into_inner().map_err(|e| e.to_string())?;
                 let size = f.stream_position().map_err(|e| e.to_string())?;
                 Ok((f, size))
@@ -265,7 +271,9 @@ impl Driver {
             let Some(state) = self.state_ref() else {
                 return;
             };
-            match super::forked::fork_write(&state, &tmp, pause) {
+            let write =
+                |w: &mut dyn std::io::Write| super::snapfile::write(&state, &state.slots, w);
+            match super::forked::fork_write(write, &tmp, pause) {
                 Ok(pid) => {
                     tracing::info!(
                         seq = last,
@@ -338,16 +346,27 @@ impl Driver {
     pub(crate) fn restore_snapshot(&mut self) -> Result<i64, StartError> {
         let path = self.snapshots.path.clone();
         let bad = |m: String| StartError::Snapshot(path.display().to_string(), m);
+        let t = std::time::Instant::now();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(bad(e.to_string())),
         };
-        let s: State = super::codec::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
+        let read_ms = t.elapsed().as_millis() as u64;
+        let (s, runs): (State, _) =
+            super::snapfile::read(&bytes).map_err(|e| bad(e.to_string()))?;
         drop(bytes);
+        let decode_ms = t.elapsed().as_millis() as u64 - read_ms;
+        let core = Snapshot::join(s.core, runs);
         let (core, changes) =
-            Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, s.core)
+            Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, core)
                 .map_err(|e| bad(e.to_string()))?;
+        tracing::info!(
+            read_ms,
+            decode_ms,
+            core_ms = t.elapsed().as_millis() as u64 - read_ms - decode_ms,
+            "snapshot read"
+        );
         for c in &changes {
             tracing::warn!("the configuration changed since the snapshot: {c}");
         }

@@ -1,0 +1,174 @@
+//! The snapshot file's layout (issue 23, item 4): the state without the core's job slots
+//! (the head), then the slots in [`RUNS`] runs, then a trailer that says where each part
+//! ends. A restart decodes the runs on threads of their own while it decodes the head, so
+//! the work (and the memory it touches for the first time, most of a restart's cost) is
+//! shared by the machine's cores. Each part is one [`super::codec`] value.
+//!
+//! ```text
+//! head | run 0 | … | run RUNS-1 | head's end | RUNS × a run's end | RUNS | MAGIC
+//! ```
+//! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
+//! little-endian; `MAGIC` is 8 bytes.
+
+use super::codec::{self, CodecError};
+use coalloc_core::scheduler::snapshot::{JobSlots, SnapshotRef};
+use std::io::Write;
+
+/// How many runs the job slots are written in.
+pub const RUNS: usize = 4;
+
+/// The file's last bytes.
+const MAGIC: &[u8; 8] = b"coalsnp3";
+
+/// Passes bytes on and counts them (allocates nothing: a snapshot's forked child uses it).
+struct Counting<'w> {
+    inner: &'w mut dyn Write,
+    n: u64,
+}
+
+impl Write for Counting<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Write `head`, a value whose core is `core.head()`, then `core`'s job slots in [`RUNS`]
+/// runs, then the trailer. Allocates nothing.
+pub fn write<T: serde::Serialize>(
+    head: &T,
+    core: &SnapshotRef<'_>,
+    w: &mut dyn Write,
+) -> Result<(), CodecError> {
+    let mut c = Counting { inner: w, n: 0 };
+    codec::to_writer(head, &mut c)?;
+    let head_end = c.n;
+    let mut ends = [0u64; RUNS];
+    for (i, end) in ends.iter_mut().enumerate() {
+        codec::to_writer(&core.job_slots(i, RUNS), &mut c)?;
+        *end = c.n;
+    }
+    c.write_all(&head_end.to_le_bytes())?;
+    for end in ends {
+        c.write_all(&end.to_le_bytes())?;
+    }
+    c.write_all(&(RUNS as u32).to_le_bytes())?;
+    c.write_all(MAGIC)?;
+    Ok(())
+}
+
+/// Read what [`write`] wrote: the head, decoded on this thread while each run is decoded
+/// on a thread of its own, and the runs in order (for
+/// [`Snapshot::join`](coalloc_core::scheduler::snapshot::Snapshot::join)).
+pub fn read<H: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(H, Vec<JobSlots>), CodecError> {
+    let bad = |m: &str| CodecError::new(format!("not a snapshot of this build's form: {m}"));
+    let len = bytes.len();
+    if len < 12 || &bytes[len - 8..] != MAGIC {
+        return Err(bad("no trailer (written by an older build?)"));
+    }
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let runs = u32::from_le_bytes(bytes[len - 12..len - 8].try_into().expect("4 bytes")) as usize;
+    let table = runs
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(8))
+        .and_then(|t| (len - 12).checked_sub(t))
+        .ok_or_else(|| bad("a trailer longer than the file"))?;
+    // Part k spans bounds[k]..bounds[k + 1]: the head, then each run.
+    let mut bounds = vec![0usize];
+    for k in 0..=runs {
+        let end = usize::try_from(word(table + 8 * k)).unwrap_or(usize::MAX);
+        if end < *bounds.last().expect("one bound") || end > table {
+            return Err(bad("parts out of order"));
+        }
+        bounds.push(end);
+    }
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (1..=runs)
+            .map(|k| {
+                let part = &bytes[bounds[k]..bounds[k + 1]];
+                let decode = move || codec::from_bytes::<JobSlots>(part);
+                std::thread::Builder::new()
+                    .name("snapshot-read".into())
+                    .spawn_scoped(scope, decode)
+                    .map_err(|_| decode)
+            })
+            .collect();
+        let head = codec::from_bytes::<H>(&bytes[..bounds[1]]);
+        let runs = threads
+            .into_iter()
+            .map(|t| match t {
+                Ok(thread) => thread
+                    .join()
+                    .unwrap_or_else(|_| Err(CodecError::new("a decoding thread panicked"))),
+                // No thread: decoded here.
+                Err(decode) => decode(),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((head?, runs))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coalloc_core::model::{Component, Job, JobKind, Site};
+    use coalloc_core::scheduler::snapshot::Snapshot;
+    use coalloc_core::scheduler::{Event, Scheduler, SchedulerConfig};
+
+    fn scheduler(jobs: u32) -> Scheduler {
+        let mut s = Scheduler::new(SchedulerConfig::default(), vec![Site::cluster("a", 2)]);
+        for t in 0..jobs {
+            let c = Component {
+                count: 1 + t % 2,
+                ..Component::default()
+            };
+            let job = Job::new(JobKind::Unordered, vec![c]);
+            s.handle(t as i64, Event::Submit(Box::new(job))).unwrap();
+            while s.poll_command().is_some() {}
+        }
+        s
+    }
+
+    fn written(s: &Scheduler) -> Vec<u8> {
+        let snap = s.snapshot().unwrap();
+        let mut bytes = Vec::new();
+        write(&("head", snap.head()), &snap, &mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn a_file_reads_back_whole_and_a_damaged_one_is_an_error_not_a_panic() {
+        for jobs in [0, 1, 3, 50] {
+            let s = scheduler(jobs);
+            let bytes = written(&s);
+            let ((name, head), runs): ((String, Snapshot), _) = read(&bytes).unwrap();
+            assert_eq!((name.as_str(), runs.len()), ("head", RUNS));
+            let (back, _) = Scheduler::restore(
+                SchedulerConfig::default(),
+                &[Site::cluster("a", 2)],
+                Snapshot::join(head, runs),
+            )
+            .unwrap();
+            let ids = |s: &Scheduler| s.jobs().map(|j| j.id).collect::<Vec<_>>();
+            assert_eq!(ids(&back), ids(&s));
+            assert_eq!(ids(&back).len(), jobs as usize);
+        }
+        let bytes = written(&scheduler(20));
+        for cut in [0, 1, 11, 12, 40, bytes.len() / 2, bytes.len() - 1] {
+            assert!(
+                read::<(String, Snapshot)>(&bytes[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut flipped = bytes.clone();
+        let at = bytes.len() - 20;
+        flipped[at] ^= 0xff;
+        assert!(read::<(String, Snapshot)>(&flipped).is_err());
+    }
+}
