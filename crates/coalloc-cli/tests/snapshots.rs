@@ -253,3 +253,54 @@ fn plain(text: &str) -> String {
     }
     out + rest
 }
+
+/// A journal entry the restart cannot take (here a submission whose job no longer reads)
+/// stops the start with a message that names it and the reason, not a panic or a hang;
+/// the journal is read on a thread of its own while the driver replays, so this checks that
+/// the two stop together.
+#[test]
+fn a_journal_entry_that_does_not_read_stops_the_start_with_its_number() {
+    // No snapshots: every entry stays in the journal.
+    let config =
+        three_clusters([1, 1, 1], "").replace("[server]\n", "[server]\nsnapshot_every = 0\n");
+    let mut s = Server::start("bad-entry", &config);
+    s.hold_the_queue();
+    for _ in 0..3 {
+        s.submit(&job(vec![barrier_component(1, "", "true")]));
+    }
+    assert!(s.terminate(Duration::from_secs(20)), "a clean stop");
+    assert!(!s.dir.join("snapshot.bin").exists());
+    let journal = rusqlite::Connection::open(s.dir.join("journal.sqlite")).unwrap();
+    let changed = journal
+        .execute(
+            r#"UPDATE journal SET entry = '{"e":"submit","job":"no job","secret":"x"}'
+               WHERE seq = (SELECT seq FROM journal WHERE entry LIKE '%"e":"submit"%'
+                            ORDER BY seq LIMIT 1 OFFSET 1)"#,
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let (before,): (i64,) = journal
+        .query_row(
+            r#"SELECT count(*) FROM journal WHERE seq < (SELECT seq FROM journal
+               WHERE entry LIKE '%"job":"no job"%')"#,
+            [],
+            |r| Ok((r.get(0)?,)),
+        )
+        .unwrap();
+    drop(journal);
+    let out = std::process::Command::new(common::server::COALLOC)
+        .args(["serve", "--config"])
+        .arg(s.dir.parent().unwrap().join("config.toml"))
+        .arg("--state-dir")
+        .arg(&s.dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("journal entry {}:", before + 1)),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -235,12 +235,11 @@ impl Driver {
         let covered = d.restore_snapshot()?;
         let restore_ms = t.elapsed().as_millis() as u64;
         let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
-        let replayed = journal
-            .replay_after(covered, |r| d.replay(r))
-            .map_err(|e| match e {
-                ReplayError::Journal(e) => StartError::Journal(e),
-                ReplayError::Record(n, e) => StartError::Replay(n, e),
-            })?;
+        let (replayed, journal) = d.replay_journal(journal, covered);
+        let replayed = replayed.map_err(|e| match e {
+            ReplayError::Journal(e) => StartError::Journal(e),
+            ReplayError::Record(n, e) => StartError::Replay(n, e),
+        })?;
         d.journal = journal;
         d.replaying = false;
         let replay_ms = t.elapsed().as_millis() as u64 - restore_ms;
@@ -271,11 +270,52 @@ impl Driver {
         ))
     }
 
-    /// Feed one journal record to the core, booking (not carrying out) what it commands.
-    fn replay(&mut self, r: Record) -> Result<(), String> {
+    /// Replay the journal's records after `covered`: a thread reads them and makes their
+    /// core events (SQLite, JSON and job specs: about half the work) while this one feeds
+    /// them to the core, in order. How many there were, and the journal back.
+    fn replay_journal(
+        &mut self,
+        journal: Journal,
+        covered: i64,
+    ) -> (Result<usize, ReplayError<String>>, Journal) {
+        type Read = (Record, Result<Option<Event>, String>);
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Read>(4096);
+            let reader = std::thread::Builder::new()
+                .name("replay-read".into())
+                .spawn_scoped(scope, move || {
+                    let read = journal.replay_after(covered, |r| {
+                        let ev = r.entry.to_event();
+                        // A closed channel: the driver stopped at a record it refused.
+                        tx.send((r, ev)).map_err(|_| String::new())
+                    });
+                    (read, journal)
+                })
+                .expect("a thread to read the journal");
+            let mut n = 0;
+            let mut refused = None;
+            for (r, ev) in rx.iter() {
+                n += 1;
+                if let Err(e) = self.replay(r, ev) {
+                    refused = Some(ReplayError::Record(n, e));
+                    break;
+                }
+            }
+            drop(rx);
+            let (read, journal) = reader.join().expect("the journal's reader ended");
+            match refused {
+                Some(e) => (Err(e), journal),
+                None => (read, journal),
+            }
+        })
+    }
+
+    /// Feed one journal record and its core event to the core, booking (not carrying out)
+    /// what it commands.
+    fn replay(&mut self, r: Record, ev: Result<Option<Event>, String>) -> Result<(), String> {
         self.now = self.now.max(r.at);
         self.book(&r.entry);
-        if let Some(ev) = r.entry.to_event()? {
+        if let Some(ev) = ev? {
             let reply = self.core.handle(r.at, ev);
             if reply.is_ok() {
                 self.vm_effect(&r.entry);
