@@ -186,6 +186,7 @@ impl Core {
             let memo = match self.plan_memo.take() {
                 Some(memo) if self.reuse_plans && memo.reusable && memo.inputs == inputs => memo,
                 _ => {
+                    self.plans_made += 1;
                     let given = queue.demand(self.sites.len());
                     let reusable = given.is_some();
                     let demand = given.unwrap_or_else(|| self.queued_jobs());

@@ -142,6 +142,9 @@ struct Core {
     /// that make every plan afresh).
     #[serde(skip, default = "yes")]
     reuse_plans: bool,
+    /// Demand plans made afresh (for tests).
+    #[serde(skip)]
+    plans_made: u64,
     /// Component details that submitted jobs share.
     #[serde(skip)]
     shared: crate::model::SharedDetails,
@@ -178,6 +181,7 @@ impl Scheduler {
                 demand_version: 0,
                 pass_effects: 0,
                 reuse_plans: true,
+                plans_made: 0,
                 shared: crate::model::SharedDetails::default(),
                 sites,
                 config,
@@ -362,6 +366,12 @@ impl Scheduler {
     pub fn set_plan_reuse(&mut self, reuse: bool) {
         self.core.reuse_plans = reuse;
         self.core.plan_memo = None;
+    }
+
+    /// How many On-Demand demand plans this scheduler made afresh (not reused), for tests.
+    #[doc(hidden)]
+    pub fn plans_made(&self) -> u64 {
+        self.core.plans_made
     }
 
     /// A cloud site's VMs and bill under On-Demand provisioning (`None` for a cluster or a
