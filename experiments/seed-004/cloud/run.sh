@@ -4,7 +4,7 @@
 # trace, policies.toml).
 # Usage: experiments/seed-004/cloud/run.sh [path/to/coalloc]   (default: build it with cargo)
 # The traces are read from $COALLOC_TRACES (default: ../shared/traces beside the repository),
-# linked here as traces/. Took 5 min 15 s on 2 busy cores, binary built (see README).
+# linked here as traces/. Took 3 min 4 s on whole traces on 2 busy cores, binary built (see README).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"

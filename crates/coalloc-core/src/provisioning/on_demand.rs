@@ -146,6 +146,30 @@ pub struct Plan {
     pub spare: Vec<u32>,
 }
 
+/// What [`plan`] reads of one cloud site at one instant: VMs on their way, VMs that may
+/// still be leased, VMs live (toward `min_vms`), and whether a failed lease is being waited
+/// out. Two instants with equal views (and equal idle counts, usable flags and demand) get
+/// the same plan, which lets the scheduler reuse a plan instead of making it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloudView {
+    pub leasing: u32,
+    pub leasable: u32,
+    pub live: u32,
+    pub waiting: bool,
+}
+
+impl CloudView {
+    /// The view of `cloud` at `now`.
+    pub fn of(cloud: &CloudState, now: Time) -> CloudView {
+        CloudView {
+            leasing: cloud.count(VmPhase::Leasing),
+            leasable: cloud.leasable(),
+            live: cloud.live(),
+            waiting: cloud.retry_at.is_some_and(|t| t > now),
+        }
+    }
+}
+
 /// The scheduler's placement of a job against given idle counts and usable flags.
 pub type PlaceFn<'a> = dyn FnMut(JobId, &[u32], &[bool]) -> Option<Vec<(SiteId, u32)>> + 'a;
 

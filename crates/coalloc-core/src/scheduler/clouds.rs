@@ -3,6 +3,21 @@
 //! after every scheduling pass (and when a VM comes or goes, or a release falls due) the
 //! On-Demand policy ([`crate::provisioning::on_demand`]) looks at the queue and the clouds,
 //! and its decisions go out as [`Command::LeaseVm`] and [`Command::ReleaseVm`].
+//!
+//! # Plans made once
+//!
+//! Under a period-driven policy (seed 004 §IV-A: every 30 s) On-Demand (seed 004 §III-B)
+//! decides at every periodic pass, and its demand plan ([`on_demand::plan`]) places every
+//! queued job again, even when the pass changed nothing. The plan is a pure function of the
+//! sites' idle processors and usable flags, each cloud's [`on_demand::CloudView`], the
+//! policy's fit and the demand (the queued jobs in order, with their sites), and most
+//! periodic passes of a blocked queue change none of them. So the scheduler keeps the last
+//! plan with its [`PlanInputs`] and uses it again while they are equal; the demand is stood
+//! for by `Core::demand_version`, which moves whenever the queue may have changed (see
+//! `Scheduler::pass` and `Scheduler::settle`). The releases are decided
+//! at every decision as before (they depend on the time), from the plan's spare processors.
+//! A reused plan is the plan that would have been made, so schedules, leases, releases and
+//! bills are the same (`tests/plan_reuse.rs` checks it against runs that make every plan).
 
 use super::api::{Command, JobId, LaunchId, Rejected, SiteId};
 use super::jobs::Phase;
@@ -10,7 +25,7 @@ use super::sites::SiteTable;
 use super::Core;
 use crate::placement::Fit;
 use crate::provisioning::{on_demand, CloudState, Provisioning, VmId};
-use crate::queue::Demand;
+use crate::queue::{Demand, QueuePolicy};
 
 /// The cloud state of every site, and every provisioned cloud site emptied: its processors
 /// come with the VMs leased for it. Static provisioning keeps clouds as fixed pools.
@@ -28,6 +43,27 @@ pub(super) fn init(sites: &mut SiteTable, p: &Provisioning) -> Vec<Option<CloudS
         clouds.push(cloud);
     }
     clouds
+}
+
+/// What a demand plan was made from (see "Plans made once" above): equal inputs, equal plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PlanInputs {
+    idle: Vec<u32>,
+    usable: Vec<bool>,
+    clouds: Vec<Option<on_demand::CloudView>>,
+    fit: Option<Fit>,
+    /// `Core::demand_version` when the plan was made.
+    demand: u64,
+}
+
+/// The last demand plan and its inputs.
+#[derive(Debug, Clone)]
+pub(super) struct PlanMemo {
+    inputs: PlanInputs,
+    plan: on_demand::Plan,
+    /// The queue policy said its demand ([`QueuePolicy::demand`]); the scheduler's own list
+    /// (every queued job) is not tracked by the demand version, so its plans are not reused.
+    reusable: bool,
 }
 
 /// The provisioned cloud sites, with their numbers.
@@ -121,8 +157,9 @@ impl Core {
             .collect()
     }
 
-    /// On-Demand's decisions at this instant (see [`crate::provisioning::on_demand`]).
-    pub(super) fn provision(&mut self, demand: Option<Vec<Demand>>, fit: Option<Fit>) {
+    /// On-Demand's decisions at this instant (see [`crate::provisioning::on_demand`]), for
+    /// the demand of `queue`.
+    pub(super) fn provision(&mut self, queue: &dyn QueuePolicy) {
         self.provision_now = false;
         let Provisioning::OnDemand(p) = self.config.provisioning else {
             return;
@@ -134,17 +171,50 @@ impl Core {
         let due = provisioned(&self.clouds).any(|(_, c)| on_demand::any_due(c, &p, now));
         let short = provisioned(&self.clouds).any(|(_, c)| c.live() < c.limits.min_vms);
         if can_lease || due || short {
-            let demand = demand.unwrap_or_else(|| self.queued_jobs());
-            let idle: Vec<u32> = self.sites.idle();
-            let views: Vec<Option<&CloudState>> = self.clouds.iter().map(Option::as_ref).collect();
-            let mut place = |id: JobId, idle: &[u32], ok: &[bool]| {
-                let job = &self.jobs.get(&id)?.job;
-                self.place_sites(job, idle, ok, fit)
-                    .ok()
-                    .map(|p| p.to_vec())
+            let fit = queue.fit();
+            let inputs = PlanInputs {
+                idle: self.sites.idle(),
+                usable,
+                clouds: self
+                    .clouds
+                    .iter()
+                    .map(|c| c.as_ref().map(|c| on_demand::CloudView::of(c, now)))
+                    .collect(),
+                fit,
+                demand: self.demand_version,
             };
-            let plan = on_demand::plan(&idle, &usable, &views, now, &demand, &mut place);
-            self.apply(&plan, &p);
+            let memo = match self.plan_memo.take() {
+                Some(memo) if self.reuse_plans && memo.reusable && memo.inputs == inputs => memo,
+                _ => {
+                    self.plans_made += 1;
+                    let given = queue.demand(self.sites.len());
+                    let reusable = given.is_some();
+                    let demand = given.unwrap_or_else(|| self.queued_jobs());
+                    let views: Vec<Option<&CloudState>> =
+                        self.clouds.iter().map(Option::as_ref).collect();
+                    let mut place = |id: JobId, idle: &[u32], ok: &[bool]| {
+                        let job = &self.jobs.get(&id)?.job;
+                        self.place_sites(job, idle, ok, fit)
+                            .ok()
+                            .map(|p| p.to_vec())
+                    };
+                    let plan = on_demand::plan(
+                        &inputs.idle,
+                        &inputs.usable,
+                        &views,
+                        now,
+                        &demand,
+                        &mut place,
+                    );
+                    PlanMemo {
+                        inputs,
+                        plan,
+                        reusable,
+                    }
+                }
+            };
+            self.apply(&memo.plan, &p);
+            self.plan_memo = Some(memo);
         }
         self.provision_at = provisioned(&self.clouds)
             .filter_map(|(_, c)| on_demand::next_check(c, &p, now))

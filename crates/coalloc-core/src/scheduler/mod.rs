@@ -76,6 +76,11 @@ enum Timer {
     Claim { job: JobId, generation: u64 },
 }
 
+/// `true`, for a field that serde fills when it is not in a snapshot.
+fn yes() -> bool {
+    true
+}
+
 /// Everything but the queue policy, so that the policy can call back into it during a pass.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Core {
@@ -121,6 +126,25 @@ struct Core {
     provision_now: bool,
     /// When provisioning wants to decide again if nothing else happens.
     provision_at: Option<Time>,
+    /// The last On-Demand demand plan, used again while its inputs are unchanged (see
+    /// `clouds.rs`, "Plans made once"). Not in a snapshot: a restored core plans afresh.
+    #[serde(skip)]
+    plan_memo: Option<clouds::PlanMemo>,
+    /// Moves whenever the queue policy's demand may have changed: a job entered, left or
+    /// was edited in the queue, a job finished, or a pass ran that was not blocked or that
+    /// started or failed a job.
+    #[serde(skip)]
+    demand_version: u64,
+    /// Jobs started or failed by passes (to tell whether a pass changed the queue).
+    #[serde(skip)]
+    pass_effects: u64,
+    /// Whether demand plans may be reused (always, but for tests that compare with runs
+    /// that make every plan afresh).
+    #[serde(skip, default = "yes")]
+    reuse_plans: bool,
+    /// Demand plans made afresh (for tests).
+    #[serde(skip)]
+    plans_made: u64,
     /// Component details that submitted jobs share.
     #[serde(skip)]
     shared: crate::model::SharedDetails,
@@ -153,6 +177,11 @@ impl Scheduler {
                 clouds,
                 next_vm: 1,
                 provision_at: None,
+                plan_memo: None,
+                demand_version: 0,
+                pass_effects: 0,
+                reuse_plans: true,
+                plans_made: 0,
                 shared: crate::model::SharedDetails::default(),
                 sites,
                 config,
@@ -317,7 +346,8 @@ impl Scheduler {
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.core.timers.first().map(|(t, _)| *t);
         // A blocked policy's periodic passes would do nothing (QueuePolicy::blocked); but
-        // On-Demand provisioning decides at every pass, so it keeps them.
+        // On-Demand provisioning decides at every pass, so it keeps them (cheaply: the
+        // demand plan of an unchanged queue and unchanged sites is reused, clouds.rs).
         let queue = if self.queue.blocked() && !self.core.clouds.iter().any(Option::is_some) {
             None
         } else {
@@ -327,6 +357,21 @@ impl Scheduler {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// Make every On-Demand demand plan afresh instead of reusing one whose inputs did not
+    /// change (see `clouds.rs`, "Plans made once"): the same decisions, more slowly. For
+    /// tests that check exactly that.
+    #[doc(hidden)]
+    pub fn set_plan_reuse(&mut self, reuse: bool) {
+        self.core.reuse_plans = reuse;
+        self.core.plan_memo = None;
+    }
+
+    /// How many On-Demand demand plans this scheduler made afresh (not reused), for tests.
+    #[doc(hidden)]
+    pub fn plans_made(&self) -> u64 {
+        self.core.plans_made
     }
 
     /// A cloud site's VMs and bill under On-Demand provisioning (`None` for a cluster or a
@@ -406,6 +451,9 @@ impl Scheduler {
     /// Put the jobs this event sent (back) to the queue into it.
     fn enqueue_requeued(&mut self) {
         let core = &mut self.core;
+        if !core.requeued.is_empty() {
+            core.demand_version += 1;
+        }
         for &id in &core.requeued {
             if let Some(j) = core.jobs.get(&id) {
                 self.queue.push(id, &j.job, core.now);
@@ -424,10 +472,26 @@ impl Scheduler {
         }
     }
 
+    /// One scheduling pass of the queue policy. The demand version moves unless the policy
+    /// was blocked before it ([`QueuePolicy::blocked`]: no job entered or left its queue
+    /// since its last pass) and the pass started and failed nothing: such a pass leaves the
+    /// queue as it was.
+    fn pass(&mut self) {
+        let (blocked, effects) = (self.queue.blocked(), self.core.pass_effects);
+        self.queue.pass(&mut self.core);
+        if !blocked || self.core.pass_effects != effects {
+            self.core.demand_version += 1;
+        }
+    }
+
     /// Move jobs in and out of the queue as the event decided, then run a pass if anything
     /// changed that could let a job start.
     fn settle(&mut self) {
         let core = &mut self.core;
+        let changed = !core.unqueued.is_empty() || !core.edited.is_empty();
+        if changed || !core.finished.is_empty() {
+            core.demand_version += 1;
+        }
         for id in core.unqueued.drain(..) {
             self.queue.remove(id);
         }
@@ -450,12 +514,12 @@ impl Scheduler {
         let pass = core.dirty || self.queue.next_wakeup().is_some_and(|t| t <= core.now);
         if pass {
             core.dirty = false;
-            self.queue.pass(core);
+            self.pass();
             // Jobs the pass started made room: admit from the backlog and decide again.
             if self.core.admit(self.queue.len()) > 0 {
                 self.enqueue_requeued();
                 self.core.dirty = false;
-                self.queue.pass(&mut self.core);
+                self.pass();
             }
         }
         let core = &mut self.core;
@@ -475,8 +539,7 @@ impl Scheduler {
         }
         core.committed = committed;
         if core.wants_provisioning(pass) {
-            let demand = self.queue.demand(core.sites.len());
-            core.provision(demand, self.queue.fit());
+            core.provision(&*self.queue);
         }
         for id in core.ended.drain(..) {
             core.jobs.forget(id);
@@ -772,7 +835,9 @@ impl PassCtx for Core {
     }
 
     fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool {
-        self.try_place_and_start(id, options, None)
+        let started = self.try_place_and_start(id, options, None);
+        self.pass_effects += u64::from(started);
+        started
     }
 
     fn start_placed(
@@ -785,7 +850,9 @@ impl PassCtx for Core {
             // Claiming routes files, which needs the whole placement: place again.
             return self.try_start(id, allowed);
         }
-        self.try_place_and_start(id, &StartOptions::default(), Some(placed))
+        let started = self.try_place_and_start(id, &StartOptions::default(), Some(placed));
+        self.pass_effects += u64::from(started);
+        started
     }
 
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool {
@@ -869,6 +936,7 @@ impl PassCtx for Core {
 
     fn fail(&mut self, id: JobId, reason: String) {
         if self.jobs.get(&id).is_some_and(|j| j.phase == Phase::Queued) {
+            self.pass_effects += 1;
             self.end_job(id, Err(reason));
         }
     }

@@ -90,6 +90,13 @@ struct VmLife {
     down: Option<Time>,
 }
 
+impl VmLife {
+    /// Up and not released.
+    fn running(&self) -> bool {
+        self.up.is_some() && self.down.is_none()
+    }
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -213,6 +220,10 @@ struct Sim<'a> {
     /// Processors per site as configured (a cloud's most).
     configured: Vec<u32>,
     vms: BTreeMap<VmId, VmLife>,
+    /// Per site: the VMs running now (up and not yet released), kept as they come and go
+    /// instead of counted over `vms`, which holds every VM of the run (the count made each
+    /// lease cost time in the number of leases so far).
+    running_vms: Vec<u32>,
     cloud_usage: Vec<CloudUsage>,
     leases: ChaCha8Rng,
 }
@@ -285,6 +296,7 @@ pub fn simulate<'a>(
         .collect();
     let configured = sites.iter().map(|s| s.processors).collect();
     let cloud_usage = vec![CloudUsage::default(); sites.len()];
+    let running_vms = vec![0; sites.len()];
     let seed = params.seed;
     let outcomes: Vec<JobOutcome> = (0..workload.len())
         .map(|i| outcome_of(&workload, i))
@@ -331,6 +343,7 @@ pub fn simulate<'a>(
         price,
         configured,
         vms: BTreeMap::new(),
+        running_vms,
         cloud_usage,
         leases: stream_of(seed, Purpose::Failures, 3),
     };
@@ -610,15 +623,14 @@ impl Sim<'_> {
                 };
                 let site = life.site;
                 if ok {
+                    let was = life.running();
                     life.up = Some(now);
+                    if life.running() && !was {
+                        self.running_vms[site] += 1;
+                    }
                     self.sites[site].total += self.vm_processors[site];
-                    let running = self
-                        .vms
-                        .values()
-                        .filter(|v| v.site == site && v.up.is_some() && v.down.is_none())
-                        .count() as u32;
                     let u = &mut self.cloud_usage[site];
-                    u.peak_vms = u.peak_vms.max(running);
+                    u.peak_vms = u.peak_vms.max(self.running_vms[site]);
                     self.dirty.insert(site);
                     batch.push(Event::VmLeased { vm });
                 } else {
@@ -749,6 +761,9 @@ impl Sim<'_> {
                     let s = &mut self.sites[site];
                     debug_assert!(s.free() >= per, "a VM released while in use");
                     s.total = s.total.saturating_sub(per);
+                    if life.running() {
+                        self.running_vms[site] -= 1;
+                    }
                     life.down = Some(now);
                     self.dirty.insert(site);
                     self.follow.push(Event::VmReleased { vm });
