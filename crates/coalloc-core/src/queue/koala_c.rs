@@ -190,9 +190,9 @@ impl KoalaC {
     }
 
     /// HSDF's pass (seed 004 §IV-A 4): the queue by estimated slowdown at this time (it
-    /// depends on the time and the jobs' submission times), ordered only when its head was
-    /// not already tried at this epoch. A pass that ends on a blocked head holds the policy
-    /// until a job overtakes that head (module documentation).
+    /// depends on the time and the jobs' submission times), head by head, ending at once
+    /// when the head was already tried at this epoch. A pass that ends on a blocked head
+    /// holds the policy until a job overtakes that head (module documentation).
     fn pass_hsdf(&mut self, ctx: &mut dyn PassCtx) {
         let now = ctx.now();
         let epoch = ctx.epoch();

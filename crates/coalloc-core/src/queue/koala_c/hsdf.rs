@@ -46,10 +46,15 @@ impl Row {
         )
     }
 
+    /// Whether `self` comes before `head` in HSDF's order at `t`.
+    fn ahead_of(&self, head: &Row, t: Time) -> bool {
+        self.key(t) < head.key(t)
+    }
+
     /// The first time at or after `now` at which `self` comes before `head` in HSDF's order,
     /// if ever. Computed from the lines, then pinned with the order itself.
     fn overtakes_at(&self, head: &Row, now: Time) -> Option<Time> {
-        let ahead = |t: Time| self.key(t) < head.key(t);
+        let ahead = |t: Time| self.ahead_of(head, t);
         if ahead(now) {
             return Some(now);
         }
@@ -164,13 +169,26 @@ impl Index {
     /// The first time at or after `now` at which a job of the rows from `from` on comes
     /// before `head` (`None`: never, as long as the queue holds only these jobs).
     pub(super) fn overtaken_at(&self, head: &Row, from: usize, now: Time) -> Option<Time> {
-        self.rows
-            .get(from..)
-            .unwrap_or_default()
-            .iter()
-            .filter(|r| r.id != head.id)
-            .filter_map(|r| r.overtakes_at(head, now))
-            .min()
+        let mut first: Option<Time> = None;
+        for r in self.rows.get(from..).unwrap_or_default() {
+            if r.id == head.id {
+                continue;
+            }
+            if let Some(b) = first {
+                // On their lines (both waited since `now`), a job behind `head` at `now`
+                // that is still behind it just before `b` overtakes it at `b` or later, if
+                // ever (the lines cross once): no need to know when.
+                let lines = r.submit <= now && head.submit <= now;
+                let behind = |t: Time| !r.ahead_of(head, t);
+                if b <= now || (lines && behind(now) && behind(b - 1)) {
+                    continue;
+                }
+            }
+            if let Some(t) = r.overtakes_at(head, now) {
+                first = Some(first.map_or(t, |b| b.min(t)));
+            }
+        }
+        first
     }
 }
 
@@ -190,6 +208,37 @@ mod tests {
     /// The first overtaking time, by trying every time.
     fn by_search(j: &Row, h: &Row, now: Time, horizon: Time) -> Option<Time> {
         (now..horizon).find(|&t| j.key(t) < h.key(t))
+    }
+
+    #[test]
+    fn the_first_overtaking_of_many_is_the_earliest() {
+        let h = row(1, 0, 1_000, 5);
+        let mut rng = crate::queue::tags::SplitMix64::new(7);
+        for case in 0..200 {
+            let mut index = Index::default();
+            index.rows.push(h);
+            let now = 500;
+            for id in 2..2 + rng.below(12) as JobId {
+                let r = row(
+                    id,
+                    rng.below(501) as Time,
+                    // Shorter than the head's (overtaking by 5,000 at the latest) or not.
+                    [1 + rng.below(899), 1_000 + rng.below(500)][rng.below(2) as usize] as Millis,
+                    id,
+                );
+                index.rows.push(r);
+            }
+            let from = rng.below(3) as usize;
+            let want = index
+                .rows
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .filter(|r| r.id != h.id)
+                .filter_map(|r| by_search(r, &h, now, 6_000))
+                .min();
+            assert_eq!(index.overtaken_at(&h, from, now), want, "case {case}");
+        }
     }
 
     #[test]
