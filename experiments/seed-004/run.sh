@@ -25,6 +25,6 @@ done
 rm -rf results/sweep results/compare
 # 13 limits x (2 chains RR + 4 chains RR + 4 chains RND x 5 seeds) x 7 traces = 637 runs
 time "$coalloc" sim sweep.toml -q "${threads[@]}"
-# 5 policies x 10 chain counts x 7 traces = 350 runs
+# 6 policies x 10 chain counts x 7 traces = 420 runs
 time "$coalloc" sim compare.toml -q "${threads[@]}"
 python3 analyze.py | tee results/tables.md

@@ -35,7 +35,8 @@
 //! - **HSDF** (§IV-A 4): at every pass the queue is ordered by estimated slowdown
 //!   `(wait + predicted runtime) / predicted runtime`, highest first, ties by arrival, with
 //!   SJF's prediction and the wait estimate of [`crate::predictor`] (the time waited since
-//!   submission); the head starts first-fit.
+//!   submission); the head starts first-fit. The order is found at each pass without sorting
+//!   the queue: each head in one walk over it ([`hsdf`]).
 //!
 //! "Arrival" is entry into this queue: a job that comes back after an abort or a failure
 //! after commit goes to the tail of its ties (as in [`super::fcfs`]) with a fresh prediction.
@@ -55,17 +56,29 @@
 //! processors or becomes usable ([`PassCtx::epoch`]) or a job enters or leaves the queue:
 //! until then passes are skipped ([`Stall`]) and the policy is [`QueuePolicy::blocked`], so
 //! the scheduler stops waking it every period. A skipped pass tries nothing, so it counts
-//! no placement try (as under FCFS). HSDF's order changes with the time, so it is never
-//! blocked; its pass finds the head without sorting the queue, and ends at once when that
-//! head was already tried at this epoch.
+//! no placement try (as under FCFS).
+//!
+//! HSDF's order changes with the time, and its pass ends at once, trying nothing, when its
+//! head was already tried at this epoch. A pass that ended on a blocked head `h` therefore
+//! cannot start anything before the epoch changes, `h` leaves the queue, or another job
+//! overtakes `h` in the order. Estimated slowdowns grow linearly with the time, so a job
+//! that overtakes `h` stays before it, and the first time any queued job does can be
+//! computed ([`hsdf::Index::overtaken_at`]); a job that enters the queue meanwhile brings
+//! that time forward if it overtakes `h` sooner (a job that leaves may leave it early, which
+//! costs one pass that finds `h` again). Until that time HSDF is blocked as the others are,
+//! and the scheduler wakes it at the first multiple of the period at or after it
+//! ([`QueuePolicy::unblocks_at`]) instead of at every multiple: the same passes try the same
+//! jobs as a pass every period that orders the whole queue would (`tests/hsdf.rs`).
 
 use super::{PassCtx, QueuePolicy, StartOptions};
 use crate::model::{Job, Millis, Time, HOUR};
 use crate::placement::Fit;
-use crate::predictor::{wait_so_far, EstimatedSlowdown, RuntimePredictor};
+use crate::predictor::RuntimePredictor;
 use crate::scheduler::api::{JobId, SiteId};
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+
+mod hsdf;
+use hsdf::Row;
 
 /// Parameters of FF, RR, SJF, SJF-ideal and HSDF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -124,6 +137,9 @@ pub struct KoalaC {
     stall: Stall,
     /// HSDF: the jobs tried at this epoch that did not start.
     failed: (u64, BTreeSet<JobId>),
+    /// HSDF: the queue with what its order needs, and the blocked head.
+    #[serde(default)]
+    hsdf: hsdf::Index,
 }
 
 impl KoalaC {
@@ -139,6 +155,7 @@ impl KoalaC {
             cursor: None,
             stall: Stall::default(),
             failed: (0, BTreeSet::new()),
+            hsdf: hsdf::Index::default(),
         }
     }
 
@@ -172,42 +189,58 @@ impl KoalaC {
         &self.predictor
     }
 
-    /// HSDF's pass: the queue by estimated slowdown at this time (it depends on the time and
-    /// the jobs' submission times), sorted only when its head was not already tried at this
-    /// epoch.
+    /// HSDF's pass (seed 004 §IV-A 4): the queue by estimated slowdown at this time (it
+    /// depends on the time and the jobs' submission times), head by head, ending at once
+    /// when the head was already tried at this epoch. A pass that ends on a blocked head
+    /// holds the policy until a job overtakes that head (module documentation).
     fn pass_hsdf(&mut self, ctx: &mut dyn PassCtx) {
         let now = ctx.now();
-        let mut jobs: Vec<(Reverse<EstimatedSlowdown>, u64, JobId)> = self
-            .entries
-            .iter()
-            .map(|(&id, e)| {
-                let wait = wait_so_far(now, ctx.record(id).submit);
-                let s = EstimatedSlowdown::new(wait, e.predicted);
-                (Reverse(s), e.seq, id)
-            })
-            .collect();
         let epoch = ctx.epoch();
         if self.failed.0 != epoch {
             self.failed = (epoch, BTreeSet::new());
         }
-        if jobs
-            .iter()
-            .min()
-            .is_some_and(|h| self.failed.1.contains(&h.2))
-        {
-            return; // the head still does not fit, and the pass would end there
+        let Some(head) = self.hsdf.head(now) else {
+            return;
+        };
+        if self.failed.1.contains(&head.id) {
+            return self.hold_hsdf(head.id, now); // the head still does not fit
         }
-        jobs.sort();
-        for (_, _, id) in jobs {
+        // Heads one at a time, the next found again after each start: most passes start
+        // none or one, so a walk per start costs less than ordering the queue.
+        let mut next = Some(head);
+        while let Some(Row { id, .. }) = next {
             if !self.start(ctx, id) {
                 let epoch = ctx.epoch();
                 if self.failed.0 != epoch {
                     self.failed = (epoch, BTreeSet::new());
                 }
                 self.failed.1.insert(id);
-                return;
+                return self.hold_hsdf(id, now);
             }
             self.remove(id);
+            next = self.hsdf.head(now);
+        }
+    }
+
+    /// HSDF's pass ended at `now` on `head`, already tried at this epoch: passes are skipped
+    /// until the epoch changes, `head` leaves, or a job overtakes it.
+    fn hold_hsdf(&mut self, head: JobId, now: Time) {
+        let Some(row) = self.hsdf.row(head) else {
+            return;
+        };
+        let until = self.hsdf.overtaken_at(&row, 0, now);
+        self.stall.hold(self.failed.0, until);
+        self.hsdf.held = Some(head);
+    }
+
+    /// HSDF, before a pass: rows for the jobs pushed since the last one; a held head may be
+    /// overtaken sooner by one of them.
+    fn sync_hsdf(&mut self, ctx: &dyn PassCtx) {
+        let first = self.hsdf.sync(ctx, &self.entries);
+        let held = self.hsdf.held.filter(|_| self.stall.blocked());
+        if let Some(head) = held.and_then(|h| self.hsdf.row(h)) {
+            let until = self.hsdf.overtaken_at(&head, first, ctx.now());
+            self.stall.until_at_most(until);
         }
     }
 
@@ -279,6 +312,9 @@ impl QueuePolicy for KoalaC {
     fn push(&mut self, id: JobId, job: &Job, now: Time) {
         self.remove(id);
         self.failed.1.remove(&id);
+        if self.kind == Kind::Hsdf {
+            self.hsdf.push(id);
+        }
         self.period.on_push(now, self.entries.is_empty());
         let default = self.params.default_runtime;
         let predicted = match self.kind {
@@ -304,7 +340,13 @@ impl QueuePolicy for KoalaC {
     }
 
     fn remove(&mut self, id: JobId) {
-        self.stall.clear();
+        // HSDF: a job other than the blocked head leaving does not let anything start.
+        if self.kind != Kind::Hsdf || self.hsdf.held == Some(id) {
+            self.stall.clear();
+        }
+        if self.kind == Kind::Hsdf {
+            self.hsdf.remove(id);
+        }
         if let Some(e) = self.entries.remove(&id) {
             self.queue.remove(&(e.key, e.seq));
         }
@@ -316,6 +358,9 @@ impl QueuePolicy for KoalaC {
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
         let (now, epoch) = (ctx.now(), ctx.epoch());
+        if self.kind == Kind::Hsdf {
+            self.sync_hsdf(ctx);
+        }
         if self.entries.is_empty() || !self.stall.begin(epoch, now, &mut self.period) {
             return;
         }
@@ -336,7 +381,12 @@ impl QueuePolicy for KoalaC {
     }
 
     fn blocked(&self) -> bool {
-        self.stall.blocked()
+        // HSDF: a job pushed since the last pass may overtake the held head.
+        self.stall.blocked() && self.hsdf.pending.is_empty()
+    }
+
+    fn unblocks_at(&self) -> Option<Time> {
+        self.period.at_or_after(self.stall.until()?)
     }
 
     fn finished(&mut self, _id: JobId, job: &Job, runtime: Millis) {
@@ -401,6 +451,12 @@ impl Period {
 }
 
 impl Period {
+    /// The first time at or after `t` at which a pass may run: the first multiple of the
+    /// period (`None` without a period: passes come with events only).
+    fn at_or_after(&self, t: Time) -> Option<Time> {
+        self.every.map(|p| ceil_multiple(t, p))
+    }
+
     /// Wakeups were skipped while the policy was blocked ([`Stall`]): a due time left
     /// behind moves to the first multiple at or after `now`, where the skipped passes would
     /// have put it.
@@ -420,6 +476,10 @@ impl Period {
 pub(crate) struct Stall {
     /// The epoch at which the last pass ended with every head blocked.
     at: Option<u64>,
+    /// HSDF: passes may start something again from this time on, though nothing changed
+    /// (a job overtakes the blocked head); `None`: not before something changes.
+    #[serde(default)]
+    until: Option<Time>,
     /// Blocked since the last pass: the scheduler may have skipped the period's wakeups.
     parked: bool,
 }
@@ -428,16 +488,17 @@ impl Stall {
     /// A job entered or left the queue: the next pass runs.
     pub(crate) fn clear(&mut self) {
         self.at = None;
+        self.until = None;
     }
 
     /// Whether a pass at `now` may schedule: not while blocked at `epoch` (the period still
     /// moves on, as the skipped pass would have moved it), else as `period` says.
     pub(crate) fn begin(&mut self, epoch: u64, now: Time, period: &mut Period) -> bool {
-        if self.at == Some(epoch) {
+        if self.at == Some(epoch) && self.until.is_none_or(|u| now < u) {
             period.begin(now);
             return false;
         }
-        self.at = None;
+        self.clear();
         if std::mem::take(&mut self.parked) {
             period.catch_up(now);
         }
@@ -451,6 +512,26 @@ impl Stall {
             self.at = Some(now);
             self.parked = true;
         }
+    }
+
+    /// HSDF's pass ended at epoch `at` on a head already tried at that epoch, which no job
+    /// overtakes before `until`.
+    fn hold(&mut self, at: u64, until: Option<Time>) {
+        self.at = Some(at);
+        self.until = until;
+        self.parked = true;
+    }
+
+    /// A job that entered the queue overtakes HSDF's blocked head at `until`, maybe sooner.
+    fn until_at_most(&mut self, until: Option<Time>) {
+        if let Some(t) = until {
+            self.until = Some(self.until.map_or(t, |u| u.min(t)));
+        }
+    }
+
+    /// When a hold ends by itself (HSDF).
+    fn until(&self) -> Option<Time> {
+        self.until.filter(|_| self.at.is_some())
     }
 
     pub(crate) fn blocked(&self) -> bool {

@@ -211,11 +211,18 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
         None
     }
     /// Whether no pass can start anything before a site gains processors or becomes usable
-    /// ([`PassCtx::epoch`]) or a job enters or leaves the queue: the policy's last pass left
-    /// every job it may try blocked. Such passes do nothing, so the scheduler skips the
-    /// policy's [`QueuePolicy::next_wakeup`] meanwhile. `false` by default.
+    /// ([`PassCtx::epoch`]), a job enters or leaves the queue, or the time
+    /// [`QueuePolicy::unblocks_at`] comes: the policy's last pass left every job it may try
+    /// blocked. Such passes do nothing, so the scheduler skips the policy's
+    /// [`QueuePolicy::next_wakeup`] meanwhile. `false` by default.
     fn blocked(&self) -> bool {
         false
+    }
+    /// While [`QueuePolicy::blocked`], when a pass may start something though nothing
+    /// changed: HSDF's blocked head is overtaken (seed 004 §IV-A 4). The scheduler wakes the
+    /// policy then. `None` (the default): not before something changes.
+    fn unblocks_at(&self) -> Option<Time> {
+        None
     }
     /// A queued job was edited (its components changed in place; it keeps its place).
     fn edited(&mut self, _id: JobId, _job: &Job) {}

@@ -345,11 +345,12 @@ impl Scheduler {
     /// When the scheduler wants to be called (with [`Event::Tick`]) if nothing else happens.
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.core.timers.first().map(|(t, _)| *t);
-        // A blocked policy's periodic passes would do nothing (QueuePolicy::blocked); but
-        // On-Demand provisioning decides at every pass, so it keeps them (cheaply: the
-        // demand plan of an unchanged queue and unchanged sites is reused, clouds.rs).
+        // A blocked policy's periodic passes would do nothing (QueuePolicy::blocked) until it
+        // unblocks by itself, if it does (QueuePolicy::unblocks_at); but On-Demand
+        // provisioning decides at every pass, so it keeps them (cheaply: the demand plan of
+        // an unchanged queue and unchanged sites is reused, clouds.rs).
         let queue = if self.queue.blocked() && !self.core.clouds.iter().any(Option::is_some) {
-            None
+            self.queue.unblocks_at()
         } else {
             self.queue.next_wakeup()
         };
