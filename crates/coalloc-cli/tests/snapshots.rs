@@ -212,15 +212,7 @@ fn a_restart_may_change_the_policy_and_add_sites_but_not_remove_one() {
     let gamma = "[[site]]\nname = \"gamma\"\nprocessors = 1\nmanager = { type = \"local\" }\n";
     assert!(config.contains(gamma));
     std::fs::write(&s.config, config.replace(gamma, "")).unwrap();
-    let out = std::process::Command::new(common::server::COALLOC)
-        .args(["serve", "--config"])
-        .arg(&s.config)
-        .arg("--state-dir")
-        .arg(&s.dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let err = s.serve_refused();
     assert!(
         err.contains("[alpha, beta, gamma]") && err.contains("not removed"),
         "{err}"
@@ -289,15 +281,7 @@ fn a_journal_entry_that_does_not_read_stops_the_start_with_its_number() {
         )
         .unwrap();
     drop(journal);
-    let out = std::process::Command::new(common::server::COALLOC)
-        .args(["serve", "--config"])
-        .arg(s.dir.parent().unwrap().join("config.toml"))
-        .arg("--state-dir")
-        .arg(&s.dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let err = s.serve_refused();
     assert!(
         err.contains(&format!("journal entry {}:", before + 1)),
         "{err}"

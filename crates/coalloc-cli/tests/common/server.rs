@@ -195,6 +195,21 @@ impl Server {
         c.wait().unwrap();
     }
 
+    /// Run `coalloc serve` on this server's configuration and state directory (it must not
+    /// be running) expecting it to refuse to start; what it printed on stderr.
+    pub fn serve_refused(&self) -> String {
+        let out = Command::new(COALLOC)
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .arg("--state-dir")
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "the server started: {err}");
+        err
+    }
+
     /// Start the server again on the same state directory, after [`Server::kill`].
     pub fn restart(&mut self) {
         self.spawn();
