@@ -309,12 +309,18 @@ impl Journal {
 mod tests {
     use super::*;
 
-    #[test]
-    fn records_survive_a_reopen_in_order() {
-        let dir = std::env::temp_dir().join(format!("coalloc-journal-{}", std::process::id()));
+    /// A fresh directory for a test's journal; the journal's path in it.
+    pub(super) fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("coalloc-journal{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("journal.sqlite");
+        dir.join("journal.sqlite")
+    }
+
+    #[test]
+    fn records_survive_a_reopen_in_order() {
+        let path = scratch("");
+        let dir = path.parent().unwrap().to_path_buf();
         let mut j = Journal::open(&path).unwrap();
         assert_eq!(j.replay(|_| Ok::<_, String>(())).unwrap(), 0);
         let recs = vec![
@@ -353,10 +359,8 @@ mod tests {
 
     #[test]
     fn compaction_keeps_the_jobs_submitted_in_order() {
-        let dir = std::env::temp_dir().join(format!("coalloc-journal-c-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("journal.sqlite");
+        let path = scratch("-c");
+        let dir = path.parent().unwrap().to_path_buf();
         let mut j = Journal::open(&path).unwrap();
         let submit = |at: i64, spec: &str| Record {
             at,
@@ -422,10 +426,8 @@ mod last_seq_tests {
     /// history rows than there are entries (the last rowid then was a history row's).
     #[test]
     fn history_rows_in_the_same_commit_do_not_move_the_last_entry_number() {
-        let dir = std::env::temp_dir().join(format!("coalloc-journal-h-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("journal.sqlite");
+        let path = super::tests::scratch("-h");
+        let dir = path.parent().unwrap().to_path_buf();
         let mut j = Journal::open(&path).unwrap();
         let forget = |jobs: Vec<u64>| Record {
             at: 1,
