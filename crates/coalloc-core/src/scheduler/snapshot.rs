@@ -64,8 +64,33 @@ impl Serialize for JobSlotsRef<'_> {
 }
 
 /// A run of slots read back ([`Snapshot::join`]).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct JobSlots(Vec<super::jobs::Slot>);
+
+impl<'de> Deserialize<'de> for JobSlots {
+    /// Into a vector made at once to the length the format gives (serde's own stops at
+    /// 1 MiB and then doubles, copying a million slots several times), up to 16 M slots.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Slots;
+        impl<'de> serde::de::Visitor<'de> for Slots {
+            type Value = JobSlots;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence of job slots")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<JobSlots, A::Error> {
+                let mut slots = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 24));
+                while let Some(slot) = seq.next_element()? {
+                    slots.push(slot);
+                }
+                Ok(JobSlots(slots))
+            }
+        }
+        d.deserialize_seq(Slots)
+    }
+}
 
 /// A scheduler's state, deserialized, to [`Scheduler::restore`].
 #[derive(Debug, Deserialize)]
@@ -114,6 +139,14 @@ impl Snapshot {
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
         let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();
+        let mut runs = runs.into_iter();
+        // The head's (empty in a file written in runs) and the first run's slots are kept
+        // where they are; the others are moved after them.
+        if head.jobs.0.is_empty() {
+            if let Some(first) = runs.next() {
+                head.jobs = first;
+            }
+        }
         head.jobs.0.reserve_exact(len - head.jobs.0.len());
         for r in runs {
             head.jobs.0.extend(r.0);

@@ -347,11 +347,15 @@ impl Driver {
         let path = self.snapshots.path.clone();
         let bad = |m: String| StartError::Snapshot(path.display().to_string(), m);
         let t = std::time::Instant::now();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(bad(e.to_string())),
         };
+        // SAFETY: `snapshot.bin` is never written in place, only replaced by a rename
+        // (`publish`), so the mapped file does not change under the map.
+        let bytes = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+            .map_err(|e| bad(e.to_string()))?;
         let read_ms = t.elapsed().as_millis() as u64;
         let (s, runs): (State, _) =
             super::snapfile::read(&bytes).map_err(|e| bad(e.to_string()))?;
