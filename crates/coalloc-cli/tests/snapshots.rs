@@ -90,9 +90,6 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     wait_until(30, "a snapshot being written", || {
         tmp.exists() && plain(&s.log()).contains("snapshot taken (forked)")
     });
-    s.kill();
-    assert!(!snapshot.exists(), "the first snapshot was cut short");
-    // The forked writer died with the server: it cannot meet a restarted one's writer.
     let log = plain(&s.log());
     let child: u32 = log
         .split("snapshot taken (forked)")
@@ -101,6 +98,18 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("no forked snapshot in {log}"));
+    // The writer holds none of the server's sockets (it would keep the address and the
+    // socket file of a killed server while it syncs, and a restart would be refused).
+    let held: Vec<String> = std::fs::read_dir(format!("/proc/{child}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.display().to_string())
+        .filter(|target| target.starts_with("socket:"))
+        .collect();
+    assert!(held.is_empty(), "the snapshot's child holds {held:?}");
+    s.kill();
+    assert!(!snapshot.exists(), "the first snapshot was cut short");
+    // The forked writer died with the server: it cannot meet a restarted one's writer.
     wait_until(10, "the forked writer to die with the server", || {
         std::fs::read_to_string(format!("/proc/{child}/stat"))
             .map(|st| st.split(") ").nth(1).unwrap_or("").starts_with('Z'))

@@ -156,6 +156,7 @@ where
         if libc::getppid() != parent {
             libc::_exit(1);
         }
+        close_inherited();
         let fd = libc::open(
             path.as_ptr(),
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
@@ -177,6 +178,33 @@ where
             Err(_) => 4,
         };
         libc::_exit(code)
+    }
+}
+
+/// Close every descriptor the child inherited but stdin, stdout and stderr: the server's
+/// listening sockets above all. A child outlives a killed server while it syncs (a process
+/// in `fsync` dies only when that returns), and with the sockets open it would hold the
+/// server's address and socket file, and answer connections, so that a server restarted
+/// at once found "another server answers on this socket" and would not start.
+fn close_inherited() {
+    // SAFETY: closes descriptors only; the child uses none made before the fork.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) == 0 {
+            return;
+        }
+        // Before Linux 5.9: one by one, up to the limit on descriptors.
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            4096
+        };
+        for fd in 3..max {
+            libc::close(fd);
+        }
     }
 }
 
