@@ -310,7 +310,7 @@ mod tests {
     use super::*;
 
     /// A fresh directory for a test's journal; the journal's path in it.
-    pub(super) fn scratch(tag: &str) -> std::path::PathBuf {
+    fn scratch(tag: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("coalloc-journal{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -404,11 +404,6 @@ mod tests {
         assert_eq!(secrets, 0, "no secret is kept");
         std::fs::remove_dir_all(&dir).unwrap();
     }
-}
-
-#[cfg(test)]
-mod last_seq_tests {
-    use super::*;
 
     fn row(job: u64) -> HistoryRow {
         HistoryRow {
@@ -426,7 +421,7 @@ mod last_seq_tests {
     /// history rows than there are entries (the last rowid then was a history row's).
     #[test]
     fn history_rows_in_the_same_commit_do_not_move_the_last_entry_number() {
-        let path = super::tests::scratch("-h");
+        let path = scratch("-h");
         let dir = path.parent().unwrap().to_path_buf();
         let mut j = Journal::open(&path).unwrap();
         let forget = |jobs: Vec<u64>| Record {
