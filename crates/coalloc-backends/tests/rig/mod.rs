@@ -118,13 +118,16 @@ impl Rig {
     /// without `-t all` lists live jobs only).
     pub fn until_gone_from_squeue(&self, i: usize, id: &str) {
         let t0 = Instant::now();
-        while !self
-            .slurm(i, "squeue", &["-h", "-j", id, "-o", "%i"])
-            .is_empty()
-        {
+        // 30 s: KillWait is 5 s, but on a loaded 2-core machine the step's end and the
+        // epilog can take several times that (one CI run saw 15 s pass).
+        loop {
+            let left = self.slurm(i, "squeue", &["-h", "-j", id, "-o", "%i %T %r"]);
+            if left.is_empty() {
+                break;
+            }
             assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "job {id} still in squeue"
+                t0.elapsed() < Duration::from_secs(30),
+                "job {id} still in squeue after 30 s: {left}"
             );
             thread::sleep(Duration::from_millis(50));
         }
