@@ -251,6 +251,9 @@ impl SharedDetails {
     /// component vector to its length.
     pub fn share(&mut self, job: &mut Job) {
         for d in job.components.iter_mut().filter_map(|c| c.details.as_mut()) {
+            if self.recent.front().is_some_and(|r| Arc::ptr_eq(r, d)) {
+                continue;
+            }
             if let Some(r) = self.find(d) {
                 *d = r;
             } else {
@@ -269,12 +272,20 @@ impl SharedDetails {
         })
     }
 
-    /// Details equal to `d` seen lately (now the most recent).
+    /// Details equal to `d` seen lately (now the most recent). The same copy is found
+    /// without comparing fields (a restored core shares details its snapshot's reading
+    /// threads already shared), and the most recent is found without reordering.
     fn find(&mut self, d: &ComponentDetails) -> Option<Arc<ComponentDetails>> {
-        let i = self.recent.iter().position(|r| **r == *d)?;
-        let r = self.recent.remove(i)?;
-        self.recent.push_front(Arc::clone(&r));
-        Some(r)
+        let i = self
+            .recent
+            .iter()
+            .position(|r| std::ptr::eq(&**r, d))
+            .or_else(|| self.recent.iter().position(|r| **r == *d))?;
+        if i > 0 {
+            let r = self.recent.remove(i)?;
+            self.recent.push_front(r);
+        }
+        self.recent.front().cloned()
     }
 
     fn remember(&mut self, d: Arc<ComponentDetails>) {
