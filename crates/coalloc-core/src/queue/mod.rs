@@ -22,6 +22,7 @@ pub mod koala;
 pub mod koala_c;
 pub mod rpp;
 pub mod saved;
+mod seq_index;
 pub mod tags;
 
 use crate::model::{Job, Millis, Time};
@@ -264,27 +265,46 @@ pub type Demand = (JobId, Option<Vec<bool>>);
 /// order. Each job may carry what its policy keeps of it (`T`; EASY keeps the job's
 /// [`Demand`](backfill::Demand), so that its scan rejects a job without looking the job up).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(from = "SavedArrivals<T>")]
 pub struct Arrivals<T = ()> {
     /// `(arrival sequence, job, payload)` in arrival order. Sequence numbers only grow, so
     /// the deque stays sorted by them: a job is found by binary search, the head leaves in
     /// `O(1)` and a job behind it by shifting the shorter side (contiguous, where a tree
     /// would chase pointers on every step of a scan).
     queue: std::collections::VecDeque<(u64, JobId, T)>,
-    /// Job → arrival sequence ([`NOT_QUEUED`] for a job not in the queue), indexed by job
-    /// number: the scheduler numbers jobs densely from 1, so this costs 8 bytes per job
-    /// ever submitted and no search.
-    seq_of: Vec<u64>,
+    /// Job → arrival sequence, for queued jobs ([`seq_index`]); rebuilt from `queue` when
+    /// read back.
+    #[serde(skip)]
+    seq_of: seq_index::SeqIndex,
     next_seq: u64,
 }
 
-/// [`Arrivals`]' mark of a job that is not queued.
-const NOT_QUEUED: u64 = u64::MAX;
+/// [`Arrivals`] as a snapshot holds it: the same fields but the index, in the same order.
+#[derive(serde::Deserialize)]
+struct SavedArrivals<T> {
+    queue: std::collections::VecDeque<(u64, JobId, T)>,
+    next_seq: u64,
+}
+
+impl<T> From<SavedArrivals<T>> for Arrivals<T> {
+    fn from(s: SavedArrivals<T>) -> Self {
+        let mut seq_of = seq_index::SeqIndex::default();
+        for &(seq, id, _) in &s.queue {
+            seq_of.set(id, Some(seq));
+        }
+        Arrivals {
+            queue: s.queue,
+            seq_of,
+            next_seq: s.next_seq,
+        }
+    }
+}
 
 impl<T> Default for Arrivals<T> {
     fn default() -> Self {
         Arrivals {
             queue: std::collections::VecDeque::new(),
-            seq_of: Vec::new(),
+            seq_of: Default::default(),
             next_seq: 0,
         }
     }
@@ -301,16 +321,10 @@ impl<T> Arrivals<T> {
     /// Append a job with its payload (moving it to the tail if it is queued already).
     pub fn push_with(&mut self, id: JobId, payload: T) {
         self.remove(id);
-        let Ok(slot) = usize::try_from(id) else {
-            return;
-        };
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.push_back((seq, id, payload));
-        if self.seq_of.len() <= slot {
-            self.seq_of.resize(slot + 1, NOT_QUEUED);
-        }
-        self.seq_of[slot] = seq;
+        self.seq_of.set(id, Some(seq));
     }
 
     pub fn remove(&mut self, id: JobId) {
@@ -318,7 +332,7 @@ impl<T> Arrivals<T> {
             let at = self.position_from(seq);
             debug_assert_eq!(self.queue.get(at).map(|e| e.0), Some(seq));
             self.queue.remove(at);
-            self.seq_of[id as usize] = NOT_QUEUED;
+            self.seq_of.set(id, None);
         }
     }
 
@@ -334,10 +348,7 @@ impl<T> Arrivals<T> {
 
     /// Size the job-number index for job numbers up to `jobs` ([`QueuePolicy::reserve`]).
     pub fn reserve(&mut self, jobs: usize) {
-        let want = jobs.saturating_add(1);
-        if self.seq_of.len() < want {
-            self.seq_of.resize(want, NOT_QUEUED);
-        }
+        self.seq_of.reserve(jobs);
     }
 
     /// The job at position `at` of the arrival order (0 is the head), with its sequence
@@ -348,8 +359,7 @@ impl<T> Arrivals<T> {
 
     /// A queued job's arrival sequence.
     fn seq(&self, id: JobId) -> Option<u64> {
-        let slot = usize::try_from(id).ok()?;
-        self.seq_of.get(slot).copied().filter(|&s| s != NOT_QUEUED)
+        self.seq_of.get(id)
     }
 
     /// A queued job's payload, to change it in place.

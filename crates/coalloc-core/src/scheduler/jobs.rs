@@ -180,124 +180,197 @@ impl JobState {
     }
 }
 
-/// Jobs by number. The scheduler numbers jobs densely from 1, so a deque indexed by number
-/// (less the forgotten ones before the first it holds) holds them; each is boxed so that
-/// growing the deque moves only pointers. An ended job is kept unless the scheduler forgets
-/// it ([`JobTable::forget`], under `SchedulerConfig::forget_ended`), which empties its slot;
-/// empty slots at the front are dropped, so a server that has run millions of jobs keeps no
-/// slot for those that left, only from its oldest live job on (issue 23).
+/// Jobs by number, in pages of [`PAGE`] numbers. The scheduler numbers jobs densely from 1,
+/// so a page holds the jobs numbered `PAGE * k ..`, each boxed (an empty slot costs 8
+/// bytes, not a job's size). An ended job is kept unless the scheduler forgets it
+/// ([`JobTable::forget`], under `SchedulerConfig::forget_ended`), which empties its slot; a
+/// page whose jobs were all forgotten is dropped. So a server that has run millions of jobs
+/// keeps nothing for those that left (issue 23, item 2), even when a job queued long ago
+/// still holds a page among them: one page-table entry per [`PAGE`] numbers in between.
 ///
-/// Serialized, the table is its `base` only: a snapshot carries the slots apart, in runs
-/// that can be written and read separately ([`super::snapshot::JobSlotsRef`]).
+/// Serialized, the table is how many jobs were numbered: a snapshot carries the jobs apart,
+/// in runs that can be written and read separately ([`super::snapshot::JobSlotsRef`]).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobTable {
-    /// Jobs numbered up to this one were all forgotten and have no slot.
-    base: JobId,
-    // Boxed on purpose: spare capacity then costs 8 bytes a slot, not 520.
-    #[allow(clippy::vec_box)]
+    /// How many jobs were numbered (the next is `numbered + 1`).
+    numbered: JobId,
+    /// The number of `pages`' first page (jobs `PAGE * first_page ..`).
     #[serde(skip)]
-    jobs: std::collections::VecDeque<Option<Box<JobState>>>,
+    first_page: u64,
+    #[serde(skip)]
+    pages: std::collections::VecDeque<Option<Page>>,
+    /// Jobs not forgotten.
+    #[serde(skip)]
+    live: usize,
 }
 
-/// A job table's slot: a job, or `None` for one forgotten.
+/// Job numbers per page of a [`JobTable`].
+const PAGE: u64 = 512;
+
+/// A page of a [`JobTable`] and how many of its slots hold a job.
+#[derive(Debug, Clone)]
+struct Page {
+    slots: Box<[Slot; PAGE as usize]>,
+    live: u32,
+}
+
+/// A job table's slot: a job, or `None` for one forgotten (or not numbered yet).
 pub(crate) type Slot = Option<Box<JobState>>;
 
 impl JobTable {
-    fn slot(&self, id: JobId) -> Option<usize> {
-        usize::try_from(id.checked_sub(self.base + 1)?).ok()
+    /// Where job `id`'s slot is: its page's place in `pages`, and the slot's in the page.
+    fn at(&self, id: JobId) -> Option<(usize, usize)> {
+        let page = usize::try_from((id / PAGE).checked_sub(self.first_page)?).ok()?;
+        Some((page, (id % PAGE) as usize))
     }
 
     pub fn get(&self, id: &JobId) -> Option<&JobState> {
-        self.jobs.get(self.slot(*id)?)?.as_deref()
+        let (p, i) = self.at(*id)?;
+        self.pages.get(p)?.as_ref()?.slots[i].as_deref()
     }
 
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut JobState> {
-        let slot = self.slot(*id)?;
-        self.jobs.get_mut(slot)?.as_deref_mut()
+        let (p, i) = self.at(*id)?;
+        self.pages.get_mut(p)?.as_mut()?.slots[i].as_deref_mut()
     }
 
     /// Room for `jobs` jobs in all.
     pub fn reserve(&mut self, jobs: usize) {
-        self.jobs.reserve(jobs.saturating_sub(self.len()));
+        let pages = (jobs as u64 / PAGE + 1).saturating_sub(self.first_page) as usize;
+        self.pages.reserve(pages.saturating_sub(self.pages.len()));
     }
 
     /// Add the job numbered next.
     pub fn insert(&mut self, id: JobId, job: JobState) {
-        debug_assert_eq!(
-            self.slot(id),
-            Some(self.jobs.len()),
-            "jobs are numbered densely"
-        );
-        self.jobs.push_back(Some(Box::new(job)));
+        debug_assert_eq!(id, self.numbered + 1, "jobs are numbered densely");
+        self.numbered = self.numbered.max(id);
+        self.put(Box::new(job));
+    }
+
+    /// Put `job` in its slot, making its page if need be.
+    fn put(&mut self, job: Box<JobState>) {
+        let page = job.id / PAGE;
+        if self.pages.is_empty() {
+            self.first_page = page;
+        }
+        let Some((p, i)) = self.at(job.id) else {
+            debug_assert!(false, "job {} before the table's first page", job.id);
+            return;
+        };
+        if self.pages.len() <= p {
+            self.pages.resize_with(p + 1, || None);
+        }
+        let page = self.pages[p].get_or_insert_with(|| Page {
+            slots: Box::new([const { None }; PAGE as usize]),
+            live: 0,
+        });
+        if page.slots[i].replace(job).is_none() {
+            page.live += 1;
+            self.live += 1;
+        }
     }
 
     /// Drop job `id`'s state; its number is not given out again.
     pub fn forget(&mut self, id: JobId) {
-        if let Some(slot) = self.slot(id).and_then(|i| self.jobs.get_mut(i)) {
-            *slot = None;
+        let Some((p, i)) = self.at(id) else {
+            return;
+        };
+        let Some(Some(page)) = self.pages.get_mut(p) else {
+            return;
+        };
+        if page.slots[i].take().is_none() {
+            return;
         }
-        while self.jobs.front().is_some_and(Option::is_none) {
-            self.jobs.pop_front();
-            self.base += 1;
-        }
-        // A deque that shrank to a small part of its room gives the rest back.
-        if self.jobs.capacity() > 1024 && self.jobs.len() < self.jobs.capacity() / 4 {
-            self.jobs.shrink_to(self.jobs.len() * 2);
+        page.live -= 1;
+        self.live -= 1;
+        if page.live == 0 {
+            self.pages[p] = None;
+            while self.pages.front().is_some_and(Option::is_none) {
+                self.pages.pop_front();
+                self.first_page += 1;
+            }
+            while self.pages.back().is_some_and(Option::is_none) {
+                self.pages.pop_back();
+            }
+            // A page table that shrank to a small part of its room gives the rest back.
+            if self.pages.capacity() > 1024 && self.pages.len() < self.pages.capacity() / 4 {
+                self.pages.shrink_to(self.pages.len() * 2);
+            }
         }
     }
 
-    /// Slots `from..to` (by position after `base`), to serialize.
-    pub(crate) fn slots(
-        &self,
-        from: usize,
-        to: usize,
-    ) -> std::collections::vec_deque::Iter<'_, Slot> {
-        self.jobs.range(from..to)
+    /// How many jobs the table holds (not forgotten).
+    pub(crate) fn live(&self) -> usize {
+        self.live
     }
 
-    /// How many slots the table holds.
-    pub(crate) fn slot_count(&self) -> usize {
-        self.jobs.len()
-    }
-
-    /// The position of the slot of the `k`-th job not forgotten (from 0), or the number of
-    /// slots if there are not that many.
-    pub(crate) fn slot_of_job(&self, k: usize) -> usize {
-        self.jobs
+    /// The jobs of ranks `from..to` (the `k`-th job not forgotten, by number, from 0), to
+    /// serialize: the pages before the first are skipped by their counts.
+    pub(crate) fn ranks(&self, from: usize, to: usize) -> impl Iterator<Item = &JobState> {
+        let mut skipped = 0;
+        let first = self
+            .pages
             .iter()
-            .enumerate()
-            .filter(|(_, j)| j.is_some())
-            .nth(k)
-            .map_or(self.jobs.len(), |(i, _)| i)
+            .position(|p| {
+                let n = p.as_ref().map_or(0, |p| p.live as usize);
+                if skipped + n > from {
+                    return true;
+                }
+                skipped += n;
+                false
+            })
+            .unwrap_or(self.pages.len());
+        self.pages
+            .range(first..)
+            .flatten()
+            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
+            .skip(from - skipped)
+            .take(to.saturating_sub(from))
     }
 
-    /// The slots of a table read back without them.
-    pub(crate) fn set_slots(&mut self, slots: Vec<Slot>) {
-        self.jobs = slots.into();
+    /// The jobs of a table read back without them, in order of number (boxed already:
+    /// each is moved into its slot as it is).
+    #[allow(clippy::vec_box)]
+    pub(crate) fn set_jobs(&mut self, jobs: Vec<Box<JobState>>) {
+        self.pages.clear();
+        self.live = 0;
+        for j in jobs {
+            self.put(j);
+        }
     }
 
     /// Every job not forgotten, by number.
     pub fn values(&self) -> impl Iterator<Item = &JobState> {
-        self.jobs.iter().filter_map(|j| j.as_deref())
+        self.pages
+            .iter()
+            .flatten()
+            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
     }
 
     /// Every job not forgotten, by number, to change.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut JobState> {
-        self.jobs.iter_mut().filter_map(|j| j.as_deref_mut())
+        self.pages
+            .iter_mut()
+            .flatten()
+            .flat_map(|p| p.slots.iter_mut().filter_map(|j| j.as_deref_mut()))
     }
 
     /// Every job not forgotten numbered after `after`, by number: a page of a listing
     /// starts where the last one stopped without walking the jobs before it.
     pub fn values_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {
-        let from = usize::try_from(after.saturating_sub(self.base))
+        let from = usize::try_from((after / PAGE).saturating_sub(self.first_page))
             .unwrap_or(usize::MAX)
-            .min(self.jobs.len());
-        self.jobs.range(from..).filter_map(|j| j.as_deref())
+            .min(self.pages.len());
+        self.pages
+            .range(from..)
+            .flatten()
+            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
+            .skip_while(move |j| j.id <= after)
     }
 
     /// How many jobs were numbered (forgotten ones included).
     pub fn len(&self) -> usize {
-        self.base as usize + self.jobs.len()
+        self.numbered as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -314,29 +387,67 @@ mod table_tests {
     }
 
     #[test]
-    fn forgotten_jobs_at_the_front_leave_no_slot_and_numbers_still_find_jobs() {
+    fn forgotten_jobs_leave_no_page_and_numbers_still_find_jobs() {
         let mut t = JobTable::default();
-        for id in 1..=5 {
+        let n = 5 * PAGE;
+        for id in 1..=n {
             t.insert(id, job(id));
         }
+        assert_eq!(
+            (t.pages.len(), t.live(), t.len()),
+            (6, n as usize, n as usize)
+        );
+        // A hole in a page keeps the page; a page emptied goes, and so do the empty pages
+        // at the front.
         t.forget(2);
-        assert_eq!((t.base, t.jobs.len()), (0, 5), "a hole in the middle stays");
-        t.forget(1);
-        assert_eq!((t.base, t.jobs.len()), (2, 3), "1 and 2 left together");
-        assert!(t.get(&1).is_none() && t.get(&2).is_none());
-        assert_eq!(t.get(&4).map(|j| j.id), Some(4));
-        assert_eq!(t.len(), 5);
-        t.insert(6, job(6));
-        let after: Vec<JobId> = t.values_after(3).map(|j| j.id).collect();
-        assert_eq!(after, vec![4, 5, 6]);
-        let after: Vec<JobId> = t.values_after(0).map(|j| j.id).collect();
-        assert_eq!(after, vec![3, 4, 5, 6]);
-        for id in 3..=6 {
+        assert_eq!(t.pages.iter().flatten().count(), 6);
+        for id in PAGE..2 * PAGE {
             t.forget(id);
         }
-        assert_eq!((t.base, t.jobs.len(), t.len()), (6, 0, 6));
-        t.insert(7, job(7));
-        assert_eq!(t.get(&7).map(|j| j.id), Some(7));
+        assert!(
+            t.pages[1].is_none(),
+            "an emptied page in the middle is dropped"
+        );
+        assert_eq!(t.first_page, 0);
+        for id in 1..PAGE {
+            t.forget(id);
+        }
+        assert_eq!(t.first_page, 2, "pages 0 and 1 left together");
+        assert!(t.get(&1).is_none() && t.get(&(PAGE + 1)).is_none());
+        assert_eq!(t.get(&(2 * PAGE + 3)).map(|j| j.id), Some(2 * PAGE + 3));
+        assert_eq!(t.len(), n as usize);
+        t.insert(n + 1, job(n + 1));
+        let after: Vec<JobId> = t.values_after(n - 2).map(|j| j.id).collect();
+        assert_eq!(after, vec![n - 1, n, n + 1]);
+        let all: Vec<JobId> = t.values_after(0).map(|j| j.id).collect();
+        assert_eq!(all, (2 * PAGE..=n + 1).collect::<Vec<_>>());
+        assert_eq!(t.values().count(), t.live());
+        // Ranks skip whole pages by their counts.
+        let ranked: Vec<JobId> = t
+            .ranks(PAGE as usize - 1, PAGE as usize + 2)
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(ranked, vec![3 * PAGE - 1, 3 * PAGE, 3 * PAGE + 1]);
+        assert_eq!(t.ranks(0, usize::MAX).count(), t.live());
+        // Everything forgotten: no page is left; the next job makes one.
+        for id in 1..=n + 1 {
+            t.forget(id);
+        }
+        assert_eq!((t.pages.len(), t.live(), t.len()), (0, 0, n as usize + 1));
+        t.insert(n + 2, job(n + 2));
+        assert_eq!(t.get(&(n + 2)).map(|j| j.id), Some(n + 2));
+        assert_eq!(t.pages.len(), 1);
+        // Read back from its jobs.
+        let mut back = JobTable {
+            numbered: t.numbered,
+            ..JobTable::default()
+        };
+        back.set_jobs(vec![Box::new(job(7)), Box::new(job(3 * PAGE))]);
+        assert_eq!(
+            back.values().map(|j| j.id).collect::<Vec<_>>(),
+            vec![7, 3 * PAGE]
+        );
+        assert_eq!((back.live(), back.pages.len()), (2, 4));
     }
 }
 

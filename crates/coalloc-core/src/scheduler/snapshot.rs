@@ -26,7 +26,7 @@
 //! A site of the snapshot missing from the configuration, or sites in another order, are
 //! refused: jobs and launches name sites by their number.
 //!
-//! The job table's slots, most of a large state, come last and may be written apart in runs
+//! The job table's jobs, most of a large state, come last and may be written apart in runs
 //! ([`SnapshotRef::head`], [`SnapshotRef::job_slots`]) and read back apart
 //! ([`JobSlots`], [`Snapshot::join`]): a driver can then decode them on several threads.
 
@@ -35,7 +35,7 @@ use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 3;
+pub const SNAPSHOT_VERSION: u32 = 4;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Clone, Serialize)]
@@ -45,11 +45,12 @@ pub struct SnapshotRef<'a> {
     queue_config: String,
     core: &'a Core,
     queue: SavedRef<'a>,
-    /// The job table's slots (all of them, or none in a [`SnapshotRef::head`]).
+    /// The job table's jobs (all of them, or none in a [`SnapshotRef::head`]).
     jobs: JobSlotsRef<'a>,
 }
 
-/// A run of the job table's slots, borrowed, to serialize: a sequence of optional jobs.
+/// A run of the job table's jobs, borrowed, to serialize: the jobs of ranks `from..to`
+/// (the `k`-th job not forgotten, by number), as a sequence.
 #[derive(Debug, Clone, Copy)]
 pub struct JobSlotsRef<'a> {
     table: &'a super::jobs::JobTable,
@@ -59,33 +60,39 @@ pub struct JobSlotsRef<'a> {
 
 impl Serialize for JobSlotsRef<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.table.slots(self.from, self.to))
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.to - self.from))?;
+        for job in self.table.ranks(self.from, self.to) {
+            seq.serialize_element(job)?;
+        }
+        seq.end()
     }
 }
 
-/// A run of slots read back ([`Snapshot::join`]).
+/// A run of jobs read back ([`Snapshot::join`]), each boxed as the table keeps it.
 #[derive(Debug)]
-pub struct JobSlots(Vec<super::jobs::Slot>);
+#[allow(clippy::vec_box)]
+pub struct JobSlots(Vec<Box<super::jobs::JobState>>);
 
 impl<'de> Deserialize<'de> for JobSlots {
     /// Into a vector made at once to the length the format gives (serde's own stops at
-    /// 1 MiB and then doubles, copying a million slots several times), up to 16 M slots.
+    /// 1 MiB and then doubles, copying a million jobs' pointers several times), up to 16 M.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Slots;
         impl<'de> serde::de::Visitor<'de> for Slots {
             type Value = JobSlots;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a sequence of job slots")
+                f.write_str("a sequence of jobs")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: A,
             ) -> Result<JobSlots, A::Error> {
-                let mut slots = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 24));
-                while let Some(slot) = seq.next_element()? {
-                    slots.push(slot);
+                let mut jobs = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 24));
+                while let Some(job) = seq.next_element()? {
+                    jobs.push(job);
                 }
-                Ok(JobSlots(slots))
+                Ok(JobSlots(jobs))
             }
         }
         d.deserialize_seq(Slots)
@@ -112,24 +119,17 @@ impl<'a> SnapshotRef<'a> {
         }
     }
 
-    /// Run `i` of `n` runs that together hold every slot in order, each with about as
-    /// many jobs (not slots: a forgotten job's empty slot weighs next to nothing).
+    /// Run `i` of `n` runs that together hold every job in order, as many in each (give or
+    /// take one).
     pub fn job_slots(&self, i: usize, n: usize) -> JobSlotsRef<'a> {
         let table = self.jobs.table;
         let n = n.max(1);
-        let jobs = table.values().count();
-        // Where run k begins: at the slot of its first job; the last run ends at the end.
-        let at = |k: usize| {
-            if k >= n {
-                return table.slot_count();
-            }
-            let first = (jobs / n) * k + (jobs % n).min(k);
-            table.slot_of_job(first)
-        };
+        let jobs = table.live();
+        let at = |k: usize| (jobs / n) * k.min(n) + (jobs % n).min(k);
         JobSlotsRef {
             table,
-            from: if i == 0 { 0 } else { at(i) },
-            to: at(i + 1),
+            from: at(i),
+            to: at(i + 1).max(at(i)),
         }
     }
 }
@@ -216,7 +216,7 @@ impl Scheduler {
             jobs: JobSlotsRef {
                 table: &self.core.jobs,
                 from: 0,
-                to: self.core.jobs.slot_count(),
+                to: self.core.jobs.live(),
             },
         })
     }
@@ -255,7 +255,7 @@ impl Scheduler {
         }
         let mut changes = Vec::new();
         let mut core = saved.core;
-        core.jobs.set_slots(saved.jobs.0);
+        core.jobs.set_jobs(saved.jobs.0);
         let policy_same = saved.queue_config == format!("{:?}", config.queue);
         core.config = config;
         for (i, site) in sites.iter().enumerate().take(old) {

@@ -17,8 +17,9 @@ use std::io::Write;
 /// How many runs the job slots are written in.
 pub const RUNS: usize = 4;
 
-/// The file's last bytes.
-const MAGIC: &[u8; 8] = b"coalsnp3";
+/// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
+/// form changes (4: the queue's job index is no longer saved).
+const MAGIC: &[u8; 8] = b"coalsnp4";
 
 /// Passes bytes on and counts them (allocates nothing: a snapshot's forked child uses it).
 struct Counting<'w> {
@@ -70,7 +71,14 @@ pub fn read<H: serde::de::DeserializeOwned>(
     let bad = |m: &str| CodecError::new(format!("not a snapshot of this build's form: {m}"));
     let len = bytes.len();
     if len < 12 || &bytes[len - 8..] != MAGIC {
-        return Err(bad("no trailer (written by an older build?)"));
+        return Err(match bytes.get(len.saturating_sub(8)..) {
+            Some(tail) if len >= 12 && tail.starts_with(&MAGIC[..7]) => bad(&format!(
+                "form {} (this build reads form {})",
+                String::from_utf8_lossy(&tail[7..]),
+                MAGIC[7] as char
+            )),
+            _ => bad("no trailer (written by an older build?)"),
+        });
     }
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     let runs = u32::from_le_bytes(bytes[len - 12..len - 8].try_into().expect("4 bytes")) as usize;
@@ -166,6 +174,11 @@ mod tests {
                 "cut at {cut}"
             );
         }
+        let mut older = bytes.clone();
+        let at = older.len() - 1;
+        older[at] = b'3';
+        let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
+        assert!(e.contains("form 3 (this build reads form 4)"), "{e}");
         let mut flipped = bytes.clone();
         let at = bytes.len() - 20;
         flipped[at] ^= 0xff;
