@@ -48,8 +48,9 @@ pub enum JournalError {
 pub enum ReplayError<E> {
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// The entry numbered so (its `seq`) was refused.
     #[error("journal entry {0}: {1}")]
-    Record(usize, E),
+    Record(i64, E),
 }
 
 /// One journaled input: when the core saw it, and what it was.
@@ -216,9 +217,9 @@ impl Journal {
     /// and comes back with the record's number.
     pub fn replay<E>(
         &self,
-        each: impl FnMut(Record) -> Result<(), E>,
+        mut each: impl FnMut(Record) -> Result<(), E>,
     ) -> Result<usize, ReplayError<E>> {
-        self.replay_after(0, each)
+        self.replay_after(0, |_, r| each(r))
     }
 
     /// [`Journal::replay`] of the records numbered after `after` (those a snapshot does not
@@ -226,7 +227,7 @@ impl Journal {
     pub fn replay_after<E>(
         &self,
         after: i64,
-        mut each: impl FnMut(Record) -> Result<(), E>,
+        mut each: impl FnMut(i64, Record) -> Result<(), E>,
     ) -> Result<usize, ReplayError<E>> {
         let err = |source| {
             ReplayError::Journal(JournalError::Sqlite {
@@ -258,7 +259,7 @@ impl Journal {
                 })
             })?;
             n += 1;
-            each(Record { at, entry }).map_err(|e| ReplayError::Record(n, e))?;
+            each(seq, Record { at, entry }).map_err(|e| ReplayError::Record(seq, e))?;
         }
         Ok(n)
     }
