@@ -6,7 +6,7 @@ mod common;
 use coalloc_core::model::*;
 use coalloc_core::scheduler::snapshot::{JobSlots, RestoreChange, RestoreError, Snapshot};
 use coalloc_core::scheduler::*;
-use common::{drain, job_starts, submit};
+use common::{drain, job_starts, launches, submit};
 
 fn job(count: u32) -> Job {
     Job::new(
@@ -176,5 +176,91 @@ fn a_snapshot_written_in_runs_reads_back_the_same_as_whole() {
             .map(|i| ciborium::from_reader(&cbor(&snap.job_slots(i, n))[..]).unwrap())
             .collect();
         assert_eq!(restored(Snapshot::join(head, runs)), expected, "{n} runs");
+    }
+}
+
+/// Thousands of jobs over many pages of the job table, most cancelled and forgotten (whole
+/// pages, pages with holes, the newest page emptied), then a snapshot written in runs: the
+/// restored scheduler holds the same jobs and queue, writes the same bytes, and from there
+/// decides the same as the one it was taken of.
+#[test]
+fn a_table_with_forgotten_pages_restores_the_same_and_goes_on_the_same() {
+    let mut s = Scheduler::new(config(QueueConfig::Fcfs), sites(&[("a", 4)]));
+    // One job holds the whole site: everything after it waits.
+    submit(&mut s, 0, job(4));
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..8i64 {
+        let ids: Vec<JobId> = (0..700)
+            .map(|_| submit(&mut s, round, job(1 + (next() % 4) as u32)).0)
+            .collect();
+        // Round 3 keeps every job, rounds 5 and 7 none, the others about one in ten.
+        let keep = match round {
+            3 => 100,
+            5 | 7 => 0,
+            _ => 10,
+        };
+        for id in ids {
+            if next() % 100 >= keep {
+                s.handle(round, Event::Cancel { job: id }).unwrap();
+                drain(&mut s);
+                assert!(s.forget_ended(id));
+            }
+        }
+    }
+    let jobs = |s: &Scheduler| {
+        s.jobs()
+            .map(|j| (j.id, j.phase, j.job.components[0].count))
+            .collect::<Vec<_>>()
+    };
+    let before = jobs(&s);
+    assert!(
+        before.len() > 900 && before.len() < 2000,
+        "{}",
+        before.len()
+    );
+    let bytes = cbor(&s.snapshot().expect("saved"));
+    // What the scheduler does next: a job of 2 arrives, then the job holding the site is
+    // cancelled and its launch reported ended, which frees the site for the queue's head.
+    let go_on = |sch: &mut Scheduler| {
+        let (_, mut cmds) = submit(sch, 10, job(2));
+        sch.handle(11, Event::Cancel { job: 1 }).unwrap();
+        cmds.extend(drain(sch));
+        for launch in launches(&cmds) {
+            let _ = sch.handle(12, Event::ComponentFinished { launch });
+        }
+        let next = drain(sch);
+        (format!("{cmds:?}"), job_starts(&next), sch.queued())
+    };
+    let mut whole = Scheduler::restore(
+        config(QueueConfig::Fcfs),
+        &sites(&[("a", 4)]),
+        ciborium::from_reader(&bytes[..]).unwrap(),
+    )
+    .unwrap()
+    .0;
+    let expected = go_on(&mut whole);
+    for n in [1, 3, 4] {
+        let snap = s.snapshot().expect("saved");
+        let head: Snapshot = ciborium::from_reader(&cbor(&snap.head())[..]).unwrap();
+        let runs: Vec<JobSlots> = (0..n)
+            .map(|i| ciborium::from_reader(&cbor(&snap.job_slots(i, n))[..]).unwrap())
+            .collect();
+        let (mut back, changes) = Scheduler::restore(
+            config(QueueConfig::Fcfs),
+            &sites(&[("a", 4)]),
+            Snapshot::join(head, runs),
+        )
+        .unwrap();
+        assert!(changes.is_empty());
+        assert_eq!(jobs(&back), before, "{n} runs");
+        assert_eq!(back.queued(), s.queued(), "{n} runs");
+        assert_eq!(cbor(&back.snapshot().expect("saved")), bytes, "{n} runs");
+        assert_eq!(go_on(&mut back), expected, "{n} runs");
     }
 }
