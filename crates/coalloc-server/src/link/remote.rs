@@ -336,6 +336,9 @@ impl Backend for AgentBackend {
 
     fn load(&self) -> Result<SiteLoad, BackendError> {
         let site = &self.0;
+        // The load is read at every poll, even when no launch is watched (and so no query
+        // made): the last discards of a site left idle go with it, not never.
+        site.send_discards(&mut site.lock());
         let asked = site.call(Call::Load, site.call_timeout.min(Duration::from_secs(5)));
         let mut g = site.lock();
         match asked {
@@ -486,7 +489,7 @@ mod tests {
     }
 
     #[test]
-    fn discards_go_to_the_agent_in_batches_and_with_the_next_query() {
+    fn discards_go_to_the_agent_in_batches_and_with_the_next_query_or_load_reading() {
         let s = site(60_000);
         let b = AgentBackend(s.clone());
         // Made while down: kept.
@@ -499,6 +502,9 @@ mod tests {
         b.discard(&ids); // the batch is full: sent, no answer waited for
         b.discard(&["R999".into()]);
         assert_eq!(b.query(&["Q".into()]).unwrap(), vec![RemoteState::Running]);
+        // Nothing left to query: the load reading takes the last discards.
+        b.discard(&["R1000".into()]);
+        let _ = b.load();
         s.disconnected(1);
         drop(s.lock().conn.take());
         let seen = agent.join().unwrap();
@@ -509,6 +515,8 @@ mod tests {
                 Call::Discard(first),
                 Call::Discard(vec!["R999".into()]),
                 Call::Query(vec!["Q".into()]),
+                Call::Discard(vec!["R1000".into()]),
+                Call::Load,
             ]
         );
     }
