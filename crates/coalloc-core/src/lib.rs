@@ -25,6 +25,7 @@
 
 pub mod error;
 pub mod model;
+mod paged;
 pub mod placement;
 pub mod predictor;
 pub mod provisioning;

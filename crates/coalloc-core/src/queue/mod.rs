@@ -22,7 +22,6 @@ pub mod koala;
 pub mod koala_c;
 pub mod rpp;
 pub mod saved;
-mod seq_index;
 pub mod tags;
 
 use crate::model::{Job, Millis, Time};
@@ -272,10 +271,10 @@ pub struct Arrivals<T = ()> {
     /// `O(1)` and a job behind it by shifting the shorter side (contiguous, where a tree
     /// would chase pointers on every step of a scan).
     queue: std::collections::VecDeque<(u64, JobId, T)>,
-    /// Job → arrival sequence, for queued jobs ([`seq_index`]); rebuilt from `queue` when
-    /// read back.
+    /// Job → arrival sequence, for queued jobs, in pages ([`crate::paged`]: not a slot
+    /// for every job ever submitted); rebuilt from `queue` when read back.
     #[serde(skip)]
-    seq_of: seq_index::SeqIndex,
+    seq_of: crate::paged::Paged<u64>,
     next_seq: u64,
 }
 
@@ -288,9 +287,9 @@ struct SavedArrivals<T> {
 
 impl<T> From<SavedArrivals<T>> for Arrivals<T> {
     fn from(s: SavedArrivals<T>) -> Self {
-        let mut seq_of = seq_index::SeqIndex::default();
+        let mut seq_of = crate::paged::Paged::default();
         for &(seq, id, _) in &s.queue {
-            seq_of.set(id, Some(seq));
+            seq_of.insert(id, seq);
         }
         Arrivals {
             queue: s.queue,
@@ -324,7 +323,7 @@ impl<T> Arrivals<T> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.push_back((seq, id, payload));
-        self.seq_of.set(id, Some(seq));
+        self.seq_of.insert(id, seq);
     }
 
     pub fn remove(&mut self, id: JobId) {
@@ -332,7 +331,7 @@ impl<T> Arrivals<T> {
             let at = self.position_from(seq);
             debug_assert_eq!(self.queue.get(at).map(|e| e.0), Some(seq));
             self.queue.remove(at);
-            self.seq_of.set(id, None);
+            self.seq_of.remove(id);
         }
     }
 
@@ -348,7 +347,7 @@ impl<T> Arrivals<T> {
 
     /// Size the job-number index for job numbers up to `jobs` ([`QueuePolicy::reserve`]).
     pub fn reserve(&mut self, jobs: usize) {
-        self.seq_of.reserve(jobs);
+        self.seq_of.reserve(jobs as u64);
     }
 
     /// The job at position `at` of the arrival order (0 is the head), with its sequence
@@ -359,7 +358,7 @@ impl<T> Arrivals<T> {
 
     /// A queued job's arrival sequence.
     fn seq(&self, id: JobId) -> Option<u64> {
-        self.seq_of.get(id)
+        self.seq_of.get(id).copied()
     }
 
     /// A queued job's payload, to change it in place.

@@ -3,6 +3,7 @@
 
 use super::api::{JobId, JobRecord, LaunchId, SiteId, TransferId};
 use crate::model::{Job, Millis, Time};
+use crate::paged::Paged;
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -180,13 +181,13 @@ impl JobState {
     }
 }
 
-/// Jobs by number, in pages of [`PAGE`] numbers. The scheduler numbers jobs densely from 1,
-/// so a page holds the jobs numbered `PAGE * k ..`, each boxed (an empty slot costs 8
-/// bytes, not a job's size). An ended job is kept unless the scheduler forgets it
-/// ([`JobTable::forget`], under `SchedulerConfig::forget_ended`), which empties its slot; a
-/// page whose jobs were all forgotten is dropped. So a server that has run millions of jobs
-/// keeps nothing for those that left (issue 23, item 2), even when a job queued long ago
-/// still holds a page among them: one page-table entry per [`PAGE`] numbers in between.
+/// Jobs by number, in pages ([`crate::paged`]): the scheduler numbers jobs densely from 1,
+/// each job is boxed (an empty slot costs 8 bytes, not a job's size). An ended job is kept
+/// unless the scheduler forgets it ([`JobTable::forget`], under
+/// `SchedulerConfig::forget_ended`), which empties its slot; a page whose jobs were all
+/// forgotten is dropped. So a server that has run millions of jobs keeps nothing for those
+/// that left (issue 23, item 2), even when a job queued long ago still holds a page among
+/// them: one page-table entry per page of numbers in between.
 ///
 /// Serialized, the table is how many jobs were numbered: a snapshot carries the jobs apart,
 /// in runs that can be written and read separately ([`super::snapshot::JobSlotsRef`]).
@@ -194,177 +195,73 @@ impl JobState {
 pub struct JobTable {
     /// How many jobs were numbered (the next is `numbered + 1`).
     numbered: JobId,
-    /// The number of `pages`' first page (jobs `PAGE * first_page ..`).
     #[serde(skip)]
-    first_page: u64,
-    #[serde(skip)]
-    pages: std::collections::VecDeque<Option<Page>>,
-    /// Jobs not forgotten.
-    #[serde(skip)]
-    live: usize,
+    jobs: Paged<Box<JobState>>,
 }
-
-/// Job numbers per page of a [`JobTable`].
-const PAGE: u64 = 512;
-
-/// A page of a [`JobTable`] and how many of its slots hold a job.
-#[derive(Debug, Clone)]
-struct Page {
-    slots: Box<[Slot; PAGE as usize]>,
-    live: u32,
-}
-
-/// A job table's slot: a job, or `None` for one forgotten (or not numbered yet).
-pub(crate) type Slot = Option<Box<JobState>>;
 
 impl JobTable {
-    /// Where job `id`'s slot is: its page's place in `pages`, and the slot's in the page.
-    fn at(&self, id: JobId) -> Option<(usize, usize)> {
-        let page = usize::try_from((id / PAGE).checked_sub(self.first_page)?).ok()?;
-        Some((page, (id % PAGE) as usize))
-    }
-
     pub fn get(&self, id: &JobId) -> Option<&JobState> {
-        let (p, i) = self.at(*id)?;
-        self.pages.get(p)?.as_ref()?.slots[i].as_deref()
+        self.jobs.get(*id).map(|j| &**j)
     }
 
     pub fn get_mut(&mut self, id: &JobId) -> Option<&mut JobState> {
-        let (p, i) = self.at(*id)?;
-        self.pages.get_mut(p)?.as_mut()?.slots[i].as_deref_mut()
+        self.jobs.get_mut(*id).map(|j| &mut **j)
     }
 
     /// Room for `jobs` jobs in all.
     pub fn reserve(&mut self, jobs: usize) {
-        let pages = (jobs as u64 / PAGE + 1).saturating_sub(self.first_page) as usize;
-        self.pages.reserve(pages.saturating_sub(self.pages.len()));
+        self.jobs.reserve(jobs as u64);
     }
 
     /// Add the job numbered next.
     pub fn insert(&mut self, id: JobId, job: JobState) {
         debug_assert_eq!(id, self.numbered + 1, "jobs are numbered densely");
         self.numbered = self.numbered.max(id);
-        self.put(Box::new(job));
-    }
-
-    /// Put `job` in its slot, making its page if need be.
-    fn put(&mut self, job: Box<JobState>) {
-        let page = job.id / PAGE;
-        if self.pages.is_empty() {
-            self.first_page = page;
-        }
-        let Some((p, i)) = self.at(job.id) else {
-            debug_assert!(false, "job {} before the table's first page", job.id);
-            return;
-        };
-        if self.pages.len() <= p {
-            self.pages.resize_with(p + 1, || None);
-        }
-        let page = self.pages[p].get_or_insert_with(|| Page {
-            slots: Box::new([const { None }; PAGE as usize]),
-            live: 0,
-        });
-        if page.slots[i].replace(job).is_none() {
-            page.live += 1;
-            self.live += 1;
-        }
+        self.jobs.insert(id, Box::new(job));
     }
 
     /// Drop job `id`'s state; its number is not given out again.
     pub fn forget(&mut self, id: JobId) {
-        let Some((p, i)) = self.at(id) else {
-            return;
-        };
-        let Some(Some(page)) = self.pages.get_mut(p) else {
-            return;
-        };
-        if page.slots[i].take().is_none() {
-            return;
-        }
-        page.live -= 1;
-        self.live -= 1;
-        if page.live == 0 {
-            self.pages[p] = None;
-            while self.pages.front().is_some_and(Option::is_none) {
-                self.pages.pop_front();
-                self.first_page += 1;
-            }
-            while self.pages.back().is_some_and(Option::is_none) {
-                self.pages.pop_back();
-            }
-            // A page table that shrank to a small part of its room gives the rest back.
-            if self.pages.capacity() > 1024 && self.pages.len() < self.pages.capacity() / 4 {
-                self.pages.shrink_to(self.pages.len() * 2);
-            }
-        }
+        self.jobs.remove(id);
     }
 
     /// How many jobs the table holds (not forgotten).
     pub(crate) fn live(&self) -> usize {
-        self.live
+        self.jobs.len()
     }
 
     /// The jobs of ranks `from..to` (the `k`-th job not forgotten, by number, from 0), to
-    /// serialize: the pages before the first are skipped by their counts.
+    /// serialize.
     pub(crate) fn ranks(&self, from: usize, to: usize) -> impl Iterator<Item = &JobState> {
-        let mut skipped = 0;
-        let first = self
-            .pages
-            .iter()
-            .position(|p| {
-                let n = p.as_ref().map_or(0, |p| p.live as usize);
-                if skipped + n > from {
-                    return true;
-                }
-                skipped += n;
-                false
-            })
-            .unwrap_or(self.pages.len());
-        self.pages
-            .range(first..)
-            .flatten()
-            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
-            .skip(from - skipped)
-            .take(to.saturating_sub(from))
+        self.jobs.ranks(from, to).map(|j| &**j)
     }
 
     /// The jobs of a table read back without them, in order of number (boxed already:
     /// each is moved into its slot as it is).
     #[allow(clippy::vec_box)]
     pub(crate) fn set_jobs(&mut self, jobs: Vec<Box<JobState>>) {
-        self.pages.clear();
-        self.live = 0;
+        self.jobs.clear();
         for j in jobs {
-            self.put(j);
+            self.jobs.insert(j.id, j);
         }
     }
 
     /// Every job not forgotten, by number.
     pub fn values(&self) -> impl Iterator<Item = &JobState> {
-        self.pages
-            .iter()
-            .flatten()
-            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
+        self.jobs.values().map(|j| &**j)
     }
 
     /// Every job not forgotten, by number, to change.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut JobState> {
-        self.pages
-            .iter_mut()
-            .flatten()
-            .flat_map(|p| p.slots.iter_mut().filter_map(|j| j.as_deref_mut()))
+        self.jobs.values_mut().map(|j| &mut **j)
     }
 
     /// Every job not forgotten numbered after `after`, by number: a page of a listing
     /// starts where the last one stopped without walking the jobs before it.
     pub fn values_after(&self, after: JobId) -> impl Iterator<Item = &JobState> {
-        let from = usize::try_from((after / PAGE).saturating_sub(self.first_page))
-            .unwrap_or(usize::MAX)
-            .min(self.pages.len());
-        self.pages
-            .range(from..)
-            .flatten()
-            .flat_map(|p| p.slots.iter().filter_map(|j| j.as_deref()))
+        self.jobs
+            .values_from_page_of(after)
+            .map(|j| &**j)
             .skip_while(move |j| j.id <= after)
     }
 
@@ -381,6 +278,7 @@ impl JobTable {
 #[cfg(test)]
 mod table_tests {
     use super::*;
+    use crate::paged::PAGE;
 
     fn job(id: JobId) -> JobState {
         JobState::new(id, Job::new(crate::model::JobKind::Unordered, vec![]), 0)
@@ -394,25 +292,25 @@ mod table_tests {
             t.insert(id, job(id));
         }
         assert_eq!(
-            (t.pages.len(), t.live(), t.len()),
+            (t.jobs.table_len(), t.live(), t.len()),
             (6, n as usize, n as usize)
         );
         // A hole in a page keeps the page; a page emptied goes, and so do the empty pages
         // at the front.
         t.forget(2);
-        assert_eq!(t.pages.iter().flatten().count(), 6);
+        assert_eq!(t.jobs.pages_held(), 6);
         for id in PAGE..2 * PAGE {
             t.forget(id);
         }
         assert!(
-            t.pages[1].is_none(),
+            !t.jobs.holds_page_of(PAGE),
             "an emptied page in the middle is dropped"
         );
-        assert_eq!(t.first_page, 0);
+        assert_eq!(t.jobs.first_page(), 0);
         for id in 1..PAGE {
             t.forget(id);
         }
-        assert_eq!(t.first_page, 2, "pages 0 and 1 left together");
+        assert_eq!(t.jobs.first_page(), 2, "pages 0 and 1 left together");
         assert!(t.get(&1).is_none() && t.get(&(PAGE + 1)).is_none());
         assert_eq!(t.get(&(2 * PAGE + 3)).map(|j| j.id), Some(2 * PAGE + 3));
         assert_eq!(t.len(), n as usize);
@@ -433,10 +331,13 @@ mod table_tests {
         for id in 1..=n + 1 {
             t.forget(id);
         }
-        assert_eq!((t.pages.len(), t.live(), t.len()), (0, 0, n as usize + 1));
+        assert_eq!(
+            (t.jobs.table_len(), t.live(), t.len()),
+            (0, 0, n as usize + 1)
+        );
         t.insert(n + 2, job(n + 2));
         assert_eq!(t.get(&(n + 2)).map(|j| j.id), Some(n + 2));
-        assert_eq!(t.pages.len(), 1);
+        assert_eq!(t.jobs.table_len(), 1);
         // Read back from its jobs.
         let mut back = JobTable {
             numbered: t.numbered,
@@ -447,7 +348,7 @@ mod table_tests {
             back.values().map(|j| j.id).collect::<Vec<_>>(),
             vec![7, 3 * PAGE]
         );
-        assert_eq!((back.live(), back.pages.len()), (2, 4));
+        assert_eq!((back.live(), back.jobs.table_len()), (2, 4));
     }
 }
 

@@ -65,7 +65,13 @@ struct Chunks<'a, W> {
 impl<W: std::io::Write> Chunks<'_, W> {
     fn flush_buf(&mut self) -> postcard::Result<()> {
         let len = std::mem::take(&mut self.len);
-        self.writer.write_all(&self.buf[..len]).map_err(|e| {
+        let r = self.writer.write_all(&self.buf[..len]);
+        self.kept(r)
+    }
+
+    /// The writer's result, its error kept for [`to_writer`] to report.
+    fn kept(&mut self, r: std::io::Result<()>) -> postcard::Result<()> {
+        r.map_err(|e| {
             *self.failed = Some(e);
             postcard::Error::SerializeBufferFull
         })
@@ -90,10 +96,8 @@ impl<W: std::io::Write> postcard::ser_flavors::Flavor for Chunks<'_, W> {
         if bytes.len() > CHUNK - self.len {
             self.flush_buf()?;
             if bytes.len() >= CHUNK {
-                return self.writer.write_all(bytes).map_err(|e| {
-                    *self.failed = Some(e);
-                    postcard::Error::SerializeBufferFull
-                });
+                let r = self.writer.write_all(bytes);
+                return self.kept(r);
             }
         }
         self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
@@ -103,10 +107,8 @@ impl<W: std::io::Write> postcard::ser_flavors::Flavor for Chunks<'_, W> {
 
     fn finalize(mut self) -> postcard::Result<()> {
         self.flush_buf()?;
-        self.writer.flush().map_err(|e| {
-            *self.failed = Some(e);
-            postcard::Error::SerializeBufferFull
-        })
+        let r = self.writer.flush();
+        self.kept(r)
     }
 }
 
