@@ -13,7 +13,7 @@
 //! the poll's commands (`sinfo`, `squeue` on a Slurm site) would compete with the launch for
 //! the controller and the CPUs.
 
-use crate::driver::msg::{Msg, Report};
+use crate::msg::{Msg, Report, SiteLink};
 use coalloc_backends::provider::Provider;
 use coalloc_backends::{Backend, SubmitRequest};
 use std::collections::BTreeMap;
@@ -241,18 +241,20 @@ impl SiteWorker {
             thread: Some(thread),
         }
     }
+}
 
-    pub fn submit(&self, request: SubmitRequest) {
+impl SiteLink for SiteWorker {
+    fn submit(&self, request: SubmitRequest) {
         let _ = self.tx.send(Cmd::Submit(Box::new(request)));
     }
 
-    pub fn cancel(&self, remote: String) {
+    fn cancel(&self, remote: String) {
         let _ = self.tx.send(Cmd::Cancel(remote));
     }
 
     /// Cancel whatever a submission of this launch left at the resource manager, when the
     /// server stopped before it recorded the answer ([`Backend::cancel_unrecorded`]).
-    pub fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
+    fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
         let _ = self.tx.send(Cmd::CancelUnrecorded {
             job,
             component,
@@ -261,32 +263,32 @@ impl SiteWorker {
     }
 
     /// Poll this launch's state from now on.
-    pub fn watch(&self, launch: u64, remote: String) {
+    fn watch(&self, launch: u64, remote: String) {
         let _ = self.tx.send(Cmd::Watch { launch, remote });
     }
 
     /// Lease a VM through the site's provider.
-    pub fn lease(&self, vm: u64) {
+    fn lease(&self, vm: u64) {
         let _ = self.tx.send(Cmd::Lease(vm));
     }
 
     /// Release a VM through the site's provider.
-    pub fn release(&self, vm: u64, node: String) {
+    fn release(&self, vm: u64, node: String) {
         let _ = self.tx.send(Cmd::Release { vm, node });
     }
 
     /// Preempt local jobs until `processors` more are free (GP, seed 001 §2.2).
-    pub fn kill_local(&self, processors: u32) {
+    fn kill_local(&self, processors: u32) {
         let _ = self.tx.send(Cmd::KillLocal(processors));
     }
 
-    pub fn forget(&self, launch: u64) {
+    fn forget(&self, launch: u64) {
         let _ = self.tx.send(Cmd::Forget(launch));
     }
 
     /// The launch's job is gone: the backend may drop what it keeps of the launch
     /// ([`coalloc_backends::Backend::discard`]).
-    pub fn discard(&self, remote: String) {
+    fn discard(&self, remote: String) {
         let _ = self.tx.send(Cmd::Discard(remote));
     }
 }

@@ -4,7 +4,7 @@
 
 use super::auth::job_or_admin;
 use super::AppState;
-use crate::driver::msg::{ApiError, BarrierAnswer, Request};
+use crate::msg::{ApiError, BarrierAnswer, Request};
 use crate::views::{CheckIn, ErrorBody};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -63,9 +63,10 @@ impl Driver {
         }
         let gone: BTreeSet<u64> = jobs.iter().copied().collect();
         // Their launches' ends were journaled before the jobs could age out: their sites
-        // may drop them (on replay the workers have not started; they keep them).
+        // may drop them (not on replay: they keep them).
         for l in self.launches.values().filter(|l| gone.contains(&l.job)) {
-            if let (Some(w), Some(r)) = (self.workers.get(l.site), &l.remote) {
+            if let (Some(w), Some(r), false) = (self.workers.get(l.site), &l.remote, self.replaying)
+            {
                 w.discard(r.clone());
             }
         }

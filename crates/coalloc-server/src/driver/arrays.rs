@@ -3,9 +3,9 @@
 //! its first job's number, `FIRST_[START-END]`; the driver keeps only `first -> (start,
 //! count)` (a bookkeeping entry in the journal), not a record per element.
 
-use super::msg::ApiError;
 use super::Driver;
 use crate::entry::Entry;
+use crate::msg::ApiError;
 use coalloc_core::model::Job;
 use coalloc_core::scheduler::Reply;
 

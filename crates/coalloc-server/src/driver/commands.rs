@@ -42,6 +42,9 @@ impl Driver {
                 // GP (seed 001 §2.2): the configuration was checked at startup, every site
                 // can preempt its local jobs.
                 Command::KillLocal { site, processors } => {
+                    if self.replaying {
+                        continue;
+                    }
                     self.workers[site].kill_local(processors);
                     let name = &self.config.sites[site].name;
                     self.emit(

@@ -4,10 +4,10 @@
 //! Each reading that changes a site's numbers is also a line of the surveillance log (seed
 //! 003 §5.2).
 
-use super::msg::Report;
 use super::Driver;
 use crate::entry::Entry;
 use crate::logs::SiteSample;
+use crate::msg::Report;
 use coalloc_backends::{RemoteState, SiteLoad};
 use coalloc_core::scheduler::jobs::CompPhase;
 use coalloc_core::scheduler::{Fault, LaunchId};

@@ -2,9 +2,9 @@
 //! §3.2: a component is at the barrier when every one of its processes checked in), and the
 //! job-scoped rendezvous store.
 
-use super::msg::{ApiError, BarrierAnswer, EditRequest, Request};
 use super::Driver;
 use crate::entry::{EditOp, Entry};
+use crate::msg::{ApiError, BarrierAnswer, EditRequest, Request};
 use crate::views::{SchedulerView, SitesView};
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
 use coalloc_core::scheduler::{Fault, LaunchId, Rejected, Reply};

@@ -50,10 +50,12 @@ pub(crate) struct Snapshots {
     compacted: i64,
     /// Forking failed once: the driver writes snapshots itself.
     no_fork: Arc<AtomicBool>,
+    /// Written and synced within the turn (the simulation harness).
+    inline: bool,
 }
 
 impl Snapshots {
-    pub(crate) fn new(state: &crate::state::StateDir) -> Snapshots {
+    pub(crate) fn new(state: &crate::state::StateDir, inline: bool) -> Snapshots {
         Snapshots {
             path: state.root.join("snapshot.bin"),
             saved: Arc::new(AtomicI64::new(0)),
@@ -61,6 +63,7 @@ impl Snapshots {
             taken: 0,
             compacted: 0,
             no_fork: Arc::new(AtomicBool::new(false)),
+            inline,
         }
     }
 }
@@ -267,7 +270,8 @@ impl Driver {
         type Finish = Box<dyn FnOnce() -> Result<(), String> + Send>;
         let mut forked = false;
         let mut finish: Option<Finish> = None;
-        if !wait && !self.snapshots.no_fork.load(Ordering::Acquire) {
+        let here = wait || self.snapshots.inline;
+        if !here && !self.snapshots.no_fork.load(Ordering::Acquire) {
             let Some(state) = self.state_ref() else {
                 return;
             };
@@ -333,7 +337,7 @@ impl Driver {
             }
             busy.store(false, Ordering::Release);
         };
-        if wait {
+        if here {
             write();
             self.snapshot_if_due(false);
         } else {

@@ -1,5 +1,9 @@
-//! The messages the driver thread takes: requests from the HTTP API (each with a one-shot
-//! reply), and reports from the site workers.
+//! What crosses the driver's edge, below it so that nothing imports up into the driver:
+//! the requests of the HTTP API (each with a one-shot reply) and the reports of the sites
+//! (both come in as [`Msg`]s), and [`SiteLink`], the small trait the driver's calls to a
+//! site go out through (DESIGN.md, "Sites apart", habit 3): [`crate::sites::SiteWorker`]
+//! carries them to a resource manager on threads; the simulation harness takes them as
+//! they are sent.
 
 pub use crate::views::BarrierAnswer;
 use crate::views::{JobList, JobView, SitesView};
@@ -205,4 +209,28 @@ pub enum Msg {
     Api(Request),
     Site(Report),
     Stop,
+}
+
+/// The driver's calls to one site: each is sent and returns at once; what comes of it comes
+/// back later as a [`Report`].
+pub trait SiteLink: Send {
+    /// Submit a launch ([`Report::Submitted`] or [`Report::SubmittedMany`]).
+    fn submit(&self, request: coalloc_backends::SubmitRequest);
+    /// Cancel a launch the resource manager took.
+    fn cancel(&self, remote: String);
+    /// Cancel whatever a submission of this launch left at the resource manager, when the
+    /// server stopped before it recorded the answer.
+    fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64);
+    /// Report this launch's state with every poll from now on.
+    fn watch(&self, launch: u64, remote: String);
+    /// Stop reporting this launch's state.
+    fn forget(&self, launch: u64);
+    /// Preempt local jobs until `processors` more are free (GP, seed 001 §2.2).
+    fn kill_local(&self, processors: u32);
+    /// The launch's job is gone: the site may drop what it keeps of the launch.
+    fn discard(&self, remote: String);
+    /// Lease a VM through the site's provider ([`Report::Leased`]).
+    fn lease(&self, vm: u64);
+    /// Release a VM through the site's provider ([`Report::Released`]).
+    fn release(&self, vm: u64, node: String);
 }
