@@ -69,6 +69,13 @@ impl Driver {
                 let _ = self.apply(Entry::Queued { launch });
             }
             Err(e) => {
+                if !matches!(e, coalloc_backends::BackendError::Rejected(_)) {
+                    // No answer is not a no: the manager may have taken the launch all the
+                    // same (its answer lost on the way, a time-out) and run it; its processes
+                    // may even have checked in. Cancel it there by its name, so that it never
+                    // runs beside its replacement (found by the simulation harness, seed 5).
+                    self.workers[l.site].cancel_unrecorded(l.job, l.component, launch);
+                }
                 if !l.ended {
                     // Refused as impossible here (the job's request); else the manager's.
                     let fault = match e {
