@@ -29,7 +29,10 @@ fn five_hundred_seeds_keep_every_invariant() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(crashes > 0 && jobs > n as usize, "the seeds exercise crashes and jobs");
+    assert!(
+        crashes > 0 && jobs > n as usize,
+        "the seeds exercise crashes and jobs"
+    );
 }
 
 #[test]

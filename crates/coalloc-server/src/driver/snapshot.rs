@@ -418,42 +418,42 @@ fn publish(tmp: &Path, path: &Path) -> std::io::Result<()> {
     std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
 
-/// What a restart must rebuild from the journal, in bytes ([`Driver::digest`]).
-#[derive(Serialize)]
-struct Digest<'a> {
-    core: SnapshotRef<'a>,
-    /// Each launch without its `ended` mark (the driver sets it without an entry when the
-    /// core has moved on; a restart's reconcile sets it again).
-    launches: Vec<(u64, u64, usize, usize, u32, &'a Option<String>)>,
-    secrets: &'a Secrets,
-    kv: &'a BTreeMap<(u64, String), String>,
-    committed: &'a BTreeSet<u64>,
-    failed: &'a BTreeSet<u64>,
-    arrays: &'a BTreeMap<u64, (u32, u32)>,
-    catalog: &'a Catalog,
+impl Driver {
+    /// The state a replay of the journal rebuilds, part by part as bytes to compare: the
+    /// core and the driver's journaled bookkeeping (the simulation harness checks that a
+    /// restart reaches the state of the run that wrote the journal). Each launch is taken
+    /// without its `ended` mark, which the driver sets without an entry when the core has
+    /// moved on (a restart's reconcile sets it again). `None` if the queue policy cannot be
+    /// saved.
+    pub fn digest(&self) -> Option<Vec<(&'static str, Vec<u8>)>> {
+        let core = self.core.snapshot()?;
+        let launches: Vec<_> = self
+            .launches
+            .iter()
+            .map(|(k, l)| (*k, l.job, l.component, l.site, l.count, &l.remote))
+            .collect();
+        let bytes = |v: &dyn erased::Ser| v.bytes();
+        Some(vec![
+            ("core", bytes(&core)),
+            ("launches", bytes(&launches)),
+            ("secrets", bytes(&self.secrets)),
+            ("kv", bytes(&self.kv)),
+            ("committed", bytes(&self.committed)),
+            ("failed", bytes(&self.failed)),
+            ("arrays", bytes(&self.arrays)),
+            ("catalog", bytes(&self.catalog)),
+        ])
+    }
 }
 
-impl Driver {
-    /// The state a replay of the journal rebuilds, as bytes to compare: the core and the
-    /// driver's journaled bookkeeping (the simulation harness checks that a restart reaches
-    /// the state of the run that wrote the journal). `None` if the queue policy cannot be
-    /// saved.
-    pub fn digest(&self) -> Option<Vec<u8>> {
-        let core = self.core.snapshot()?;
-        let d = Digest {
-            core,
-            launches: self
-                .launches
-                .iter()
-                .map(|(k, l)| (*k, l.job, l.component, l.site, l.count, &l.remote))
-                .collect(),
-            secrets: &self.secrets,
-            kv: &self.kv,
-            committed: &self.committed,
-            failed: &self.failed,
-            arrays: &self.arrays,
-            catalog: &self.catalog,
-        };
-        postcard::to_allocvec(&d).ok()
+/// Serializing values of different types through one function.
+mod erased {
+    pub trait Ser {
+        fn bytes(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn bytes(&self) -> Vec<u8> {
+            postcard::to_allocvec(self).unwrap_or_default()
+        }
     }
 }

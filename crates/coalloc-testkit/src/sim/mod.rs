@@ -49,8 +49,6 @@ pub struct Violation {
 pub struct Outcome {
     pub seed: u64,
     pub jobs: usize,
-    /// Jobs that finished well (the others failed or were cancelled).
-    pub finished: usize,
     pub crashes: u32,
     pub steps: u64,
     /// Virtual milliseconds the run took.
@@ -110,7 +108,12 @@ enum Ev {
 enum Wait {
     Submit(usize, oneshot::Receiver<Vec<Result<(u64, bool), String>>>),
     Cancel(oneshot::Receiver<Result<(), ApiError>>),
-    Barrier(usize, u64, u32, oneshot::Receiver<Result<BarrierAnswer, ApiError>>),
+    Barrier(
+        usize,
+        u64,
+        u32,
+        oneshot::Receiver<Result<BarrierAnswer, ApiError>>,
+    ),
 }
 
 /// The running server.
@@ -148,7 +151,7 @@ struct World {
     /// A cut commit is armed: the server restarts this long after it dies.
     cut_down: Option<Time>,
     /// The state before a clean crash, to compare with the restart's.
-    digest: Option<Vec<u8>>,
+    digest: Option<Vec<(&'static str, Vec<u8>)>>,
     out: Outcome,
 }
 
@@ -241,7 +244,10 @@ impl World {
             };
             self.now = self.now.max(t);
             if self.now > deadline {
-                return Err(self.violation(format!("not over 40 minutes after the last fault: {}", self.unfinished())));
+                return Err(self.violation(format!(
+                    "not over 40 minutes after the last fault: {}",
+                    self.unfinished()
+                )));
             }
             let mut inputs = Vec::new();
             while let Some(e) = self.queue.first_entry() {
@@ -336,14 +342,25 @@ impl World {
         };
         let state = StateDir::create(&self.dir)
             .map_err(|e| self.violation(format!("state directory: {e}")))?;
-        let (mut driver, shared) =
-            Driver::open(self.config.clone(), parts, state, "http://sim.invalid".into())
-                .map_err(|e| self.violation(format!("the server did not start: {e}")))?;
+        let (mut driver, shared) = Driver::open(
+            self.config.clone(),
+            parts,
+            state,
+            "http://sim.invalid".into(),
+        )
+        .map_err(|e| self.violation(format!("the server did not start: {e}")))?;
         if let Some(before) = self.digest.take() {
-            if driver.digest().as_ref() != Some(&before) {
-                return Err(self.violation(
-                    "a restart from the journal reached another state than the run that wrote it",
-                ));
+            let after = driver.digest().unwrap_or_default();
+            let differ: Vec<&str> = before
+                .iter()
+                .zip(&after)
+                .filter(|(b, a)| b != a)
+                .map(|(b, _)| b.0)
+                .collect();
+            if !differ.is_empty() || before.len() != after.len() {
+                return Err(self.violation(format!(
+                    "a restart from the journal reached another state than the run that wrote it (differs: {differ:?})"
+                )));
             }
         }
         for (id, i) in &self.acked {
@@ -513,8 +530,14 @@ impl World {
             Ev::Cancel(i) => match self.numbers.get(&i) {
                 // Not acknowledged yet when its submission is no longer under way: the job
                 // was never there to cancel.
-                None if !self.queue.values().any(|e| matches!(e, Ev::Submit(j) if *j == i))
-                    && !self.waiting.iter().any(|w| matches!(w, Wait::Submit(j, _) if *j == i)) => {}
+                None if !self
+                    .queue
+                    .values()
+                    .any(|e| matches!(e, Ev::Submit(j) if *j == i))
+                    && !self
+                        .waiting
+                        .iter()
+                        .any(|w| matches!(w, Wait::Submit(j, _) if *j == i)) => {}
                 Some(&job) if up => {
                     self.log(|| format!("client cancels job {job}"));
                     let (reply, rx) = oneshot::channel();
@@ -621,12 +644,14 @@ impl World {
                 let pending = self.rng.random_range(p.pending.0..=p.pending.1);
                 let mute = now < self.mute_until;
                 let result = self.rms[site].submit(now, &r, pending, refuse, mute);
-                self.log(|| format!("s{site} takes launch {} of job {}: {result:?}", r.launch, r.job));
+                self.log(|| {
+                    format!(
+                        "s{site} takes launch {} of job {}: {result:?}",
+                        r.launch, r.job
+                    )
+                });
                 let (result, back) = match result {
-                    Ok(_) if lost => (
-                        Err(BackendError::Unavailable("timed out".into())),
-                        5_000,
-                    ),
+                    Ok(_) if lost => (Err(BackendError::Unavailable("timed out".into())), 5_000),
                     other => (other, self.delay()),
                 };
                 let report = Report::Submitted {

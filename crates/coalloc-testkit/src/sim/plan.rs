@@ -99,7 +99,11 @@ pub fn plan(seed: u64) -> Plan {
         })
         .collect();
     // Every job fits the sites when they are empty (else it would wait for ever, rightly).
-    let room = sites.iter().map(|s| s.processors - s.other).min().unwrap_or(1);
+    let room = sites
+        .iter()
+        .map(|s| s.processors - s.other)
+        .min()
+        .unwrap_or(1);
     let n_jobs = r.random_range(3..=25);
     let span = r.random_range(5_000..60_000);
     let jobs = (0..n_jobs)
@@ -116,9 +120,7 @@ pub fn plan(seed: u64) -> Plan {
                 at,
                 comps,
                 runtime: r.random_range(500..20_000),
-                cancel_at: r
-                    .random_bool(0.1)
-                    .then(|| at + r.random_range(0..10_000)),
+                cancel_at: r.random_bool(0.1).then(|| at + r.random_range(0..10_000)),
             }
         })
         .collect();

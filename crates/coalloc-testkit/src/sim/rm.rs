@@ -12,8 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum St {
     /// Waiting: runnable from `ready` on, when there is room.
-    Pending { ready: Time },
-    Running { since: Time },
+    Pending {
+        ready: Time,
+    },
+    Running {
+        since: Time,
+    },
     Finished,
     Failed(String),
     Lost,
@@ -97,7 +101,9 @@ impl Rm {
             return Err(Self::down_error());
         }
         if refuse {
-            return Err(BackendError::Unavailable("sbatch: slurmctld refused".into()));
+            return Err(BackendError::Unavailable(
+                "sbatch: slurmctld refused".into(),
+            ));
         }
         let runtime = r
             .arguments
