@@ -68,14 +68,15 @@ pub enum Request {
         secret: String,
         reply: Reply<Result<(), ApiError>>,
     },
-    /// A process checks in at the barrier (`check_in: false`: only asks again).
+    /// A process checks in at the barrier (or, `ok: false`, reports a failed start);
+    /// `hold`: a closed barrier's answer waits for the job to commit or abort.
     Barrier {
         job: u64,
         launch: u64,
         local_rank: u32,
         ok: bool,
         reason: Option<String>,
-        check_in: bool,
+        hold: bool,
         reply: Reply<Result<BarrierAnswer, ApiError>>,
     },
     KvPut {
@@ -84,9 +85,11 @@ pub enum Request {
         value: String,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// A value of the job's store; `wait`: a key not yet put is answered by its put.
     KvGet {
         job: u64,
         key: String,
+        wait: bool,
         reply: Reply<Result<Option<String>, ApiError>>,
     },
     SetUsable {

@@ -55,7 +55,6 @@ impl Driver {
     pub(crate) fn drop_jobs(&mut self, jobs: &[u64]) {
         for &j in jobs {
             self.core.forget_ended(j);
-            self.secrets.remove(j);
             self.abort_reasons.remove(&j);
             self.failed.remove(&j);
             self.aborts.remove(&j);
@@ -70,7 +69,13 @@ impl Driver {
                 w.discard(r.clone());
             }
         }
+        let launches: Vec<u64> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| gone.contains(&l.job))
+            .map(|(k, _)| *k)
+            .collect();
+        self.rv.forget(&gone, &launches);
         self.launches.retain(|_, l| !gone.contains(&l.job));
-        self.kv.retain(|(j, _), _| !gone.contains(j));
     }
 }

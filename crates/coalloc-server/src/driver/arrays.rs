@@ -46,7 +46,7 @@ impl Driver {
         let mut count = 0;
         let mut refused = None;
         for _ in start..=end {
-            let secret = self.secrets.fresh().map_err(|e| e.to_string())?;
+            let secret = self.rv.secrets.fresh().map_err(|e| e.to_string())?;
             match self.submit(job.clone(), secret) {
                 Ok(Reply::Submitted(id)) => {
                     first.get_or_insert(id);

@@ -29,6 +29,7 @@ mod files;
 pub mod forked;
 mod metrics;
 
+mod rendezvous;
 mod reports;
 mod requests;
 mod results;
@@ -53,7 +54,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 
 /// What the driver knows of one launch beyond the core.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -65,10 +66,6 @@ pub(crate) struct LaunchInfo {
     /// The resource manager's handle, once it accepted the launch.
     pub remote: Option<String>,
     pub processes: u32,
-    /// Local ranks that checked in at the barrier with ok (not journaled, so not in a
-    /// snapshot either: a replay knows none).
-    #[serde(skip)]
-    pub checkins: BTreeSet<u32>,
     /// Cancelled, failed or finished: nothing more is reported about it.
     pub ended: bool,
     /// Ready as soon as it runs: the component does not call the barrier itself.
@@ -79,9 +76,6 @@ pub(crate) struct LaunchInfo {
 #[derive(Clone)]
 pub struct Shared {
     pub tx: Sender<Msg>,
-    /// Bumped after every turn that changed something: barrier and rendezvous waiters look
-    /// again.
-    pub generation: watch::Receiver<u64>,
     /// Job, component and site state changes, as JSON (the event stream).
     pub events: broadcast::Sender<String>,
     /// The Prometheus metrics (`/metrics`).
@@ -99,8 +93,8 @@ pub struct Driver {
     /// Each site's link (`workers[site]`).
     workers: Vec<Box<dyn SiteLink>>,
     launches: BTreeMap<u64, LaunchInfo>,
-    secrets: secrets::Secrets,
-    kv: BTreeMap<(u64, String), String>,
+    /// Secrets, barrier check-ins, the rendezvous store, and the calls waiting on them.
+    rv: rendezvous::Rendezvous,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
     /// Every stopped run of the jobs that are not over, for the result log.
@@ -138,7 +132,6 @@ pub struct Driver {
     internal: VecDeque<Entry>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
-    generation: watch::Sender<u64>,
     events: broadcast::Sender<String>,
     results: JsonLines,
     surveillance: JsonLines,
@@ -263,7 +256,6 @@ impl Driver {
         } = parts;
         let state_for_snapshots = state.clone();
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
-        let (generation, generation_rx) = watch::channel(0);
         let (events, _) = broadcast::channel(4096);
         let n = config.sites.len();
         let mut d = Driver {
@@ -278,8 +270,7 @@ impl Driver {
             url,
             workers: sites,
             launches: BTreeMap::new(),
-            secrets: secrets::Secrets::default(),
-            kv: BTreeMap::new(),
+            rv: rendezvous::Rendezvous::default(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),
             committed: BTreeSet::new(),
@@ -296,7 +287,6 @@ impl Driver {
             replies: Vec::new(),
             internal: VecDeque::new(),
             replaying: true,
-            generation,
             events: events.clone(),
             next_sample: 0,
             logged: vec![None; n],
@@ -335,7 +325,6 @@ impl Driver {
             d,
             Shared {
                 tx,
-                generation: generation_rx,
                 events,
                 metrics,
             },
@@ -415,7 +404,7 @@ impl Driver {
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
-                self.secrets.insert(id, secret);
+                self.rv.secrets.insert(id, secret);
             }
         }
         self.run_commands();
@@ -431,7 +420,7 @@ impl Driver {
                 }
             }
             Entry::KvPut { job, key, value } => {
-                self.kv.insert((*job, key.clone()), value.clone());
+                self.rv.kv.insert((*job, key.clone()), value.clone());
             }
             Entry::Forget { jobs } => self.drop_jobs(jobs),
             Entry::Array {
@@ -477,7 +466,7 @@ impl Driver {
         self.catalog_effect(&entry);
         self.transfer_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
-            self.secrets.insert(*id, secret);
+            self.rv.secrets.insert(*id, secret);
         }
         self.pending.push(Record {
             at: self.now,
@@ -602,12 +591,11 @@ impl Driver {
         }
         self.age_out();
         self.transfer_timeouts();
-        let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {
                 let _ = self.apply(e);
             }
-            changed |= self.commit();
+            self.commit();
             if self.fatal.is_some() {
                 return;
             }
@@ -628,13 +616,8 @@ impl Driver {
             }
             self.next_sample = self.now + self.config.sample_interval;
         }
-        // Waiting barrier check-ins and rendezvous reads look again only after a turn that
-        // changed something (every change is a journal entry). Their own second look is a
-        // request, which makes a turn: woken after every turn, one waiting check-in kept the
-        // server busy (80% of a core on the Slurm rig), starving the other components' starts.
-        if changed {
-            self.generation.send_modify(|g| *g += 1);
-        }
+        // Held barrier check-ins hear of their job's commit or abort.
+        self.answer_held();
     }
 
     /// Journal this turn's entries, then send the replies that waited for them; true if there

@@ -223,6 +223,7 @@ impl Driver {
         if let Some(l) = self.launches.get_mut(&launch) {
             l.ended = true;
             let (site, job, component) = (l.site, l.job, l.component);
+            self.rv.touch(job);
             if matches!(e, Entry::Failed { .. }) {
                 if let Some(n) = self.site_failures.get_mut(site) {
                     *n += 1;

@@ -187,8 +187,8 @@ impl Driver {
             core: core.head(),
             slots: core,
             launches: &self.launches,
-            secrets: &self.secrets,
-            kv: &self.kv,
+            secrets: &self.rv.secrets,
+            kv: &self.rv.kv,
             abort_reasons: &self.abort_reasons,
             aborts: &self.aborts,
             committed: &self.committed,
@@ -381,8 +381,8 @@ impl Driver {
         self.core = core;
         self.now = s.now;
         self.launches = s.launches;
-        self.secrets = s.secrets;
-        self.kv = s.kv;
+        self.rv.secrets = s.secrets;
+        self.rv.kv = s.kv;
         self.abort_reasons = s.abort_reasons;
         self.aborts = s.aborts;
         self.committed = s.committed;
@@ -436,8 +436,8 @@ impl Driver {
         Some(vec![
             ("core", bytes(&core)),
             ("launches", bytes(&launches)),
-            ("secrets", bytes(&self.secrets)),
-            ("kv", bytes(&self.kv)),
+            ("secrets", bytes(&self.rv.secrets)),
+            ("kv", bytes(&self.rv.kv)),
             ("committed", bytes(&self.committed)),
             ("failed", bytes(&self.failed)),
             ("arrays", bytes(&self.arrays)),

@@ -597,7 +597,7 @@ impl World {
                     local_rank: rank,
                     ok: true,
                     reason: None,
-                    check_in: true,
+                    hold: true,
                     reply,
                 }));
                 self.waiting.push(Wait::Barrier(site, id, rank, rx));
