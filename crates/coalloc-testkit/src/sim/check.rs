@@ -40,8 +40,13 @@ pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation>
         )));
     }
     for (i, c) in job.comps.iter().enumerate() {
-        let spec = &job.job.components[i];
-        if spec.start_type != StartType::Required || c.phase == CompPhase::Deleted {
+        // A flexible job's components are made at its placement: all required.
+        let required = job
+            .job
+            .components
+            .get(i)
+            .is_none_or(|s| s.start_type == StartType::Required);
+        if !required || c.phase == CompPhase::Deleted {
             continue;
         }
         let (Some(LaunchId(launch)), Some(at)) = (c.launch, c.site) else {

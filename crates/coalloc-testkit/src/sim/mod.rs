@@ -19,13 +19,14 @@ mod rm;
 
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use coalloc_core::model::Time;
+use coalloc_core::scheduler::jobs::Phase;
 use coalloc_server::config::ServerConfig;
 use coalloc_server::driver::{Driver, Fatal, Parts, Shared};
 use coalloc_server::journal::MemJournal;
-use coalloc_server::msg::{ApiError, BarrierAnswer, Msg, Report, Request, SiteLink};
+use coalloc_server::msg::{ApiError, BarrierAnswer, EditRequest, Msg, Report, Request, SiteLink};
 use coalloc_server::state::StateDir;
 use link::{Call, Outbox, SimLink};
-use plan::{Fault, Plan};
+use plan::{EditPlan, Fault, Plan};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rm::Rm;
@@ -88,6 +89,9 @@ impl Backend for NoBackend {
 enum Ev {
     Submit(usize),
     Cancel(usize),
+    /// The client commits a job held at the barrier.
+    Commit(usize),
+    Edit(usize),
     Fault(Fault),
     Restart,
     /// A call of the server of incarnation `epoch` reaches a site's manager.
@@ -107,6 +111,9 @@ enum Ev {
 /// A reply the harness waits for.
 enum Wait {
     Submit(usize, oneshot::Receiver<Vec<Result<(u64, bool), String>>>),
+    SubmitArray(usize, oneshot::Receiver<Result<u64, String>>),
+    /// The client's commit of planned job `i`: asked again until it is taken.
+    Commit(usize, oneshot::Receiver<Result<(), ApiError>>),
     Cancel(oneshot::Receiver<Result<(), ApiError>>),
     Barrier(
         usize,
@@ -144,8 +151,8 @@ struct World {
     waiting: Vec<Wait>,
     /// Acknowledged jobs: number -> planned job.
     acked: BTreeMap<u64, usize>,
-    /// Planned job -> number, once acknowledged.
-    numbers: BTreeMap<usize, u64>,
+    /// Planned job -> its numbers (an array's elements), once acknowledged.
+    numbers: BTreeMap<usize, Vec<u64>>,
     /// Processes of launches started before this never check in.
     mute_until: Time,
     /// A cut commit is armed: the server restarts this long after it dies.
@@ -227,6 +234,12 @@ impl World {
             if let Some(c) = cancel {
                 self.at(c, Ev::Cancel(i));
             }
+            if let Some(c) = self.plan.jobs[i].commit_at {
+                self.at(c, Ev::Commit(i));
+            }
+            if let Some((t, _)) = self.plan.jobs[i].edit {
+                self.at(t, Ev::Edit(i));
+            }
         }
         for (t, f) in self.plan.faults.clone() {
             self.at(t, Ev::Fault(f));
@@ -288,17 +301,17 @@ impl World {
         if let Some(s) = &self.server {
             for (id, i) in &self.acked {
                 match s.driver.core().job(*id) {
-                    Some(j) if j.phase != coalloc_core::scheduler::jobs::Phase::Ended => {
+                    Some(j) if j.phase != Phase::Ended => {
                         out.push(format!("job {id} (j{i}) {:?}", j.phase))
                     }
                     _ => {}
                 }
             }
         }
-        if self.acked.len() < self.plan.jobs.len() {
+        if self.numbers.len() < self.plan.jobs.len() {
             out.push(format!(
                 "{} of {} jobs acknowledged",
-                self.acked.len(),
+                self.numbers.len(),
                 self.plan.jobs.len()
             ));
         }
@@ -399,7 +412,10 @@ impl World {
             // Their replies are gone with the server: the callers try again.
             for w in std::mem::take(&mut self.waiting) {
                 match w {
-                    Wait::Submit(i, _) => self.at(self.now + RETRY, Ev::Submit(i)),
+                    Wait::Submit(i, _) | Wait::SubmitArray(i, _) => {
+                        self.at(self.now + RETRY, Ev::Submit(i))
+                    }
+                    Wait::Commit(i, _) => self.at(self.now + RETRY, Ev::Commit(i)),
                     Wait::Barrier(site, id, rank, _) => {
                         self.at(self.now + RETRY, Ev::CheckIn(site, id, rank))
                     }
@@ -471,7 +487,7 @@ impl World {
                     Some(Ok((id, _))) => {
                         self.log(|| format!("j{i} acknowledged as job {id}"));
                         self.acked.insert(id, i);
-                        self.numbers.insert(i, id);
+                        self.numbers.insert(i, vec![id]);
                     }
                     other => {
                         return Err(self.violation(format!("j{i} refused: {other:?}")));
@@ -479,6 +495,38 @@ impl World {
                 },
                 Err(TryRecvError::Empty) => self.waiting.push(Wait::Submit(i, rx)),
                 Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Submit(i)),
+            },
+            Wait::SubmitArray(i, mut rx) => match rx.try_recv() {
+                Ok(Ok(first)) => {
+                    let n = u64::from(self.plan.jobs[i].array);
+                    self.log(|| format!("j{i} acknowledged as array {first}..{}", first + n));
+                    let ids: Vec<u64> = (first..first + n).collect();
+                    for id in &ids {
+                        self.acked.insert(*id, i);
+                    }
+                    self.numbers.insert(i, ids);
+                }
+                Ok(Err(e)) => return Err(self.violation(format!("array j{i} refused: {e}"))),
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::SubmitArray(i, rx)),
+                Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Submit(i)),
+            },
+            Wait::Commit(i, mut rx) => match rx.try_recv() {
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::Commit(i, rx)),
+                // Taken, or committed already: the owner looks again later, for a run after
+                // an abort waits for a commit of its own.
+                Ok(r) if r.as_ref().map_or_else(|e| e.status == 409, |()| true) => {
+                    self.log(|| format!("j{i} committed by its owner: {r:?}"));
+                    let ended = self.numbers.get(&i).and_then(|ids| {
+                        let s = self.server.as_ref()?;
+                        Some(s.driver.core().job(ids[0])?.phase == Phase::Ended)
+                    });
+                    if ended == Some(false) {
+                        self.at(self.now + 5 * RETRY, Ev::Commit(i));
+                    }
+                }
+                Ok(Err(e)) if e.status == 404 => {}
+                // Not at the barrier yet (or the server went away): again later.
+                Ok(_) | Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Commit(i)),
             },
             Wait::Cancel(mut rx) => {
                 if let Err(TryRecvError::Empty) = rx.try_recv() {
@@ -520,29 +568,67 @@ impl World {
             Ev::Submit(i) => {
                 let job = coalloc_core::spec::native::from_toml(&self.plan.job_toml(i))
                     .map_err(|e| self.violation(format!("j{i}'s spec: {e}")))?;
-                let (reply, rx) = oneshot::channel();
-                inputs.push(Msg::Api(Request::Submit {
-                    jobs: vec![job],
-                    reply,
-                }));
-                self.waiting.push(Wait::Submit(i, rx));
+                let n = self.plan.jobs[i].array;
+                if n > 1 {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::SubmitArray {
+                        job: Box::new(job),
+                        indexes: (0, n - 1),
+                        reply,
+                    }));
+                    self.waiting.push(Wait::SubmitArray(i, rx));
+                } else {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Submit {
+                        jobs: vec![job],
+                        reply,
+                    }));
+                    self.waiting.push(Wait::Submit(i, rx));
+                }
             }
-            Ev::Cancel(i) => match self.numbers.get(&i) {
+            Ev::Commit(i) => match self.numbers.get(&i) {
+                Some(ids) if up => {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Commit { job: ids[0], reply }));
+                    self.waiting.push(Wait::Commit(i, rx));
+                }
+                None if !self.submitting(i) => {}
+                _ => self.at(self.now + RETRY, Ev::Commit(i)),
+            },
+            Ev::Edit(i) => match (self.numbers.get(&i), self.plan.jobs[i].edit) {
+                (Some(ids), Some((_, e))) if up => {
+                    let job = ids[0];
+                    let runtime = self.plan.jobs[i].runtime;
+                    let comp = || {
+                        coalloc_core::model::Component::new(1).with(|d| {
+                            d.executable = Some("sim".into());
+                            d.arguments = vec![runtime.to_string()];
+                        })
+                    };
+                    let edit = match e {
+                        EditPlan::Add => EditRequest::Add(comp()),
+                        EditPlan::Delete(c) => EditRequest::Delete(c),
+                        EditPlan::Substitute(c) => EditRequest::Substitute(c, comp()),
+                    };
+                    self.log(|| format!("client edits job {job}: {e:?}"));
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Edit { job, edit, reply }));
+                    self.waiting.push(Wait::Cancel(rx));
+                }
+                (None, _) if !self.submitting(i) => {}
+                _ => self.at(self.now + RETRY, Ev::Edit(i)),
+            },
+            Ev::Cancel(i) => match self.numbers.get(&i).cloned() {
                 // Not acknowledged yet when its submission is no longer under way: the job
                 // was never there to cancel.
-                None if !self
-                    .queue
-                    .values()
-                    .any(|e| matches!(e, Ev::Submit(j) if *j == i))
-                    && !self
-                        .waiting
-                        .iter()
-                        .any(|w| matches!(w, Wait::Submit(j, _) if *j == i)) => {}
-                Some(&job) if up => {
-                    self.log(|| format!("client cancels job {job}"));
-                    let (reply, rx) = oneshot::channel();
-                    inputs.push(Msg::Api(Request::Cancel { job, reply }));
-                    self.waiting.push(Wait::Cancel(rx));
+                None if !self.submitting(i) => {}
+                Some(ids) if up => {
+                    for job in ids {
+                        self.log(|| format!("client cancels job {job}"));
+                        let (reply, rx) = oneshot::channel();
+                        inputs.push(Msg::Api(Request::Cancel { job, reply }));
+                        self.waiting.push(Wait::Cancel(rx));
+                    }
                 }
                 // Not acknowledged yet, or the server is down: ask again later.
                 _ => self.at(self.now + RETRY, Ev::Cancel(i)),
@@ -613,6 +699,17 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Planned job `i`'s submission is under way (queued or waiting for its answer).
+    fn submitting(&self, i: usize) -> bool {
+        self.queue
+            .values()
+            .any(|e| matches!(e, Ev::Submit(j) if *j == i))
+            || self
+                .waiting
+                .iter()
+                .any(|w| matches!(w, Wait::Submit(j, _) | Wait::SubmitArray(j, _) if *j == i))
     }
 
     fn fault(&mut self, f: Fault) {

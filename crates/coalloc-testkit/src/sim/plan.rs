@@ -34,6 +34,32 @@ pub struct CompPlan {
     pub count: u32,
     /// `multiple` (one process per processor, each checks in) or `single`.
     pub multiple: bool,
+    /// `required`, `interactive` or `optional` (seed 002 §3.2).
+    pub start: &'static str,
+    /// Its site, in an ordered job.
+    pub site: Option<usize>,
+}
+
+/// The job kinds of seed 003 §3.2.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Unordered,
+    Ordered,
+    /// One component on one site.
+    Total,
+    /// Only a total, split by the scheduler into components of at least `min`.
+    Flexible {
+        total: u32,
+        min: u32,
+    },
+}
+
+/// An edit the client makes to a job before its commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditPlan {
+    Add,
+    Delete(usize),
+    Substitute(usize),
 }
 
 /// One planned job.
@@ -45,6 +71,12 @@ pub struct JobPlan {
     pub runtime: Time,
     /// The client cancels it then, if it is still there.
     pub cancel_at: Option<Time>,
+    pub kind: Kind,
+    /// Held at the barrier until the client commits it (`hold_at_barrier`), from then on.
+    pub commit_at: Option<Time>,
+    pub edit: Option<(Time, EditPlan)>,
+    /// Submitted as an array of this many elements (1: a plain job).
+    pub array: u32,
 }
 
 /// A fault at a time.
@@ -109,18 +141,57 @@ pub fn plan(seed: u64) -> Plan {
     let jobs = (0..n_jobs)
         .map(|_| {
             let at = T0 + r.random_range(0..span);
-            let n_comps = r.random_range(1..=n_sites.min(3));
-            let comps = (0..n_comps)
-                .map(|_| CompPlan {
+            let kind = match r.random_range(0..10) {
+                0..=5 => Kind::Unordered,
+                6 => Kind::Ordered,
+                7 | 8 => Kind::Total,
+                _ => {
+                    let min = r.random_range(1..=room.min(2));
+                    Kind::Flexible {
+                        total: r.random_range(min..=(room * n_sites as u32).clamp(min, 8)),
+                        min,
+                    }
+                }
+            };
+            let n_comps = match kind {
+                Kind::Total | Kind::Flexible { .. } => 1,
+                _ => r.random_range(1..=n_sites.min(3)),
+            };
+            let comps: Vec<CompPlan> = (0..n_comps)
+                .map(|i| CompPlan {
                     count: r.random_range(1..=room.min(4)),
                     multiple: r.random_bool(0.6),
+                    start: match (i, r.random_range(0..10)) {
+                        (0, _) | (_, 0..=7) => "required",
+                        (_, 8) => "interactive",
+                        _ => "optional",
+                    },
+                    site: (kind == Kind::Ordered).then_some(i % n_sites),
                 })
                 .collect();
+            let array = if r.random_bool(0.1) {
+                r.random_range(2..=4)
+            } else {
+                1
+            };
+            let plain = array == 1;
+            let flexible = matches!(kind, Kind::Flexible { .. });
             JobPlan {
                 at,
-                comps,
                 runtime: r.random_range(500..20_000),
                 cancel_at: r.random_bool(0.1).then(|| at + r.random_range(0..10_000)),
+                kind,
+                commit_at: (plain && r.random_bool(0.1)).then(|| at + r.random_range(0..8_000)),
+                edit: (plain && !flexible && r.random_bool(0.1)).then(|| {
+                    let e = match r.random_range(0..3) {
+                        0 => EditPlan::Add,
+                        1 => EditPlan::Delete(r.random_range(0..n_comps)),
+                        _ => EditPlan::Substitute(r.random_range(0..n_comps)),
+                    };
+                    (at + r.random_range(0..5_000), e)
+                }),
+                array,
+                comps,
             }
         })
         .collect();
@@ -184,13 +255,29 @@ impl Plan {
     pub fn job_toml(&self, i: usize) -> String {
         let j = &self.jobs[i];
         let mut t = format!("name = \"j{i}\"\n");
+        match j.kind {
+            Kind::Unordered => {}
+            Kind::Ordered => t += "kind = \"ordered\"\n",
+            Kind::Total => t += "kind = \"total\"\n",
+            Kind::Flexible { total, min } => {
+                t += &format!("kind = \"flexible\"\ntotal = {total}\nmin_component = {min}\n")
+            }
+        }
+        if j.commit_at.is_some() {
+            t += "hold_at_barrier = true\n";
+        }
         for c in &j.comps {
             t += &format!(
-                "\n[[component]]\ncount = {}\njob_type = \"{}\"\nexecutable = \"sim\"\narguments = [\"{}\"]\n",
-                c.count,
+                "\n[[component]]\njob_type = \"{}\"\nexecutable = \"sim\"\narguments = [\"{}\"]\n",
                 if c.multiple { "multiple" } else { "single" },
                 j.runtime
             );
+            if !matches!(j.kind, Kind::Flexible { .. }) {
+                t += &format!("count = {}\nstart_type = \"{}\"\n", c.count, c.start);
+            }
+            if let Some(s) = c.site {
+                t += &format!("site = \"{}\"\n", self.sites[s].name);
+            }
         }
         t
     }
