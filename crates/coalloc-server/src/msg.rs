@@ -214,26 +214,68 @@ pub enum Msg {
     Stop,
 }
 
-/// The driver's calls to one site: each is sent and returns at once; what comes of it comes
-/// back later as a [`Report`].
-pub trait SiteLink: Send {
+/// A call of the driver to one site; what comes of it comes back later as a [`Report`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteCall {
     /// Submit a launch ([`Report::Submitted`] or [`Report::SubmittedMany`]).
-    fn submit(&self, request: coalloc_backends::SubmitRequest);
+    Submit(Box<coalloc_backends::SubmitRequest>),
     /// Cancel a launch the resource manager took.
-    fn cancel(&self, remote: String);
+    Cancel(String),
     /// Cancel whatever a submission of this launch left at the resource manager, when the
-    /// server stopped before it recorded the answer.
-    fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64);
+    /// server does not know whether it took it (it stopped, or heard no answer).
+    CancelUnrecorded {
+        job: u64,
+        component: usize,
+        launch: u64,
+    },
     /// Report this launch's state with every poll from now on.
-    fn watch(&self, launch: u64, remote: String);
+    Watch { launch: u64, remote: String },
     /// Stop reporting this launch's state.
-    fn forget(&self, launch: u64);
-    /// Preempt local jobs until `processors` more are free (GP, seed 001 §2.2).
-    fn kill_local(&self, processors: u32);
+    Forget(u64),
+    /// Preempt local jobs until this many more processors are free (GP, seed 001 §2.2).
+    KillLocal(u32),
     /// The launch's job is gone: the site may drop what it keeps of the launch.
-    fn discard(&self, remote: String);
+    Discard(String),
     /// Lease a VM through the site's provider ([`Report::Leased`]).
-    fn lease(&self, vm: u64);
+    Lease(u64),
     /// Release a VM through the site's provider ([`Report::Released`]).
-    fn release(&self, vm: u64, node: String);
+    Release { vm: u64, node: String },
+}
+
+/// The driver's link to one site: [`SiteLink::send`] returns at once. The other methods
+/// are shorthands for its calls.
+pub trait SiteLink: Send {
+    fn send(&self, call: SiteCall);
+
+    fn submit(&self, request: coalloc_backends::SubmitRequest) {
+        self.send(SiteCall::Submit(Box::new(request)));
+    }
+    fn cancel(&self, remote: String) {
+        self.send(SiteCall::Cancel(remote));
+    }
+    fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
+        self.send(SiteCall::CancelUnrecorded {
+            job,
+            component,
+            launch,
+        });
+    }
+    fn watch(&self, launch: u64, remote: String) {
+        self.send(SiteCall::Watch { launch, remote });
+    }
+    fn forget(&self, launch: u64) {
+        self.send(SiteCall::Forget(launch));
+    }
+    fn kill_local(&self, processors: u32) {
+        self.send(SiteCall::KillLocal(processors));
+    }
+    fn discard(&self, remote: String) {
+        self.send(SiteCall::Discard(remote));
+    }
+    fn lease(&self, vm: u64) {
+        self.send(SiteCall::Lease(vm));
+    }
+    fn release(&self, vm: u64, node: String) {
+        self.send(SiteCall::Release { vm, node });
+    }
 }
