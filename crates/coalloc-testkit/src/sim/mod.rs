@@ -176,7 +176,7 @@ impl World {
             .map_err(|e| bad(format!("the plan's configuration: {e}")))?;
         let rms = plan.sites.iter().cloned().map(Rm::new).collect();
         Ok(World {
-            rng: ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5eed_0f7e_57),
+            rng: ChaCha8Rng::seed_from_u64(plan.seed ^ 0x005e_ed0f_7e57),
             config,
             dir,
             trace,
