@@ -365,7 +365,8 @@ impl Driver {
             super::snapfile::read(&bytes).map_err(|e| bad(e.to_string()))?;
         drop(bytes);
         let decode_ms = t.elapsed().as_millis() as u64 - read_ms;
-        let core = Snapshot::join(s.core, runs);
+        let form = runs.form();
+        let core = super::snapfile::join(s.core, runs);
         let (core, changes) =
             Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, core)
                 .map_err(|e| bad(e.to_string()))?;
@@ -373,8 +374,14 @@ impl Driver {
             read_ms,
             decode_ms,
             core_ms = t.elapsed().as_millis() as u64 - read_ms - decode_ms,
+            form,
             "snapshot read"
         );
+        if form == coalloc_core::scheduler::snapshot::PREVIOUS_SNAPSHOT_VERSION {
+            tracing::warn!(
+                "the snapshot is of the previous form ({form}); read and converted, the next one is written in this build's"
+            );
+        }
         for c in &changes {
             tracing::warn!("the configuration changed since the snapshot: {c}");
         }
