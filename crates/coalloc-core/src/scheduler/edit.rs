@@ -56,7 +56,10 @@ impl Core {
             self.check_fits_when_empty(&edited, None)?;
         }
         let starting = j.phase != Phase::Queued;
-        // A held job is told again when the edited run is ready to commit.
+        // A held job is told again when the edited run is ready to commit (as it was, if
+        // the edit is refused below: the simulation harness found a refused edit that left
+        // it cleared, which no journal entry recorded, seed 356).
+        let told = j.told_ready;
         if let Some(j) = self.jobs.get_mut(&id) {
             j.told_ready = false;
         }
@@ -103,6 +106,7 @@ impl Core {
                             .map(|p| (p.components[0].site, p.components[0].count)),
                     };
                     let Some((site, count)) = fits else {
+                        self.jobs.get_mut(&id).expect("known").told_ready = told;
                         return Err(Rejected::Invalid(
                             "no usable site has room for the component now".to_owned(),
                         ));

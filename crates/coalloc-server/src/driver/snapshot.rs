@@ -464,3 +464,10 @@ mod erased {
         }
     }
 }
+
+impl Driver {
+    /// The core's state as text, to show how two states differ ([`Driver::digest`]).
+    pub fn describe_core(&self) -> String {
+        format!("{:#?}", self.core.snapshot())
+    }
+}

@@ -159,6 +159,8 @@ struct World {
     cut_down: Option<Time>,
     /// The state before a clean crash, to compare with the restart's.
     digest: Option<Vec<(&'static str, Vec<u8>)>>,
+    /// The core's state as text at the crash, to show a difference.
+    described: String,
     out: Outcome,
 }
 
@@ -193,6 +195,7 @@ impl World {
             mute_until: 0,
             cut_down: None,
             digest: None,
+            described: String::new(),
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
@@ -371,8 +374,17 @@ impl World {
                 .map(|(b, _)| b.0)
                 .collect();
             if !differ.is_empty() || before.len() != after.len() {
+                let dir = std::env::temp_dir();
+                let (b, a) = (
+                    dir.join(format!("coalloc-sim-{}-before.txt", self.plan.seed)),
+                    dir.join(format!("coalloc-sim-{}-after.txt", self.plan.seed)),
+                );
+                let _ = std::fs::write(&b, &self.described);
+                let _ = std::fs::write(&a, driver.describe_core());
                 return Err(self.violation(format!(
-                    "a restart from the journal reached another state than the run that wrote it (differs: {differ:?})"
+                    "a restart from the journal reached another state than the run that wrote it (differs: {differ:?}; the cores: diff {} {})",
+                    b.display(),
+                    a.display()
                 )));
             }
         }
@@ -405,6 +417,7 @@ impl World {
         if let Some(s) = self.server.take() {
             if clean {
                 self.digest = s.driver.digest();
+                self.described = s.driver.describe_core();
             }
             self.out.crashes += 1;
             self.log(|| format!("server crashes (restart in {down} ms)"));
