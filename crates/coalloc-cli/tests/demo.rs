@@ -1,9 +1,7 @@
 //! `coalloc demo` end to end (README set-up command 1, smaller): every job finishes, the job
 //! with the injected failure survives it, and the report's plots have data with a shape.
 
-mod common;
-
-use common::tools::temp_dir;
+use coalloc_testkit::tools::temp_dir;
 use std::collections::BTreeSet;
 
 /// The points of one series of a plot's CSV (`series,x,y`).
