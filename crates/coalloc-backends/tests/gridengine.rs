@@ -8,19 +8,18 @@
 //! scripts/gridengine/down.sh /tmp/coalloc-ge
 //! ```
 //!
-//! The tests share the cells; the one that crashes a host takes [`rig::QUIET`] for writing.
-
-mod gerig;
-mod rig;
+//! The tests share the cells; the one that crashes a host takes [`QUIET`] for writing.
 
 use coalloc_backends::gridengine::{GridEngineCell, GridEngineConfig};
 use coalloc_backends::{Backend, BackendError, RemoteState};
-use gerig::GeRig;
-use rig::{out_dir_of, request, shared, state, until_final, until_running, QUIET};
+use coalloc_testkit::backend::{
+    out_dir, request, shared, state, until_final, until_running, QUIET,
+};
+use coalloc_testkit::rig::gridengine::GeRig;
 use std::time::{Duration, Instant};
 
 fn dir(test: &str) -> std::path::PathBuf {
-    out_dir_of("gridengine", test)
+    out_dir(env!("CARGO_TARGET_TMPDIR"), "gridengine", test)
 }
 
 #[test]

@@ -7,18 +7,21 @@
 //! The tests share the clusters. `load_*` needs a quiet cluster, so it takes a write lock
 //! that every other test takes for reading.
 
-mod rig;
-
 use coalloc_backends::slurm::preempt::Preempt;
 use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
 use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
-use rig::{
+use coalloc_testkit::backend::{request, shared, state, until_final, until_running, QUIET};
+use coalloc_testkit::rig::slurm::{
     assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes,
-    assert_unrecorded_submission_is_cancelled, out_dir, quiet_load, request, shared, state,
-    until_final, until_running, Rig, QUIET,
+    assert_unrecorded_submission_is_cancelled, quiet_load, Rig,
 };
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// A fresh folder for one test's output files, under `target/tmp/slurm/`.
+fn out_dir(test: &str) -> std::path::PathBuf {
+    coalloc_testkit::backend::out_dir(env!("CARGO_TARGET_TMPDIR"), "slurm", test)
+}
 
 #[test]
 fn two_processes_run_with_their_ranks_and_finish() {

@@ -4,15 +4,13 @@
 //! ranks, a component started inside the request, cancel (nothing left in squeue, no client
 //! process left), a wait in the queue while the CPUs are busy, a controller that is not there.
 
-mod rig;
-
 use coalloc_backends::slurm::alloc::client_log;
 use coalloc_backends::slurm::Launch;
 use coalloc_backends::{Backend, BackendError, RemoteState};
-use rig::{
+use coalloc_testkit::backend::{request, shared, state, until_final, until_running, QUIET};
+use coalloc_testkit::rig::slurm::{
     assert_bad_requests_are_rejected, assert_failures_keep_their_exit_codes,
-    assert_unrecorded_submission_is_cancelled, out_dir, quiet_load, request, shared, state,
-    until_final, until_running, Rig, QUIET,
+    assert_unrecorded_submission_is_cancelled, quiet_load, Rig,
 };
 use std::thread;
 use std::time::{Duration, Instant};
@@ -46,6 +44,11 @@ fn until_no_process(needle: &str, limit: Duration) {
         assert!(t0.elapsed() < limit, "still running: {left:?}");
         thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A fresh folder for one test's output files, under `target/tmp/slurm/`.
+fn out_dir(test: &str) -> std::path::PathBuf {
+    coalloc_testkit::backend::out_dir(env!("CARGO_TARGET_TMPDIR"), "slurm", test)
 }
 
 #[test]

@@ -17,10 +17,11 @@
 //! The servers poll their sites at the default monitor interval (200 ms; runs 1-4 of
 //! bench/RESULTS.md used 100 ms); `BENCH_MONITOR=100ms` sets another.
 
-#[path = "shared/bench_server.rs"]
-mod bench_server;
+#[path = "shared/args.rs"]
+mod args;
 
-use bench_server::{arg, Server};
+use args::arg;
+use coalloc_testkit::server::Server;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,7 +49,7 @@ fn free_port() -> u16 {
 fn agent(coalloc: &str, s: &Server, dir: &Path, site: &str, n: u32, manager: &str) -> Agent {
     let out = Command::new(coalloc)
         .args(["site", "add", site, "--state-dir"])
-        .arg(&s.state)
+        .arg(&s.dir)
         .output()
         .unwrap();
     assert!(
@@ -85,7 +86,7 @@ fn agent(coalloc: &str, s: &Server, dir: &Path, site: &str, n: u32, manager: &st
 fn wait_links(s: &Server, n: usize) {
     let t = Instant::now();
     loop {
-        let v = s.call("GET", "/v1/sites", None);
+        let v = s.api("GET", "/v1/sites", None);
         let up = v["sites"]
             .as_array()
             .unwrap()
@@ -109,21 +110,21 @@ const SAMPLE_LIMIT: Duration = Duration::from_secs(60);
 /// Submit `job`, wait for its end; barrier_release - submit in ms, or `None` (with the job
 /// and the sites on stderr) when the job failed or did not end within [`SAMPLE_LIMIT`].
 fn latency(s: &Server, job: &Value) -> Option<f64> {
-    let id = s.call("POST", "/v1/jobs", Some(&job.to_string()))["job"]
+    let id = s.api("POST", "/v1/jobs", Some(&job.to_string()))["job"]
         .as_u64()
         .expect("submitted");
     let t = Instant::now();
     let j = loop {
-        let j = s.call("GET", &format!("/v1/jobs/{id}"), None);
+        let j = s.api("GET", &format!("/v1/jobs/{id}"), None);
         if j["state"] == "finished" || j["state"] == "failed" {
             break j;
         }
         if t.elapsed() > SAMPLE_LIMIT {
             eprintln!(
                 "sample given up after {SAMPLE_LIMIT:?}: job {j}\nsites: {}",
-                s.call("GET", "/v1/sites", None)
+                s.api("GET", "/v1/sites", None)
             );
-            s.call("DELETE", &format!("/v1/jobs/{id}"), None);
+            s.api("DELETE", &format!("/v1/jobs/{id}"), None);
             return None;
         }
         // The figure is the server's own timestamps: polling faster would only take CPU
@@ -162,12 +163,12 @@ fn hop(coalloc: &str, base: &Path, barrier: &str, reps: usize) {
     let local = "{ type = \"local\" }";
     let agent_site = "{ type = \"agent\" }";
     let names = ["alpha", "beta", "gamma"];
-    let direct = Server::start(
+    let direct = Server::start_in(
         coalloc,
         &base.join("direct"),
         &config(&names.map(|n| (n, 25, local))),
     );
-    let remote = Server::start(
+    let remote = Server::start_in(
         coalloc,
         &base.join("agents"),
         &config(&names.map(|n| (n, 25, agent_site))),
@@ -266,7 +267,7 @@ fn slurm_part(coalloc: &str, base: &Path, barrier: &str, rig: &Path, reps: usize
             rig.join(n).join("slurm.conf").display()
         )
     };
-    let s = Server::start(
+    let s = Server::start_in(
         coalloc,
         &base.join("slurm"),
         &config(&names.map(|n| (n, 32, agent_site))),

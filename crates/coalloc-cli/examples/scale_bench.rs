@@ -12,10 +12,11 @@
 //! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M] [--snapshot-every E]
 //! (`server.snapshot_every` of part 1; the server's default, 25,000, if not given)
 
-#[path = "shared/bench_server.rs"]
-mod bench_server;
+#[path = "shared/args.rs"]
+mod args;
 
-use bench_server::{arg, Server};
+use args::arg;
+use coalloc_testkit::server::Server;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,7 +40,7 @@ fn mib(kib: u64) -> String {
 
 fn hold(s: &Server) {
     for site in ["alpha", "beta", "gamma"] {
-        s.call(
+        s.api(
             "PUT",
             &format!("/v1/sites/{site}/usable"),
             Some("{\"usable\": false}"),
@@ -63,7 +64,7 @@ fn submit(s: &Server, from: usize, to: usize, batch: bool) -> f64 {
                     let starts: Vec<usize> = (from..to).step_by(1000).collect();
                     for &b in starts.iter().skip(k).step_by(threads) {
                         let jobs: Vec<Value> = (b..(b + 1000).min(to)).map(job).collect();
-                        let v = s.call(
+                        let v = s.api(
                             "POST",
                             "/v1/jobs/batch",
                             Some(&json!({"jobs": jobs}).to_string()),
@@ -72,7 +73,7 @@ fn submit(s: &Server, from: usize, to: usize, batch: bool) -> f64 {
                     }
                 } else {
                     for i in (from + k..to).step_by(threads) {
-                        let v = s.call("POST", "/v1/jobs", Some(&job(i).to_string()));
+                        let v = s.api("POST", "/v1/jobs", Some(&job(i).to_string()));
                         assert!(v["job"].as_u64().is_some(), "{v}");
                     }
                 }
@@ -119,14 +120,14 @@ fn main() {
     let base = std::env::temp_dir().join(format!("coalloc-scale-{}", std::process::id()));
 
     // 1. The queue.
-    let mut s = Server::start(&coalloc, &base.join("queue"), &queue_config);
+    let mut s = Server::start_in(&coalloc, &base.join("queue"), &queue_config);
     hold(&s);
     std::thread::sleep(Duration::from_millis(500));
-    let empty = rss_kib(s.child.id());
+    let empty = rss_kib(s.pid().unwrap());
     let one = submit(&s, 0, single, false);
     let many = submit(&s, single, n, true);
     std::thread::sleep(Duration::from_millis(500));
-    let queued = rss_kib(s.child.id());
+    let queued = rss_kib(s.pid().unwrap());
     println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every})");
     println!(
         "- durable submissions, one job per request (16 threads, {single} jobs): {one:.0} jobs/s"
@@ -138,20 +139,20 @@ fn main() {
         mib(queued),
         (queued - empty) as f64 * 1024.0 / n as f64
     );
-    let (t_all, lines) = timed(&coalloc, &s.state, &["status"]);
+    let (t_all, lines) = timed(&coalloc, &s.dir, &["status"]);
     println!("- `coalloc status` (active jobs, table): {t_all:.2} s, {lines} lines");
-    let (t_json, _) = timed(&coalloc, &s.state, &["status", "--json"]);
+    let (t_json, _) = timed(&coalloc, &s.dir, &["status", "--json"]);
     println!("- `coalloc status --json`: {t_json:.2} s");
-    let (t_run, lines) = timed(&coalloc, &s.state, &["status", "--state", "running"]);
+    let (t_run, lines) = timed(&coalloc, &s.dir, &["status", "--state", "running"]);
     println!("- `coalloc status --state running`: {t_run:.3} s, {lines} lines");
-    let listed = rss_kib(s.child.id());
+    let listed = rss_kib(s.pid().unwrap());
     println!(
         "- server RSS after those listings: {} = {:.0} B per queued job",
         mib(listed),
         (listed - empty) as f64 * 1024.0 / n as f64
     );
     let journal =
-        file_size(&s.state.join("journal.sqlite")) + file_size(&s.state.join("journal.sqlite-wal"));
+        file_size(&s.dir.join("journal.sqlite")) + file_size(&s.dir.join("journal.sqlite-wal"));
     println!(
         "- journal: {} ({:.0} B per job)",
         mib(journal / 1024),
@@ -159,22 +160,21 @@ fn main() {
     );
     // What a restart will read: the last snapshot (`snapshot.bin`, written every
     // `snapshot_every` entries) and the journal's entries after it.
-    let rows: i64 = rusqlite::Connection::open(s.state.join("journal.sqlite"))
+    let rows: i64 = rusqlite::Connection::open(s.dir.join("journal.sqlite"))
         .and_then(|c| c.query_row("SELECT count(*) FROM journal", [], |r| r.get(0)))
         .unwrap_or(-1);
     println!(
         "- at the kill: snapshot {}, journal entries kept {rows}",
-        mib(file_size(&s.state.join("snapshot.bin")) / 1024),
+        mib(file_size(&s.dir.join("snapshot.bin")) / 1024),
     );
     // SIGKILL, then restart on the same directory: until the API answers.
-    s.child.kill().unwrap();
-    s.child.wait().unwrap();
+    s.kill();
     let t = Instant::now();
-    let s2 = Server::restart(&coalloc, &base.join("queue"));
+    let s2 = Server::restart_in(&coalloc, &base.join("queue"));
     let restart = t.elapsed().as_secs_f64();
-    let page = s2.call("GET", "/v1/jobs?after=999999&limit=10", None);
+    let page = s2.api("GET", "/v1/jobs?after=999999&limit=10", None);
     std::thread::sleep(Duration::from_millis(500));
-    let after = rss_kib(s2.child.id());
+    let after = rss_kib(s2.pid().unwrap());
     println!(
         "- restart after SIGKILL until the API answers: {restart:.2} s; RSS then {} = {:.0} B per queued job (page after job 999999: {} jobs)",
         mib(after),
@@ -186,27 +186,27 @@ fn main() {
     let _ = std::fs::remove_dir_all(base.join("queue"));
 
     // 2. Jobs that end and age out.
-    let s = Server::start(&coalloc, &base.join("aged"), CONFIG);
+    let s = Server::start_in(&coalloc, &base.join("aged"), CONFIG);
     hold(&s);
     std::thread::sleep(Duration::from_millis(500));
-    let empty = rss_kib(s.child.id());
+    let empty = rss_kib(s.pid().unwrap());
     submit(&s, 0, aged, true);
     std::thread::sleep(Duration::from_millis(500));
-    let full = rss_kib(s.child.id());
+    let full = rss_kib(s.pid().unwrap());
     let t = Instant::now();
     std::thread::scope(|sc| {
         for k in 0..16 {
             let s = &s;
             sc.spawn(move || {
                 for id in (1 + k..=aged).step_by(16) {
-                    s.call("DELETE", &format!("/v1/jobs/{id}"), None);
+                    s.api("DELETE", &format!("/v1/jobs/{id}"), None);
                 }
             });
         }
     });
     let cancelled = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    while s.call("GET", "/v1/jobs?state=all&limit=1", None)["jobs"]
+    while s.api("GET", "/v1/jobs?state=all&limit=1", None)["jobs"]
         .as_array()
         .is_some_and(|a| !a.is_empty())
     {
@@ -218,11 +218,11 @@ fn main() {
     }
     let gone = t.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(500));
-    let after = rss_kib(s.child.id());
-    let (t_hist, lines) = timed(&coalloc, &s.state, &["history"]);
+    let after = rss_kib(s.pid().unwrap());
+    let (t_hist, lines) = timed(&coalloc, &s.dir, &["history"]);
     let (t_user, _) = timed(
         &coalloc,
-        &s.state,
+        &s.dir,
         &[
             "history", "--user", "bench", "--state", "failed", "--since", "1h",
         ],

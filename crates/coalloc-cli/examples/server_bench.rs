@@ -11,10 +11,11 @@
 //!
 //! Usage: server_bench COALLOC_BINARY [--reps N] [--jobs N] [--threads T]
 
-#[path = "shared/bench_server.rs"]
-mod bench_server;
+#[path = "shared/args.rs"]
+mod args;
 
-use bench_server::{arg, Server};
+use args::arg;
+use coalloc_testkit::server::Server;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ fn main() {
     let config = "[server]\nmonitor_interval = \"100ms\"\n\
         [[site]]\nname = \"alpha\"\nprocessors = 25\n[[site]]\nname = \"beta\"\nprocessors = 25\n\
         [[site]]\nname = \"gamma\"\nprocessors = 25\n[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n";
-    let s = Server::start(&coalloc, &base.join("latency"), config);
+    let s = Server::start_in(&coalloc, &base.join("latency"), config);
     // The component: `coalloc barrier` (the full binary), or the small `coalloc-barrier`
     // program of coalloc-runtime when it is beside it.
     let small = PathBuf::from(&coalloc).with_file_name("coalloc-barrier");
@@ -55,11 +56,11 @@ fn main() {
                 .collect();
                 let job = json!({"kind": "unordered", "component": comps}).to_string();
                 let t = Instant::now();
-                let id = s.call("POST", "/v1/jobs", Some(&job))["job"]
+                let id = s.api("POST", "/v1/jobs", Some(&job))["job"]
                     .as_u64()
                     .expect("submitted");
                 let j = loop {
-                    let j = s.call("GET", &format!("/v1/jobs/{id}"), None);
+                    let j = s.api("GET", &format!("/v1/jobs/{id}"), None);
                     if j["state"] == "finished" || j["state"] == "failed" {
                         break j;
                     }
@@ -89,9 +90,9 @@ fn main() {
     drop(s);
 
     // 2. Durable submissions per second.
-    let s = Server::start(&coalloc, &base.join("submit"), config);
+    let s = Server::start_in(&coalloc, &base.join("submit"), config);
     for site in ["alpha", "beta", "gamma"] {
-        s.call(
+        s.api(
             "PUT",
             &format!("/v1/sites/{site}/usable"),
             Some("{\"usable\": false}"),
@@ -105,7 +106,7 @@ fn main() {
             let (s, job) = (&s, &job);
             sc.spawn(move || {
                 for _ in 0..per {
-                    let v = s.call("POST", "/v1/jobs", Some(job));
+                    let v = s.api("POST", "/v1/jobs", Some(job));
                     assert!(v["job"].as_u64().is_some(), "{v}");
                 }
             });
@@ -113,7 +114,7 @@ fn main() {
     });
     let secs = t.elapsed().as_secs_f64();
     let n = per * threads;
-    let listed = s.call("GET", "/v1/jobs", None)["jobs"]
+    let listed = s.api("GET", "/v1/jobs", None)["jobs"]
         .as_array()
         .map_or(0, Vec::len);
     assert_eq!(listed, n, "every acknowledged job is there");

@@ -8,9 +8,10 @@
 mod common;
 
 use base64::Engine;
-use common::agents::{gated_component, mark_dir, wait_link, AgentProc};
-use common::server::Server;
-use common::tools::free_port;
+use coalloc_testkit::agent::{gated_component, mark_dir, wait_link, AgentProc};
+use coalloc_testkit::server::Server;
+use coalloc_testkit::tools::free_port;
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,9 +39,9 @@ fn agent_config(site: &str, n: u32) -> String {
     )
 }
 
-/// The shared gated component (common::agents), under this file's short name.
+/// The shared gated component (coalloc_testkit::agent), under this file's short name.
 fn comp(mark: &Path, count: u32, gate: bool, then: &str) -> Value {
-    gated_component(mark, count, gate, then)
+    gated_component(COALLOC, mark, count, gate, then)
 }
 
 fn job(components: Vec<Value>) -> Value {
@@ -88,7 +89,7 @@ fn site_of(s: &Server, name: &str) -> Value {
 
 #[test]
 fn components_on_agent_sites_reach_the_barrier_and_the_store_through_their_agent() {
-    let s = Server::start("agent-relay", &config([4, 4, 4], GRACE));
+    let s = Server::start(COALLOC, "agent-relay", &config([4, 4, 4], GRACE));
     let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
     let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 4), None);
     wait_link(&s, "s1", true, 20);
@@ -156,8 +157,8 @@ fn components_on_agent_sites_reach_the_barrier_and_the_store_through_their_agent
 
 #[test]
 fn agents_with_a_wrong_credential_another_sites_name_or_an_unpinned_certificate_are_refused() {
-    let s = Server::start("agent-refused", &config([4, 4, 4], GRACE));
-    let good = common::agents::enrol(&s, "s1");
+    let s = Server::start(COALLOC, "agent-refused", &config([4, 4, 4], GRACE));
+    let good = coalloc_testkit::agent::enrol(&s, "s1");
     let decode = |t: &str| -> Value {
         let body = t.trim().strip_prefix("coalloc-agent-1.").unwrap();
         serde_json::from_slice(
@@ -177,7 +178,7 @@ fn agents_with_a_wrong_credential_another_sites_name_or_an_unpinned_certificate_
     wrong_secret["secret"] = json!("0".repeat(64));
     let mut other_site = decode(&good);
     other_site["site"] = json!("s2");
-    common::agents::enrol(&s, "s2"); // s2 has its own credential, which s1's is not
+    coalloc_testkit::agent::enrol(&s, "s2"); // s2 has its own credential, which s1's is not
     let mut unpinned = decode(&good);
     unpinned["fingerprint"] = json!(format!("sha256:{}", "ab".repeat(32)));
     let cases = [
@@ -208,7 +209,7 @@ fn agents_with_a_wrong_credential_another_sites_name_or_an_unpinned_certificate_
 
 #[test]
 fn kill_9_of_an_agent_at_the_barrier_and_while_running_loses_nothing_and_starts_nothing_twice() {
-    let s = Server::start("agent-kill", &config([4, 4, 4], "20s"));
+    let s = Server::start(COALLOC, "agent-kill", &config([4, 4, 4], "20s"));
     let mut a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
     let _a2 = AgentProc::start(&s, "s2", &agent_config("s2", 4), None);
     wait_link(&s, "s1", true, 20);
@@ -268,7 +269,7 @@ fn kill_9_of_an_agent_at_the_barrier_and_while_running_loses_nothing_and_starts_
 
 #[test]
 fn kill_9_of_the_server_while_agents_hold_running_components_loses_no_job() {
-    let mut s = Server::start("agent-server-kill", &config([4, 4, 4], "20s"));
+    let mut s = Server::start(COALLOC, "agent-server-kill", &config([4, 4, 4], "20s"));
     let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
     let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 4), None);
     wait_link(&s, "s1", true, 20);
@@ -315,7 +316,7 @@ fn kill_9_of_the_server_while_agents_hold_running_components_loses_no_job() {
 /// reconnects and the component left on s1 is cancelled there.
 fn silent_link(name: &str, during_run: bool) {
     // 6 processors fit on s1 and alpha only; s1 comes first. Re-placed: alpha and s2.
-    let s = Server::start(name, &config([8, 8, 4], GRACE));
+    let s = Server::start(COALLOC, name, &config([8, 8, 4], GRACE));
     let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 8), None);
     let _a2 = AgentProc::start(&s, "s2", &agent_config("s2", 4), None);
     wait_link(&s, "s1", true, 20);
@@ -358,7 +359,7 @@ fn silent_link(name: &str, during_run: bool) {
     }
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");
-    let mut used: Vec<String> = common::server::component_sites(&j);
+    let mut used: Vec<String> = coalloc_testkit::server::component_sites(&j);
     used.sort();
     assert_eq!(used, ["alpha", "s2"], "{j}");
     let failures = if during_run {
@@ -403,7 +404,7 @@ fn a_link_silent_past_its_grace_period_during_a_run_re_places_the_job_and_cancel
 
 #[test]
 fn a_launch_the_server_never_recorded_is_cancelled_at_its_agent_after_a_restart() {
-    let mut s = Server::start("agent-unrecorded", &config([2, 2, 2], "20s"));
+    let mut s = Server::start(COALLOC, "agent-unrecorded", &config([2, 2, 2], "20s"));
     let _a1 = AgentProc::start(&s, "s1", &agent_config("s1", 2), None);
     wait_link(&s, "s1", true, 20);
     let runs = s.dir.parent().unwrap().join("runs.log");
@@ -448,11 +449,13 @@ fn an_agent_sites_launch_log_is_compacted_once_its_jobs_are_gone() {
                   heartbeat = \"200ms\"\nmin_job_age = \"0s\"\n\
                   [[site]]\nname = \"s1\"\nprocessors = 16\nmanager = { type = \"agent\" }\n\
                   [scheduler]\npolicy = \"fcfs\"\n";
-    let s = Server::start("agent-discard", config);
+    let s = Server::start(COALLOC, "agent-discard", config);
     let a = AgentProc::start(&s, "s1", &agent_config("s1", 16), None);
     wait_link(&s, "s1", true, 20);
     let n = 1_100;
-    let spec = common::server::job(vec![common::server::barrier_component(1, "", "true")]);
+    let spec = coalloc_testkit::server::job(vec![coalloc_testkit::server::barrier_component(
+        COALLOC, 1, "", "true",
+    )]);
     let (code, v) = s.call(
         "POST",
         &format!("/v1/jobs?array=0-{}", n - 1),

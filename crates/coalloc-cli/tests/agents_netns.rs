@@ -7,9 +7,10 @@
 
 mod common;
 
-use common::agent_rig::AgentRig;
-use common::agents::{gated_component as gated, mark_dir, wait_link, AgentProc};
-use common::server::{component_sites, Server, COALLOC};
+use coalloc_testkit::agent::{gated_component as gated, mark_dir, wait_link, AgentProc};
+use coalloc_testkit::rig::agents::AgentRig;
+use coalloc_testkit::server::{component_sites, Server};
+use common::COALLOC;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,7 @@ fn server(rig: &AgentRig, name: &str, grace: &str) -> Server {
         );
     }
     Server::start(
+        COALLOC,
         name,
         &(c + "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n"),
     )
@@ -166,7 +168,7 @@ fn a_job_on_the_cut_off_compute_side_needs_only_the_relay() {
 /// goes between the compute sides, over the routes the rig gives them.
 #[test]
 fn an_unmodified_mpi_program_runs_across_the_sites_namespaces() {
-    use common::mpi::{check_ranks, mpi_component_at, one_at_a_time, ring};
+    use coalloc_testkit::mpi::{check_ranks, mpi_component_at, one_at_a_time, ring};
     let Some(rig) = AgentRig::begin("agents-mpi") else {
         return;
     };
@@ -216,7 +218,7 @@ fn kill_9_of_a_slurm_sites_agent_and_of_the_server_loses_nothing_and_starts_noth
     let mark = mark_dir(&s);
     let then = format!("touch {}/running-$COALLOC_SITE; sleep 4", mark.display());
     let c = |site: &str| {
-        let mut v = gated(&mark, 8, true, &then);
+        let mut v = gated(COALLOC, &mark, 8, true, &then);
         v["site"] = json!(site);
         v
     };
@@ -290,7 +292,7 @@ fn cut_link(name: &str, during_run: bool) {
     // 20 processors go to s1 (first of the two largest), 10 to s2; re-placed: s2 and s3.
     let id = s.submit(&json!({
         "kind": "unordered", "max_wall_time": "3m",
-        "component": [gated(&mark, 20, gate, then), gated(&mark, 10, gate, then)],
+        "component": [gated(COALLOC, &mark, 20, gate, then), gated(COALLOC, &mark, 10, gate, then)],
     }));
     let j = s.wait_for(id, 60, "started", |j| match during_run {
         true => j["state"] == "running",

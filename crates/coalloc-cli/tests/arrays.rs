@@ -3,20 +3,22 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server};
+use coalloc_testkit::server::{barrier_component, job, three_clusters, Server};
+use common::COALLOC;
 use serde_json::Value;
 
 #[test]
 fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
-    let s = Server::start("arrays", &three_clusters([4, 4, 4], ""));
+    let s = Server::start(COALLOC, "arrays", &three_clusters([4, 4, 4], ""));
     let file = s.dir.parent().unwrap().join("element.json");
     let spec = job(vec![
         barrier_component(
+            COALLOC,
             1,
             "",
             "echo index=$COALLOC_ARRAY_INDEX of $COALLOC_ARRAY_JOB_ID",
         ),
-        barrier_component(1, "", "true"),
+        barrier_component(COALLOC, 1, "", "true"),
     ]);
     std::fs::write(&file, spec.to_string()).unwrap();
     let file = file.to_str().unwrap();
@@ -62,7 +64,7 @@ fn an_arrays_elements_all_run_with_their_index_and_are_cancelled_as_one() {
     }
     assert_eq!(s.cli_ok(&["status"]).lines().count(), 1, "only the header");
     // A plain job is still cancelled by its number; a bad one is refused before any request.
-    let plain = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let plain = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     assert_eq!(
         s.cli_ok(&["cancel", &plain.to_string()]).trim(),
         format!("cancelled job {plain}")

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server, COALLOC};
+use coalloc_testkit::server::{barrier_component, job, three_clusters, Server};
+use common::COALLOC;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -38,9 +39,13 @@ const SIGPIPE: i32 = 13;
 
 #[test]
 fn a_closed_pipe_ends_client_and_offline_commands_quietly() {
-    let s = Server::start("pipe", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "pipe",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     for _ in 0..3 {
-        s.submit(&job(vec![barrier_component(1, "", "true")]));
+        s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     }
     let state = s.dir.as_os_str();
     for args in [
@@ -84,7 +89,11 @@ fn a_non_utf8_argument_is_refused_with_a_message() {
 
 #[test]
 fn submit_parsable_prints_the_id_alone_and_client_commands_speak_json() {
-    let s = Server::start("parsable", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "parsable",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let state = s.dir.to_str().unwrap().to_string();
     let run = |args: &[&str]| {
         let out = Command::new(COALLOC)
@@ -97,7 +106,12 @@ fn submit_parsable_prints_the_id_alone_and_client_commands_speak_json() {
         String::from_utf8(out.stdout).unwrap()
     };
     let file = s.dir.parent().unwrap().join("one.json");
-    let spec = job(vec![barrier_component(1, "", "echo hello; sleep 30")]);
+    let spec = job(vec![barrier_component(
+        COALLOC,
+        1,
+        "",
+        "echo hello; sleep 30",
+    )]);
     std::fs::write(&file, spec.to_string()).unwrap();
     let file = file.to_str().unwrap();
     let printed = run(&["submit", "--parsable", file]);

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::server::{barrier_component, Server};
+use coalloc_testkit::server::{barrier_component, Server};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ fn config(manager: &str) -> String {
 }
 
 fn one(count: u32, then: &str) -> Value {
-    json!({ "kind": "unordered", "component": [barrier_component(count, "", then)] })
+    json!({ "kind": "unordered", "component": [barrier_component(COALLOC, count, "", then)] })
 }
 
 fn cloud(s: &Server) -> Value {
@@ -53,6 +54,7 @@ fn wait_cloud(s: &Server, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) 
 #[test]
 fn a_full_cluster_makes_the_server_lease_run_on_and_release_cloud_vms() {
     let s = Server::start(
+        COALLOC,
         "cloud-local",
         &config("type = \"local\", provider = \"local\""),
     );
@@ -88,7 +90,7 @@ fn a_command_provider_runs_its_programs_and_survives_a_restart() {
          release_program = \"f() {{ echo release $1 $2 $3 >> {l}; }}; f\"",
         l = log.display()
     );
-    let mut s = Server::start("cloud-command", &config(&manager));
+    let mut s = Server::start(COALLOC, "cloud-command", &config(&manager));
     let filler = s.submit(&one(4, "sleep 4"));
     s.wait_for(filler, 30, "running", |j| j["state"] == "running");
     let burst = s.submit(&one(2, "sleep 3; echo on $COALLOC_SITE"));

@@ -6,8 +6,9 @@
 mod common;
 
 use base64::Engine as _;
-use common::server::{barrier_component, component_sites, three_clusters, Server};
-use common::tools::{free_port, temp_dir, tool, Guard};
+use coalloc_testkit::server::{barrier_component, component_sites, three_clusters, Server};
+use coalloc_testkit::tools::{free_port, temp_dir, tool, Guard};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,11 @@ fn the_dashboard_shows_a_running_jobs_components_and_their_sites_live() {
     let (Some(_), Some(driver)) = (tool(&["chromium"]), tool(&["chromedriver"])) else {
         return;
     };
-    let s = Server::start("ui", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "ui",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let dir = temp_dir("dashboard");
     let port = free_port();
     let log = std::fs::File::create(dir.join("chromedriver.log")).unwrap();
@@ -132,7 +137,7 @@ fn the_dashboard_shows_a_running_jobs_components_and_their_sites_live() {
     assert_eq!(session.eval(ROWS), json!([]));
     // A three-component job that runs for a while after its barrier.
     let comps: Vec<Value> = (0..3)
-        .map(|_| barrier_component(2, "", "sleep 30"))
+        .map(|_| barrier_component(COALLOC, 2, "", "sleep 30"))
         .collect();
     let job = s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
     let api = s.wait_for(job, 30, "running", |j| j["state"] == "running");

@@ -6,9 +6,7 @@
 //! waiting at its site after placement, which the replay does not reproduce (`whatif`
 //! counts those apart).
 
-mod common;
-
-use common::tools::temp_dir;
+use coalloc_testkit::tools::temp_dir;
 use std::collections::BTreeSet;
 
 /// The points of one series of a plot's CSV (`series,x,y`).

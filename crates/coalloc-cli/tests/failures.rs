@@ -4,14 +4,15 @@
 
 mod common;
 
-use common::server::{barrier_component, job, processes_with, three_clusters, Server};
+use coalloc_testkit::server::{barrier_component, job, processes_with, three_clusters, Server};
+use common::COALLOC;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// `coalloc ARGS --state-dir` of server `s`; its standard output, after checking it
 /// succeeded.
 fn cli(s: &Server, args: &[&str]) -> String {
-    let out = std::process::Command::new(common::server::COALLOC)
+    let out = std::process::Command::new(COALLOC)
         .args(args)
         .args(["--state-dir", s.dir.to_str().unwrap()])
         .output()
@@ -29,6 +30,7 @@ fn cli(s: &Server, args: &[&str]) -> String {
 #[test]
 fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing_waits() {
     let s = Server::start(
+        COALLOC,
         "barrier-timeout",
         &three_clusters(
             [4, 4, 4],
@@ -37,7 +39,7 @@ fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing
     );
     let silent =
         json!({ "count": 2, "executable": "/bin/sh", "arguments": ["-c", "exec sleep 3023"] });
-    let mut spec = job(vec![barrier_component(2, "", "sleep 30"), silent]);
+    let mut spec = job(vec![barrier_component(COALLOC, 2, "", "sleep 30"), silent]);
     spec["barrier_timeout"] = json!("1s");
     let id = s.submit(&spec);
     // The start of each try, as the job's placement time shows it.
@@ -83,6 +85,7 @@ fn a_silent_component_is_aborted_at_the_barrier_timeout_and_retried_with_growing
 #[test]
 fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_usable() {
     let s = Server::start(
+        COALLOC,
         "exit-3",
         &three_clusters(
             [4, 4, 4],
@@ -91,7 +94,7 @@ fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_us
     );
     let bad = json!({ "count": 2, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
     let id = s.submit(&job(vec![
-        barrier_component(2, "", "sleep 30"),
+        barrier_component(COALLOC, 2, "", "sleep 30"),
         bad.clone(),
         bad,
     ]));
@@ -101,12 +104,12 @@ fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_us
     let why = j["last_abort"].as_str().unwrap_or_default();
     assert!(why.contains("exited with 3"), "{why}");
     for site in ["alpha", "beta", "gamma"] {
-        let v = common::server::site(&s, site);
+        let v = coalloc_testkit::server::site(&s, site);
         assert_eq!(v["usable"], true, "{v}");
         assert_eq!(v["submit_errors"], 0, "{v}");
     }
     // And the sites take the next job at once.
-    let good = s.submit(&job(vec![barrier_component(4, "", "true"); 3]));
+    let good = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "true"); 3]));
     assert_eq!(s.wait_ended(good, 30)["state"], "finished");
 }
 
@@ -115,13 +118,17 @@ fn a_job_whose_program_exits_3_before_the_barrier_fails_and_leaves_every_site_us
 /// resume puts it back.
 #[test]
 fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
-    let s = Server::start("drain", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "drain",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let cli = |args: &[&str]| cli(&s, args);
-    let running = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
+    let running = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 2")]));
     let j = s.wait_for(running, 20, "running", |j| j["state"] == "running");
     let busy = j["components"][0]["site"].as_str().unwrap().to_string();
     cli(&["site", "drain", &busy, "--reason", "disk swap"]);
-    let v = common::server::site(&s, &busy);
+    let v = coalloc_testkit::server::site(&s, &busy);
     assert_eq!(v["usable"], false, "{v}");
     assert_eq!(v["out_reason"], "drained: disk swap", "{v}");
     assert!(v["out_since"].as_i64().is_some(), "{v}");
@@ -129,12 +136,15 @@ fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
     assert!(table.contains("drained: disk swap (since "), "{table}");
     // Running ones finish; new ones go elsewhere.
     assert_eq!(s.wait_ended(running, 20)["state"], "finished");
-    let next = s.submit(&job(vec![barrier_component(4, "", "true"); 2]));
+    let next = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "true"); 2]));
     let j = s.wait_ended(next, 20);
     assert_eq!(j["state"], "finished", "{j}");
-    assert!(!common::server::component_sites(&j).contains(&busy), "{j}");
+    assert!(
+        !coalloc_testkit::server::component_sites(&j).contains(&busy),
+        "{j}"
+    );
     cli(&["site", "resume", &busy]);
-    let v = common::server::site(&s, &busy);
+    let v = coalloc_testkit::server::site(&s, &busy);
     assert_eq!(v["usable"], true, "{v}");
     assert!(v.get("out_reason").is_none(), "{v}");
     let (code, body) = s.call(
@@ -159,10 +169,11 @@ fn an_operator_drains_and_resumes_a_site_and_sites_says_why_it_is_out() {
 #[test]
 fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
     let s = Server::start(
+        COALLOC,
         "admission",
         &three_clusters([1, 1, 1], "policy = \"fcfs\"\nmax_queued = 5"),
     );
-    let one = job(vec![barrier_component(1, "", "true")]);
+    let one = job(vec![barrier_component(COALLOC, 1, "", "true")]);
     let mut ids = Vec::new();
     let mut waiting = 0;
     // Submitted until 300 of them met a full queue (jobs finish during the burst).
@@ -204,11 +215,15 @@ fn submissions_beyond_the_queue_cap_are_all_admitted_in_order() {
 /// `coalloc edit`; the job still waits, and `coalloc commit` releases it.
 #[test]
 fn a_held_job_waits_for_coalloc_commit_takes_an_edit_and_commits() {
-    let s = Server::start("held", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "held",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let cli = |args: &[&str]| cli(&s, args);
     let mut bad = json!({ "count": 1, "executable": "/bin/sh", "arguments": ["-c", "exit 3"] });
     bad["start_type"] = json!("interactive");
-    let mut spec = job(vec![barrier_component(2, "", "echo done"), bad]);
+    let mut spec = job(vec![barrier_component(COALLOC, 2, "", "echo done"), bad]);
     spec["hold_at_barrier"] = json!(true);
     let id = s.submit(&spec);
     s.wait_for(id, 20, "its interactive component failed", |j| {
@@ -223,7 +238,7 @@ fn a_held_job_waits_for_coalloc_commit_takes_an_edit_and_commits() {
     let file = s.dir.parent().unwrap().join("good.json");
     std::fs::write(
         &file,
-        job(vec![barrier_component(1, "", "echo fixed")]).to_string(),
+        job(vec![barrier_component(COALLOC, 1, "", "echo fixed")]).to_string(),
     )
     .unwrap();
     let said = cli(&[

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::server::{barrier_component, Server};
+use coalloc_testkit::server::{barrier_component, Server};
+use common::COALLOC;
 use serde_json::json;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,14 +27,14 @@ fn at_its_deadline_a_gp_job_preempts_the_local_load_and_starts() {
             "[[site]]\nname = \"{name}\"\nprocessors = 4\nmanager = {{ type = \"local\", background = 3 }}\n"
         );
     }
-    let s = Server::start("gp-local", &(config + GP));
-    let other = |site: &str| common::server::site(&s, site)["other"].as_u64();
-    common::server::wait_site(&s, "alpha", 10, "loaded", |v| v["other"] == 3);
+    let s = Server::start(COALLOC, "gp-local", &(config + GP));
+    let other = |site: &str| coalloc_testkit::server::site(&s, site)["other"].as_u64();
+    coalloc_testkit::server::wait_site(&s, "alpha", 10, "loaded", |v| v["other"] == 3);
     // Two components of 2: one processor is idle on each site, so the job fits only when
     // local jobs make room. Its deadline is 3 s away.
     let deadline = now_s() + 3;
     let job = json!({ "kind": "unordered", "max_wall_time": "5m", "deadline": deadline,
-        "component": [barrier_component(2, "", "true"), barrier_component(2, "", "true")] });
+        "component": [barrier_component(COALLOC, 2, "", "true"), barrier_component(COALLOC, 2, "", "true")] });
     let id = s.submit(&job);
     std::thread::sleep(std::time::Duration::from_millis(1000));
     assert_eq!(s.job(id)["state"], "queued", "it waits for its deadline");
@@ -56,7 +57,7 @@ fn at_its_deadline_a_gp_job_preempts_the_local_load_and_starts() {
 /// cancelled (`preempt_action = "cancel"`); the one on the site it does not use runs on.
 #[test]
 fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
-    let Some(sc) = common::slurm::Scenario::begin("gp-slurm") else {
+    let Some(sc) = coalloc_testkit::rig::slurm::Scenario::begin("gp-slurm") else {
         return;
     };
     let rig = &sc.rig;
@@ -64,7 +65,7 @@ fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
         "launch = \"batch\" }",
         "launch = \"batch\", preempt_partition = \"main\", preempt_action = \"cancel\" }",
     );
-    let s = Server::start("gp-slurm", &config);
+    let s = Server::start(COALLOC, "gp-slurm", &config);
     let mut loads = Vec::new();
     for (i, c) in rig.clusters.iter().enumerate() {
         let n = (c.cpus - 4).to_string();
@@ -84,15 +85,15 @@ fn on_slurm_a_gp_job_cancels_local_jobs_of_the_preemptible_partition() {
             ],
         );
         loads.push(id);
-        common::server::wait_site(&s, &c.name, 20, "loaded", |v| v["idle"] == 4);
+        coalloc_testkit::server::wait_site(&s, &c.name, 20, "loaded", |v| v["idle"] == 4);
     }
     let deadline = now_s() + 3;
     let job = json!({ "kind": "unordered", "max_wall_time": "5m", "deadline": deadline,
-        "component": [barrier_component(16, "", "true"), barrier_component(16, "", "true")] });
+        "component": [barrier_component(COALLOC, 16, "", "true"), barrier_component(COALLOC, 16, "", "true")] });
     let id = s.submit(&job);
     let j = s.wait_ended(id, 90);
     assert_eq!(j["state"], "finished", "{j}");
-    let used: Vec<String> = common::server::component_sites(&j);
+    let used: Vec<String> = coalloc_testkit::server::component_sites(&j);
     for (i, c) in rig.clusters.iter().enumerate() {
         let running = rig
             .active_jobs(i)

@@ -19,12 +19,13 @@
 
 mod common;
 
-use common::gridengine::{GeRig, GeScenario, SERVER};
-use common::server::{
+use coalloc_testkit::rig::gridengine::{GeRig, GeScenario};
+use coalloc_testkit::rig::slurm::Scenario;
+use coalloc_testkit::rig::SERVER;
+use coalloc_testkit::server::{
     barrier_component as comp, component_sites as sites_of, job, remotes, site, wait_site, Server,
-    COALLOC,
 };
-use common::slurm::Scenario;
+use common::COALLOC;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -52,7 +53,7 @@ fn poisson_is_co_allocated_over_a_slurm_cluster_and_a_grid_engine_cell() {
         slurm.rig.site(alpha, "batch"),
         ge.rig.site(0, "")
     );
-    let s = Server::start("ge-poisson", &config);
+    let s = Server::start(COALLOC, "ge-poisson", &config);
     // 40 of alpha's 64 CPUs first (worst fit: the larger idle site); then 30 no longer fit
     // on alpha and go to delta's 32 slots: one strip per resource manager.
     let strip = |count: u32| {
@@ -109,8 +110,8 @@ fn background_load_submitted_straight_to_grid_engine_steers_placement_away() {
     };
     let rig = &sc.rig;
     let (delta, epsilon) = (rig.cells[0].name.clone(), rig.cells[1].name.clone());
-    let s = Server::start("ge-background", &rig.config(FCFS_WORST));
-    let one = || job(vec![comp(8, "", "echo on $COALLOC_SITE")]);
+    let s = Server::start(COALLOC, "ge-background", &rig.config(FCFS_WORST));
+    let one = || job(vec![comp(COALLOC, 8, "", "echo on $COALLOC_SITE")]);
     let control = s.wait_ended(s.submit(&one()), 60);
     assert_eq!(control["state"], "finished", "{control}");
     assert_eq!(sites_of(&control), vec![delta.clone()], "{control}");
@@ -141,6 +142,7 @@ fn crash(name: &str, after_commit: bool) {
     };
     let rig = &sc.rig;
     let s = Server::start(
+        COALLOC,
         name,
         &rig.config(&format!(
             "{FCFS_WORST}\nsite_errors = 1\ncompletion_errors = 1\nmax_submit_failures = 5\nmax_completion_failures = 3"
@@ -156,7 +158,10 @@ fn crash(name: &str, after_commit: bool) {
     } else {
         ("sleep 25;", "echo done on $COALLOC_SITE")
     };
-    let id = s.submit(&job(vec![comp(20, before, then), comp(10, before, then)]));
+    let id = s.submit(&job(vec![
+        comp(COALLOC, 20, before, then),
+        comp(COALLOC, 10, before, then),
+    ]));
     let j = if after_commit {
         s.wait_for(id, 60, "running", |j| j["state"] == "running")
     } else {
@@ -210,8 +215,8 @@ fn crash(name: &str, after_commit: bool) {
     });
     let both = || {
         job(vec![
-            comp(30, "", "echo done on $COALLOC_SITE"),
-            comp(12, "", "true"),
+            comp(COALLOC, 30, "", "echo done on $COALLOC_SITE"),
+            comp(COALLOC, 12, "", "true"),
         ])
     };
     let all = s.submit(&both());
@@ -245,15 +250,15 @@ fn cancel_leaves_no_job_in_any_cell() {
         return;
     };
     let rig = &sc.rig;
-    let s = Server::start("ge-cancel", &rig.config(FCFS_WORST));
+    let s = Server::start(COALLOC, "ge-cancel", &rig.config(FCFS_WORST));
     let running = s.submit(&job(vec![
-        comp(20, "", "exec sleep 600"),
-        comp(10, "", "exec sleep 600"),
+        comp(COALLOC, 20, "", "exec sleep 600"),
+        comp(COALLOC, 10, "", "exec sleep 600"),
     ]));
     s.wait_for(running, 60, "running", |j| j["state"] == "running");
     let claiming = s.submit(&job(vec![
-        comp(6, "sleep 600;", "true"),
-        comp(6, "sleep 600;", "true"),
+        comp(COALLOC, 6, "sleep 600;", "true"),
+        comp(COALLOC, 6, "sleep 600;", "true"),
     ]));
     s.wait_for(claiming, 60, "started", |j| {
         j["components"]
@@ -285,7 +290,7 @@ fn kill_9_of_the_server_adopts_grid_engine_jobs_and_starts_none_twice() {
         return;
     };
     let rig = &sc.rig;
-    let mut s = Server::start("ge-restart", &rig.config(FCFS_WORST));
+    let mut s = Server::start(COALLOC, "ge-restart", &rig.config(FCFS_WORST));
     let starts = s.dir.parent().unwrap().join("ge-starts.log");
     let _ = std::fs::remove_file(&starts);
     let record = format!(
@@ -294,7 +299,12 @@ fn kill_9_of_the_server_adopts_grid_engine_jobs_and_starts_none_twice() {
     );
     // 48 slots, 24 per job: two jobs at a time; four jobs.
     let ids: Vec<u64> = (0..4)
-        .map(|_| s.submit(&job(vec![comp(12, "", &record), comp(12, "", &record)])))
+        .map(|_| {
+            s.submit(&job(vec![
+                comp(COALLOC, 12, "", &record),
+                comp(COALLOC, 12, "", &record),
+            ]))
+        })
         .collect();
     s.wait_for(ids[0], 60, "running", |j| j["state"] == "running");
     let before = remotes(&s, ids[0]);
@@ -308,7 +318,7 @@ fn kill_9_of_the_server_adopts_grid_engine_jobs_and_starts_none_twice() {
         assert_eq!(j["submit_failures"], 0, "{j}");
         assert_eq!(j["completion_failures"], 0, "{j}");
     }
-    common::server::assert_started_once(&starts, &ids, 2);
+    coalloc_testkit::server::assert_started_once(&starts, &ids, 2);
     assert_no_ge_jobs(rig, 10);
 }
 
@@ -336,7 +346,7 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
                 "name = \"ghost\""
             ),
     );
-    let s = Server::start("ge-bad", &config);
+    let s = Server::start(COALLOC, "ge-bad", &config);
     // The dead qmaster: unhealthy, not used.
     wait_site(&s, "ghost", 30, "unhealthy", |x| x["healthy"] == false);
     // Larger than every cell: refused at submission with a reason.
@@ -344,7 +354,7 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
         "POST",
         "/v1/jobs",
         &s.token,
-        Some(&job(vec![comp(rig.cells[0].slots + 1, "", "true")]).to_string()),
+        Some(&job(vec![comp(COALLOC, rig.cells[0].slots + 1, "", "true")]).to_string()),
     );
     assert!((400..500).contains(&st), "{st}: {v}");
     assert!(
@@ -353,7 +363,7 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
     );
     // 8 slots: worst fit picks delta, whose `qsub -pe nope` is refused: a site error, the
     // component is placed again on epsilon and the job completes; nothing is lost.
-    let id = s.submit(&job(vec![comp(8, "", "echo on $COALLOC_SITE")]));
+    let id = s.submit(&job(vec![comp(COALLOC, 8, "", "echo on $COALLOC_SITE")]));
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");
     assert_eq!(sites_of(&j), vec![rig.cells[1].name.clone()], "{j}");
@@ -376,8 +386,8 @@ fn bad_input_is_a_clear_error_or_a_site_error_never_a_panic() {
 /// there checks in through the agent's relay.
 #[test]
 fn a_grid_engine_cell_behind_a_site_agent_runs_its_component() {
-    use common::agents::{wait_link, AgentProc};
-    use common::tools::free_port;
+    use coalloc_testkit::agent::{wait_link, AgentProc};
+    use coalloc_testkit::tools::free_port;
     let Some(ge) = GeScenario::begin("ge-agent") else {
         return;
     };
@@ -389,7 +399,7 @@ fn a_grid_engine_cell_behind_a_site_agent_runs_its_component() {
          [scheduler]\n{FCFS_WORST}\n",
         cell.name, cell.slots
     );
-    let s = Server::start("ge-agent", &config);
+    let s = Server::start(COALLOC, "ge-agent", &config);
     let agent_config = format!(
         "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n{}",
         free_port(),
@@ -397,9 +407,9 @@ fn a_grid_engine_cell_behind_a_site_agent_runs_its_component() {
     );
     let a = AgentProc::start(&s, &cell.name, &agent_config, None);
     wait_link(&s, &cell.name, true, 30);
-    let mut on_cell = comp(2, "", "echo through-the-agent");
+    let mut on_cell = comp(COALLOC, 2, "", "echo through-the-agent");
     on_cell["site"] = json!(cell.name);
-    let mut local = comp(1, "", "true");
+    let mut local = comp(COALLOC, 1, "", "true");
     local["site"] = json!("alpha");
     let id = s.submit(&json!({
         "kind": "ordered", "max_wall_time": "2m", "component": [on_cell, local],

@@ -4,14 +4,15 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server};
+use coalloc_testkit::server::{barrier_component, job, three_clusters, Server};
+use common::COALLOC;
 use serde_json::{json, Value};
 
 /// A two-component job that would only check in at the barrier.
 fn queued_job(user: &str, name: &str) -> Value {
     let mut j = job(vec![
-        barrier_component(1, "", "true"),
-        barrier_component(1, "", "true"),
+        barrier_component(COALLOC, 1, "", "true"),
+        barrier_component(COALLOC, 1, "", "true"),
     ]);
     j["user"] = json!(user);
     j["name"] = json!(name);
@@ -36,7 +37,7 @@ fn status(s: &Server, args: &[&str]) -> Vec<(u64, String)> {
 
 #[test]
 fn pages_return_every_job_exactly_once_while_jobs_are_submitted() {
-    let s = Server::start("listing-pages", &three_clusters([4, 4, 4], ""));
+    let s = Server::start(COALLOC, "listing-pages", &three_clusters([4, 4, 4], ""));
     s.hold_the_queue();
     let before: Vec<u64> = (0..120)
         .map(|i| s.submit(&queued_job("ann", &format!("a{i}"))))
@@ -106,8 +107,8 @@ fn pages_return_every_job_exactly_once_while_jobs_are_submitted() {
 
 #[test]
 fn status_shows_the_active_jobs_unless_told_otherwise() {
-    let s = Server::start("listing-status", &three_clusters([4, 4, 4], ""));
-    let done = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let s = Server::start(COALLOC, "listing-status", &three_clusters([4, 4, 4], ""));
+    let done = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     s.wait_ended(done, 60);
     s.hold_the_queue();
     let ann = s.submit(&queued_job("ann", "x"));
@@ -150,10 +151,10 @@ fn ids(page: &Value) -> Vec<u64> {
 fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
     let config =
         three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nmin_job_age = \"1s\"\n");
-    let mut s = Server::start("listing-history", &config);
+    let mut s = Server::start(COALLOC, "listing-history", &config);
     let mut done = Vec::new();
     for user in ["ann", "bob", "ann"] {
-        let mut j = job(vec![barrier_component(1, "", "true")]);
+        let mut j = job(vec![barrier_component(COALLOC, 1, "", "true")]);
         j["user"] = json!(user);
         done.push(s.submit(&j));
     }
@@ -218,7 +219,7 @@ fn ended_jobs_age_out_into_the_history_and_stay_there_after_a_kill() {
 
 #[test]
 fn a_batch_submits_many_jobs_in_one_request() {
-    let s = Server::start("listing-batch", &three_clusters([4, 4, 4], ""));
+    let s = Server::start(COALLOC, "listing-batch", &three_clusters([4, 4, 4], ""));
     s.hold_the_queue();
     let mut jobs: Vec<Value> = (0..50)
         .map(|i| queued_job("ann", &format!("j{i}")))
@@ -274,7 +275,7 @@ fn each_job_once(s: &Server, n: u64) {
 fn a_kill_while_ended_jobs_move_to_the_history_loses_nothing() {
     let config =
         three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nmin_job_age = \"1s\"\n");
-    let mut s = Server::start("listing-kill-aging", &config);
+    let mut s = Server::start(COALLOC, "listing-kill-aging", &config);
     s.hold_the_queue();
     let spec = queued_job("ann", "a").to_string();
     let (code, v) = s.call("POST", "/v1/jobs?array=0-6999", &s.token, Some(&spec));

@@ -12,10 +12,11 @@
 
 mod common;
 
-use common::mpi::{
+use coalloc_testkit::mpi::{
     check_ranks, job, mpi_component, mpi_component_at, one_at_a_time, poisson, ring,
 };
-use common::server::{processes_with, three_clusters, Server};
+use coalloc_testkit::server::{processes_with, three_clusters, Server};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -25,6 +26,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
     let ring = ring.to_str().unwrap();
     let _one = one_at_a_time();
     let s = Server::start(
+        COALLOC,
         "mpi",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
     );
@@ -34,7 +36,9 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_two_then_three_clusters() {
         let j = s.wait_ended(id, 60);
         assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
         // Components of 3 on clusters of 4: each on a cluster of its own.
-        let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
+        let used: BTreeSet<String> = coalloc_testkit::server::component_sites(&j)
+            .into_iter()
+            .collect();
         assert_eq!(used.len(), sizes.len(), "{j}");
         assert!(j["barrier_release"].as_i64().is_some(), "{j}");
         check_ranks(|c| s.output(id, c), &sizes);
@@ -50,6 +54,7 @@ fn the_mpi_poisson_solver_is_co_allocated_over_three_clusters() {
     let exe = exe.to_str().unwrap();
     let _one = one_at_a_time();
     let s = Server::start(
+        COALLOC,
         "mpi-poisson",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
     );
@@ -59,7 +64,9 @@ fn the_mpi_poisson_solver_is_co_allocated_over_three_clusters() {
     let id = s.submit(&job(comps));
     let j = s.wait_ended(id, 120);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.output(id, 0));
-    let used: BTreeSet<String> = common::server::component_sites(&j).into_iter().collect();
+    let used: BTreeSet<String> = coalloc_testkit::server::component_sites(&j)
+        .into_iter()
+        .collect();
     assert_eq!(used.len(), 3, "{j}");
     let out = s.output(id, 0);
     let line = out
@@ -79,6 +86,7 @@ fn a_missing_executable_aborts_the_whole_mpi_job_before_any_rank_computes() {
     let Some(built) = ring() else { return };
     let _one = one_at_a_time();
     let s = Server::start(
+        COALLOC,
         "mpi-missing",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
     );
@@ -125,6 +133,7 @@ fn mpi_abort_after_the_commit_ends_the_job_everywhere() {
     let Some(built) = ring() else { return };
     let _one = one_at_a_time();
     let s = Server::start(
+        COALLOC,
         "mpi-abort",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_completion_failures = 1"),
     );
@@ -163,6 +172,7 @@ fn an_open_mpi_program_is_refused_with_the_reason() {
         return;
     }
     let s = Server::start(
+        COALLOC,
         "mpi-ompi",
         &three_clusters([4, 4, 4], "max_submit_failures = 1"),
     );
@@ -188,13 +198,13 @@ fn an_open_mpi_program_is_refused_with_the_reason() {
 fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
     let Some(ring) = ring() else { return };
     let ring = ring.to_str().unwrap();
-    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm") else {
+    let Some(sc) = coalloc_testkit::rig::slurm::Scenario::begin("mpi-slurm") else {
         return;
     };
     let _one = one_at_a_time();
     for launch in ["batch", "allocation"] {
         let config = sc.rig.config_launching("policy = \"fcfs\"", launch);
-        let s = Server::start(&format!("mpi-slurm-{launch}"), &config);
+        let s = Server::start(COALLOC, &format!("mpi-slurm-{launch}"), &config);
         for sites in [&["alpha", "beta"][..], &["alpha", "beta", "gamma"][..]] {
             let comps: Vec<Value> = sites
                 .iter()
@@ -205,7 +215,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
             }));
             let j = s.wait_ended(id, 90);
             assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
-            assert_eq!(common::server::component_sites(&j), *sites, "{j}");
+            assert_eq!(coalloc_testkit::server::component_sites(&j), *sites, "{j}");
             check_ranks(|c| s.output(id, c), &vec![2; sites.len()]);
         }
     }
@@ -221,7 +231,7 @@ fn an_unmodified_mpi_program_runs_co_allocated_over_slurm_clusters() {
 fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
     let Some(ring) = ring() else { return };
     let ring = ring.to_str().unwrap();
-    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm-nodes") else {
+    let Some(sc) = coalloc_testkit::rig::slurm::Scenario::begin("mpi-slurm-nodes") else {
         return;
     };
     let rig = &sc.rig;
@@ -234,7 +244,7 @@ fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
     leave_two_cpus_per_node(rig, g);
     for launch in ["batch", "allocation"] {
         let config = rig.config_launching("policy = \"fcfs\"", launch);
-        let s = Server::start(&format!("mpi-slurm-nodes-{launch}"), &config);
+        let s = Server::start(COALLOC, &format!("mpi-slurm-nodes-{launch}"), &config);
         let sites = [single.name.as_str(), multi.name.as_str()];
         let comps = vec![
             mpi_component_at(sites[0], 2, ring, &[]),
@@ -245,7 +255,7 @@ fn an_mpi_components_ranks_run_on_every_node_of_its_slurm_allocation() {
         }));
         let j = s.wait_ended(id, 120);
         assert_eq!(j["state"], "finished", "{launch}: {j}\n{}", s.log());
-        assert_eq!(common::server::component_sites(&j), sites, "{j}");
+        assert_eq!(coalloc_testkit::server::component_sites(&j), sites, "{j}");
         check_ranks(|c| s.output(id, c), &[2, 4]);
         // "rank R of 6 on HOST node NODE: ok": ranks 2..5, two on each node, in order.
         let out = s.output(id, 1);
@@ -298,6 +308,7 @@ fn ranks_started_through_srun_speak_pmi_over_tcp() {
     let ring = ring.to_str().unwrap();
     let _one = one_at_a_time();
     let s = Server::start(
+        COALLOC,
         "mpi-tcp",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
     );
@@ -324,7 +335,7 @@ fn ranks_started_through_srun_speak_pmi_over_tcp() {
 
 /// The first cluster of the rig with two nodes or more, and one with a single node; `None`
 /// (skipped, or failing under `COALLOC_REQUIRE_SLURM=1`) when the rig has none.
-fn two_node_cluster(rig: &common::slurm::Rig, test: &str) -> Option<(usize, usize)> {
+fn two_node_cluster(rig: &coalloc_testkit::rig::slurm::Rig, test: &str) -> Option<(usize, usize)> {
     let multi = rig.clusters.iter().position(|c| c.nodes.len() >= 2);
     let single = rig.clusters.iter().position(|c| c.nodes.len() == 1);
     if let (Some(m), Some(s)) = (multi, single) {
@@ -342,7 +353,7 @@ fn two_node_cluster(rig: &common::slurm::Rig, test: &str) -> Option<(usize, usiz
 
 /// Another user's job on each node of cluster `g`: all its CPUs but 2 on the first two
 /// nodes, all of them on any further node, so that a component of 4 gets 2 + 2.
-fn leave_two_cpus_per_node(rig: &common::slurm::Rig, g: usize) {
+fn leave_two_cpus_per_node(rig: &coalloc_testkit::rig::slurm::Rig, g: usize) {
     let c = &rig.clusters[g];
     let per_node = c.cpus / c.nodes.len() as u32;
     for (i, node) in c.nodes.iter().enumerate() {
@@ -381,7 +392,7 @@ fn leave_two_cpus_per_node(rig: &common::slurm::Rig, g: usize) {
 #[test]
 fn failures_of_an_mpi_component_over_two_nodes_end_every_rank() {
     let Some(built) = ring() else { return };
-    let Some(sc) = common::slurm::Scenario::begin("mpi-slurm-nodes-fail") else {
+    let Some(sc) = coalloc_testkit::rig::slurm::Scenario::begin("mpi-slurm-nodes-fail") else {
         return;
     };
     let rig = &sc.rig;
@@ -394,7 +405,7 @@ fn failures_of_an_mpi_component_over_two_nodes_end_every_rank() {
         "policy = \"fcfs\"\nmax_submit_failures = 1\nmax_completion_failures = 1",
         "allocation",
     );
-    let s = Server::start("mpi-slurm-nodes-fail", &config);
+    let s = Server::start(COALLOC, "mpi-slurm-nodes-fail", &config);
     let copy = s.dir.parent().unwrap().join("ring-nodes-fail");
     std::fs::copy(built, &copy).unwrap();
     let ring = copy.to_str().unwrap();
@@ -453,6 +464,7 @@ fn a_program_that_never_speaks_pmi_is_aborted_at_the_barrier_timeout() {
         return;
     }
     let s = Server::start(
+        COALLOC,
         "mpi-silent",
         &three_clusters(
             [4, 4, 4],
@@ -485,7 +497,7 @@ fn a_program_that_never_speaks_pmi_is_aborted_at_the_barrier_timeout() {
 /// own agent, which relays it.
 #[test]
 fn an_unmodified_mpi_program_runs_across_agent_sites() {
-    use common::agents::{wait_link, AgentProc};
+    use coalloc_testkit::agent::{wait_link, AgentProc};
     let Some(ring) = ring() else { return };
     let ring = ring.to_str().unwrap();
     let _one = one_at_a_time();
@@ -498,13 +510,13 @@ fn an_unmodified_mpi_program_runs_across_agent_sites() {
         );
     }
     config += "[[site]]\nname = \"alpha\"\nprocessors = 4\nmanager = { type = \"local\" }\n";
-    let s = Server::start("mpi-agents", &config);
+    let s = Server::start(COALLOC, "mpi-agents", &config);
     let agents: Vec<AgentProc> = ["s1", "s2"]
         .iter()
         .map(|site| {
             let c = format!(
                 "[agent]\nrelay_bind = \"127.0.0.1:{}\"\n[[site]]\nname = \"{site}\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
-                common::tools::free_port()
+                coalloc_testkit::tools::free_port()
             );
             AgentProc::start(&s, site, &c, None)
         })

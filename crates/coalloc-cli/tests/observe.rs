@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::server::{barrier_component, three_clusters, Server};
-use common::tools::{free_port, temp_dir, tool, Guard};
+use coalloc_testkit::server::{barrier_component, three_clusters, Server};
+use coalloc_testkit::tools::{free_port, temp_dir, tool, Guard};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,11 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     let Some(prometheus) = tool(&["prometheus"]) else {
         return;
     };
-    let s = Server::start("prom", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "prom",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let dir = temp_dir("prometheus");
     let target = s.url.trim_start_matches("http://");
     let config = format!(
@@ -62,7 +67,7 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
     // Two co-allocated jobs pass their barriers while Prometheus scrapes.
     for _ in 0..2 {
         let comps: Vec<Value> = (0..3)
-            .map(|_| barrier_component(2, "", "sleep 1"))
+            .map(|_| barrier_component(COALLOC, 2, "", "sleep 1"))
             .collect();
         s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
     }
@@ -114,9 +119,13 @@ fn prometheus_scrapes_the_coallocation_latency_and_each_sites_idle_processors() 
 /// `coalloc events` (and `--json`) print a job's story as it happens.
 #[test]
 fn coalloc_events_prints_the_stream_in_the_terminal_and_as_json_lines() {
-    let s = Server::start("events", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "events",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let spawn = |extra: &[&str]| {
-        std::process::Command::new(common::server::COALLOC)
+        std::process::Command::new(COALLOC)
             .arg("events")
             .args(extra)
             .arg("--state-dir")
@@ -129,7 +138,9 @@ fn coalloc_events_prints_the_stream_in_the_terminal_and_as_json_lines() {
     let json = Guard(spawn(&["--json", "--job", "1"]));
     let text = Guard(spawn(&["--job", "1"]));
     std::thread::sleep(Duration::from_millis(500));
-    let comps: Vec<Value> = (0..2).map(|_| barrier_component(1, "", "true")).collect();
+    let comps: Vec<Value> = (0..2)
+        .map(|_| barrier_component(COALLOC, 1, "", "true"))
+        .collect();
     let id = s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
     assert_eq!(id, 1);
     s.wait_ended(id, 30);

@@ -5,15 +5,16 @@
 
 mod common;
 
-use common::server::{
-    barrier_component, component_sites as sites, processes_with, three_clusters, Server, COALLOC,
+use coalloc_testkit::server::{
+    barrier_component, component_sites as sites, processes_with, three_clusters, Server,
 };
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 /// A component that checks in at the barrier, then runs `then` (a shell snippet).
 fn comp(count: u32, then: &str) -> Value {
-    barrier_component(count, "", then)
+    barrier_component(COALLOC, count, "", then)
 }
 
 fn job(components: Vec<Value>) -> Value {
@@ -56,6 +57,7 @@ fn find_secret(url: &str, job: u64) -> Option<String> {
 #[test]
 fn a_three_component_job_spans_three_clusters_passes_the_barrier_and_completes() {
     let s = Server::start(
+        COALLOC,
         "three",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
     );
@@ -83,6 +85,7 @@ fn a_three_component_job_spans_three_clusters_passes_the_barrier_and_completes()
 #[test]
 fn a_required_component_that_cannot_start_aborts_the_job_with_nothing_left_running() {
     let s = Server::start(
+        COALLOC,
         "abort",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nmax_submit_failures = 1"),
     );
@@ -112,6 +115,7 @@ fn an_interactive_component_that_fails_is_placed_again_elsewhere() {
     // alpha is the biggest, so the worst fit puts both components there first; the
     // interactive one fails on alpha only.
     let s = Server::start(
+        COALLOC,
         "interactive",
         &three_clusters([8, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
     );
@@ -136,7 +140,11 @@ fn an_interactive_component_that_fails_is_placed_again_elsewhere() {
 
 #[test]
 fn an_optional_component_that_fails_is_ignored() {
-    let s = Server::start("optional", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "optional",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let broken = json!({ "count": 1, "executable": "/no/such/program", "start_type": "optional" });
     let id = s.submit(&job(vec![comp(2, "echo fine"), broken]));
     let j = s.wait_ended(id, 30);
@@ -148,7 +156,11 @@ fn an_optional_component_that_fails_is_ignored() {
 
 #[test]
 fn a_failure_after_commit_requeues_the_job_and_counts_against_the_site() {
-    let s = Server::start("after", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "after",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let mark = s.dir.join("failed-once");
     let once = format!(
         "if [ ! -e {m} ]; then touch {m}; exit 4; fi; echo second",
@@ -185,7 +197,11 @@ fn a_failure_after_commit_requeues_the_job_and_counts_against_the_site() {
 
 #[test]
 fn cancel_leaves_no_process_behind() {
-    let s = Server::start("cancel", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "cancel",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let id = s.submit(&job(vec![
         comp(2, "exec sleep 3021"),
         comp(2, "exec sleep 3021"),
@@ -214,7 +230,11 @@ fn cancel_leaves_no_process_behind() {
 
 #[test]
 fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
-    let mut s = Server::start("restart", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let mut s = Server::start(
+        COALLOC,
+        "restart",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let starts = s.dir.parent().unwrap().join("starts.log");
     let record = format!(
         "echo $COALLOC_JOB_ID.$COALLOC_COMPONENT >> {}; sleep 2",
@@ -230,7 +250,7 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
         let j = s.wait_ended(*id, 60);
         assert_eq!(j["state"], "finished", "{j}");
     }
-    common::server::assert_started_once(&starts, &ids, 2);
+    coalloc_testkit::server::assert_started_once(&starts, &ids, 2);
     assert_eq!(s.get("/v1/jobs")["jobs"].as_array().unwrap().len(), 4);
     // A restart learns again from the launchers that the launches ended, and does not
     // journal it again (a soak with 30 restarts once held 18 entries per launch).
@@ -243,6 +263,7 @@ fn kill_9_and_restart_loses_nothing_and_starts_nothing_twice() {
 #[test]
 fn a_launch_the_server_never_recorded_is_cancelled_at_restart_not_left_running() {
     let mut s = Server::start(
+        COALLOC,
         "unrecorded",
         &three_clusters([2, 2, 2], "policy = \"fcfs\""),
     );
@@ -285,7 +306,11 @@ fn launchers_of(s: &Server) -> BTreeSet<u32> {
 
 #[test]
 fn kill_9_leaves_the_launchers_running_and_the_next_server_reads_their_codes() {
-    let mut s = Server::start("launchers", &three_clusters([2, 2, 2], "policy = \"fcfs\""));
+    let mut s = Server::start(
+        COALLOC,
+        "launchers",
+        &three_clusters([2, 2, 2], "policy = \"fcfs\""),
+    );
     let id = s.submit(&job(vec![
         comp(1, "sleep 1.5"),
         comp(1, "sleep 1.5"),
@@ -315,7 +340,11 @@ fn kill_9_leaves_the_launchers_running_and_the_next_server_reads_their_codes() {
 
 #[test]
 fn bad_input_over_the_api_gets_a_4xx_and_changes_nothing() {
-    let s = Server::start("bad", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "bad",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let ok = s.submit(&job(vec![comp(1, "sleep 30")]));
     let before = s.get("/v1/jobs");
     let t = s.token.clone();
@@ -395,7 +424,11 @@ fn bad_input_over_the_api_gets_a_4xx_and_changes_nothing() {
 
 #[test]
 fn components_find_each_other_through_the_rendezvous_store_from_the_shell() {
-    let s = Server::start("kv", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "kv",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let put = comp(
         2,
         "\"$COALLOC\" kv put greeting \"hello from $COALLOC_SITE\"",
@@ -411,7 +444,11 @@ fn components_find_each_other_through_the_rendezvous_store_from_the_shell() {
 #[test]
 fn edits_before_commit_and_the_event_stream() {
     use std::io::{BufRead, BufReader, Write};
-    let s = Server::start("edit", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "edit",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     // Subscribe to the event stream first (server-sent events over a raw connection).
     let addr = s.url.trim_start_matches("http://").to_string();
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
@@ -517,7 +554,11 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 #[test]
 fn a_check_in_waiting_at_the_barrier_keeps_the_server_idle() {
-    let s = Server::start("idle-wait", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "idle-wait",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     // The second component checks in only when the mark exists; the first waits for it.
     let mark = s.dir.join("go");
     let late = format!(
@@ -554,7 +595,11 @@ fn a_check_in_waiting_at_the_barrier_keeps_the_server_idle() {
 #[test]
 fn sigterm_stops_the_server_even_with_an_event_stream_open() {
     use std::io::{Read, Write};
-    let mut s = Server::start("sigterm", &three_clusters([2, 2, 2], "policy = \"fcfs\""));
+    let mut s = Server::start(
+        COALLOC,
+        "sigterm",
+        &three_clusters([2, 2, 2], "policy = \"fcfs\""),
+    );
     let addr = s.url.trim_start_matches("http://").to_string();
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
     write!(

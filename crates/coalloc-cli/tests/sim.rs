@@ -4,7 +4,7 @@
 //! `COALLOC_SLURM_RIG=/tmp/coalloc-slurm cargo test -p coalloc-cli --test sim`).
 
 mod common;
-use common::slurm::Scenario;
+use coalloc_testkit::rig::slurm::Scenario;
 use common::{coalloc, repo, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -19,11 +19,11 @@
 
 mod common;
 
-use common::server::{
+use coalloc_testkit::rig::slurm::{Rig, Scenario};
+use coalloc_testkit::server::{
     barrier_component as comp, component_sites as sites_of, job, remotes, site, wait_site, Server,
-    COALLOC,
 };
-use common::slurm::{Rig, Scenario};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -122,6 +122,7 @@ fn poisson(launch: &str) {
         return;
     };
     let s = Server::start(
+        COALLOC,
         &format!("slurm-poisson-{launch}"),
         &sc.rig.config_launching(FCFS_WORST, launch),
     );
@@ -189,11 +190,11 @@ fn background_load_submitted_straight_to_slurm_steers_placement_away() {
     };
     let rig = &sc.rig;
     let alpha = rig.index("alpha");
-    let s = Server::start("slurm-background", &rig.config(FCFS_WORST));
+    let s = Server::start(COALLOC, "slurm-background", &rig.config(FCFS_WORST));
     let two = || {
         job(vec![
-            comp(16, "", "echo on $COALLOC_SITE"),
-            comp(16, "", "true"),
+            comp(COALLOC, 16, "", "echo on $COALLOC_SITE"),
+            comp(COALLOC, 16, "", "true"),
         ])
     };
     // Without load the worst fit picks the biggest cluster, alpha.
@@ -243,6 +244,7 @@ fn crash(name: &str, after_commit: bool, launch: &str) {
     };
     let rig = &sc.rig;
     let s = Server::start(
+        COALLOC,
         &format!("slurm-{name}"),
         &rig.config_launching(
             &format!(
@@ -263,9 +265,9 @@ fn crash(name: &str, after_commit: bool, launch: &str) {
         ("sleep 15;", "echo done on $COALLOC_SITE")
     };
     let id = s.submit(&job(vec![
-        comp(34, before, then),
-        comp(20, before, then),
-        comp(20, before, then),
+        comp(COALLOC, 34, before, then),
+        comp(COALLOC, 20, before, then),
+        comp(COALLOC, 20, before, then),
     ]));
     let j = if after_commit {
         s.wait_for(id, 60, "running", |j| j["state"] == "running")
@@ -338,9 +340,9 @@ fn crash(name: &str, after_commit: bool, launch: &str) {
         x["healthy"] == true && x["total"] == 32 && x["idle"] == 32
     });
     let all = s.submit(&job(vec![
-        comp(40, "", "echo done on $COALLOC_SITE"),
-        comp(30, "", "echo done on $COALLOC_SITE"),
-        comp(30, "", "echo done on $COALLOC_SITE"),
+        comp(COALLOC, 40, "", "echo done on $COALLOC_SITE"),
+        comp(COALLOC, 30, "", "echo done on $COALLOC_SITE"),
+        comp(COALLOC, 30, "", "echo done on $COALLOC_SITE"),
     ]));
     std::thread::sleep(Duration::from_secs(2));
     let w = s.job(all);
@@ -385,9 +387,9 @@ fn a_controller_outage_makes_the_site_unusable_until_it_answers_again() {
     };
     let rig = &sc.rig;
     let g = rig.index("gamma");
-    let s = Server::start("slurm-outage", &rig.config(FCFS_WORST));
+    let s = Server::start(COALLOC, "slurm-outage", &rig.config(FCFS_WORST));
     let on = |site: &str, then: &str| {
-        let mut c = comp(8, "", then);
+        let mut c = comp(COALLOC, 8, "", then);
         c["site"] = json!(site);
         c
     };
@@ -461,19 +463,20 @@ fn cancel(launch: &str) {
     };
     let rig = &sc.rig;
     let s = Server::start(
+        COALLOC,
         &format!("slurm-cancel-{launch}"),
         &rig.config_launching(FCFS_WORST, launch),
     );
     // One job past its barrier, one held before it; both spread over the clusters.
     let running = s.submit(&job(vec![
-        comp(30, "", "exec sleep 600"),
-        comp(20, "", "exec sleep 600"),
-        comp(20, "", "exec sleep 600"),
+        comp(COALLOC, 30, "", "exec sleep 600"),
+        comp(COALLOC, 20, "", "exec sleep 600"),
+        comp(COALLOC, 20, "", "exec sleep 600"),
     ]));
     s.wait_for(running, 60, "running", |j| j["state"] == "running");
     let claiming = s.submit(&job(vec![
-        comp(12, "sleep 600;", "true"),
-        comp(12, "sleep 600;", "true"),
+        comp(COALLOC, 12, "sleep 600;", "true"),
+        comp(COALLOC, 12, "sleep 600;", "true"),
     ]));
     s.wait_for(claiming, 60, "started", |j| {
         j["components"]
@@ -525,6 +528,7 @@ fn restart(launch: &str) {
     };
     let rig = &sc.rig;
     let mut s = Server::start(
+        COALLOC,
         &format!("slurm-restart-{launch}"),
         &rig.config_launching(FCFS_WORST, launch),
     );
@@ -536,7 +540,12 @@ fn restart(launch: &str) {
     let seen_before = slurm_jobs_seen(rig);
     // 128 CPUs, 48 per job: two jobs at a time; four jobs.
     let ids: Vec<u64> = (0..4)
-        .map(|_| s.submit(&job(vec![comp(24, "", &record), comp(24, "", &record)])))
+        .map(|_| {
+            s.submit(&job(vec![
+                comp(COALLOC, 24, "", &record),
+                comp(COALLOC, 24, "", &record),
+            ]))
+        })
         .collect();
     s.wait_for(ids[0], 60, "running", |j| j["state"] == "running");
     let before: Vec<(String, String)> = remotes(&s, ids[0]);
@@ -551,7 +560,7 @@ fn restart(launch: &str) {
         assert_eq!(j["submit_failures"], 0, "{j}");
         assert_eq!(j["completion_failures"], 0, "{j}");
     }
-    common::server::assert_started_once(&starts, &ids, 2);
+    coalloc_testkit::server::assert_started_once(&starts, &ids, 2);
     // And Slurm ran exactly one job (batch or allocation) per component.
     let new: Vec<String> = slurm_jobs_seen(rig)
         .difference(&seen_before)

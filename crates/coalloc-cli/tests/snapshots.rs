@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, Server};
+use coalloc_testkit::server::{barrier_component, job, three_clusters, Server};
+use common::COALLOC;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -32,8 +33,8 @@ fn every_job_once(s: &Server, n: u64) {
 /// Submit `n` queued two-component jobs as one array.
 fn submit_array(s: &Server, n: u32) {
     let spec = job(vec![
-        barrier_component(1, "", "true"),
-        barrier_component(1, "", "true"),
+        barrier_component(COALLOC, 1, "", "true"),
+        barrier_component(COALLOC, 1, "", "true"),
     ]);
     let path = format!("/v1/jobs?array=0-{}", n - 1);
     let (code, v) = s.call("POST", &path, &s.token, Some(&spec.to_string()));
@@ -75,11 +76,12 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
     // The snapshot's writing thread stops for 5 s before it syncs and renames its
     // temporary file.
     let mut s = Server::start_with_env(
+        COALLOC,
         "snapshot-kill",
         &config,
         &[("COALLOC_SNAPSHOT_PAUSE_MS", "5000")],
     );
-    let ran = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let ran = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     assert_eq!(s.wait_ended(ran, 30)["state"], "finished");
     s.hold_the_queue();
     submit_array(&s, 1_000);
@@ -141,7 +143,7 @@ fn a_kill_during_a_snapshot_loses_nothing_and_a_restart_replays_only_the_tail() 
         "the restart replayed {entries} entries from {first}"
     );
     // Numbering goes on after the restored state's jobs.
-    let next = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let next = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     assert_eq!(next, 1_602);
     let log = s.log();
     assert!(
@@ -162,11 +164,12 @@ fn a_kill_during_the_journals_compaction_loses_nothing() {
     let config =
         three_clusters([4, 4, 4], "").replace("[server]\n", "[server]\nsnapshot_every = 500\n");
     let mut s = Server::start_with_env(
+        COALLOC,
         "compact-kill",
         &config,
         &[("COALLOC_COMPACT_PAUSE_MS", "5000")],
     );
-    let ran = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let ran = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     assert_eq!(s.wait_ended(ran, 30)["state"], "finished");
     s.hold_the_queue();
     submit_array(&s, 1_000);
@@ -203,12 +206,13 @@ fn a_kill_during_the_journals_compaction_loses_nothing() {
 #[test]
 fn a_restart_may_change_the_policy_and_add_sites_but_not_remove_one() {
     let mut s = Server::start(
+        COALLOC,
         "snapshot-config",
         &three_clusters([1, 1, 1], "policy = \"fcfs\""),
     );
     s.hold_the_queue();
     let ids: Vec<u64> = (0..3)
-        .map(|_| s.submit(&job(vec![barrier_component(1, "", "true")])))
+        .map(|_| s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")])))
         .collect();
     assert!(s.terminate(Duration::from_secs(20)), "a clean stop");
     assert!(
@@ -240,7 +244,7 @@ fn a_restart_may_change_the_policy_and_add_sites_but_not_remove_one() {
     for id in ids {
         let j = s.wait_ended(id, 30);
         assert_eq!(j["state"], "finished", "{j}");
-        assert_eq!(common::server::component_sites(&j), vec!["delta"]);
+        assert_eq!(coalloc_testkit::server::component_sites(&j), vec!["delta"]);
     }
 }
 
@@ -264,10 +268,10 @@ fn a_journal_entry_that_does_not_read_stops_the_start_with_its_number() {
     // No snapshots: every entry stays in the journal.
     let config =
         three_clusters([1, 1, 1], "").replace("[server]\n", "[server]\nsnapshot_every = 0\n");
-    let mut s = Server::start("bad-entry", &config);
+    let mut s = Server::start(COALLOC, "bad-entry", &config);
     s.hold_the_queue();
     for _ in 0..3 {
-        s.submit(&job(vec![barrier_component(1, "", "true")]));
+        s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     }
     assert!(s.terminate(Duration::from_secs(20)), "a clean stop");
     assert!(!s.dir.join("snapshot.bin").exists());

@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::server::{barrier_component, site, three_clusters, wait_site, Server};
-use common::{coalloc, stdout};
+use coalloc_testkit::server::{barrier_component, site, three_clusters, wait_site, Server};
+use common::{coalloc, stdout, COALLOC};
 use serde_json::{json, Value};
 
 /// alpha holds the file but has only 4 processors; beta is 10× closer to it than gamma.
@@ -26,7 +26,7 @@ fn job_with_file(file: &str, size: u64, then: &str) -> Value {
     json!({
         "kind": "unordered", "max_wall_time": "2m",
         "input_file": {"name": file, "size": size, "distribution": "whole"},
-        "component": [barrier_component(8, "", then)],
+        "component": [barrier_component(COALLOC, 8, "", then)],
     })
 }
 
@@ -67,7 +67,7 @@ fn files(s: &Server, name: &str) -> Vec<Value> {
 
 #[test]
 fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_component() {
-    let s = Server::start("transfer-ok", &config());
+    let s = Server::start(COALLOC, "transfer-ok", &config());
     let src = s.dir.parent().unwrap().join("grid.dat");
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(&src, &data).unwrap();
@@ -91,7 +91,7 @@ fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_compon
     let check =
         format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-bytes-at-$COALLOC_SITE");
     // The event stream, from before the submission (job 1 is the first).
-    let mut events = std::process::Command::new(common::server::COALLOC)
+    let mut events = std::process::Command::new(common::COALLOC)
         .args(["events", "--json", "--job", "1", "--state-dir", &state])
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -184,7 +184,7 @@ fn a_registered_file_is_pulled_to_the_close_site_checked_and_given_to_the_compon
 
 #[test]
 fn a_replica_with_a_wrong_checksum_fails_its_transfer_as_the_file_sites_error() {
-    let s = Server::start("transfer-bad", &config());
+    let s = Server::start(COALLOC, "transfer-bad", &config());
     let src = s.dir.parent().unwrap().join("bad.dat");
     std::fs::write(&src, b"these are not the bytes registered").unwrap();
     let wrong = blake3_of(b"other bytes");
@@ -236,7 +236,11 @@ fn blake3_of(data: &[u8]) -> String {
 
 #[test]
 fn rsl_site_variables_are_expanded_where_the_component_lands() {
-    let s = Server::start("site-vars", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "site-vars",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let state = s.dir.to_string_lossy().to_string();
     let rsl = s.dir.parent().unwrap().join("vars.uno");
     let scratch = s.dir.parent().unwrap().join("my-scratch");
@@ -279,6 +283,7 @@ fn rsl_site_variables_are_expanded_where_the_component_lands() {
 #[test]
 fn a_stage_in_whose_source_is_missing_fails_the_start_with_its_reason() {
     let s = Server::start(
+        COALLOC,
         "stage-missing",
         &three_clusters([4, 4, 4], "policy = \"fcfs\""),
     );
@@ -311,7 +316,7 @@ fn a_stage_in_whose_source_is_missing_fails_the_start_with_its_reason() {
 
 #[test]
 fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() {
-    let mut s = Server::start("transfer-restart", &config());
+    let mut s = Server::start(COALLOC, "transfer-restart", &config());
     let (src, size) = big_file_on_alpha(&s);
     let id = s.submit(&job_with_file("big.dat", size, "true"));
     let part = s.dir.join("files/beta/big.dat.part");
@@ -358,7 +363,7 @@ fn kill_9_of_the_server_mid_transfer_resumes_from_the_part_file_after_restart() 
 #[test]
 fn a_transfer_past_its_timeout_fails_as_the_file_sites_error() {
     let cfg = config().replace("[server]\n", "[server]\ntransfer_timeout = \"300ms\"\n");
-    let s = Server::start("transfer-timeout", &cfg);
+    let s = Server::start(COALLOC, "transfer-timeout", &cfg);
     let (src, size) = big_file_on_alpha(&s);
     s.submit(&job_with_file("big.dat", size, "true"));
     wait_site(
@@ -377,7 +382,7 @@ fn a_transfer_past_its_timeout_fails_as_the_file_sites_error() {
 #[test]
 fn cached_replicas_beyond_the_sites_cache_limit_are_evicted_least_recently_used_first() {
     let cfg = config().replace("[server]\n", "[server]\ncache_limit = \"5MB\"\n");
-    let s = Server::start("transfer-evict", &cfg);
+    let s = Server::start(COALLOC, "transfer-evict", &cfg);
     let state = s.dir.to_string_lossy().to_string();
     let mut paths = Vec::new();
     for (name, byte) in [("one.dat", 1u8), ("two.dat", 2u8)] {
@@ -420,7 +425,7 @@ fn two_components_on_one_site_share_one_transfer_of_their_file() {
         "name = \"alpha\"\nprocessors = 2\n",
         "name = \"alpha\"\nprocessors = 2\nbandwidth = { beta = \"100MB\", gamma = \"10MB\" }\n",
     );
-    let s = Server::start("transfer-shared", &config);
+    let s = Server::start(COALLOC, "transfer-shared", &config);
     let src = s.dir.parent().unwrap().join("grid.dat");
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 239) as u8).collect();
     std::fs::write(&src, &data).unwrap();
@@ -438,7 +443,7 @@ fn two_components_on_one_site_share_one_transfer_of_their_file() {
         &state,
     ]));
     let check = format!("cmp -s \"$COALLOC_INPUT_FILE\" '{src_s}' && echo same-at-$COALLOC_SITE");
-    let mut events = std::process::Command::new(common::server::COALLOC)
+    let mut events = std::process::Command::new(common::COALLOC)
         .args(["events", "--json", "--job", "1", "--state-dir", &state])
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -447,7 +452,7 @@ fn two_components_on_one_site_share_one_transfer_of_their_file() {
     let id = s.submit(&json!({
         "kind": "unordered", "max_wall_time": "2m",
         "input_file": {"name": "grid.dat", "size": data.len(), "distribution": "whole"},
-        "component": [barrier_component(8, "", &check), barrier_component(8, "", &check)],
+        "component": [barrier_component(COALLOC, 8, "", &check), barrier_component(COALLOC, 8, "", &check)],
     }));
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
@@ -474,7 +479,7 @@ fn two_components_on_one_site_share_one_transfer_of_their_file() {
 
 #[test]
 fn a_launch_adopted_after_kill_9_of_the_server_still_stages_its_outputs_out() {
-    let mut s = Server::start("stage-restart", &config());
+    let mut s = Server::start(COALLOC, "stage-restart", &config());
     let gate = s.dir.parent().unwrap().join("go");
     // It runs in its scratch folder, waits for the gate, then writes its output.
     let comp = json!({
@@ -482,7 +487,7 @@ fn a_launch_adopted_after_kill_9_of_the_server_still_stages_its_outputs_out() {
         "arguments": ["-c", format!(
             "\"$COALLOC\" barrier || exit 1; while [ ! -e {} ]; do sleep 0.05; done; echo made-after-restart > result.txt",
             gate.display())],
-        "environment": { "COALLOC": common::server::COALLOC },
+        "environment": { "COALLOC": common::COALLOC },
         "attribute": [{"name": "file_stage_out", "op": "=", "value": [["result.txt", "res/result.txt"]]}],
     });
     let id = s.submit(&json!({"kind": "unordered", "max_wall_time": "2m", "component": [comp]}));

@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::agents::{mark_dir, wait_link, AgentProc};
-use common::server::{barrier_component, Server};
-use common::tools::free_port;
-use common::{coalloc, stdout};
+use coalloc_testkit::agent::{mark_dir, wait_link, AgentProc};
+use coalloc_testkit::server::{barrier_component, Server};
+use coalloc_testkit::tools::free_port;
+use common::{coalloc, stdout, COALLOC};
 use serde_json::{json, Value};
 
 fn config() -> String {
@@ -32,7 +32,7 @@ fn agent_config(site: &str, n: u32) -> String {
 
 #[test]
 fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
-    let s = Server::start("transfer-agents", &config());
+    let s = Server::start(COALLOC, "transfer-agents", &config());
     let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
     let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 8), None);
     wait_link(&s, "s1", true, 20);
@@ -61,7 +61,7 @@ fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
     let job = json!({
         "kind": "unordered", "max_wall_time": "2m",
         "input_file": {"name": "grid.dat", "size": data.len(), "distribution": "whole"},
-        "component": [barrier_component(8, "", &check)],
+        "component": [barrier_component(COALLOC, 8, "", &check)],
     });
     let id = s.submit(&job);
     let j = s.wait_ended(id, 90);
@@ -114,7 +114,7 @@ fn a_file_on_one_agent_site_is_relayed_to_another_and_checked_there() {
 
 #[test]
 fn files_staged_in_and_out_of_a_component_on_an_agent_site() {
-    let s = Server::start("stage-agents", &config());
+    let s = Server::start(COALLOC, "stage-agents", &config());
     let _a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
     let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 8), None);
     wait_link(&s, "s2", true, 20);
@@ -125,7 +125,7 @@ fn files_staged_in_and_out_of_a_component_on_an_agent_site() {
     let comp = json!({
         "count": 8, "job_type": "single", "executable": "/bin/sh",
         "arguments": ["-c", "tr a-z A-Z < in/params.txt > result.txt && pwd > where.txt && \"$COALLOC\" barrier"],
-        "environment": { "COALLOC": common::server::COALLOC },
+        "environment": { "COALLOC": COALLOC },
         "attribute": [
             {"name": "file_stage_in", "op": "=", "value": [[input.to_string_lossy(), "in/params.txt"]]},
             {"name": "file_stage_out", "op": "=", "value": [["result.txt", "res/result.txt"], ["where.txt", "where.txt"]]},

@@ -35,8 +35,9 @@
 
 mod common;
 
-use common::agents::{wait_link, AgentProc};
-use common::server::{barrier_component, site, Server, COALLOC};
+use coalloc_testkit::agent::{wait_link, AgentProc};
+use coalloc_testkit::server::{barrier_component, site, Server};
+use common::COALLOC;
 use common::{coalloc, repo, stdout};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -237,7 +238,7 @@ fn job(file: &str, src: &Path) -> Value {
     json!({
         "kind": "unordered", "max_wall_time": "3m",
         "input_file": {"name": file, "size": SIZE, "distribution": "whole"},
-        "component": [barrier_component(8, "", &check)],
+        "component": [barrier_component(COALLOC, 8, "", &check)],
     })
 }
 
@@ -269,7 +270,7 @@ fn a_file_comes_from_the_faster_replica_at_its_links_rate_and_is_re_sourced_afte
     let Some(net) = Topology::up("200mbit,20mbit,none") else {
         return;
     };
-    let s = Server::start("transfers-netns", &config());
+    let s = Server::start(COALLOC, "transfers-netns", &config());
     let agents: Vec<AgentProc> = (1..=3).map(|i| agent(&s, i)).collect();
     for i in 1..=3 {
         wait_link(&s, &format!("s{i}"), true, 30);

@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::server::{barrier_component, three_clusters, Server, COALLOC};
+use coalloc_testkit::server::{barrier_component, three_clusters, Server};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
@@ -33,7 +34,7 @@ fn ok(out: Output) -> String {
 /// A held job (it waits at the barrier for its owner's commit) of one component.
 fn held() -> Value {
     json!({ "kind": "unordered", "max_wall_time": "5m", "hold_at_barrier": true,
-            "component": [barrier_component(1, "", "sleep 60")] })
+            "component": [barrier_component(COALLOC, 1, "", "sleep 60")] })
 }
 
 fn ids(list: &Value) -> Vec<u64> {
@@ -49,7 +50,11 @@ fn ids(list: &Value) -> Vec<u64> {
 
 #[test]
 fn a_user_sees_and_changes_only_their_own_jobs_and_the_admin_all() {
-    let s = Server::start("users", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "users",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let issue = |name: &str| {
         let out = cli(&s, &[], &["user", "add", name, "--json"])
             .output()
@@ -159,7 +164,11 @@ fn a_user_sees_and_changes_only_their_own_jobs_and_the_admin_all() {
 
 #[test]
 fn over_the_unix_socket_the_peer_uid_is_the_user() {
-    let s = Server::start("socket", &three_clusters([4, 4, 4], "policy = \"fcfs\""));
+    let s = Server::start(
+        COALLOC,
+        "socket",
+        &three_clusters([4, 4, 4], "policy = \"fcfs\""),
+    );
     let info: Value =
         serde_json::from_str(&std::fs::read_to_string(s.dir.join("server.json")).unwrap()).unwrap();
     let socket = info["socket"].as_str().unwrap().to_string();
@@ -224,10 +233,10 @@ fn with_run_as_owner_a_component_runs_as_its_jobs_owner() {
     }
     let config = three_clusters([4, 4, 4], "policy = \"fcfs\"")
         .replace("[server]\n", "[server]\nrun_as_owner = true\n");
-    let s = Server::start("run-as", &config);
+    let s = Server::start(COALLOC, "run-as", &config);
     let socket = s.dir.join("coalloc.sock");
     let job = json!({ "kind": "unordered", "max_wall_time": "5m",
-        "component": [barrier_component(1, "", "id -u; id -g")] });
+        "component": [barrier_component(COALLOC, 1, "", "id -u; id -g")] });
     let job_file = s.dir.parent().unwrap().join("job.json");
     std::fs::write(&job_file, job.to_string()).unwrap();
     let out = cli(
@@ -268,16 +277,16 @@ fn on_slurm_with_run_as_owner_a_component_runs_as_its_jobs_owner() {
         eprintln!("not root: skipped");
         return;
     }
-    let Some(sc) = common::slurm::Scenario::begin("run-as-slurm") else {
+    let Some(sc) = coalloc_testkit::rig::slurm::Scenario::begin("run-as-slurm") else {
         return;
     };
     let config = sc
         .rig
         .config("policy = \"fcfs\"")
         .replace("[server]\n", "[server]\nrun_as_owner = true\n");
-    let s = Server::start("run-as-slurm", &config);
+    let s = Server::start(COALLOC, "run-as-slurm", &config);
     let socket = s.dir.join("coalloc.sock");
-    let mut comp = barrier_component(1, "", "id -u; id -g");
+    let mut comp = barrier_component(COALLOC, 1, "", "id -u; id -g");
     comp["directory"] = json!("/tmp");
     let job = json!({ "kind": "unordered", "max_wall_time": "5m", "component": [comp] });
     let job_file = s.dir.parent().unwrap().join("job.json");

@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, three_clusters, wait_site, Server, COALLOC};
+use coalloc_testkit::server::{barrier_component, job, three_clusters, wait_site, Server};
+use common::COALLOC;
 use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
@@ -41,16 +42,17 @@ fn by_job(r: &Value, id: u64) -> &Value {
 #[test]
 fn the_servers_own_configuration_reproduces_its_history_and_fpfs_reorders_it() {
     let mut s = Server::start(
+        COALLOC,
         "whatif",
         &three_clusters([4, 4, 4], "policy = \"fcfs\"\nfit = \"worst\""),
     );
     // J1 holds one cluster for 3 s; J2 needs all three and waits for it; under FCFS J3 (one
     // cluster) waits behind J2, under FPFS it goes at once.
-    let j1 = s.submit(&job(vec![barrier_component(4, "", "sleep 3")]));
+    let j1 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 3")]));
     let j2 = s.submit(&job((0..3)
-        .map(|_| barrier_component(4, "", "sleep 1"))
+        .map(|_| barrier_component(COALLOC, 4, "", "sleep 1"))
         .collect()));
-    let j3 = s.submit(&job(vec![barrier_component(4, "", "sleep 1")]));
+    let j3 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 1")]));
     for id in [j1, j2, j3] {
         let j = s.wait_ended(id, 60);
         assert_eq!(j["state"], "finished", "{j}");
@@ -111,10 +113,10 @@ fn the_other_users_load_a_site_reported_is_replayed() {
     let config = "[server]\nmonitor_interval = \"50ms\"\nsample_interval = \"200ms\"\n\
         [[site]]\nname = \"alpha\"\nprocessors = 6\nmanager = { type = \"local\", background = 2 }\n\
         [scheduler]\npolicy = \"fcfs\"\n";
-    let mut s = Server::start("whatif-bg", config);
+    let mut s = Server::start(COALLOC, "whatif-bg", config);
     wait_site(&s, "alpha", 20, "loaded by others", |v| v["other"] == 2);
-    let j1 = s.submit(&job(vec![barrier_component(4, "", "sleep 2")]));
-    let j2 = s.submit(&job(vec![barrier_component(4, "", "sleep 1")]));
+    let j1 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 2")]));
+    let j2 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 1")]));
     for id in [j1, j2] {
         let j = s.wait_ended(id, 60);
         assert_eq!(j["state"], "finished", "{j}");
@@ -165,6 +167,7 @@ fn a_state_directory_without_a_journal_or_a_bad_policy_is_refused_with_a_message
 #[test]
 fn cancelled_and_failed_jobs_are_replayed_as_they_happened() {
     let mut s = Server::start(
+        COALLOC,
         "whatif-fates",
         &three_clusters(
             [4, 4, 4],
@@ -174,11 +177,16 @@ fn cancelled_and_failed_jobs_are_replayed_as_they_happened() {
     // J1 holds every cluster for 3 s. J2 queues behind it and is cancelled there after
     // about 1 s. J3's program fails 1 s after its barrier; J4 finishes.
     let j1 = s.submit(&job((0..3)
-        .map(|_| barrier_component(4, "", "sleep 3"))
+        .map(|_| barrier_component(COALLOC, 4, "", "sleep 3"))
         .collect()));
-    let j2 = s.submit(&job(vec![barrier_component(4, "", "sleep 5")]));
-    let j3 = s.submit(&job(vec![barrier_component(4, "", "sleep 1; exit 3")]));
-    let j4 = s.submit(&job(vec![barrier_component(4, "", "sleep 1")]));
+    let j2 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 5")]));
+    let j3 = s.submit(&job(vec![barrier_component(
+        COALLOC,
+        4,
+        "",
+        "sleep 1; exit 3",
+    )]));
+    let j4 = s.submit(&job(vec![barrier_component(COALLOC, 4, "", "sleep 1")]));
     std::thread::sleep(Duration::from_millis(1000));
     let (code, v) = s.call("DELETE", &format!("/v1/jobs/{j2}"), &s.token, None);
     assert_eq!(code, 200, "{v}");

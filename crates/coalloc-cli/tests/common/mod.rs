@@ -1,17 +1,17 @@
-//! Helpers the CLI test files share: run the `coalloc` binary from the repository root.
+//! What only this package's tests can have: the `coalloc` binary's path, which they pass to
+//! the shared wrappers of coalloc-testkit ([`coalloc_testkit::server`] and the rest), and
+//! running it from the repository root.
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::path::{Path, PathBuf};
+pub use coalloc_testkit::repo;
 use std::process::{Command, Output};
 
-/// The repository root (examples and traces are relative to it).
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+/// The `coalloc` binary of this build.
+pub const COALLOC: &str = env!("CARGO_BIN_EXE_coalloc");
 
 /// Run `coalloc ARGS...` in the repository root.
 pub fn coalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_coalloc"))
+    Command::new(COALLOC)
         .args(args)
         .current_dir(repo())
         .output()
@@ -28,10 +28,3 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
-pub mod agent_rig;
-pub mod agents;
-pub mod gridengine;
-pub mod mpi;
-pub mod server;
-pub mod slurm;
-pub mod tools;

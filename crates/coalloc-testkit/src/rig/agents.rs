@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
+/// One site of `sites.tsv`.
 #[derive(Debug, Clone)]
 pub struct RigSite {
     pub name: String,
@@ -21,6 +22,8 @@ pub struct RigSite {
     pub compute_netns: Option<String>,
 }
 
+/// The rig, held by one test at a time; dropped, every link is up again and every Slurm
+/// job cancelled.
 pub struct AgentRig {
     pub base: PathBuf,
     pub sites: Vec<RigSite>,

@@ -1,13 +1,17 @@
 //! Site agents for end-to-end tests: enrol a site on a test [`Server`], run `coalloc agent`
-//! for it (on this host, or inside a network namespace of the agent rig), `kill -9` it,
-//! freeze it, start it again.
+//! for it (the server's binary, on this host or inside a network namespace of the agent rig,
+//! [`crate::rig::agents`]), `kill -9` it, freeze it, start it again; and the components and
+//! waits the agent tests share.
 
-use super::server::{Server, COALLOC};
+use crate::server::Server;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// A `coalloc agent` process of one site.
 pub struct AgentProc {
+    /// The `coalloc` binary it runs (the server's).
+    pub bin: PathBuf,
     pub site: String,
     pub dir: PathBuf,
     pub token: PathBuf,
@@ -19,7 +23,7 @@ pub struct AgentProc {
 
 /// Enrol `site` on `server`: the token's text.
 pub fn enrol(server: &Server, site: &str) -> String {
-    let out = Command::new(COALLOC)
+    let out = Command::new(&server.bin)
         .args(["site", "add", site, "--state-dir"])
         .arg(&server.dir)
         .output()
@@ -53,6 +57,7 @@ impl AgentProc {
         std::fs::write(&tok, token).unwrap();
         std::fs::write(&cfg, config).unwrap();
         let mut a = AgentProc {
+            bin: server.bin.clone(),
             site: site.to_string(),
             dir,
             token: tok,
@@ -73,10 +78,10 @@ impl AgentProc {
         let mut cmd = match &self.netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, COALLOC]);
+                c.args(["netns", "exec", ns]).arg(&self.bin);
                 c
             }
-            None => Command::new(COALLOC),
+            None => Command::new(&self.bin),
         };
         cmd.arg("agent")
             .arg("--token-file")
@@ -176,8 +181,15 @@ impl Drop for AgentProc {
 
 /// A one-process component of `count` processors that records its start (a line in
 /// `MARK/starts`: job, component, launch, site, pid, the URL it was given), waits for the
-/// file `MARK/go-SITE` when `gate`, checks in at the barrier, and runs `then`.
-pub fn gated_component(mark: &Path, count: u32, gate: bool, then: &str) -> serde_json::Value {
+/// file `MARK/go-SITE` when `gate`, checks in at the barrier (`coalloc barrier`, `coalloc`
+/// being the binary), and runs `then`.
+pub fn gated_component(
+    coalloc: &str,
+    mark: &Path,
+    count: u32,
+    gate: bool,
+    then: &str,
+) -> serde_json::Value {
     let m = mark.display();
     let wait = if gate {
         format!("while [ ! -e {m}/go-$COALLOC_SITE ]; do sleep 0.05; done;")
@@ -189,7 +201,7 @@ pub fn gated_component(mark: &Path, count: u32, gate: bool, then: &str) -> serde
         "arguments": ["-c", format!(
             "echo $COALLOC_JOB_ID $COALLOC_COMPONENT $COALLOC_LAUNCH $COALLOC_SITE $$ $COALLOC_URL >> {m}/starts; \
              {wait} \"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
+        "environment": { "COALLOC": coalloc },
     })
 }
 

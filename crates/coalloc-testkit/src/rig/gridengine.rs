@@ -1,14 +1,21 @@
-//! The Grid Engine rig of scripts/gridengine/ as the backend's tests see it: the cells of
-//! `$COALLOC_GE_RIG/cells.tsv`, a backend per cell, commands run straight against a cell,
-//! and a crash of a cell's execution host (its sge_execd and its jobs killed).
-#![allow(dead_code)]
+//! The Grid Engine rig of scripts/gridengine/: the cells of `$COALLOC_GE_RIG/cells.tsv`, a
+//! backend per cell, commands run straight against a cell, and a crash of a cell's execution
+//! host (its sge_execd and its jobs killed), for the backend's tests; for end-to-end tests of
+//! `coalloc serve` with Grid Engine sites, a server configuration per rig, a lock per
+//! scenario ([`GeScenario`]), and the clean-up on exit (a crashed execd started again, every
+//! job deleted, every cell empty), even after a failed assertion. Unset, a test prints
+//! "skipped" and passes, unless `COALLOC_REQUIRE_GE=1`, when it fails.
 
+use super::SERVER;
+use crate::repo;
 use coalloc_backends::gridengine::{GridEngineCell, GridEngineConfig};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// One cell of `cells.tsv`.
 pub struct Cell {
     pub name: String,
     pub settings: PathBuf,
@@ -18,6 +25,7 @@ pub struct Cell {
     pub pe: String,
 }
 
+/// The rig: its base directory and its cells, in `cells.tsv` order.
 pub struct GeRig {
     pub base: PathBuf,
     pub cells: Vec<Cell>,
@@ -69,6 +77,7 @@ impl GeRig {
         Some(GeRig { base, cells })
     }
 
+    /// A backend for cell `i` (its names tagged `test`).
     pub fn backend(&self, i: usize) -> GridEngineCell {
         let c = &self.cells[i];
         GridEngineCell::new(GridEngineConfig {
@@ -237,6 +246,64 @@ impl GeRig {
     }
 }
 
-pub fn repo() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+static RIG_LOCK: Mutex<()> = Mutex::new(());
+
+/// One scenario's hold on the cells.
+pub struct GeScenario {
+    pub rig: GeRig,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl GeScenario {
+    /// The rig, locked; `None` (skipped) when `COALLOC_GE_RIG` is unset (a failure with
+    /// `COALLOC_REQUIRE_GE=1`).
+    pub fn begin(test: &str) -> Option<GeScenario> {
+        let rig = GeRig::get(test)?;
+        let lock = RIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        rig.restore();
+        rig.delete_all();
+        for i in 0..rig.cells.len() {
+            rig.until_empty(i, Duration::from_secs(20));
+        }
+        Some(GeScenario { rig, _lock: lock })
+    }
+}
+
+impl Drop for GeScenario {
+    fn drop(&mut self) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.rig.restore();
+            self.rig.delete_all();
+            for i in 0..self.rig.cells.len() {
+                self.rig.until_empty(i, Duration::from_secs(30));
+            }
+        }));
+        if r.is_err() && !std::thread::panicking() {
+            panic!("restoring the Grid Engine rig failed");
+        }
+    }
+}
+
+impl GeRig {
+    /// The `[[site]]` table of cell `i`, with `extra` manager keys (`, pe = "x"`).
+    pub fn site(&self, i: usize, extra: &str) -> String {
+        let c = &self.cells[i];
+        format!(
+            "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"gridengine\", settings = \"{}\", queue = \"{}\", pe = \"{}\"{extra} }}\n",
+            c.name,
+            c.slots,
+            c.settings.display(),
+            c.queue,
+            c.pe
+        )
+    }
+
+    /// A server configuration with one site per cell, then `scheduler`.
+    pub fn config(&self, scheduler: &str) -> String {
+        let mut s = String::from(SERVER);
+        for i in 0..self.cells.len() {
+            s += &self.site(i, "");
+        }
+        s + "[scheduler]\n" + scheduler + "\n"
+    }
 }

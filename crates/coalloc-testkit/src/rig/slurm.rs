@@ -1,16 +1,23 @@
-//! The Slurm test rig of scripts/slurm/ (independent Slurm clusters on loopback) for
-//! end-to-end tests of `coalloc serve` with Slurm sites. Found through `COALLOC_SLURM_RIG`
-//! (up.sh's BASE_DIR), like the backend's own tests: unset, a test prints "skipped" and
+//! The Slurm rig of scripts/slurm/ (independent Slurm clusters on loopback), for the Slurm
+//! backend's own tests (a backend per cluster, batch or allocation launch) and for end-to-end
+//! tests of `coalloc serve` with Slurm sites (a server configuration per rig, node crashes,
+//! controllers stopped and started again). Found through `COALLOC_SLURM_RIG` (up.sh's
+//! BASE_DIR), whose `clusters.tsv` lists the clusters: unset, a test prints "skipped" and
 //! passes; set but unusable, it fails.
 //!
-//! The clusters are shared, so every scenario holds [`Scenario`], which serializes the
-//! scenarios of this test binary, checks that the rig is usable on entry, and on exit (even
-//! after a failed assertion) restarts any daemon a scenario killed, cancels every job left
-//! and waits until every node is idle again.
+//! The clusters are shared. A backend test takes [`crate::backend::shared`] (or the write
+//! lock [`crate::backend::QUIET`] when it needs a quiet cluster). An end-to-end scenario
+//! holds [`Scenario`], which serializes the scenarios of its test binary, checks that the rig
+//! is usable on entry, and on exit (even after a failed assertion) restarts any daemon a
+//! scenario killed, cancels every job left and waits until every node is idle again.
 
+use crate::backend::{request, until_final, until_running};
+use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
+use coalloc_backends::{Backend, BackendError, RemoteState, SiteLoad};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
+use std::thread;
 use std::time::{Duration, Instant};
 
 static RIG_LOCK: Mutex<()> = Mutex::new(());
@@ -18,6 +25,7 @@ static RIG_LOCK: Mutex<()> = Mutex::new(());
 /// Job states in which a Slurm job is queued or holds (or may still hold) its CPUs.
 const ACTIVE: &str = "PD,R,CG,S,CF,RQ,RS,RF,SE,SO,ST";
 
+/// One cluster of `clusters.tsv`.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub name: String,
@@ -26,6 +34,7 @@ pub struct Cluster {
     pub nodes: Vec<String>,
 }
 
+/// The rig: its base directory and its clusters, in `clusters.tsv` order.
 #[derive(Debug, Clone)]
 pub struct Rig {
     pub base: PathBuf,
@@ -42,12 +51,14 @@ impl Scenario {
     /// The rig, locked for this scenario; `None` (skipped) when `COALLOC_SLURM_RIG` is
     /// unset. Panics when it is set but the rig is not up.
     pub fn begin(test: &str) -> Option<Scenario> {
-        let Some(base) = std::env::var_os("COALLOC_SLURM_RIG") else {
-            eprintln!("{test}: skipped (COALLOC_SLURM_RIG is unset; see scripts/slurm/README.md)");
-            return None;
-        };
+        let rig = Rig::get(test)?;
+        assert!(
+            rig.clusters.len() >= 3,
+            "{}: {} clusters; these tests need three",
+            rig.base.display(),
+            rig.clusters.len()
+        );
         let lock = RIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let rig = Rig::read(Path::new(&base));
         rig.check_usable();
         // A scenario starts on empty clusters (a previous run may have left jobs).
         rig.cancel_all();
@@ -88,6 +99,16 @@ fn kill(pid: u32, signal: &str) {
 }
 
 impl Rig {
+    /// The rig, or `None` (test skipped) when `COALLOC_SLURM_RIG` is unset; panics when
+    /// its `clusters.tsv` is missing or empty.
+    pub fn get(test: &str) -> Option<Rig> {
+        let Some(base) = std::env::var_os("COALLOC_SLURM_RIG") else {
+            eprintln!("{test}: skipped (COALLOC_SLURM_RIG is unset; see scripts/slurm/README.md)");
+            return None;
+        };
+        Some(Rig::read(Path::new(&base)))
+    }
+
     /// Reads `BASE/clusters.tsv`; panics when it is missing or empty.
     pub fn read(base: &Path) -> Rig {
         let tsv = base.join("clusters.tsv");
@@ -113,18 +134,24 @@ impl Rig {
                 }
             })
             .collect();
-        assert!(
-            clusters.len() >= 3,
-            "{} lists {} clusters; these tests need three",
-            tsv.display(),
-            clusters.len()
-        );
+        assert!(!clusters.is_empty(), "{} lists no cluster", tsv.display());
         Rig {
             base: base.to_path_buf(),
             clusters,
         }
     }
 
+    /// The name of cluster `i` (counted round the clusters: any `i` names one).
+    pub fn name(&self, i: usize) -> &str {
+        &self.clusters[i % self.clusters.len()].name
+    }
+
+    /// The `slurm.conf` of cluster `i` (likewise).
+    pub fn conf(&self, i: usize) -> &Path {
+        &self.clusters[i % self.clusters.len()].conf
+    }
+
+    /// The index of the cluster named `name`.
     pub fn index(&self, name: &str) -> usize {
         self.clusters
             .iter()
@@ -143,9 +170,7 @@ impl Rig {
 
     /// The same with the sites' `launch` setting (`batch` or `allocation`).
     pub fn config_launching(&self, scheduler: &str, launch: &str) -> String {
-        let mut s = String::from(
-            "[server]\nmonitor_interval = \"100ms\"\nsample_interval = \"500ms\"\nbarrier_hold = \"2s\"\n",
-        );
+        let mut s = String::from(super::SERVER);
         for i in 0..self.clusters.len() {
             s += &self.site(i, launch);
         }
@@ -169,7 +194,7 @@ impl Rig {
             .arg("20")
             .arg(program)
             .args(args)
-            .env("SLURM_CONF", &self.clusters[i].conf)
+            .env("SLURM_CONF", self.conf(i))
             .current_dir("/")
             .stdin(Stdio::null())
             .output()
@@ -182,10 +207,97 @@ impl Rig {
         assert!(
             out.status.success(),
             "{} {program} {args:?}: {}",
-            self.clusters[i].name,
+            self.name(i),
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A backend for cluster `i` (batch launch).
+    pub fn backend(&self, i: usize) -> SlurmCluster {
+        self.launching(i, Launch::Batch)
+    }
+
+    /// A backend for cluster `i` that launches components this way.
+    pub fn launching(&self, i: usize, launch: Launch) -> SlurmCluster {
+        SlurmCluster::new(SlurmConfig {
+            slurm_conf: Some(self.conf(i).to_path_buf()),
+            command_timeout: Duration::from_secs(10),
+            launch,
+            ..SlurmConfig::new(self.name(i))
+        })
+    }
+
+    /// Another user's job of `cpus` CPUs on cluster `i`, submitted straight through `sbatch`
+    /// and running `sleep seconds`; returns once Slurm says it runs (within 10 s), with its id.
+    pub fn foreign_job(&self, i: usize, cpus: &str, seconds: u32) -> String {
+        let id = self.slurm(
+            i,
+            "sbatch",
+            &[
+                "--parsable",
+                "-n",
+                cpus,
+                "-J",
+                "not-ours",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                &format!("sleep {seconds}"),
+            ],
+        );
+        let t0 = Instant::now();
+        while self.slurm(i, "squeue", &["-h", "-j", &id, "-o", "%T"]) != "RUNNING" {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "foreign job {id} did not start"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        id
+    }
+
+    /// Wait (at most 30 s) until job `id` is gone from cluster `i`'s live queue (squeue
+    /// without `-t all` lists live jobs only).
+    pub fn until_gone_from_squeue(&self, i: usize, id: &str) {
+        let t0 = Instant::now();
+        // 30 s: KillWait is 5 s, but on a loaded 2-core machine the step's end and the
+        // epilog can take several times that (one CI run saw 15 s pass).
+        loop {
+            let left = self.slurm(i, "squeue", &["-h", "-j", id, "-o", "%i %T %r"]);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "job {id} still in squeue after 30 s: {left}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A backend for a cluster whose controller is not there: the first cluster's
+    /// `slurm.conf`, copied into `dir` with a port where nothing listens, and a 2 s timeout.
+    pub fn dead_cluster(&self, dir: &Path, launch: Launch) -> SlurmCluster {
+        let text = std::fs::read_to_string(self.conf(0)).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("SlurmctldPort=") {
+                    "SlurmctldPort=9".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.join("slurm.conf"), text + "\n").unwrap();
+        SlurmCluster::new(SlurmConfig {
+            slurm_conf: Some(dir.join("slurm.conf")),
+            command_timeout: Duration::from_secs(2),
+            launch,
+            ..SlurmConfig::new("dead")
+        })
     }
 
     /// `id|state|name` of the cluster's queued or running jobs; `Err` if squeue fails.
@@ -277,7 +389,7 @@ impl Rig {
                 kill(pid, "-KILL");
             }
         }
-        let common = super::repo().join("scripts/slurm/common.sh");
+        let common = crate::repo().join("scripts/slurm/common.sh");
         let spool = self.dir(i).join("spool");
         let st = Command::new("bash")
             .arg("-c")
@@ -454,4 +566,106 @@ impl Rig {
             Err(errors.join("; "))
         }
     }
+}
+
+/// Waits until cluster `i` runs no job and two load readings agree.
+pub fn quiet_load(rig: &Rig, i: usize, b: &SlurmCluster) -> SiteLoad {
+    let t0 = Instant::now();
+    let mut last = b.load().unwrap();
+    loop {
+        thread::sleep(Duration::from_millis(300));
+        let now = b.load().unwrap();
+        let busy = rig.slurm(i, "squeue", &["-h", "-t", "PD,R,CG,CF", "-o", "%i"]);
+        if now == last && busy.is_empty() && now.idle == now.total {
+            return now;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "cluster {} never quiet: {now:?}, jobs {busy}",
+            rig.name(i)
+        );
+        last = now;
+    }
+}
+
+/// What both launch modes must do with failures: launch `first`, two processes of which
+/// rank 1 exits 3, ends `FAILED` with exit code 3; launch `first + 1`, a program that does
+/// not exist, with the shell's 127.
+pub fn assert_failures_keep_their_exit_codes(b: &SlurmCluster, dir: &Path, first: u64) {
+    let id = b
+        .submit(&request(
+            dir,
+            first,
+            2,
+            2,
+            "/bin/sh",
+            &["-c", "[ $COALLOC_LOCAL_RANK = 1 ] && exit 3; exit 0"],
+        ))
+        .unwrap();
+    match until_final(b, &id, Duration::from_secs(20)).last() {
+        Some(RemoteState::Failed(why)) => assert!(why.starts_with("FAILED, exit code 3"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    let id = b
+        .submit(&request(dir, first + 1, 1, 1, "/nonexistent/program", &[]))
+        .unwrap();
+    match until_final(b, &id, Duration::from_secs(20)).last() {
+        Some(RemoteState::Failed(why)) => assert!(why.contains("exit code 127"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+/// What both launch modes must refuse: launch `first` asks for more CPUs than the cluster
+/// has, launch `first + 1` has an environment variable with a space in its name.
+pub fn assert_bad_requests_are_rejected(b: &SlurmCluster, dir: &Path, first: u64) {
+    let e = b
+        .submit(&request(dir, first, 100_000, 1, "/bin/true", &[]))
+        .unwrap_err();
+    assert!(matches!(e, BackendError::Rejected(_)), "{e}");
+    eprintln!("oversize: {e}");
+    let mut r = request(dir, first + 1, 1, 1, "/bin/true", &[]);
+    r.environment.push(("BAD NAME".into(), "x".into()));
+    assert!(matches!(b.submit(&r), Err(BackendError::Rejected(_))));
+}
+
+/// What both launch modes must do for a restarted server: a submission whose id the server
+/// never recorded (launch `launch`, left running on cluster `i`) is cancelled by its name
+/// alone, and cancelling one that never reached Slurm is no error.
+pub fn assert_unrecorded_submission_is_cancelled(
+    rig: &Rig,
+    i: usize,
+    b: &SlurmCluster,
+    dir: &Path,
+    launch: u64,
+) {
+    let r = request(
+        dir,
+        launch,
+        1,
+        1,
+        "/bin/sh",
+        &["-c", "echo started; exec sleep 60"],
+    );
+    let id = b.submit(&r).unwrap();
+    until_running(b, &id);
+    let name = rig.slurm(i, "squeue", &["-h", "-j", &id, "-o", "%j"]);
+    let tag = b.config().name_tag.as_deref();
+    assert_eq!(
+        name,
+        coalloc_backends::slurm::script::name_of(tag, 1, 0, launch)
+    );
+    // Cancelled once its process runs (an allocation whose step is still being launched
+    // when it is cancelled can hang in COMPLETING on the rig's Slurm 22.05).
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&r.stdout).is_ok_and(|t| t.contains("started")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "launch {launch} did not start"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    b.cancel_unrecorded(r.job, r.component, r.launch).unwrap();
+    rig.until_gone_from_squeue(i, &id);
+    b.cancel_unrecorded(r.job, r.component, launch + 1_000)
+        .unwrap();
 }

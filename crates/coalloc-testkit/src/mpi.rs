@@ -1,6 +1,7 @@
 //! The MPI test programs of `examples/mpi/` built with Debian's `mpicc` (MPICH), the shape of
 //! an `mpi` component, and the check of the ring program's output, for the MPI tests
-//! (tests/mpi.rs) and the MPI test over the agent rig's namespaces (tests/agents_netns.rs).
+//! (coalloc-cli's tests/mpi.rs) and the MPI test over the agent rig's namespaces
+//! (tests/agents_netns.rs).
 //! Skips (saying so) when `mpicc` is missing, unless `COALLOC_REQUIRE_MPI=1` (set by
 //! scripts/test.sh, which installs mpich and libmpich-dev).
 
@@ -42,7 +43,7 @@ fn build(name: &str) -> Option<PathBuf> {
     let dir = std::env::temp_dir().join(format!("coalloc-mpi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(name);
-    let src = super::repo().join(format!("examples/mpi/{name}.c"));
+    let src = crate::repo().join(format!("examples/mpi/{name}.c"));
     let out = Command::new("mpicc")
         .args(["-O2", "-o"])
         .arg(&exe)
@@ -55,6 +56,7 @@ fn build(name: &str) -> Option<PathBuf> {
     Some(exe)
 }
 
+/// An `mpi` component of `count` processes of `exe args`.
 pub fn mpi_component(count: u32, exe: &str, args: &[&str]) -> Value {
     json!({ "count": count, "job_type": "mpi", "executable": exe, "arguments": args })
 }
@@ -66,6 +68,7 @@ pub fn mpi_component_at(site: &str, count: u32, exe: &str, args: &[&str]) -> Val
     c
 }
 
+/// An unordered job of these components, 2 minutes of wall time.
 pub fn job(components: Vec<Value>) -> Value {
     json!({ "kind": "unordered", "max_wall_time": "2m", "component": components })
 }

@@ -1,12 +1,16 @@
-//! A real `coalloc serve` process for end-to-end tests: its own state directory and
-//! configuration, HTTP calls with its token, `kill -9` and restart.
+//! A real `coalloc serve` process for end-to-end tests and the benchmarks: its own state
+//! directory and configuration, HTTP calls with its token, `kill -9` and restart; and the
+//! job shapes and checks the tests build on it.
+//!
+//! A library cannot name the binary (`CARGO_BIN_EXE_coalloc` exists only in the `coalloc`
+//! package's own tests and examples), so whoever starts a server, or builds a component that
+//! calls `coalloc barrier`, passes the binary's path: coalloc-cli's tests pass
+//! `env!("CARGO_BIN_EXE_coalloc")`, the benchmarks the path they were given.
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-pub const COALLOC: &str = env!("CARGO_BIN_EXE_coalloc");
 
 /// The site of every component of a job as `GET /v1/jobs/{id}` shows it (`-` if none yet).
 pub fn component_sites(j: &serde_json::Value) -> Vec<String> {
@@ -19,12 +23,12 @@ pub fn component_sites(j: &serde_json::Value) -> Vec<String> {
 }
 
 /// A one-process component of `count` processors: `before` (a shell snippet), the check-in
-/// at the start barrier with `coalloc barrier`, then `then`.
-pub fn barrier_component(count: u32, before: &str, then: &str) -> serde_json::Value {
+/// at the start barrier with `coalloc barrier` (`coalloc` is the binary), then `then`.
+pub fn barrier_component(coalloc: &str, count: u32, before: &str, then: &str) -> Value {
     serde_json::json!({
         "count": count, "job_type": "single", "executable": "/bin/sh",
         "arguments": ["-c", format!("{before} \"$COALLOC\" barrier || exit 1; {then}")],
-        "environment": { "COALLOC": COALLOC },
+        "environment": { "COALLOC": coalloc },
     })
 }
 
@@ -77,7 +81,12 @@ pub fn remotes(s: &Server, id: u64) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A `coalloc serve` process. Its files: `ROOT/config.toml`, the state directory
+/// `ROOT/state` ([`Server::dir`]) and, for a test's server, its log `ROOT/server.log`.
 pub struct Server {
+    /// The `coalloc` binary it runs (also for [`Server::cli`] and the agents).
+    pub bin: PathBuf,
+    /// The state directory.
     pub dir: PathBuf,
     pub config: PathBuf,
     pub url: String,
@@ -86,6 +95,9 @@ pub struct Server {
     agent: ureq::Agent,
     /// Environment variables the server is started with (test hooks).
     pub env: Vec<(String, String)>,
+    /// A benchmark's server ([`Server::start_in`]): its log on this process's stderr at
+    /// `RUST_LOG=warn`, no time limit on a call, and its jobs left alone when dropped.
+    bench: bool,
 }
 
 /// Three local clusters of `slots` each, with whatever the `[scheduler]` table says.
@@ -101,47 +113,93 @@ pub fn three_clusters(slots: [u32; 3], scheduler: &str) -> String {
 }
 
 impl Server {
-    pub fn start(name: &str, config: &str) -> Server {
-        Server::start_with_env(name, config, &[])
+    /// A test's server: binary `coalloc` serving `config` on a fresh folder named after the
+    /// test under the system's temporary folder.
+    pub fn start(coalloc: impl AsRef<Path>, name: &str, config: &str) -> Server {
+        Server::start_with_env(coalloc, name, config, &[])
     }
 
     /// [`Server::start`] with these environment variables (test hooks), also at restarts
     /// unless [`Server::env`] is changed.
-    pub fn start_with_env(name: &str, config: &str, env: &[(&str, &str)]) -> Server {
+    pub fn start_with_env(
+        coalloc: impl AsRef<Path>,
+        name: &str,
+        config: &str,
+        env: &[(&str, &str)],
+    ) -> Server {
         let dir = std::env::temp_dir().join(format!("coalloc-e2e-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let cfg = dir.join("config.toml");
-        std::fs::write(&cfg, config).unwrap();
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(30)))
-            .build()
-            .new_agent();
-        let mut s = Server {
-            dir: dir.join("state"),
-            config: cfg,
-            url: String::new(),
-            token: String::new(),
-            child: None,
-            agent,
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        };
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Server::fresh(coalloc.as_ref(), &dir, config, env, false)
+    }
+
+    /// A benchmark's server: `config` served on the folder `dir`, emptied first. Its log
+    /// goes to this process's stderr (warnings only); dropped, it is stopped with its jobs
+    /// left as they are (cancelling a queue of a million would take a while).
+    pub fn start_in(coalloc: impl AsRef<Path>, dir: &Path, config: &str) -> Server {
+        let env = vec![("RUST_LOG".to_string(), "warn".to_string())];
+        Server::fresh(coalloc.as_ref(), dir, config, env, true)
+    }
+
+    /// A benchmark's server again on the folder [`Server::start_in`] made (after the first
+    /// was killed).
+    pub fn restart_in(coalloc: impl AsRef<Path>, dir: &Path) -> Server {
+        let env = vec![("RUST_LOG".to_string(), "warn".to_string())];
+        let mut s = Server::new(coalloc.as_ref(), dir, env, true);
         s.spawn();
         s
     }
 
+    fn fresh(
+        coalloc: &Path,
+        dir: &Path,
+        config: &str,
+        env: Vec<(String, String)>,
+        bench: bool,
+    ) -> Server {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let mut s = Server::new(coalloc, dir, env, bench);
+        std::fs::write(&s.config, config).unwrap();
+        s.spawn();
+        s
+    }
+
+    fn new(coalloc: &Path, dir: &Path, env: Vec<(String, String)>, bench: bool) -> Server {
+        let limit = (!bench).then_some(Duration::from_secs(30));
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(limit)
+            .build()
+            .new_agent();
+        Server {
+            bin: coalloc.to_path_buf(),
+            dir: dir.join("state"),
+            config: dir.join("config.toml"),
+            url: String::new(),
+            token: String::new(),
+            child: None,
+            agent,
+            env,
+            bench,
+        }
+    }
+
     fn spawn(&mut self) {
         let _ = std::fs::remove_file(self.dir.join("server.json"));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.parent().unwrap().join("server.log"))
-            .unwrap();
-        let child = Command::new(COALLOC)
+        let log = if self.bench {
+            Stdio::inherit()
+        } else {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.dir.parent().unwrap().join("server.log"))
+                .unwrap()
+                .into()
+        };
+        let child = Command::new(&self.bin)
             .args(["serve", "--config"])
             .arg(&self.config)
             .arg("--state-dir")
@@ -198,7 +256,7 @@ impl Server {
     /// Run `coalloc serve` on this server's configuration and state directory (it must not
     /// be running) expecting it to refuse to start; what it printed on stderr.
     pub fn serve_refused(&self) -> String {
-        let out = Command::new(COALLOC)
+        let out = Command::new(&self.bin)
             .args(["serve", "--config"])
             .arg(&self.config)
             .arg("--state-dir")
@@ -258,6 +316,8 @@ impl Server {
         false
     }
 
+    /// `METHOD path` with `token` and `body`: the status and the answer (JSON, or the text
+    /// as a JSON string).
     pub fn call(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> (u16, Value) {
         let url = format!("{}{path}", self.url);
         let auth = format!("Bearer {token}");
@@ -300,7 +360,7 @@ impl Server {
 
     /// `coalloc ARGS --state-dir DIR` against this server.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
-        Command::new(COALLOC)
+        Command::new(&self.bin)
             .args(args)
             .arg("--state-dir")
             .arg(&self.dir)
@@ -319,6 +379,12 @@ impl Server {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// `METHOD path` with the server's own token, whatever its status: the answer.
+    pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> Value {
+        self.call(method, path, &self.token, body).1
+    }
+
+    /// `GET path`, which must answer 200.
     pub fn get(&self, path: &str) -> Value {
         let (s, v) = self.call("GET", path, &self.token, None);
         assert_eq!(s, 200, "GET {path}: {v}");
@@ -390,22 +456,19 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // Cancel what is left, then stop.
-            if let Some(jobs) = self.call("GET", "/v1/jobs", &self.token, None).1["jobs"].as_array()
-            {
+        let Some(mut c) = self.child.take() else {
+            return;
+        };
+        if !self.bench {
+            // A test's server: cancel what is left, then stop.
+            if let Some(jobs) = self.api("GET", "/v1/jobs", None)["jobs"].as_array() {
                 for j in jobs {
-                    let _ = self.call(
-                        "DELETE",
-                        &format!("/v1/jobs/{}", j["id"]),
-                        &self.token,
-                        None,
-                    );
+                    let _ = self.api("DELETE", &format!("/v1/jobs/{}", j["id"]), None);
                 }
             }
-            unsafe_kill(c.id() as i32, 15);
-            let _ = c.wait();
         }
+        unsafe_kill(c.id() as i32, 15);
+        let _ = c.wait();
     }
 }
 
