@@ -43,7 +43,7 @@ fn copy_tree(from: &Path, to: &Path) {
 /// `target/debug/coalloc` linked to the binary under test, and a stand-in for the committed
 /// results in every experiment's `results/`.
 fn sandbox(name: &str) -> PathBuf {
-    let root = common::tools::temp_dir(&format!("experiments-{name}"));
+    let root = coalloc_testkit::tools::temp_dir(&format!("experiments-{name}"));
     let repo = common::repo();
     copy_tree(&repo.join("experiments"), &root.join("experiments"));
     std::fs::create_dir_all(root.join("bench")).unwrap();

@@ -8,7 +8,8 @@
 
 mod common;
 
-use common::server::{barrier_component, job, site, Server};
+use coalloc_testkit::server::{barrier_component, job, site, Server};
+use common::COALLOC;
 use std::path::Path;
 use std::time::Duration;
 
@@ -38,7 +39,7 @@ fn form(dir: &Path) -> String {
 #[test]
 fn a_snapshot_of_the_previous_form_is_read_and_the_server_carries_on() {
     let config = std::fs::read_to_string(Path::new(FIXTURE).join("config.toml")).unwrap();
-    let mut s = Server::start("snapshot-form3", &config);
+    let mut s = Server::start(COALLOC, "snapshot-form3", &config);
     assert!(
         s.terminate(Duration::from_secs(20)),
         "the server did not stop"
@@ -94,7 +95,7 @@ fn a_snapshot_of_the_previous_form_is_read_and_the_server_carries_on() {
         (Some(false), Some("down: fixture: keep the queue")),
         "{alpha}"
     );
-    let next = s.submit(&job(vec![barrier_component(1, "", "true")]));
+    let next = s.submit(&job(vec![barrier_component(COALLOC, 1, "", "true")]));
     assert_eq!(next, 7);
     s.cli_ok(&["site", "resume", "alpha"]);
     let j = s.wait_ended(next, 60);
