@@ -18,7 +18,7 @@ use super::relay::Relay;
 use super::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
 use super::tls;
 use crate::config::{backend_of, BackendKind};
-use crate::server::{backend_for, BackendParts};
+use coalloc_backends::kind::{backend_for, BackendParts};
 use coalloc_backends::{Backend, BackendError, SubmitRequest};
 use coalloc_core::model::Site;
 use coalloc_core::spec::native::toml_doc;
