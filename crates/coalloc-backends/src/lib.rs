@@ -17,6 +17,7 @@ pub mod accounts;
 mod contract;
 pub mod files;
 pub mod gridengine;
+pub mod kind;
 pub mod local;
 pub mod provider;
 mod run;

@@ -44,7 +44,6 @@
 mod checks;
 mod gridengine;
 
-use coalloc_backends::gridengine::GridEngineConfig;
 use coalloc_backends::slurm::preempt::Preempt;
 use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
@@ -110,37 +109,7 @@ struct ServerDoc {
     transfer_timeout: Option<Scalar>,
 }
 
-/// How a site's components are run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackendKind {
-    /// Processor slots on this machine (coalloc-backends' local backend).
-    Local {
-        /// Slots held by simulated other users: a background load, in slots (0: none).
-        background: u32,
-        /// A varying background load instead: every `period` ms the held slots are drawn
-        /// again on `[background, max]` (`background_max`, `background_period`).
-        varying: Option<(u32, Millis)>,
-    },
-    /// An independent Slurm cluster, by its slurm.conf or its `-M` name.
-    Slurm {
-        conf: Option<String>,
-        cluster: Option<String>,
-        partition: Option<String>,
-        /// `batch` (sbatch) or `allocation` (salloc + srun).
-        launch: Launch,
-        /// The local jobs GP may preempt (`preempt_partition`, `preempt_qos`,
-        /// `preempt_action = "requeue" | "cancel"`).
-        preempt: Option<Preempt>,
-    },
-    /// A site reached through its agent (`coalloc agent` on its login node), which runs the
-    /// site's own backend there.
-    Agent {
-        /// How long the agent's link may be down before the site counts as failed.
-        grace: Millis,
-    },
-    /// A Grid Engine cell; its name tag is the server's to set.
-    GridEngine(GridEngineConfig),
-}
+pub use coalloc_backends::kind::BackendKind;
 
 /// Where the server listens for site agents.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,6 +42,13 @@ pub enum Entry {
         site: usize,
         usable: bool,
     },
+    /// An agent site's link went silent (`up: false`, lost past `grace` ms) or came back.
+    SiteLink {
+        site: usize,
+        up: bool,
+        #[serde(default)]
+        grace: i64,
+    },
     SiteControl {
         site: usize,
         control: SiteControl,
@@ -200,6 +207,15 @@ impl Entry {
                 site: *site,
                 usable: *usable,
             },
+            Entry::SiteLink {
+                site,
+                up: false,
+                grace,
+            } => Event::SiteDisconnected {
+                site: *site,
+                grace: *grace,
+            },
+            Entry::SiteLink { site, up: true, .. } => Event::SiteReconnected { site: *site },
             Entry::SiteControl {
                 site,
                 control,

@@ -178,6 +178,9 @@ pub enum Report {
     },
     /// A provider released a VM (a failed release is retried by the worker).
     Released { site: usize, vm: u64 },
+    /// A site's agent link went silent or closed (and no newer connection is up): the core
+    /// hears "site disconnected", and "lost" past the site's grace.
+    AgentGone { site: usize },
     /// A site's agent connected; it holds these launches at its resource manager.
     AgentBack {
         site: usize,

@@ -11,10 +11,7 @@ use crate::link::remote::{AgentBackend, AgentSite};
 use crate::link::tls;
 use crate::msg::Msg;
 use crate::state::StateDir;
-use coalloc_backends::gridengine::GridEngineCell;
-use coalloc_backends::local::{BackgroundLoad, LocalCluster, LocalConfig};
 use coalloc_backends::provider::{CommandProvider, LocalProvider, Provider};
-use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
 use coalloc_backends::Backend;
 use std::path::Path;
 use std::sync::Arc;
@@ -118,73 +115,7 @@ pub fn backends(
         .collect()
 }
 
-/// Where and how a site's backend runs (the server's host, or an agent's).
-pub struct BackendParts {
-    /// The site's place in its configuration (seeds its background load).
-    pub index: usize,
-    /// The local backend's launch directories.
-    pub work_dir: std::path::PathBuf,
-    pub launcher: Option<coalloc_backends::local::LauncherCommand>,
-    /// A cloud site provisioned on demand: no processors until VMs are leased.
-    pub cloud_on_demand: bool,
-    /// The tag in the names of the launches (Slurm job names).
-    pub name_tag: String,
-}
-
-/// The backend of one site that runs its resource manager's commands itself.
-pub fn backend_for(
-    site: &coalloc_core::model::Site,
-    kind: &BackendKind,
-    parts: BackendParts,
-) -> Result<Arc<dyn Backend>, String> {
-    match kind {
-        BackendKind::Local {
-            background,
-            varying,
-        } => {
-            let c = LocalCluster::new(LocalConfig {
-                name: site.name.clone(),
-                slots: site.processors,
-                initial_slots: parts.cloud_on_demand.then_some(0),
-                work_dir: parts.work_dir,
-                background: varying.map(|(max, period)| BackgroundLoad {
-                    min: *background,
-                    max,
-                    period: Duration::from_millis(period as u64),
-                    seed: parts.index as u64,
-                }),
-                launcher: parts.launcher,
-            })
-            .map_err(|e| e.to_string())?;
-            if *background > 0 && varying.is_none() {
-                c.set_background_slots(*background);
-            }
-            Ok(Arc::new(c))
-        }
-        BackendKind::Slurm {
-            conf,
-            cluster,
-            partition,
-            launch,
-            preempt,
-        } => {
-            let mut c = SlurmConfig::new(site.name.clone());
-            c.launch = *launch;
-            c.slurm_conf = conf.as_ref().map(Into::into);
-            c.cluster = cluster.clone();
-            c.partition = partition.clone();
-            c.preempt = preempt.clone();
-            c.name_tag = Some(parts.name_tag);
-            Ok(Arc::new(SlurmCluster::new(c)))
-        }
-        BackendKind::GridEngine(c) => {
-            let mut c = c.clone();
-            c.name_tag = Some(parts.name_tag);
-            Ok(Arc::new(GridEngineCell::new(c)))
-        }
-        BackendKind::Agent { .. } => Err("an agent site runs no resource manager here".into()),
-    }
-}
+pub use coalloc_backends::kind::{backend_for, BackendParts};
 
 /// Bind `addr`. With port 0, the address of the last run (kept in the state directory's
 /// file `memo`) is tried first: components and agents of that run know the server by it,

@@ -128,6 +128,7 @@ fn run(c: &Case) -> coalloc_sim::engine::Outcome {
                 })
                 .into_iter()
                 .collect(),
+            link_losses: Vec::new(),
         },
         ..SimParams::default()
     };

@@ -115,6 +115,12 @@ pub enum Event {
     LeaseFailed { vm: VmId, reason: String },
     /// A VM given back with [`Command::ReleaseVm`] is gone; billing stops now.
     VmReleased { vm: VmId },
+    /// The link to an agent site fell silent (DESIGN.md "Sites apart" habit 6): not "site
+    /// down". No new placements there; its launches are left alone unless it stays silent
+    /// past `grace`, when it is lost (see [`super::link`]).
+    SiteDisconnected { site: SiteId, grace: Millis },
+    /// The link to an agent site is back (after a disconnect, or after it was lost).
+    SiteReconnected { site: SiteId },
     /// Time passed; nothing else happened.
     Tick,
 }

@@ -47,6 +47,14 @@ impl Launches {
         *self.slots.get(self.slot(launch)?)?
     }
 
+    /// Every live launch, by number: `(launch, job, component)`.
+    pub(super) fn live(&self) -> impl Iterator<Item = (LaunchId, JobId, usize)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(at, s)| s.map(|(j, c)| (LaunchId(self.base + at as u64), j, c)))
+    }
+
     /// The launch has ended.
     pub(super) fn remove(&mut self, launch: LaunchId) {
         if let Some(slot) = self.slot(launch).and_then(|at| self.slots.get_mut(at)) {

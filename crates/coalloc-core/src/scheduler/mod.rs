@@ -29,6 +29,7 @@ pub mod faults;
 pub mod icp;
 pub mod jobs;
 mod launches;
+pub mod link;
 pub mod recovery;
 pub mod sites;
 pub mod snapshot;
@@ -74,6 +75,8 @@ enum Timer {
     Limit { job: JobId, generation: u64 },
     /// A claiming try is due (ICP).
     Claim { job: JobId, generation: u64 },
+    /// The grace of a site's link that fell silent at `since` is over.
+    LinkGrace { site: SiteId, since: Time },
 }
 
 /// `true`, for a field that serde fills when it is not in a snapshot.
@@ -335,6 +338,10 @@ impl Scheduler {
                 core.lease_failed(vm, &reason).map(|()| Reply::Done)
             }
             Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
+            Event::SiteDisconnected { site, grace } => {
+                core.site_disconnected(site, grace).map(|()| Reply::Done)
+            }
+            Event::SiteReconnected { site } => core.site_reconnected(site).map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
         }
     }
@@ -724,6 +731,7 @@ impl Core {
             }
             Timer::Retry { job, generation } => self.retry_now(job, generation),
             Timer::Probe { site, at } => self.probe(site, at),
+            Timer::LinkGrace { site, since } => self.link_grace_over(site, since),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs

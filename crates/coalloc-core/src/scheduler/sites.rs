@@ -91,11 +91,14 @@ pub struct SiteState {
     pub relapses: u32,
     /// When the next probe is due, if one is.
     pub probe_at: Option<Time>,
+    /// Its link, for an agent site ([`super::link`]): placed on only while up.
+    #[serde(default)]
+    pub link: super::link::LinkState,
 }
 
 impl SiteState {
     pub fn usable(&self) -> bool {
-        self.healthy && self.enabled && self.operator == Operator::InService
+        self.healthy && self.enabled && self.operator == Operator::InService && self.link.is_up()
     }
 
     /// Why the site is not usable now (`None` when it is): the operator's word first, then
@@ -112,6 +115,9 @@ impl SiteState {
                     .clone()
                     .unwrap_or_else(|| "marked unusable".to_owned()),
             );
+        }
+        if let Some(why) = self.link.why_out() {
+            return Some(why);
         }
         (!self.healthy).then(|| "the resource manager does not answer".to_owned())
     }
@@ -156,6 +162,7 @@ impl SiteTable {
                 probation: false,
                 relapses: 0,
                 probe_at: None,
+                link: super::link::LinkState::Up,
             })
             .collect();
         SiteTable {

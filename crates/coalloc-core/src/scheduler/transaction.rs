@@ -587,6 +587,13 @@ impl Core {
     }
 
     pub(super) fn site_error(&mut self, site: SiteId, before_start: bool) {
+        if matches!(
+            self.sites.state[site].link,
+            super::link::LinkState::Lost { .. }
+        ) {
+            // A lost link's failures are its one error, counted once (`link.rs`).
+            return;
+        }
         let was = self.sites.state[site].usable();
         if let ErrorOutcome::MadeUnusable(why) = self.sites.error(site, before_start) {
             self.usable_changed(site, was, &why);

@@ -25,6 +25,7 @@ impl Driver {
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
             Report::Released { site, vm } => self.released(site, vm),
             Report::AgentBack { site, held } => self.agent_back(site, &held),
+            Report::AgentGone { site } => self.agent_gone(site),
             Report::Transfer(t) => self.transfer_report(t),
             Report::Statted {
                 site,
@@ -92,6 +93,11 @@ impl Driver {
     /// components of aborted, re-placed or cancelled starts, so they do not run on beside
     /// their replacements.
     fn agent_back(&mut self, site: usize, held: &[crate::link::proto::HeldLaunch]) {
+        let _ = self.apply(Entry::SiteLink {
+            site,
+            up: true,
+            grace: 0,
+        });
         let unwanted = crate::link::hub::unwanted(held, |launch| {
             self.launches
                 .get(&launch)
@@ -108,6 +114,21 @@ impl Driver {
             self.emit(json!({"event": "orphan_cancelled", "site": self.config.sites[site].name, "job": h.job, "component": h.component, "launch": h.launch}));
             self.workers[site].cancel(h.remote.clone());
         }
+    }
+
+    /// A site's agent link is silent: the core hears "site disconnected" with the site's
+    /// grace (`manager.grace`), after which it counts the site lost (its launches fail as
+    /// the site's fault, `coalloc_core::scheduler::link`).
+    fn agent_gone(&mut self, site: usize) {
+        let crate::config::BackendKind::Agent { grace } = self.config.backends[site] else {
+            return;
+        };
+        self.emit(json!({"event": "site_disconnected", "site": self.config.sites[site].name}));
+        let _ = self.apply(Entry::SiteLink {
+            site,
+            up: false,
+            grace,
+        });
     }
 
     fn polled(&mut self, site: usize, load: Result<SiteLoad, String>) {

@@ -10,15 +10,15 @@
 //! calls ([`super::relay`]), which carry the PMI traffic of `mpi` components too.
 
 use super::held::Held;
-use super::proto::Framed;
 use super::proto::{
     Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent, VERSION,
 };
 use super::pump::{self, text};
 use super::relay::Relay;
+use super::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
 use super::tls;
 use crate::config::{backend_of, BackendKind};
-use crate::server::{backend_for, BackendParts};
+use coalloc_backends::kind::{backend_for, BackendParts};
 use coalloc_backends::{Backend, BackendError, SubmitRequest};
 use coalloc_core::model::Site;
 use coalloc_core::spec::native::toml_doc;
@@ -39,6 +39,8 @@ use tokio_tungstenite::tungstenite::Message;
 /// relay_bind = "10.201.2.1:7100"   # where the site's compute nodes reach this agent
 /// relay_url = "http://10.201.2.1:7100"   # what components are told (default: from the bind)
 /// environment = { COALLOC_POISSON_HOST = "10.200.0.11" }   # added to every component
+/// stop_after = "10m"   # stop the site's launches after this long without the server
+///                      # (heartbeat stop; off by default)
 ///
 /// [[site]]
 /// name = "s1"
@@ -52,6 +54,10 @@ pub struct AgentConfig {
     pub relay_bind: String,
     pub relay_url: String,
     pub environment: Vec<(String, String)>,
+    /// Heartbeat stop: the agent stops its launches after this long without the server
+    /// (`None`: never, the default). Give it no less than the site's `manager.grace` at
+    /// the server, which re-places the jobs only after that.
+    pub stop_after: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +75,7 @@ struct AgentDoc {
     relay_url: Option<String>,
     #[serde(default)]
     environment: BTreeMap<String, String>,
+    stop_after: Option<coalloc_core::spec::units::Scalar>,
 }
 
 impl AgentConfig {
@@ -108,12 +115,20 @@ impl AgentConfig {
             }
             None => format!("http://{relay_bind}"),
         };
+        let stop_after = match &doc.agent.stop_after {
+            None => None,
+            Some(v) => Some(Duration::from_millis(
+                coalloc_core::spec::units::parse_duration(v)
+                    .map_err(|r| SpecError::invalid("agent.stop_after", r))? as u64,
+            )),
+        };
         Ok(AgentConfig {
             site,
             backend,
             relay_bind,
             relay_url,
             environment: doc.agent.environment.into_iter().collect(),
+            stop_after,
         })
     }
 }
@@ -207,10 +222,16 @@ impl Agent {
         tokio::spawn(relay.clone().serve(listener));
         tracing::info!(site = %this.config.site.name, server = %this.server, relay = %this.config.relay_url, "agent started");
         tokio::pin!(shutdown);
+        let mut session = AgentSession::new(
+            Instant::now(),
+            AgentSessionConfig {
+                stop_after: this.config.stop_after,
+            },
+        );
         let mut backoff = Duration::from_millis(100);
         loop {
             let ended = tokio::select! {
-                r = this.clone().connect_once(&relay) => r?,
+                r = this.clone().connect_once(&relay, &mut session) => r?,
                 _ = &mut shutdown => Ended::Shutdown,
             };
             match ended {
@@ -221,9 +242,18 @@ impl Agent {
                     }
                     let wait = backoff + jitter(backoff / 2);
                     tracing::warn!(site = %this.config.site.name, "link to the server lost ({why}); again in {} ms", wait.as_millis());
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = &mut shutdown => return Ok(()),
+                    let until = tokio::time::Instant::now() + wait;
+                    // While waiting, the session's timer runs on (heartbeat stop).
+                    loop {
+                        let timer = session.poll_timeout().map(tokio::time::Instant::from_std);
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(until) => break,
+                            _ = sleep_until_some(timer) => {
+                                session.handle_timeout(Instant::now());
+                                this.clone().take_events(&mut session, &relay, None);
+                            }
+                            _ = &mut shutdown => return Ok(()),
+                        }
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
@@ -231,7 +261,11 @@ impl Agent {
         }
     }
 
-    async fn connect_once(self: Arc<Self>, relay: &Relay) -> Result<Ended, AgentError> {
+    async fn connect_once(
+        self: Arc<Self>,
+        relay: &Relay,
+        session: &mut AgentSession,
+    ) -> Result<Ended, AgentError> {
         let lost = |why: String| Ok(Ended::Lost(why, Duration::ZERO));
         let tcp = match tokio::time::timeout(
             Duration::from_secs(5),
@@ -278,53 +312,82 @@ impl Agent {
         if let Err(e) = ws.send(text(&hello)).await {
             return lost(format!("hello: {e}"));
         }
-        let heartbeat = loop {
+        loop {
             match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
                 Ok(Some(Ok(Message::Text(t)))) => match serde_json::from_str::<ToAgent>(&t) {
-                    Ok(ToAgent::Welcome { heartbeat_ms, .. }) => {
-                        break Duration::from_millis(heartbeat_ms.max(50))
+                    Ok(m @ (ToAgent::Welcome { .. } | ToAgent::Refused { .. })) => {
+                        session.handle(Instant::now(), m);
+                        break;
                     }
-                    Ok(ToAgent::Refused { reason }) => return Err(AgentError::Refused(reason)),
                     _ => return lost("no welcome".into()),
                 },
                 Ok(Some(Ok(_))) => continue,
                 Ok(other) => return lost(format!("no welcome: {other:?}")),
                 Err(_) => return lost("no welcome within 10 s".into()),
             }
-        };
+        }
+        while let Some(e) = session.poll_event() {
+            if let AgentEvent::Refused(reason) = e {
+                return Err(AgentError::Refused(reason));
+            }
+        }
         let since = Instant::now();
         tracing::info!(site = %self.config.site.name, held = self.held.all().len(), "connected to the server");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<FromAgent>();
         relay.linked(Some(tx.clone()));
-        let why =
-            pump::run(
-                ws,
-                &mut rx,
-                heartbeat,
-                false,
-                |t, payload| match serde_json::from_str::<ToAgent>(t).map(|mut m| {
-                    if let Some(p) = payload {
-                        m.put_payload(p);
-                    }
-                    m
-                }) {
-                    Ok(ToAgent::Call { id, call }) => {
-                        let (this, tx) = (self.clone(), tx.clone());
-                        tokio::task::spawn_blocking(move || {
-                            let result = this.execute(call);
-                            let _ = tx.send(FromAgent::Answer { id, result });
-                        });
-                    }
-                    Ok(ToAgent::RelayAnswer { id, status, body }) => {
-                        relay.answered(id, status, body)
-                    }
-                    Ok(other) => tracing::warn!("unexpected from the server: {other:?}"),
-                    Err(e) => tracing::warn!("an unreadable message from the server: {e}"),
-                },
-            )
-            .await;
+        let why = pump::run(ws, session, &mut rx, |session| {
+            self.clone().take_events(session, relay, Some(&tx))
+        })
+        .await;
         relay.linked(None);
         Ok(Ended::Lost(why, since.elapsed()))
+    }
+
+    /// Carry out what the session asks: calls on the backend (answered through `tx`, the
+    /// pump's queue, when a connection is up), relayed answers, and the heartbeat stop.
+    fn take_events(
+        self: Arc<Self>,
+        session: &mut AgentSession,
+        relay: &Relay,
+        tx: Option<&tokio::sync::mpsc::UnboundedSender<FromAgent>>,
+    ) {
+        while let Some(e) = session.poll_event() {
+            match e {
+                AgentEvent::Call { id, call } => {
+                    let Some(tx) = tx.cloned() else { continue };
+                    let this = self.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let result = this.execute(call);
+                        let _ = tx.send(FromAgent::Answer { id, result });
+                    });
+                }
+                AgentEvent::RelayAnswer { id, status, body } => relay.answered(id, status, body),
+                AgentEvent::StopLaunches { silent_for } => {
+                    tracing::warn!(site = %self.config.site.name, "no word from the server for {} s: stopping this site's launches (stop_after)", silent_for.as_secs());
+                    let this = self.clone();
+                    tokio::task::spawn_blocking(move || this.stop_launches());
+                }
+                AgentEvent::Welcomed { .. } | AgentEvent::LinkDown(_) => {}
+                AgentEvent::Refused(reason) => {
+                    tracing::warn!(site = %self.config.site.name, "refused: {reason}")
+                }
+            }
+        }
+    }
+
+    /// Heartbeat stop: cancel every launch held (the server re-places their jobs past its
+    /// grace, and cancels what is left when the agent is back).
+    fn stop_launches(&self) {
+        let all = self.held.all();
+        let mut stopped = Vec::new();
+        for h in &all {
+            match self.backend.cancel(&h.remote) {
+                Ok(()) => stopped.push(h.launch),
+                Err(e) => tracing::warn!(launch = h.launch, "stopping a launch: {e}"),
+            }
+        }
+        self.held.ended(&stopped);
+        tracing::warn!(site = %self.config.site.name, stopped = stopped.len(), of = all.len(), "launches stopped");
     }
 
     /// Carry out one of the server's calls on the site's backend (blocking).
@@ -495,6 +558,14 @@ fn call_error(e: BackendError) -> CallError {
     }
 }
 
+/// Sleep until `t`, or for ever without one.
+async fn sleep_until_some(t: Option<tokio::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// `HOST:PORT` of `wss://HOST:PORT/...`, `https://HOST:PORT` or `HOST:PORT`.
 fn host_port(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -525,6 +596,13 @@ mod tests {
         assert_eq!(c.site.name, "s1");
         assert_eq!(c.relay_url, "http://10.201.2.1:7100");
         assert_eq!(c.environment, vec![("A".into(), "b".into())]);
+        assert_eq!(c.stop_after, None, "heartbeat stop is off by default");
+        let c = AgentConfig::parse(&format!("[agent]\nstop_after = \"10m\"\n{SITE}")).unwrap();
+        assert_eq!(c.stop_after, Some(Duration::from_secs(600)));
+        let e = AgentConfig::parse(&format!("[agent]\nstop_after = \"soon\"\n{SITE}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("agent.stop_after"), "{e}");
         for (bad, want) in [
             (
                 format!("[agent]\nrelay_bind = \"0.0.0.0:7100\"\n{SITE}"),

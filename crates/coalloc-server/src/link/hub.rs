@@ -1,7 +1,9 @@
 //! The server's end of the agent links: it listens for agents (TLS, then a WebSocket), checks
 //! each hello ([`super::proto::check_hello`]), makes the accepted connection its site's link
-//! ([`AgentSite`]), and runs one loop per connection (DESIGN.md "Sites apart" §7): frames in,
-//! frames out and the heartbeat raced with `select!`, then one cleanup. Calls an agent relays
+//! ([`AgentSite`]), and runs one pump per connection around its sans-IO
+//! [`ServerSession`] (DESIGN.md "Sites apart" habits 1 and 7), then one cleanup: the
+//! driver hears the agent back ([`Report::AgentBack`]) and gone ([`Report::AgentGone`]),
+//! which the core takes as "site reconnected" and "site disconnected". Calls an agent relays
 //! for its components are served by the server's own router, in process, exactly as if they
 //! had come over HTTP, so a job's secret works for that job only, through any agent.
 //!
@@ -10,12 +12,12 @@
 //! server's agent address and certificate fingerprint. Enrolling a site again replaces its
 //! credential: the old agent is refused from its next connection on.
 
-use super::proto::Framed;
 use super::proto::{
     check_hello, relayable, secret_hash, EnrolToken, FromAgent, HeldLaunch, ToAgent, VERSION,
 };
 use super::pump::{self, text};
 use super::remote::AgentSite;
+use super::session::server::{ServerEvent, ServerSession};
 use crate::msg::{Msg, Report};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
@@ -24,7 +26,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -193,9 +195,7 @@ impl Hub {
             role: super::proto::Role::Server,
             heartbeat_ms: self.heartbeat.as_millis() as u64,
         };
-        ws.send(text(&welcome))
-            .await
-            .map_err(|e| format!("welcome: {e}"))?;
+        let mut session = ServerSession::new(Instant::now(), self.heartbeat, welcome);
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToAgent>();
         site.connected(conn, tx.clone());
@@ -204,50 +204,48 @@ impl Hub {
             site: index,
             held: hello.launches,
         }));
-        let why = pump::run(ws, &mut rx, self.heartbeat, true, |t, payload| {
-            self.on_message(&site, t, payload, &router, &tx)
+        let why = pump::run(ws, &mut session, &mut rx, |session| {
+            while let Some(e) = session.poll_event() {
+                self.on_event(&site, e, &router, &tx);
+            }
         })
         .await;
         site.disconnected(conn);
+        // The core hears the silence (a disconnect, then a reconnect or a loss past the
+        // site's grace) unless a newer connection of the site is already up.
+        if !site.status().connected {
+            let _ = driver.send(Msg::Site(Report::AgentGone { site: index }));
+        }
         tracing::warn!(%peer, site = %name, "agent disconnected: {why}");
         Ok(())
     }
 
-    fn on_message(
+    fn on_event(
         &self,
         site: &AgentSite,
-        t: &str,
-        payload: Option<Vec<u8>>,
+        e: ServerEvent,
         router: &axum::Router,
         tx: &tokio::sync::mpsc::UnboundedSender<ToAgent>,
     ) {
-        let m = serde_json::from_str::<FromAgent>(t).map(|mut m| {
-            if let Some(p) = payload {
-                m.put_payload(p);
-            }
-            m
-        });
-        match m {
-            Ok(FromAgent::Answer { id, result }) => site.answered(id, result),
-            Ok(FromAgent::Relay {
+        match e {
+            ServerEvent::Answered { id, result } => site.answered(id, result),
+            ServerEvent::Relay {
                 id,
                 method,
                 path,
                 authorization,
                 body,
-            }) => {
+            } => {
                 let (router, tx) = (router.clone(), tx.clone());
                 tokio::spawn(async move {
                     let (status, body) = relay(router, &method, &path, authorization, body).await;
                     let _ = tx.send(ToAgent::RelayAnswer { id, status, body });
                 });
             }
-            Ok(FromAgent::Hello(_)) => {
-                tracing::warn!(site = %site.name, "a second hello on one connection, ignored")
+            ServerEvent::Unexpected(m) => {
+                tracing::warn!(site = %site.name, "from the agent: {m}, ignored")
             }
-            Err(e) => {
-                tracing::warn!(site = %site.name, "an unreadable message from the agent: {e}")
-            }
+            ServerEvent::Down(_) => {}
         }
     }
 }

@@ -4,13 +4,15 @@
 //! their answers, the cancels made while the link was down (delivered in order when it comes
 //! back), and what the site last said, so that a short outage is ridden out.
 //!
-//! Link failure is a site failure (seed 000 §3.4), but only after a grace period: until then
-//! the site answers with its last reading and its launches' last states; past it, the site
-//! is unhealthy (no new placements) and every launch there is reported failed ("the site is
-//! unreachable"), which the core handles as it handles a node that died: a claiming job is
-//! aborted and placed again, a committed one meets a completion failure. When the agent
-//! comes back, the launches it still holds that the server no longer wants are cancelled
-//! (see [`super::hub`]).
+//! Link failure is a site failure (seed 000 §3.4), but only after a grace period. The core
+//! decides it: the hub tells the driver when a connection ends, the core hears "site
+//! disconnected" and keeps the grace among its timers (`coalloc_core::scheduler::link`).
+//! Until then the site answers with its last reading and its launches' last states. The
+//! wall-clock check kept here is a fallback for a link that never came up since the
+//! server started (no connection ended, so the core heard nothing): past the grace the
+//! site is unhealthy and every launch there is reported failed ("the site is
+//! unreachable"). When the agent comes back, the launches it still holds that the server
+//! no longer wants are cancelled (see [`super::hub`]).
 
 use super::proto::{Answer, Call, CallError, ToAgent};
 use crate::views::LinkView;

@@ -16,5 +16,7 @@ mod params;
 mod run;
 pub mod site;
 
-pub use params::{Failures, Jobs, Outage, Scripted, SimJob, SimParams, TraceWork, Workload};
+pub use params::{
+    Failures, Jobs, LinkLoss, Outage, Scripted, SimJob, SimParams, TraceWork, Workload,
+};
 pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};

@@ -199,6 +199,20 @@ pub struct Outage {
     pub to: Time,
 }
 
+/// A window during which an agent site's link to the server is silent (issue 30): the site
+/// itself runs on (its launches keep running, its reports wait at the agent), and the core
+/// hears `SiteDisconnected` at `from` and `SiteReconnected` at `to`; past `grace` the core
+/// counts the site lost and places its jobs again. When the link is back, the launches
+/// the core no longer wants are cancelled (as the server does with the launches an agent
+/// reports in its hello) and the reports held meanwhile arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkLoss {
+    pub site: SiteId,
+    pub from: Time,
+    pub to: Time,
+    pub grace: Millis,
+}
+
 /// Injected faults. Every draw comes from its own seeded stream.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Failures {
@@ -212,6 +226,8 @@ pub struct Failures {
     /// after the lease latency).
     pub lease: f64,
     pub outages: Vec<Outage>,
+    /// Agent links that fall silent and come back ([`LinkLoss`]).
+    pub link_losses: Vec<LinkLoss>,
 }
 
 /// How the simulated sites behave.

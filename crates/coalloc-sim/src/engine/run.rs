@@ -1,5 +1,7 @@
 //! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
 
+mod links;
+
 use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
 use crate::workload::{exponential, stream_of, Purpose};
@@ -124,6 +126,10 @@ pub enum SimError {
     OutageSite(usize, usize),
     #[error("outage {0} ends before it starts")]
     OutageWindow(usize),
+    #[error("link loss {0}: site {1} does not exist")]
+    LinkLossSite(usize, usize),
+    #[error("link loss {0} ends before it starts, or has a negative grace")]
+    LinkLossWindow(usize),
     #[error("{0} must be a probability in [0, 1]")]
     Probability(&'static str),
 }
@@ -138,6 +144,9 @@ enum Ev {
     Transfer(TransferId, bool),
     OutageStart(usize),
     OutageEnd(usize),
+    /// Link loss `k` begins / ends ([`super::LinkLoss`]).
+    LinkDown(usize),
+    LinkUp(usize),
     LocalArrive(usize, usize),
     Monitor,
     Sample,
@@ -211,6 +220,8 @@ struct Sim<'a> {
     /// Sites whose holdings changed at the current instant.
     dirty: BTreeSet<SiteId>,
     reported: Vec<(u32, bool)>,
+    /// Per site: while its link is silent, when it comes back (its reports wait till then).
+    link_up_at: Vec<Option<Time>>,
     starts: ChaCha8Rng,
     crashes: ChaCha8Rng,
     transfers: ChaCha8Rng,
@@ -264,6 +275,14 @@ pub fn simulate<'a>(
             return Err(SimError::OutageWindow(k + 1));
         }
     }
+    for (k, o) in params.failures.link_losses.iter().enumerate() {
+        if o.site >= sites.len() {
+            return Err(SimError::LinkLossSite(k + 1, o.site));
+        }
+        if o.to < o.from || o.grace < 0 {
+            return Err(SimError::LinkLossWindow(k + 1));
+        }
+    }
     let last_arrival = (0..workload.len())
         .filter_map(|i| workload.submit(i))
         .chain(workload.local().iter().flatten().map(|l| l.submit))
@@ -304,6 +323,7 @@ pub fn simulate<'a>(
     let configured = sites.iter().map(|s| s.processors).collect();
     let cloud_usage = vec![CloudUsage::default(); sites.len()];
     let running_vms = vec![0; sites.len()];
+    let link_up_at = vec![None; sites.len()];
     let seed = params.seed;
     let outcomes: Vec<JobOutcome> = (0..workload.len())
         .map(|i| outcome_of(&workload, i))
@@ -341,6 +361,7 @@ pub fn simulate<'a>(
         replies: Vec::new(),
         dirty: BTreeSet::new(),
         reported,
+        link_up_at,
         starts: stream_of(seed, Purpose::Failures, 0),
         crashes: stream_of(seed, Purpose::Failures, 1),
         transfers: stream_of(seed, Purpose::Failures, 2),
@@ -444,6 +465,10 @@ impl Sim<'_> {
         for (k, o) in self.params.failures.outages.clone().iter().enumerate() {
             self.push(o.from, Ev::OutageStart(k));
             self.push(o.to, Ev::OutageEnd(k));
+        }
+        for (k, o) in self.params.failures.link_losses.clone().iter().enumerate() {
+            self.push(o.from, Ev::LinkDown(k));
+            self.push(o.to, Ev::LinkUp(k));
         }
         if let Some(iv) = self.params.monitor_interval {
             self.push(iv.max(1), Ev::Monitor);
@@ -593,6 +618,8 @@ impl Sim<'_> {
                     self.dirty.insert(s);
                 }
             }
+            Ev::Ready(launch) | Ev::End(launch) | Ev::Crash(launch) | Ev::WallKill(launch)
+                if self.held_back(launch, ev) => {}
             Ev::Ready(launch) => self.ready(launch, batch),
             Ev::End(launch) | Ev::Crash(launch) | Ev::WallKill(launch) => {
                 if !matches!(self.launches.get(&launch), Some(l) if l.state == LState::Running) {
@@ -671,6 +698,8 @@ impl Sim<'_> {
                     }
                 }
             }
+            Ev::LinkDown(k) => self.link_down(k, batch),
+            Ev::LinkUp(k) => self.link_up(k, batch),
             Ev::Monitor => {
                 let changed = self.report_sites(batch);
                 self.due.push((Ev::Monitor, changed));
@@ -1021,6 +1050,10 @@ impl Sim<'_> {
 
     /// A monitor reading of one site, if it changed since the last one.
     fn report_site(&mut self, site: SiteId, out: &mut Vec<Event>) {
+        if self.link_up_at[site].is_some() {
+            // Its monitor's readings cannot reach the server while its link is silent.
+            return;
+        }
         let s = &self.sites[site];
         let reading = (s.free(), s.up);
         if self.reported[site] != reading {

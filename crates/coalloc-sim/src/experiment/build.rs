@@ -3,7 +3,7 @@
 
 use super::spec::{ExperimentDoc, LocalDoc, SimDoc, WorkloadDoc};
 use crate::engine::site::Local;
-use crate::engine::{Failures, Jobs, Outage, SimJob, SimParams, TraceWork, Workload};
+use crate::engine::{Failures, Jobs, LinkLoss, Outage, SimJob, SimParams, TraceWork, Workload};
 use crate::replay::trace_jobs;
 use crate::swf;
 use crate::workload::rsd::Rsd;
@@ -351,6 +351,22 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let link_losses = doc
+        .link_losses
+        .iter()
+        .map(|o| {
+            let site = sites
+                .iter()
+                .position(|s| s.name == o.site)
+                .ok_or_else(|| format!("sim.link_losses: no site named \"{}\"", o.site))?;
+            Ok(LinkLoss {
+                site,
+                from: duration(&o.from, "sim.link_losses.from")?,
+                to: duration(&o.to, "sim.link_losses.to")?,
+                grace: dur(&o.grace, "sim.link_losses.grace")?.unwrap_or(60_000),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     for (key, p) in [
         ("sim.start_failure", doc.start_failure),
         ("sim.transfer_failure", doc.transfer_failure),
@@ -375,6 +391,7 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
             transfer: doc.transfer_failure.unwrap_or(0.0),
             lease: doc.lease_failure.unwrap_or(0.0),
             outages,
+            link_losses,
         },
         reenable_after_outage: doc.reenable_after_outage.unwrap_or(true),
         sample_interval: dur(&doc.sample_interval, "sim.sample_interval")?,

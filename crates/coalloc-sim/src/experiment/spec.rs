@@ -211,6 +211,9 @@ pub struct SimDoc {
     #[serde(default)]
     pub outages: Vec<OutageDoc>,
     pub reenable_after_outage: Option<bool>,
+    /// Agent links that fall silent and come back (`[[sim.link_losses]]`).
+    #[serde(default)]
+    pub link_losses: Vec<LinkLossDoc>,
     pub sample_interval: Option<Scalar>,
     pub window_end: Option<Scalar>,
     /// Give up when the core still has work but nothing else can happen this long after the
@@ -226,6 +229,25 @@ pub struct OutageDoc {
     pub site: String,
     pub from: Scalar,
     pub to: Scalar,
+}
+
+/// An agent site's link falling silent from `from` to `to`; the core counts the site lost
+/// once it has been silent for `grace` (default 60 s).
+///
+/// ```toml
+/// [[sim.link_losses]]
+/// site = "s1"
+/// from = "10m"
+/// to = "40m"
+/// grace = "1m"
+/// ```
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkLossDoc {
+    pub site: String,
+    pub from: Scalar,
+    pub to: Scalar,
+    pub grace: Option<Scalar>,
 }
 
 /// A subset of the jobs (every given condition must hold), e.g. short jobs, or seed 000's
