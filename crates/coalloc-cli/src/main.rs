@@ -132,7 +132,12 @@ enum Command {
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
     /// users, state and error counts.
     Sites(jobs_cmd::SitesArgs),
-    /// Standard output (or error) of a job's components, every launch.
+    /// Standard output (or error) of a job's components, every launch; `--follow` as it is
+    /// written.
+    ///
+    /// Read over the server's API (`GET /v1/jobs/ID/output`), so a user on another host, with
+    /// COALLOC_URL and COALLOC_TOKEN, sees their own jobs' output; another user's job is
+    /// refused.
     Logs(jobs_cmd::LogsArgs),
     /// The replica catalog: where jobs' input files are (`register`, `ls`, `rm`).
     #[command(subcommand)]
