@@ -20,8 +20,6 @@ pub struct ManArgs {
 
 /// Write every page of `cmd` (named `coalloc`) into `args.dir`.
 pub fn run(args: ManArgs, cmd: Command) -> Result<(), CliError> {
-    std::fs::create_dir_all(&args.dir)
-        .map_err(|e| CliError::bad(format!("cannot create {}: {e}", args.dir.display())))?;
     let pages = write_pages(&args.dir, cmd)?;
     if args.json {
         let names: Vec<String> = pages.iter().map(|p| p.display().to_string()).collect();
@@ -40,8 +38,11 @@ pub fn run(args: ManArgs, cmd: Command) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The pages of a command and of every visible subcommand, depth first; the files written.
+/// The pages of a command and of every visible subcommand, depth first, into `dir` (created
+/// if missing); the files written.
 pub fn write_pages(dir: &Path, cmd: Command) -> Result<Vec<PathBuf>, CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::bad(format!("cannot create {}: {e}", dir.display())))?;
     let mut cmd = cmd;
     cmd.build();
     let mut written = Vec::new();
