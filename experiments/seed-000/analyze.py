@@ -20,9 +20,11 @@ import csv
 import json
 import math
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RES = os.path.join(HERE, "results")
+# The results folder: the first argument (run.sh gives its fresh folder), else results/.
+RES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results")
 TESTBEDS = ["none", "stable", "unstable", "faults-only", "outage-only"]
 FIG_TESTBEDS = ["none", "stable", "unstable"]
 CELLS = [(36, 3), (36, 4), (72, 3), (72, 4), (72, 6), (72, 8)]
@@ -57,7 +59,7 @@ def cells():
                 out.append({
                     "testbed": tb, "size": size, "components": comps, "priority": prio,
                     "seeds": len(rs), "jobs": int(jobs), "finished": int(sum(fin)),
-                    "failure_pct": round(100.0 * fails / jobs, 1),
+                    "failure_pct": round(100.0 * fails / jobs, 1) if jobs else 0.0,
                     "coallocated_pct": round(100.0 * coal, 1),
                     "placement_time": round(wpl, 0), "placement_time_seed_sd": round(sd_pl, 0),
                     "start_delay": round(wsd, 0), "start_delay_seed_sd": round(sd_sdl, 0),

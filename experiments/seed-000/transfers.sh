@@ -6,6 +6,5 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-. "$root/experiments/coalloc.sh"
-shift || true
+. "$root/experiments/coalloc.sh"   # takes the binary off the arguments
 exec python3 "$here/transfers.py" "$coalloc" "$@"

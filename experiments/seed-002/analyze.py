@@ -16,10 +16,11 @@ paper.csv (the document's numbers, each with where it comes from), and writes:
 
 Statistics use the standard library; the figures need matplotlib.
 """
-import csv, os, statistics
+import csv, os, statistics, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RES = os.path.join(HERE, "results")
+# The results folder: the first argument (run.sh gives its fresh folder), else results/.
+RES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results")
 
 
 def rows(name):
@@ -251,6 +252,11 @@ def main():
               f"{r['mean_wait_ms_median']:8.1f} ms, wait/total {r['wait_over_total']:.2f}")
     for b in brk:
         print(f"  {b['phase']:66} {b['ms_median']:8.2f} ms")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("matplotlib is missing: no figures (pip install matplotlib)")
+        return
     plots(summ, brk, paper, jobs, procs, events)
 
 

@@ -7,21 +7,25 @@
 # $EPOCHREALTIME) and python3, and matplotlib for the figures (installed with pip if missing).
 # The components run `coalloc-barrier` when it is beside the coalloc binary (cargo build
 # --bin coalloc-barrier), else `coalloc barrier`, which costs more per process.
+# The run writes into a fresh folder and replaces results/ only when it succeeded.
+# COALLOC_EXPERIMENT_QUICK=1: one repetition, into results-quick/ (see ../coalloc.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/experiments/coalloc.sh"
-shift $(( $# > 0 ? 1 : 0 ))
+reps=()
+if [ -n "$quick" ]; then reps=(--reps 1); fi
 cd "$here"
-rm -rf results && mkdir -p results
+results_begin
 {
   echo "binary: $coalloc ($("$coalloc" --version 2>/dev/null || echo unknown version))"
   echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -sr)"
   echo "start: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-} > results/run.txt
+} > "$new/run.txt"
 /usr/bin/time -f "microbench.py: %e s wall, %U s user, %S s system (the script and the children it waited for: the server)" \
-  python3 microbench.py "$coalloc" results "$@" 2>> results/run.txt | tee -a results/run.txt
-echo "end: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >> results/run.txt
-python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
-python3 analyze.py
-cat results/run.txt
+  python3 microbench.py "$coalloc" "$new" ${reps[@]+"${reps[@]}"} "$@" 2>> "$new/run.txt" | tee -a "$new/run.txt"
+echo "end: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >> "$new/run.txt"
+[ -n "$quick" ] || python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
+python3 analyze.py "$new"
+results_commit
+cat "$dest/run.txt"

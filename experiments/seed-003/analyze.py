@@ -32,8 +32,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DCS = os.path.join(HERE, "results", "dcs")
-BG = os.path.join(HERE, "results", "background")
+# The results folder: the first argument (run.sh gives its fresh folder), else results/.
+RES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results")
+DCS = os.path.join(RES, "dcs")
+BG = os.path.join(RES, "background")
 
 # The thesis's own figures (§6.3 text and the Fig. 6.6 table); None where it gives none.
 PAPER_MAX_CONCURRENT = {"exp1": 7, "exp2": 5}
@@ -234,7 +236,7 @@ def compare(rows, bg):
                  "idle and with a dynamic background")
     fig.tight_layout()
     for ext in ("png", "svg"):
-        p = os.path.join(HERE, "results", "compare." + ext)
+        p = os.path.join(RES, "compare." + ext)
         fig.savefig(p, dpi=110)
         print(f"wrote {p}")
     plt.close(fig)
@@ -248,7 +250,7 @@ def background_timelines(load="0.2", seed="1"):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tl = os.path.join(HERE, "results", "background-timeline")
+    tl = os.path.join(RES, "background-timeline")
     if not os.path.exists(os.path.join(tl, "runs.csv")):
         return
     runs = read_csv(os.path.join(tl, "runs.csv"))

@@ -24,7 +24,8 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RES = HERE / "results"
+# The results folder: the first argument (run.sh gives its fresh folder), else results/.
+RES = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "results"
 TRACES = ["KTH-SP2", "CTC-SP2", "SDSC-BLUE", "LCG", "SDSC-SP2", "HPC2N", "LANL-CM5"]
 TRACE_FILES = {
     "KTH-SP2": "KTH-SP2-1996-2.1-cln", "CTC-SP2": "CTC-SP2-1996-3.1-cln",

@@ -113,6 +113,8 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
         "coalloc demo: starting a server with the embedded default in {}",
         dir.display()
     );
+    // The configuration it runs with, for `coalloc whatif --state-dir DIR` to replay under.
+    crate::serve_cmd::keep_config_text(&dir, DEMO_SITES)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<String, String>>();
     let server_dir = dir.clone();
@@ -167,6 +169,10 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
         "  coalloc serve --config my-sites.toml          # or no --config for the embedded default"
     );
     println!("  coalloc submit job.toml; coalloc status; coalloc watch; coalloc logs JOB; coalloc report");
+    println!(
+        "The demo's history under another policy: coalloc whatif --state-dir {} --policy fpfs",
+        dir.display()
+    );
     Ok(())
 }
 

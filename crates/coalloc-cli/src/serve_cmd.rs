@@ -35,18 +35,25 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<ServerConfig, CliError> {
     }
 }
 
-/// Keep a copy of the configuration in the state directory (`served-config.toml`, none for
-/// the embedded default), for `coalloc whatif` to replay the history under.
+/// Keep the configuration the server runs with in its state directory
+/// (`served-config.toml`: the file given, else the embedded default's text), for `coalloc
+/// whatif` to replay the history under.
 fn keep_config(dir: &std::path::Path, config: Option<&PathBuf>) -> Result<(), CliError> {
-    let copy = dir.join("served-config.toml");
-    let res = match config {
-        Some(p) => std::fs::create_dir_all(dir).and_then(|_| std::fs::copy(p, &copy).map(|_| ())),
-        None => match std::fs::remove_file(&copy) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            r => r,
-        },
+    let text = match config {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| CliError::bad(format!("{}: cannot read: {e}", p.display())))?,
+        None => coalloc_server::config::DEFAULT_CONFIG.to_owned(),
     };
-    res.map_err(|e| CliError::bad(format!("{}: {e}", copy.display())))
+    keep_config_text(dir, &text)
+}
+
+/// Write `text`, the configuration a server of state directory `dir` runs with, to
+/// `dir/served-config.toml` (`coalloc serve` and `coalloc demo` alike).
+pub fn keep_config_text(dir: &std::path::Path, text: &str) -> Result<(), CliError> {
+    let copy = dir.join("served-config.toml");
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&copy, text))
+        .map_err(|e| CliError::bad(format!("{}: {e}", copy.display())))
 }
 
 /// The local clusters' launcher: this very program, `coalloc local-launcher DIR`.

@@ -52,6 +52,10 @@ pub struct SimArgs {
     /// Run seeds 1..=N instead of the file's seeds.
     #[arg(long)]
     seeds: Option<u64>,
+    /// Run at most N global jobs per run (a trace's first N): a quick check that the
+    /// experiment still runs end to end, not a result.
+    #[arg(long, value_name = "N")]
+    max_jobs: Option<usize>,
     /// Check the file and list the runs without simulating.
     #[arg(long)]
     dry_run: bool,
@@ -130,7 +134,15 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
         }
         exp.doc.seeds = Some(coalloc_sim::experiment::spec::Seeds::Count(n));
     }
-    let runs = exp.runs().map_err(CliError::bad)?;
+    let mut runs = exp.runs().map_err(CliError::bad)?;
+    if let Some(n) = args.max_jobs {
+        if n == 0 {
+            return Err(CliError::bad("--max-jobs: give at least 1"));
+        }
+        for r in &mut runs {
+            r.limit_jobs(n);
+        }
+    }
     for plot in &exp.doc.plot {
         check_plot(plot, &exp).map_err(CliError::bad)?;
     }
@@ -157,6 +169,11 @@ pub fn run(args: SimArgs) -> Result<(), CliError> {
         (c, true, _) => Some(c.clone().unwrap_or_default()),
         (c, false, false) => c.clone(),
     };
+    if cluster.is_some() && args.max_jobs.is_some() {
+        return Err(CliError::bad(
+            "--max-jobs is for a quick run on this machine: add --local (a Slurm array's tasks run the whole file)",
+        ));
+    }
     let cluster = cluster.map(|mut c| {
         if let Some(p) = &args.partition {
             c.partition = Some(p.clone());

@@ -2,8 +2,14 @@
 //! the jobs as submitted (the journal's `submit` entries and those its compactions kept,
 //! in the native JSON spec, [`Journal::submissions`]), each
 //! job's observed net run time (the result log), the sites' other users' load and their
-//! outages (the surveillance log, as `coalloc report` reads it), and the components' start
-//! latency (the result log's placement to barrier release).
+//! outages (the surveillance log, as `coalloc report` reads it), each site's start latency
+//! (zero on a local site, whose components start at once; elsewhere the median of the result
+//! log's placement to barrier release over the finished jobs that ran there), and every
+//! job's aborted starts (the result log's `before_commit` aborts: each of its first starts
+//! in the replay has a component fail before the barrier with the same reason, and the core
+//! backs off and places it again as its configuration says), and each component's own run
+//! time (a component that ends before the others of its job gives its processors back
+//! then: read from the site's coalloc level in the surveillance log, [`component_ends`]).
 //!
 //! Jobs that did not finish are replayed too, each as [`Treatment`] says: a cancelled job is
 //! cancelled the same time after its submission; a job that failed after it ran fails after
@@ -38,8 +44,16 @@ pub struct History {
     /// Epoch milliseconds of time 0, and the end of the logs in engine time.
     pub t0: i64,
     pub end: Time,
-    /// The median of placement to barrier release over finished jobs.
-    pub start_latency: Millis,
+    /// Each site's start latency (by index in the configuration): zero for a local site,
+    /// else the median of placement to barrier release over the finished jobs that ran
+    /// there (over every finished job that ran on a site that is not local, when none did).
+    pub site_latency: Vec<Millis>,
+    /// The aborted starts (their reasons) of the jobs that had some, by index in
+    /// `workload.jobs`.
+    pub aborted_starts: BTreeMap<usize, Vec<String>>,
+    /// Each component's own run time, for the finished jobs some of whose components ended
+    /// before the others, by index in `workload.jobs`.
+    pub component_runtimes: BTreeMap<usize, Vec<Millis>>,
     /// Jobs submitted that have no line in the result log (still live when the logs end):
     /// not replayed.
     pub skipped: usize,
@@ -104,8 +118,15 @@ impl Treatment {
     }
 }
 
-/// Read the state directory; `sites` are the site names, in the configuration's order.
-pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
+/// Read the state directory; `sites` are the site names, in the configuration's order, and
+/// `local` says which are local clusters (processes on this machine), `monitor` is the
+/// server's monitor interval.
+pub fn read(
+    dir: &Path,
+    sites: &[String],
+    local: &[bool],
+    monitor: Millis,
+) -> Result<History, CliError> {
     let results: Vec<ResultRecord> =
         read_lines(&dir.join("logs/result.jsonl")).map_err(CliError::bad)?;
     let samples: Vec<SiteSample> =
@@ -147,6 +168,8 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
     let mut observed = BTreeMap::new();
     let mut treated = BTreeMap::new();
     let mut scripted = BTreeMap::new();
+    let mut aborted_starts = BTreeMap::new();
+    let mut comps = Vec::new();
     let mut skipped = 0;
     for (k, (at, text)) in submits.iter().enumerate() {
         let id = k as u64 + 1;
@@ -176,6 +199,35 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
                 workload.jobs.len(),
                 Scripted::FailsAtEnd("its program failed (as it did in the history)".into()),
             );
+        }
+        let aborts: Vec<String> = r
+            .aborts
+            .iter()
+            .filter(|a| a.class == "before_commit")
+            .map(|a| failure_reason(&a.reason).to_owned())
+            .collect();
+        if !aborts.is_empty() {
+            aborted_starts.insert(workload.jobs.len(), aborts);
+        }
+        if let (Treatment::Finished, Some(placed), Some(release), Some(end)) =
+            (how, r.placed, r.barrier_release, r.end)
+        {
+            if job.flexible.is_none() && job.components.len() == r.sites.len() {
+                for (k, (c, site)) in job.components.iter().zip(&r.sites).enumerate() {
+                    let Some(site) = sites.iter().position(|s| s == site) else {
+                        continue;
+                    };
+                    comps.push(Comp {
+                        job: workload.jobs.len(),
+                        component: k,
+                        site,
+                        count: c.count,
+                        placed: placed - t0,
+                        release: release - t0,
+                        end: end - t0,
+                    });
+                }
+            }
         }
         workload.jobs.push(SimJob {
             tag: id as i64,
@@ -207,14 +259,18 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         workload.local[*i] = background(ss, t0, end);
         outages.extend(down_windows(*i, ss, t0, end));
     }
-    let mut latencies: Vec<Millis> = observed
-        .values()
-        .filter(|r| r.outcome == "finished")
-        .filter_map(|r| Some(r.barrier_release? - r.placed?))
-        .filter(|d| *d >= 0)
-        .collect();
-    latencies.sort_unstable();
-    let start_latency = latencies.get(latencies.len() / 2).copied().unwrap_or(0);
+    let site_latency = site_latencies(observed.values(), sites, local);
+    let ends = component_ends(&comps, &per_site, t0, 2 * monitor.max(1) + 100);
+    let mut component_runtimes: BTreeMap<usize, Vec<Millis>> = BTreeMap::new();
+    for (c, e) in comps.iter().zip(&ends) {
+        if e.is_some() {
+            let n = comps.iter().filter(|o| o.job == c.job).count();
+            component_runtimes
+                .entry(c.job)
+                .or_insert_with(|| vec![c.end - c.release; n])[c.component] =
+                e.unwrap_or(c.end) - c.release;
+        }
+    }
     Ok(History {
         workload,
         outages,
@@ -224,9 +280,200 @@ pub fn read(dir: &Path, sites: &[String]) -> Result<History, CliError> {
         samples,
         t0,
         end,
-        start_latency,
+        site_latency,
+        aborted_starts,
+        component_runtimes,
         skipped,
     })
+}
+
+/// One component of a finished job's last run, as the result log saw it (engine times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comp {
+    /// The job's index in `workload.jobs`, the component's in the job.
+    pub job: usize,
+    pub component: usize,
+    pub site: usize,
+    pub count: u32,
+    /// The run's placement, barrier release and end (its last component's end).
+    pub placed: Time,
+    pub release: Time,
+    pub end: Time,
+}
+
+/// When each component ended, if before its job's end (`None`: with the job, as far as the
+/// log tells), read from its site's coalloc level in the surveillance log: at each reading
+/// the processors coalloc is seen to hold are compared with those of the components whose
+/// runs hold processors then (placed, not yet ended); the difference is components that
+/// have ended, chosen among the running ones (barrier released, job not ended) whose counts
+/// add up to it exactly, those of the jobs that end first first. Readings within `guard` of
+/// a placement on the site are skipped (the new launch may or may not be counted yet); a
+/// difference no running components add up to exactly is left unexplained (their ends stay
+/// their jobs'). A job keeps at least one component to its end.
+pub fn component_ends(
+    comps: &[Comp],
+    samples: &BTreeMap<usize, Vec<&SiteSample>>,
+    t0: i64,
+    guard: Millis,
+) -> Vec<Option<Time>> {
+    let mut ended: Vec<Option<Time>> = vec![None; comps.len()];
+    for (&site, readings) in samples {
+        let here: Vec<usize> = (0..comps.len())
+            .filter(|&i| comps[i].site == site)
+            .collect();
+        if here.is_empty() {
+            continue;
+        }
+        for s in readings.iter() {
+            let t = s.time - t0;
+            if here
+                .iter()
+                .any(|&i| comps[i].placed <= t && t - comps[i].placed < guard)
+            {
+                continue;
+            }
+            let holding = |i: usize| {
+                let c = &comps[i];
+                c.placed <= t && t < c.end && ended[i].is_none_or(|e| e > t)
+            };
+            let held: u64 = here
+                .iter()
+                .filter(|&&i| holding(i))
+                .map(|&i| u64::from(comps[i].count))
+                .sum();
+            let level = u64::from(s.coalloc);
+            if level >= held {
+                continue;
+            }
+            let mut running: Vec<usize> = here
+                .iter()
+                .copied()
+                .filter(|&i| holding(i) && comps[i].release < t)
+                .collect();
+            running.sort_by_key(|&i| (comps[i].end, i));
+            if let Some(chosen) =
+                exact_subset(&running, |i| u64::from(comps[i].count), held - level)
+            {
+                for i in chosen {
+                    ended[i] = Some(t);
+                }
+            }
+        }
+    }
+    // A job ends with its last component: keep the one that ended last (or the first) to
+    // the end.
+    let mut jobs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, c) in comps.iter().enumerate() {
+        jobs.entry(c.job).or_default().push(i);
+    }
+    for members in jobs.values() {
+        if members.iter().all(|&i| ended[i].is_some()) {
+            if let Some(&last) = members.iter().max_by_key(|&&i| (ended[i], i)) {
+                ended[last] = None;
+            }
+        }
+    }
+    ended
+}
+
+/// Some of `items` (in their order of preference) whose weights add up to `want` exactly,
+/// preferring the earlier ones; `None` when none do (or `want` is too large to search).
+fn exact_subset(items: &[usize], weight: impl Fn(usize) -> u64, want: u64) -> Option<Vec<usize>> {
+    let want = usize::try_from(want).ok().filter(|w| *w <= 1 << 20)?;
+    // reach[s]: the item that first reached sum s, and the sum before it.
+    let mut reach: Vec<Option<(usize, usize)>> = vec![None; want + 1];
+    let mut reached = vec![false; want + 1];
+    reached[0] = true;
+    for (k, &item) in items.iter().enumerate() {
+        let w = usize::try_from(weight(item)).ok()?;
+        if w == 0 || w > want {
+            continue;
+        }
+        for s in (w..=want).rev() {
+            if !reached[s] && reached[s - w] {
+                reached[s] = true;
+                reach[s] = Some((k, s - w));
+            }
+        }
+    }
+    if !reached[want] {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut s = want;
+    while s > 0 {
+        let (k, prev) = reach[s]?;
+        out.push(items[k]);
+        s = prev;
+    }
+    Some(out)
+}
+
+/// The median of a list (the upper one of an even count); `None` when it is empty.
+fn median(mut v: Vec<Millis>) -> Option<Millis> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+/// Each site's start latency: zero for a local site; else the median of placement to
+/// barrier release over the finished jobs that ran there, or over every finished job that
+/// ran on a site that is not local when none ran there, or zero when none did.
+fn site_latencies<'a>(
+    records: impl Iterator<Item = &'a ResultRecord> + Clone,
+    sites: &[String],
+    local: &[bool],
+) -> Vec<Millis> {
+    let latency = |r: &ResultRecord| {
+        (r.outcome == "finished")
+            .then(|| Some(r.barrier_release? - r.placed?))
+            .flatten()
+            .filter(|d| *d >= 0)
+    };
+    let is_local = |name: &str| {
+        sites
+            .iter()
+            .position(|s| s == name)
+            .is_some_and(|i| local.get(i).copied().unwrap_or(false))
+    };
+    let remote = median(
+        records
+            .clone()
+            .filter(|r| r.sites.iter().any(|s| !is_local(s)))
+            .filter_map(latency)
+            .collect(),
+    );
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            if local.get(i).copied().unwrap_or(false) {
+                return 0;
+            }
+            median(
+                records
+                    .clone()
+                    .filter(|r| r.sites.iter().any(|s| s == name))
+                    .filter_map(latency)
+                    .collect(),
+            )
+            .or(remote)
+            .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The failure an aborted start's logged reason tells, without what the core added around
+/// it (`component N on site `S`: ` before, `; tried again in T` after), so that the replay's
+/// abort reads as the history's.
+pub fn failure_reason(logged: &str) -> &str {
+    let s = logged.split("; tried again in ").next().unwrap_or(logged);
+    match s
+        .strip_prefix("component ")
+        .and_then(|t| t.split_once("`: "))
+    {
+        Some((_, rest)) => rest,
+        None => s,
+    }
 }
 
 /// A site's other users' load as local jobs: the readings' busy-by-others level, piecewise
@@ -386,6 +633,87 @@ mod tests {
         // 4 of 8 processors for 50 of 100 ms.
         assert_eq!(observed_utilization(&[a, b], "alpha", 0, 100), 0.25);
         assert_eq!(observed_utilization(&[], "alpha", 0, 100), 0.0);
+    }
+
+    #[test]
+    fn an_aborted_starts_reason_loses_what_the_core_added_around_it() {
+        assert_eq!(
+            failure_reason(
+                "component 0 on site `beta`: process 0 exited with 1; tried again in 10s"
+            ),
+            "process 0 exited with 1"
+        );
+        assert_eq!(
+            failure_reason("every component failed"),
+            "every component failed"
+        );
+    }
+
+    #[test]
+    fn local_sites_start_at_once_and_others_take_their_observed_median() {
+        let mut a = record("finished", None, Some(1000));
+        a.sites = vec!["slurm".into()];
+        a.placed = Some(1000);
+        a.barrier_release = Some(4000);
+        let mut b = a.clone();
+        b.barrier_release = Some(2000);
+        let mut c = a.clone();
+        c.barrier_release = Some(9000);
+        let names = ["local".to_owned(), "slurm".to_owned(), "grid".to_owned()];
+        // The median of 3000, 1000, 8000 on slurm; grid saw none: the remote sites' median.
+        assert_eq!(
+            site_latencies([&a, &b, &c].into_iter(), &names, &[true, false, false]),
+            vec![0, 3000, 3000]
+        );
+    }
+
+    fn reading(time: i64, coalloc: u32) -> SiteSample {
+        SiteSample {
+            time,
+            site: "alpha".into(),
+            total: 16,
+            idle: 16 - coalloc,
+            coalloc,
+            other: 0,
+            healthy: true,
+        }
+    }
+
+    #[test]
+    fn a_component_that_ends_before_its_job_is_read_from_the_sites_level() {
+        // Job 0: components of 3 and 5 on site 0, released at 100, ended at 9000; job 1: 4
+        // processors there from 100 to 5000. The level falls by 3 at 4000 (job 0's first
+        // component), by 4 at 5000 (job 1's end).
+        let comp = |job, component, count, end| Comp {
+            job,
+            component,
+            site: 0,
+            count,
+            placed: 0,
+            release: 100,
+            end,
+        };
+        let comps = [
+            comp(0, 0, 3, 9000),
+            comp(0, 1, 5, 9000),
+            comp(1, 0, 4, 5000),
+        ];
+        let rs = [
+            reading(500, 12),
+            reading(4000, 9),
+            reading(5000, 5),
+            reading(9000, 0),
+        ];
+        let samples = BTreeMap::from([(0, rs.iter().collect::<Vec<_>>())]);
+        assert_eq!(
+            component_ends(&comps, &samples, 0, 300),
+            vec![Some(4000), None, None]
+        );
+        // A reading just after a placement is not read (the launch may not count yet), and
+        // a fall no running components add up to is left alone.
+        let rs = [reading(200, 9), reading(4000, 10)];
+        let samples = BTreeMap::from([(0, rs.iter().collect::<Vec<_>>())]);
+        assert_eq!(component_ends(&comps, &samples, 0, 300), vec![None; 3]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! - [`config`]: the TOML configuration and the embedded default;
 //! - [`driver`]: the thread that owns the core (journal, replay, reconcile, commands);
+//! - [`msg`]: what crosses the driver's edge (requests, reports, the calls to a site);
 //! - [`sites`]: one worker per site between the driver and its backend;
 //! - [`api`]: the HTTP API (axum), its authentication and OpenAPI document; [`views`]: the
 //!   API's types;
@@ -25,6 +26,7 @@ pub mod link;
 pub mod listing;
 pub mod logs;
 pub mod metrics;
+pub mod msg;
 pub mod server;
 pub mod sites;
 pub mod state;

@@ -7,7 +7,7 @@
 //! and never renumbered, so walking the pages returns every job exactly once even while
 //! jobs are being submitted (a job submitted meanwhile is on a later page).
 
-use crate::driver::msg::ApiError;
+use crate::msg::ApiError;
 use serde::Deserialize;
 
 /// Jobs in a page unless the query asks for fewer.

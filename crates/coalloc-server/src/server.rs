@@ -5,11 +5,11 @@
 
 use crate::api::{router, AppState};
 use crate::config::{AgentListen, BackendKind, ProviderKind, ServerConfig};
-use crate::driver::msg::Msg;
 use crate::driver::{Driver, StartError};
 use crate::link::hub::Hub;
 use crate::link::remote::{AgentBackend, AgentSite};
 use crate::link::tls;
+use crate::msg::Msg;
 use crate::state::StateDir;
 use coalloc_backends::gridengine::GridEngineCell;
 use coalloc_backends::local::{BackgroundLoad, LocalCluster, LocalConfig};

@@ -13,7 +13,7 @@
 //! the poll's commands (`sinfo`, `squeue` on a Slurm site) would compete with the launch for
 //! the controller and the CPUs.
 
-use crate::driver::msg::{Msg, Report};
+use crate::msg::{Msg, Report, SiteCall, SiteLink};
 use coalloc_backends::provider::Provider;
 use coalloc_backends::{Backend, SubmitRequest};
 use std::collections::BTreeMap;
@@ -21,28 +21,8 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-enum Cmd {
-    Submit(Box<SubmitRequest>),
-    Cancel(String),
-    CancelUnrecorded {
-        job: u64,
-        component: usize,
-        launch: u64,
-    },
-    Watch {
-        launch: u64,
-        remote: String,
-    },
-    Forget(u64),
-    KillLocal(u32),
-    Discard(String),
-    Lease(u64),
-    Release {
-        vm: u64,
-        node: String,
-    },
-    Stop,
-}
+/// What the worker's thread takes: a call, or `None` to stop.
+type Cmd = Option<SiteCall>;
 
 /// The driver's handle on one site's worker.
 pub struct SiteWorker {
@@ -76,17 +56,17 @@ impl SiteWorker {
                         Some(c) => Ok(c),
                         None => rx.recv_timeout(wait),
                     };
-                    if matches!(cmd, Ok(Cmd::Submit(_))) {
+                    if matches!(cmd, Ok(Some(SiteCall::Submit(_)))) {
                         last_submit = Some(Instant::now());
                     }
                     match cmd {
-                        Ok(Cmd::Submit(req)) if !parallel => {
+                        Ok(Some(SiteCall::Submit(req))) if !parallel => {
                             // The job's other components on this site are already waiting:
                             // one thread submits them in order and reports them together.
                             let mut burst = vec![req];
                             loop {
                                 match rx.try_recv() {
-                                    Ok(Cmd::Submit(r)) => burst.push(r),
+                                    Ok(Some(SiteCall::Submit(r))) => burst.push(r),
                                     Ok(other) => {
                                         held = Some(other);
                                         break;
@@ -106,7 +86,7 @@ impl SiteWorker {
                                 let _ = d.send(Msg::Site(Report::SubmittedMany(all)));
                             });
                         }
-                        Ok(Cmd::Submit(req)) => {
+                        Ok(Some(SiteCall::Submit(req))) => {
                             let (b, d) = (backend.clone(), driver.clone());
                             std::thread::spawn(move || {
                                 let result = b.submit(&req);
@@ -116,7 +96,7 @@ impl SiteWorker {
                                 }));
                             });
                         }
-                        Ok(Cmd::Cancel(remote)) => {
+                        Ok(Some(SiteCall::Cancel(remote))) => {
                             let b = backend.clone();
                             std::thread::spawn(move || {
                                 if let Err(e) = b.cancel(&remote) {
@@ -124,11 +104,11 @@ impl SiteWorker {
                                 }
                             });
                         }
-                        Ok(Cmd::CancelUnrecorded {
+                        Ok(Some(SiteCall::CancelUnrecorded {
                             job,
                             component,
                             launch,
-                        }) => {
+                        })) => {
                             let b = backend.clone();
                             std::thread::spawn(move || {
                                 // The resource manager may be down too: a few tries, for an
@@ -149,25 +129,27 @@ impl SiteWorker {
                                 }
                             });
                         }
-                        Ok(Cmd::Watch { launch, remote }) => {
+                        Ok(Some(SiteCall::Watch { launch, remote })) => {
                             watched.insert(launch, remote);
                         }
-                        Ok(Cmd::Forget(launch)) => {
+                        Ok(Some(SiteCall::Forget(launch))) => {
                             watched.remove(&launch);
                         }
                         // On this thread, before the submissions queued behind it: the room
                         // is made before the global job's components ask for it.
-                        Ok(Cmd::KillLocal(processors)) => match backend.kill_local(processors) {
-                            Ok(freed) => tracing::info!(
-                                site,
-                                processors,
-                                freed,
-                                "local jobs preempted for a global job (GP)"
-                            ),
-                            Err(e) => tracing::warn!(site, processors, "GP: {e}"),
-                        },
-                        Ok(Cmd::Discard(remote)) => backend.discard(&[remote]),
-                        Ok(Cmd::Lease(vm)) => {
+                        Ok(Some(SiteCall::KillLocal(processors))) => {
+                            match backend.kill_local(processors) {
+                                Ok(freed) => tracing::info!(
+                                    site,
+                                    processors,
+                                    freed,
+                                    "local jobs preempted for a global job (GP)"
+                                ),
+                                Err(e) => tracing::warn!(site, processors, "GP: {e}"),
+                            }
+                        }
+                        Ok(Some(SiteCall::Discard(remote))) => backend.discard(&[remote]),
+                        Ok(Some(SiteCall::Lease(vm))) => {
                             let (p, d) = (provider.clone(), driver.clone());
                             std::thread::spawn(move || {
                                 let result = match p {
@@ -177,7 +159,7 @@ impl SiteWorker {
                                 let _ = d.send(Msg::Site(Report::Leased { site, vm, result }));
                             });
                         }
-                        Ok(Cmd::Release { vm, node }) => {
+                        Ok(Some(SiteCall::Release { vm, node })) => {
                             let (p, d) = (provider.clone(), driver.clone());
                             std::thread::spawn(move || {
                                 // A VM that is not given back goes on costing: retry.
@@ -195,7 +177,7 @@ impl SiteWorker {
                                 let _ = d.send(Msg::Site(Report::Released { site, vm }));
                             });
                         }
-                        Ok(Cmd::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                        Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
                         Err(RecvTimeoutError::Timeout) => {
                             let after_launch = last_submit.map(|t| t + interval);
                             if let Some(due) =
@@ -241,59 +223,17 @@ impl SiteWorker {
             thread: Some(thread),
         }
     }
+}
 
-    pub fn submit(&self, request: SubmitRequest) {
-        let _ = self.tx.send(Cmd::Submit(Box::new(request)));
-    }
-
-    pub fn cancel(&self, remote: String) {
-        let _ = self.tx.send(Cmd::Cancel(remote));
-    }
-
-    /// Cancel whatever a submission of this launch left at the resource manager, when the
-    /// server stopped before it recorded the answer ([`Backend::cancel_unrecorded`]).
-    pub fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
-        let _ = self.tx.send(Cmd::CancelUnrecorded {
-            job,
-            component,
-            launch,
-        });
-    }
-
-    /// Poll this launch's state from now on.
-    pub fn watch(&self, launch: u64, remote: String) {
-        let _ = self.tx.send(Cmd::Watch { launch, remote });
-    }
-
-    /// Lease a VM through the site's provider.
-    pub fn lease(&self, vm: u64) {
-        let _ = self.tx.send(Cmd::Lease(vm));
-    }
-
-    /// Release a VM through the site's provider.
-    pub fn release(&self, vm: u64, node: String) {
-        let _ = self.tx.send(Cmd::Release { vm, node });
-    }
-
-    /// Preempt local jobs until `processors` more are free (GP, seed 001 §2.2).
-    pub fn kill_local(&self, processors: u32) {
-        let _ = self.tx.send(Cmd::KillLocal(processors));
-    }
-
-    pub fn forget(&self, launch: u64) {
-        let _ = self.tx.send(Cmd::Forget(launch));
-    }
-
-    /// The launch's job is gone: the backend may drop what it keeps of the launch
-    /// ([`coalloc_backends::Backend::discard`]).
-    pub fn discard(&self, remote: String) {
-        let _ = self.tx.send(Cmd::Discard(remote));
+impl SiteLink for SiteWorker {
+    fn send(&self, call: SiteCall) {
+        let _ = self.tx.send(Some(call));
     }
 }
 
 impl Drop for SiteWorker {
     fn drop(&mut self) {
-        let _ = self.tx.send(Cmd::Stop);
+        let _ = self.tx.send(None);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -375,3 +375,62 @@ fn scripted_cancels_and_program_failures_happen_when_the_history_says() {
         ]
     );
 }
+
+/// What `coalloc whatif` replays from a history (issue 34 item 4): a site's own start
+/// latency, a component that ends before the others of its job (its processors go to the
+/// next job then), and an aborted start, which the core backs off from as configured.
+#[test]
+fn site_latency_component_run_times_and_aborted_starts_are_replayed() {
+    // One site of 8: A (4 + 4, 10 s) first; B (4, 1 s) arrives at 1 s and fits only when
+    // one of A's components ends: A's first component runs 2 s, its second 10 s.
+    let work = Workload {
+        jobs: vec![job(&[4, 4], 0, 10), job(&[4], 1, 1)],
+        local: vec![],
+    };
+    let params = SimParams {
+        site_start_latency: [(0, 500)].into_iter().collect(),
+        component_runtimes: [(0, vec![2 * SECOND, 10 * SECOND])].into_iter().collect(),
+        ..SimParams::default()
+    };
+    let out = simulate(sites(&[8]), config("fcfs"), &work, &params).unwrap();
+    let times = |i: usize| {
+        let r = out.jobs[i].record.as_ref().unwrap();
+        (r.start().unwrap(), r.end().unwrap())
+    };
+    // A: placed at 0, at the barrier after the site's 500 ms, ends with its longer component.
+    assert_eq!(times(0), (500, 10_500));
+    // B: placed when A's first component ends (2.5 s), starts 500 ms later.
+    assert_eq!(times(1), (3_000, 4_000));
+    // Without the component run times B waits for the whole of A.
+    let whole = SimParams {
+        component_runtimes: Default::default(),
+        ..params.clone()
+    };
+    let out = simulate(sites(&[8]), config("fcfs"), &work, &whole).unwrap();
+    assert_eq!(out.jobs[1].record.as_ref().unwrap().start(), Some(11_000));
+
+    // An aborted start: A's first start fails (its program, not the site), the core waits
+    // its back-off of 10 s and starts it again; B, on the other site, is left alone.
+    let work = Workload {
+        jobs: vec![job(&[4], 0, 5), job(&[4], 0, 5)],
+        local: vec![],
+    };
+    let mut cfg = config("fcfs");
+    cfg.retry_backoff = 10 * SECOND;
+    cfg.retry_backoff_max = 10 * SECOND;
+    let params = SimParams {
+        aborted_starts: [(0, vec!["process 0 exited with 1".to_owned()])]
+            .into_iter()
+            .collect(),
+        ..SimParams::default()
+    };
+    let out = simulate(sites(&[4, 4]), cfg, &work, &params).unwrap();
+    let a = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(out.jobs[0].fate, JobFate::Finished);
+    assert_eq!(
+        (a.submit_failures, a.start(), a.end()),
+        (1, Some(10_000), Some(15_000))
+    );
+    let b = out.jobs[1].record.as_ref().unwrap();
+    assert_eq!((b.submit_failures, b.start()), (0, Some(0)));
+}

@@ -278,11 +278,69 @@ pub struct Arrivals<T = ()> {
     next_seq: u64,
 }
 
-/// [`Arrivals`] as a snapshot holds it: the same fields but the index, in the same order.
-#[derive(serde::Deserialize)]
+/// [`Arrivals`] as a snapshot holds it: the same fields but the index, in the same order
+/// (a snapshot of the previous form, read under
+/// [`reading_previous_form`](crate::scheduler::snapshot::reading_previous_form), has the
+/// index, a `Vec<u64>`, between them: it is read and dropped).
 struct SavedArrivals<T> {
     queue: std::collections::VecDeque<(u64, JobId, T)>,
     next_seq: u64,
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for SavedArrivals<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        struct Fields<T>(bool, std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = SavedArrivals<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a queue's arrival order")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<SavedArrivals<T>, A::Error> {
+                let missing = |n| A::Error::invalid_length(n, &"the arrival order's fields");
+                let queue = seq.next_element()?.ok_or_else(|| missing(0))?;
+                if self.0 {
+                    let _index: Vec<u64> = seq.next_element()?.ok_or_else(|| missing(1))?;
+                }
+                let next_seq = seq.next_element()?.ok_or_else(|| missing(2))?;
+                Ok(SavedArrivals { queue, next_seq })
+            }
+            /// A self-describing format's map (by field name; the index, if any, skipped).
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<SavedArrivals<T>, M::Error> {
+                let (mut queue, mut next_seq) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "queue" => queue = Some(map.next_value()?),
+                        "next_seq" => next_seq = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(SavedArrivals {
+                    queue: queue.ok_or_else(|| M::Error::missing_field("queue"))?,
+                    next_seq: next_seq.ok_or_else(|| M::Error::missing_field("next_seq"))?,
+                })
+            }
+        }
+        let previous = crate::scheduler::snapshot::reading_previous();
+        let fields: &[&str] = if previous {
+            &["queue", "seq_of", "next_seq"]
+        } else {
+            &["queue", "next_seq"]
+        };
+        d.deserialize_struct(
+            "Arrivals",
+            fields,
+            Fields::<T>(previous, std::marker::PhantomData),
+        )
+    }
 }
 
 impl<T> From<SavedArrivals<T>> for Arrivals<T> {

@@ -236,6 +236,13 @@ impl JobTable {
         self.jobs.ranks(from, to).map(|j| &**j)
     }
 
+    /// A table of the previous snapshot form (3) read back: it held the number of the
+    /// jobs forgotten before its first slot where this form holds how many were numbered;
+    /// `slots` more were numbered after them (a job or an empty slot each).
+    pub(crate) fn numbered_after_base(&mut self, slots: u64) {
+        self.numbered = self.numbered.saturating_add(slots);
+    }
+
     /// The jobs of a table read back without them, in order of number (boxed already:
     /// each is moved into its slot as it is).
     #[allow(clippy::vec_box)]

@@ -210,9 +210,17 @@ impl Scheduler {
     }
 
     /// Take an event that happened at `now` (the driver's clock; a time earlier than one
-    /// already seen counts as that one). A refused event changes nothing.
+    /// already seen counts as that one). A refused event changes nothing: not the clock, no
+    /// timer fires, no pass runs (the server journals only what the core accepted, and a
+    /// replay of the journal must reach the same state; the simulation harness found that a
+    /// refused cancel moved the clock and ran a pass that no entry recorded).
     pub fn handle(&mut self, now: Time, event: Event) -> Result<Reply, Rejected> {
+        let before = self.core.now;
         let reply = self.apply(now, event);
+        if reply.is_err() {
+            self.core.now = before;
+            return reply;
+        }
         self.fire_timers();
         self.settle();
         reply

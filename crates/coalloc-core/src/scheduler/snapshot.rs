@@ -99,6 +99,72 @@ impl<'de> Deserialize<'de> for JobSlots {
     }
 }
 
+/// The previous form of a snapshot, which [`Snapshot::join_previous`] still reads (an
+/// upgrade keeps its state directory). Form 3 differed from this one (4) in three places:
+/// the job table held the number of the jobs forgotten before its first slot, not how many
+/// were numbered; its slots were a sequence of optional jobs (`None`: forgotten), not of
+/// jobs; and a queue's arrival order ([`crate::queue::Arrivals`]) carried its job-number
+/// index (`seq_of`, a `Vec<u64>`) between its queue and its next sequence number.
+pub const PREVIOUS_SNAPSHOT_VERSION: u32 = 3;
+
+thread_local! {
+    static READING_PREVIOUS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Decode a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's head with `read` (on this thread):
+/// the queue's arrival orders then read that form's fields.
+pub fn reading_previous_form<R>(read: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            READING_PREVIOUS.with(|f| f.set(self.0));
+        }
+    }
+    let _reset = Reset(READING_PREVIOUS.with(|f| f.replace(true)));
+    read()
+}
+
+/// A [`PREVIOUS_SNAPSHOT_VERSION`] head is being decoded on this thread.
+pub(crate) fn reading_previous() -> bool {
+    READING_PREVIOUS.with(std::cell::Cell::get)
+}
+
+/// A run of a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's job slots read back: its jobs, and
+/// how many slots it had (forgotten jobs' empty ones included).
+#[derive(Debug)]
+pub struct PreviousJobSlots {
+    jobs: JobSlots,
+    slots: u64,
+}
+
+impl<'de> Deserialize<'de> for PreviousJobSlots {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Slots;
+        impl<'de> serde::de::Visitor<'de> for Slots {
+            type Value = PreviousJobSlots;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence of job slots")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<PreviousJobSlots, A::Error> {
+                let mut jobs = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 24));
+                let mut slots = 0u64;
+                while let Some(slot) = seq.next_element::<Option<Box<super::jobs::JobState>>>()? {
+                    slots += 1;
+                    jobs.extend(slot);
+                }
+                Ok(PreviousJobSlots {
+                    jobs: JobSlots(jobs),
+                    slots,
+                })
+            }
+        }
+        d.deserialize_seq(Slots)
+    }
+}
+
 /// A scheduler's state, deserialized, to [`Scheduler::restore`].
 #[derive(Debug, Deserialize)]
 pub struct Snapshot {
@@ -135,6 +201,19 @@ impl<'a> SnapshotRef<'a> {
 }
 
 impl Snapshot {
+    /// A [`PREVIOUS_SNAPSHOT_VERSION`] snapshot read back as its head (decoded in
+    /// [`reading_previous_form`]) and its runs of slots, made whole in this form: the job
+    /// table counts the jobs numbered, forgotten ones' empty slots are dropped.
+    pub fn join_previous(mut head: Snapshot, runs: Vec<PreviousJobSlots>) -> Snapshot {
+        // The head of a file written in runs has no slots of its own.
+        let slots: u64 = head.jobs.0.len() as u64 + runs.iter().map(|r| r.slots).sum::<u64>();
+        head.core.jobs.numbered_after_base(slots);
+        if head.version == PREVIOUS_SNAPSHOT_VERSION {
+            head.version = SNAPSHOT_VERSION;
+        }
+        Snapshot::join(head, runs.into_iter().map(|r| r.jobs).collect())
+    }
+
     /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {

@@ -4,9 +4,9 @@
 //! job's barrier and rendezvous routes only (another job's secret is refused with 403).
 
 use super::AppState;
-use crate::driver::msg::{ApiError, Request};
 use crate::link::proto::constant_time_eq;
 use crate::listing::JobFilter;
+use crate::msg::{ApiError, Request};
 use crate::users::{caller_of_uid, user_name, Caller};
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::FromRequestParts;

@@ -5,7 +5,7 @@
 use super::auth::{may_touch, owned, owner_of};
 use super::AppState;
 use crate::driver::arrays::parse_indexes;
-use crate::driver::msg::{ApiError, Request};
+use crate::msg::{ApiError, Request};
 use crate::users::Caller;
 use crate::views::{ArrayCancelled, BatchBody, BatchError, BatchSubmitted, ErrorBody};
 use axum::extract::rejection::QueryRejection;

@@ -3,7 +3,7 @@
 
 use super::auth::Admin;
 use super::AppState;
-use crate::driver::msg::{ApiError, Request};
+use crate::msg::{ApiError, Request};
 use crate::users::Caller;
 use crate::views::{ErrorBody, FileList, RegisterBody, ReplicaView};
 use axum::extract::{Path, Query, State};

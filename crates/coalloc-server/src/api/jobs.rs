@@ -5,7 +5,7 @@ use super::auth::{may_touch, owned, owner_of, Admin};
 use super::listing::read_history;
 use super::AppState;
 use crate::driver::arrays::parse_indexes;
-use crate::driver::msg::{ApiError, EditRequest, Request};
+use crate::msg::{ApiError, EditRequest, Request};
 use crate::users::Caller;
 use crate::views::{
     AgentTokenView, Cancelled, Committed, ControlAnswer, ControlBody, EditBody, Edited, ErrorBody,

@@ -4,9 +4,9 @@
 
 use super::auth::own_listing;
 use super::AppState;
-use crate::driver::msg::{ApiError, Request};
 use crate::history::{History, HistoryError};
 use crate::listing::{JobFilter, JobsQuery};
+use crate::msg::{ApiError, Request};
 use crate::users::Caller;
 use crate::views::{ErrorBody, JobList};
 use axum::extract::rejection::QueryRejection;

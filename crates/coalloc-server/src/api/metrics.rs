@@ -1,8 +1,8 @@
 //! `GET /metrics`: the Prometheus exposition ([`crate::metrics`]), with the server's token.
 
 use super::AppState;
-use crate::driver::msg::{ApiError, Request};
 use crate::metrics::CONTENT_TYPE;
+use crate::msg::{ApiError, Request};
 use crate::users::Caller;
 use crate::views::ErrorBody;
 use axum::extract::State;

@@ -23,8 +23,8 @@ mod runtime;
 mod ui;
 mod users;
 
-use crate::driver::msg::{ApiError, Msg, Reply, Request};
 use crate::driver::Shared;
+use crate::msg::{ApiError, Msg, Reply, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};

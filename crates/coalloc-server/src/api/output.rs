@@ -7,7 +7,7 @@
 
 use super::auth::{may_touch, owner_of};
 use super::AppState;
-use crate::driver::msg::{ApiError, Request};
+use crate::msg::{ApiError, Request};
 use crate::users::Caller;
 use crate::views::{ErrorBody, OutputLaunch, OutputList};
 use axum::body::{Body, Bytes};

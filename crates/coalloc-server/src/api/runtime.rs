@@ -4,7 +4,7 @@
 
 use super::auth::job_or_admin;
 use super::AppState;
-use crate::driver::msg::{ApiError, BarrierAnswer, Request};
+use crate::msg::{ApiError, BarrierAnswer, Request};
 use crate::views::{CheckIn, ErrorBody};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// Check in at the job's start barrier: held until the job commits (`released`), aborts
 /// (`aborted`) or the hold runs out (`waiting`: ask again).
@@ -35,36 +34,21 @@ pub async fn barrier(
     job_or_admin(&s, &headers, job).await?;
     let c: CheckIn =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("check-in: {e}")))?;
-    let deadline = Instant::now() + s.hold;
-    let mut generation = s.shared.generation.clone();
-    let mut check_in = true;
-    loop {
-        generation.borrow_and_update();
-        let reason = c.reason.clone();
-        let answer = s
-            .ask(|reply| Request::Barrier {
-                job,
-                launch: c.launch,
-                local_rank: c.local_rank,
-                ok: c.ok,
-                reason,
-                check_in,
-                reply,
-            })
-            .await??;
-        check_in = false;
-        if answer != BarrierAnswer::Waiting || !wait_change(&mut generation, deadline).await {
-            return Ok(Json(answer));
-        }
+    // Held until the job commits or aborts this start, or the hold runs out (`waiting`:
+    // the caller checks in again).
+    let ask = s.ask(|reply| Request::Barrier {
+        job,
+        launch: c.launch,
+        local_rank: c.local_rank,
+        ok: c.ok,
+        reason: c.reason.clone(),
+        hold: true,
+        reply,
+    });
+    match tokio::time::timeout(s.hold, ask).await {
+        Ok(answer) => Ok(Json(answer??)),
+        Err(_) => Ok(Json(BarrierAnswer::Waiting)),
     }
-}
-
-/// Wait for the driver's next turn; false when the deadline passed first.
-async fn wait_change(g: &mut tokio::sync::watch::Receiver<u64>, deadline: Instant) -> bool {
-    matches!(
-        tokio::time::timeout_at(deadline, g.changed()).await,
-        Ok(Ok(()))
-    )
 }
 
 /// Put a value in the job's rendezvous store (seed 002 §3.3): the raw body, at most 1 MiB.
@@ -126,19 +110,18 @@ pub async fn kv_get(
 ) -> Result<Response, ApiError> {
     job_or_admin(&s, &headers, job).await?;
     let wait = Duration::from_millis(q.wait_ms.unwrap_or(0)).min(s.hold);
-    let deadline = Instant::now() + wait;
-    let mut generation = s.shared.generation.clone();
-    loop {
-        generation.borrow_and_update();
-        let k = key.clone();
-        if let Some(v) = s
-            .ask(|reply| Request::KvGet { job, key: k, reply })
-            .await??
-        {
-            return Ok(v.into_response());
-        }
-        if wait.is_zero() || !wait_change(&mut generation, deadline).await {
-            return Err(ApiError::not_found(format!("no value for `{key}` yet")));
-        }
+    let k = key.clone();
+    let ask = s.ask(|reply| Request::KvGet {
+        job,
+        key: k,
+        wait: !wait.is_zero(),
+        reply,
+    });
+    match tokio::time::timeout(wait.max(Duration::from_millis(1)), ask).await {
+        Ok(answer) => match answer?? {
+            Some(v) => Ok(v.into_response()),
+            None => Err(ApiError::not_found(format!("no value for `{key}` yet"))),
+        },
+        Err(_) => Err(ApiError::not_found(format!("no value for `{key}` yet"))),
     }
 }

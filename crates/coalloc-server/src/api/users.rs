@@ -3,7 +3,7 @@
 
 use super::auth::Admin;
 use super::AppState;
-use crate::driver::msg::ApiError;
+use crate::msg::ApiError;
 use crate::users::UserError;
 use crate::views::{ErrorBody, UserBody, UserIssued, UserList, UserRemoved, UserView};
 use axum::extract::{Path, State};

@@ -55,7 +55,6 @@ impl Driver {
     pub(crate) fn drop_jobs(&mut self, jobs: &[u64]) {
         for &j in jobs {
             self.core.forget_ended(j);
-            self.secrets.remove(j);
             self.abort_reasons.remove(&j);
             self.failed.remove(&j);
             self.aborts.remove(&j);
@@ -63,13 +62,20 @@ impl Driver {
         }
         let gone: BTreeSet<u64> = jobs.iter().copied().collect();
         // Their launches' ends were journaled before the jobs could age out: their sites
-        // may drop them (on replay the workers have not started; they keep them).
+        // may drop them (not on replay: they keep them).
         for l in self.launches.values().filter(|l| gone.contains(&l.job)) {
-            if let (Some(w), Some(r)) = (self.workers.get(l.site), &l.remote) {
+            if let (Some(w), Some(r), false) = (self.workers.get(l.site), &l.remote, self.replaying)
+            {
                 w.discard(r.clone());
             }
         }
+        let launches: Vec<u64> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| gone.contains(&l.job))
+            .map(|(k, _)| *k)
+            .collect();
+        self.rv.forget(&gone, &launches);
         self.launches.retain(|_, l| !gone.contains(&l.job));
-        self.kv.retain(|(j, _), _| !gone.contains(j));
     }
 }

@@ -3,9 +3,9 @@
 //! its first job's number, `FIRST_[START-END]`; the driver keeps only `first -> (start,
 //! count)` (a bookkeeping entry in the journal), not a record per element.
 
-use super::msg::ApiError;
 use super::Driver;
 use crate::entry::Entry;
+use crate::msg::ApiError;
 use coalloc_core::model::Job;
 use coalloc_core::scheduler::Reply;
 
@@ -46,7 +46,7 @@ impl Driver {
         let mut count = 0;
         let mut refused = None;
         for _ in start..=end {
-            let secret = self.secrets.fresh().map_err(|e| e.to_string())?;
+            let secret = self.rv.secrets.fresh().map_err(|e| e.to_string())?;
             match self.submit(job.clone(), secret) {
                 Ok(Reply::Submitted(id)) => {
                     first.get_or_insert(id);

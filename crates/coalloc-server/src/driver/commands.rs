@@ -9,13 +9,15 @@ use coalloc_backends::SubmitRequest;
 use coalloc_core::model::{JobType, Value};
 use coalloc_core::scheduler::{Command, Fault, Notice, Start};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 impl Driver {
     /// Drain the core's commands.
     pub(crate) fn run_commands(&mut self) {
         while let Some(cmd) = self.core.poll_command() {
+            if let Some(job) = command_job(&cmd) {
+                self.rv.touch(job);
+            }
             match cmd {
                 Command::StartComponent(s) => self.start_component(*s),
                 Command::CancelComponent { launch, .. } => {
@@ -42,6 +44,9 @@ impl Driver {
                 // GP (seed 001 §2.2): the configuration was checked at startup, every site
                 // can preempt its local jobs.
                 Command::KillLocal { site, processors } => {
+                    if self.replaying {
+                        continue;
+                    }
                     self.workers[site].kill_local(processors);
                     let name = &self.config.sites[site].name;
                     self.emit(
@@ -83,7 +88,6 @@ impl Driver {
                 count: s.count,
                 remote: None,
                 processes: launched,
-                checkins: BTreeSet::new(),
                 ended: false,
                 auto_ready,
             },
@@ -114,7 +118,7 @@ impl Driver {
             return;
         };
         let c = &s.config;
-        let secret = self.secrets.get(s.job).unwrap_or_default();
+        let secret = self.rv.secrets.get(s.job).unwrap_or_default();
         let sizes: Vec<String> = c.sizes.iter().map(u32::to_string).collect();
         let mut env: Vec<(String, String)> = s.spec.environment().to_vec();
         let site = self.config.sites[s.site].name.clone();
@@ -328,5 +332,28 @@ impl Driver {
         self.resume_vms();
         self.resume_transfers();
         self.turn();
+    }
+}
+
+/// The job a command is about, if one: its held barrier check-ins may be answered now.
+fn command_job(c: &Command) -> Option<u64> {
+    match c {
+        Command::StartComponent(s) => Some(s.job),
+        Command::CancelComponent { job, .. }
+        | Command::ReleaseBarrier { job, .. }
+        | Command::JobFinished { job, .. }
+        | Command::JobFailed { job, .. } => Some(*job),
+        Command::Notify(n) => match n {
+            Notice::Placed { job, .. }
+            | Notice::Committed { job }
+            | Notice::Requeued { job, .. }
+            | Notice::InteractiveFailed { job, .. }
+            | Notice::OptionalFailed { job, .. }
+            | Notice::Preempted { job, .. }
+            | Notice::AwaitingCommit { job }
+            | Notice::Cancelled { job } => Some(*job),
+            Notice::SiteUnusable { .. } | Notice::SiteUsable { .. } => None,
+        },
+        _ => None,
     }
 }

@@ -4,11 +4,11 @@
 //! agent's site is read there by its agent for its size and checksum (unless the caller
 //! gives them), on a thread, before the registration is journaled.
 
-use super::msg::{ApiError, Reply, Report};
 use super::{Driver, Msg};
 use crate::catalog::{Origin, Replica};
 use crate::config::BackendKind;
 use crate::entry::Entry;
+use crate::msg::{ApiError, Reply, Report};
 use crate::transfer::FileStat;
 use crate::views::ReplicaView;
 use coalloc_backends::files::{FileAnswer, FileOp};

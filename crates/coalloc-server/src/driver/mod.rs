@@ -12,6 +12,13 @@
 //! carried out), then reconciled with the backends: launches still running are adopted,
 //! vanished ones are reported failed, and launches the server was submitting when it died
 //! are looked up by their launch number.
+//!
+//! The driver is a machine a test can step (DESIGN.md, "The server as a machine", habit 4):
+//! [`Driver::open`] takes its journal ([`crate::journal::Store`]) and its sites' links
+//! ([`SiteLink`]) from the caller and reads no clock; [`Driver::step`] takes the time and
+//! the messages that arrived and runs one turn; [`Driver::next_wakeup`] says when it wants
+//! the next. [`Driver::run`] is the pump of `coalloc serve` around it (a channel and the
+//! wall clock); the simulation harness (coalloc-testkit) is the other.
 
 mod aging;
 pub mod arrays;
@@ -21,7 +28,8 @@ mod commands;
 mod files;
 pub mod forked;
 mod metrics;
-pub mod msg;
+
+mod rendezvous;
 mod reports;
 mod requests;
 mod results;
@@ -34,20 +42,19 @@ mod view;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
-use crate::journal::{Journal, JournalError, Record, ReplayError};
+use crate::journal::{Journal, JournalError, Record, ReplayError, Store};
 use crate::logs::JsonLines;
 use crate::metrics::Metrics;
-use crate::sites::SiteWorker;
+use crate::msg::{self, Msg, Request, SiteLink};
 use crate::state::StateDir;
 use coalloc_backends::{Backend, SiteLoad};
 use coalloc_core::model::{Job, Time};
 use coalloc_core::scheduler::{Event, Rejected, Reply as CoreReply, Scheduler};
-use msg::{Msg, Request};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 
 /// What the driver knows of one launch beyond the core.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -59,10 +66,6 @@ pub(crate) struct LaunchInfo {
     /// The resource manager's handle, once it accepted the launch.
     pub remote: Option<String>,
     pub processes: u32,
-    /// Local ranks that checked in at the barrier with ok (not journaled, so not in a
-    /// snapshot either: a replay knows none).
-    #[serde(skip)]
-    pub checkins: BTreeSet<u32>,
     /// Cancelled, failed or finished: nothing more is reported about it.
     pub ended: bool,
     /// Ready as soon as it runs: the component does not call the barrier itself.
@@ -73,9 +76,6 @@ pub(crate) struct LaunchInfo {
 #[derive(Clone)]
 pub struct Shared {
     pub tx: Sender<Msg>,
-    /// Bumped after every turn that changed something: barrier and rendezvous waiters look
-    /// again.
-    pub generation: watch::Receiver<u64>,
     /// Job, component and site state changes, as JSON (the event stream).
     pub events: broadcast::Sender<String>,
     /// The Prometheus metrics (`/metrics`).
@@ -85,15 +85,16 @@ pub struct Shared {
 /// The driver's state.
 pub struct Driver {
     core: Scheduler,
-    journal: Journal,
+    journal: Box<dyn Store>,
     now: Time,
     state: StateDir,
     url: String,
     config: ServerConfig,
-    workers: Vec<SiteWorker>,
+    /// Each site's link (`workers[site]`).
+    workers: Vec<Box<dyn SiteLink>>,
     launches: BTreeMap<u64, LaunchInfo>,
-    secrets: secrets::Secrets,
-    kv: BTreeMap<(u64, String), String>,
+    /// Secrets, barrier check-ins, the rendezvous store, and the calls waiting on them.
+    rv: rendezvous::Rendezvous,
     /// Why each job's last start was aborted.
     abort_reasons: BTreeMap<u64, String>,
     /// Every stopped run of the jobs that are not over, for the result log.
@@ -131,7 +132,6 @@ pub struct Driver {
     internal: VecDeque<Entry>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
-    generation: watch::Sender<u64>,
     events: broadcast::Sender<String>,
     results: JsonLines,
     surveillance: JsonLines,
@@ -149,7 +149,40 @@ pub struct Driver {
     tx: Sender<Msg>,
     /// Snapshots of the state and compaction of the journal.
     snapshots: snapshot::Snapshots,
+    /// The journal could not be written: nothing more may be done (a restart replays what
+    /// was committed).
+    fatal: Option<String>,
 }
+
+/// What the driver is given to work with besides its configuration.
+pub struct Parts {
+    /// Where the journal is kept.
+    pub journal: Box<dyn Store>,
+    /// Each site's link, in the configuration's order.
+    pub sites: Vec<Box<dyn SiteLink>>,
+    /// Each site's backend (resized with a cloud site's VMs; files of transfers and staging).
+    pub backends: Vec<Arc<dyn Backend>>,
+    /// The driver's own channel, for the threads it starts (transfers, staging).
+    pub tx: Sender<Msg>,
+    /// Snapshots are written within the turn that takes them, not by a forked child or a
+    /// thread (the simulation harness: no process, no thread, the same turn every run).
+    pub inline_snapshots: bool,
+}
+
+/// What a [`Driver::step`] ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on.
+    Go,
+    /// A [`Msg::Stop`] came: stop after this turn ([`Driver::stop`]).
+    Stop,
+}
+
+/// The journal could not be written: the driver stops, nothing of the turn was
+/// acknowledged, and a restart replays what was committed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fatal(pub String);
 
 /// The wall clock in milliseconds since the Unix epoch.
 pub fn wall_ms() -> Time {
@@ -172,8 +205,9 @@ pub enum StartError {
 }
 
 impl Driver {
-    /// Open the journal, replay it into a fresh core and start the site workers.
-    /// `tx` is the sender of the channel `run` will read.
+    /// Start on the state directory with the site workers of `coalloc serve`: the SQLite
+    /// journal, [`Driver::open`] and [`Driver::resume`] on the wall clock.
+    /// `tx` is the sender of the channel [`Driver::run`] will read.
     pub fn start(
         config: ServerConfig,
         parts: Vec<crate::server::SiteParts>,
@@ -182,12 +216,48 @@ impl Driver {
         tx: Sender<Msg>,
     ) -> Result<(Driver, Shared), StartError> {
         let journal = Journal::open(&state.journal())?;
+        let interval = Duration::from_millis(config.monitor_interval as u64);
+        let backends: Vec<Arc<dyn Backend>> = parts.iter().map(|p| p.backend.clone()).collect();
+        let sites = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let w =
+                    crate::sites::SiteWorker::spawn(i, p.backend, p.provider, interval, tx.clone());
+                Box::new(w) as Box<dyn SiteLink>
+            })
+            .collect();
+        let parts = Parts {
+            journal: Box::new(journal),
+            sites,
+            backends,
+            tx,
+            inline_snapshots: false,
+        };
+        let (mut d, shared) = Driver::open(config, parts, state, url)?;
+        d.resume(wall_ms());
+        Ok((d, shared))
+    }
+
+    /// Restore the snapshot in the state directory and replay the journal after it into a
+    /// fresh core. Nothing is carried out yet: [`Driver::resume`] reconciles with the sites.
+    pub fn open(
+        config: ServerConfig,
+        parts: Parts,
+        state: StateDir,
+        url: String,
+    ) -> Result<(Driver, Shared), StartError> {
+        let Parts {
+            journal,
+            sites,
+            backends,
+            tx,
+            inline_snapshots,
+        } = parts;
         let state_for_snapshots = state.clone();
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
-        let (generation, generation_rx) = watch::channel(0);
         let (events, _) = broadcast::channel(4096);
         let n = config.sites.len();
-        let backends: Vec<Arc<dyn Backend>> = parts.iter().map(|p| p.backend.clone()).collect();
         let mut d = Driver {
             backends,
             vms: BTreeMap::new(),
@@ -198,10 +268,9 @@ impl Driver {
             surveillance: JsonLines::new(&state.surveillance_log()),
             state,
             url,
-            workers: Vec::new(),
+            workers: sites,
             launches: BTreeMap::new(),
-            secrets: secrets::Secrets::default(),
-            kv: BTreeMap::new(),
+            rv: rendezvous::Rendezvous::default(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),
             committed: BTreeSet::new(),
@@ -218,7 +287,6 @@ impl Driver {
             replies: Vec::new(),
             internal: VecDeque::new(),
             replaying: true,
-            generation,
             events: events.clone(),
             next_sample: 0,
             logged: vec![None; n],
@@ -227,15 +295,16 @@ impl Driver {
             transfers: BTreeMap::new(),
             staging: BTreeMap::new(),
             tx: tx.clone(),
-            snapshots: snapshot::Snapshots::new(&state_for_snapshots),
+            snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots),
             config,
+            fatal: None,
         };
-        // The snapshot, if any, then the journal's entries after it. The journal is moved
-        // out while it feeds the driver, one record at a time.
+        // The snapshot, if any, then the journal's entries after it. The journal is lent to
+        // the thread that reads it, one record at a time.
         let t = std::time::Instant::now();
         let covered = d.restore_snapshot()?;
         let restore_ms = t.elapsed().as_millis() as u64;
-        let journal = std::mem::replace(&mut d.journal, Journal::open(&d.state.journal())?);
+        let journal = std::mem::replace(&mut d.journal, Box::new(crate::journal::Lent));
         let (replayed, journal) = d.replay_journal(journal, covered);
         let replayed = replayed.map_err(|e| match e {
             ReplayError::Journal(e) => StartError::Journal(e),
@@ -244,14 +313,6 @@ impl Driver {
         d.journal = journal;
         d.replaying = false;
         let replay_ms = t.elapsed().as_millis() as u64 - restore_ms;
-        let interval = Duration::from_millis(d.config.monitor_interval as u64);
-        d.workers = parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| SiteWorker::spawn(i, p.backend, p.provider, interval, tx.clone()))
-            .collect();
-        d.now = d.now.max(wall_ms());
-        d.reconcile();
         tracing::info!(
             covered,
             replayed,
@@ -264,11 +325,17 @@ impl Driver {
             d,
             Shared {
                 tx,
-                generation: generation_rx,
                 events,
                 metrics,
             },
         ))
+    }
+
+    /// After [`Driver::open`], at `now`: adopt what still runs at the sites, fail what
+    /// vanished, and carry out what the replay left to do.
+    pub fn resume(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        self.reconcile();
     }
 
     /// Replay the journal's records after `covered`: a thread reads them and makes their
@@ -276,9 +343,9 @@ impl Driver {
     /// them to the core, in order. How many there were, and the journal back.
     fn replay_journal(
         &mut self,
-        journal: Journal,
+        journal: Box<dyn Store>,
         covered: i64,
-    ) -> (Result<usize, ReplayError<String>>, Journal) {
+    ) -> (Result<usize, ReplayError<String>>, Box<dyn Store>) {
         type Read = (i64, Record, Result<Option<Event>, String>);
         // Records cross in batches: one wake-up of the other thread per batch, not per
         // record (those wake-ups were a fifth of the reader's time).
@@ -289,7 +356,7 @@ impl Driver {
                 .name("replay-read".into())
                 .spawn_scoped(scope, move || {
                     let mut batch = Vec::with_capacity(BATCH);
-                    let mut read = journal.replay_after(covered, |seq, r| {
+                    let mut read = journal.replay_after(covered, &mut |seq, r| {
                         let ev = r.entry.to_event();
                         batch.push((seq, r, ev));
                         if batch.len() == BATCH {
@@ -337,7 +404,7 @@ impl Driver {
             }
             if let (Entry::Submit { secret, .. }, Ok(CoreReply::Submitted(id))) = (&r.entry, reply)
             {
-                self.secrets.insert(id, secret);
+                self.rv.secrets.insert(id, secret);
             }
         }
         self.run_commands();
@@ -353,7 +420,7 @@ impl Driver {
                 }
             }
             Entry::KvPut { job, key, value } => {
-                self.kv.insert((*job, key.clone()), value.clone());
+                self.rv.kv.insert((*job, key.clone()), value.clone());
             }
             Entry::Forget { jobs } => self.drop_jobs(jobs),
             Entry::Array {
@@ -399,7 +466,7 @@ impl Driver {
         self.catalog_effect(&entry);
         self.transfer_effect(&entry);
         if let (Entry::Submit { secret, .. }, CoreReply::Submitted(id)) = (&entry, &reply) {
-            self.secrets.insert(*id, secret);
+            self.rv.secrets.insert(*id, secret);
         }
         self.pending.push(Record {
             at: self.now,
@@ -408,43 +475,82 @@ impl Driver {
         Ok(reply)
     }
 
-    /// Run until `Msg::Stop` or until every sender is gone.
+    /// The pump of `coalloc serve`: take what arrives on `rx`, step on the wall clock,
+    /// sleep until the next wake-up; until `Msg::Stop` or until every sender is gone.
     pub fn run(mut self, rx: Receiver<Msg>) {
         loop {
-            let timeout = self.timeout();
-            let first = match rx.recv_timeout(timeout) {
+            let timeout = (self.next_wakeup() - wall_ms()).clamp(1, 1000) as u64;
+            let mut inputs = Vec::new();
+            match rx.recv_timeout(Duration::from_millis(timeout)) {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => None,
-            };
-            self.now = self.now.max(wall_ms());
-            let mut stop = false;
-            if let Some(m) = first {
-                self.on_msg(m);
-                // Group commit: everything that is already waiting goes in this turn.
-                for _ in 0..8192 {
-                    match rx.try_recv() {
-                        Ok(Msg::Stop) => {
-                            stop = true;
-                            break;
+                Ok(m) => {
+                    inputs.push(m);
+                    // Group commit: everything that is already waiting goes in this turn.
+                    while inputs.len() < 8192 {
+                        match rx.try_recv() {
+                            Ok(m) => {
+                                let stop = matches!(m, Msg::Stop);
+                                inputs.push(m);
+                                if stop {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
                         }
-                        Ok(m) => self.on_msg(m),
-                        Err(_) => break,
                     }
                 }
+                Err(RecvTimeoutError::Timeout) => {}
             }
-            self.turn();
-            self.snapshot_if_due(false);
-            if stop {
-                break;
+            match self.step(wall_ms(), inputs) {
+                Ok(Flow::Go) => {}
+                Ok(Flow::Stop) => break,
+                Err(Fatal(e)) => {
+                    // Nothing may be acknowledged that is not on disk: stop here; a restart
+                    // replays what was committed.
+                    tracing::error!("{e}");
+                    eprintln!("coalloc serve: fatal: {e}");
+                    std::process::exit(1);
+                }
             }
         }
-        self.snapshot_if_due(true);
+        self.stop();
+    }
+
+    /// One turn at `now` (never before the last one's): take `inputs` in order, journal
+    /// and commit what the core accepted, then carry out its commands and send the replies.
+    /// A [`Msg::Stop`] among them ends the turn there ([`Flow::Stop`]).
+    pub fn step(&mut self, now: Time, inputs: Vec<Msg>) -> Result<Flow, Fatal> {
+        if let Some(e) = &self.fatal {
+            return Err(Fatal(e.clone()));
+        }
+        self.now = self.now.max(now);
+        let mut flow = Flow::Go;
+        for m in inputs {
+            if matches!(m, Msg::Stop) {
+                flow = Flow::Stop;
+                break;
+            }
+            self.on_msg(m);
+        }
+        self.turn();
+        if let Some(e) = &self.fatal {
+            return Err(Fatal(e.clone()));
+        }
+        self.snapshot_if_due(false);
+        Ok(flow)
+    }
+
+    /// The last turn: the final snapshot.
+    pub fn stop(mut self) {
+        if self.fatal.is_none() {
+            self.snapshot_if_due(true);
+        }
         tracing::info!("driver stopped");
     }
 
-    fn timeout(&self) -> Duration {
-        let now = wall_ms();
+    /// When the driver wants its next turn even if nothing arrives: the core's timers, the
+    /// surveillance sample, aging, transfer deadlines.
+    pub fn next_wakeup(&self) -> Time {
         let mut until = self.next_sample.min(self.next_age);
         if let Some(w) = self.core.next_wakeup() {
             until = until.min(w);
@@ -452,7 +558,17 @@ impl Driver {
         if let Some(w) = self.next_transfer_deadline() {
             until = until.min(w);
         }
-        Duration::from_millis((until - now).clamp(1, 1000) as u64)
+        until
+    }
+
+    /// The clock of the last turn.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The scheduling core (for the simulation harness's checks).
+    pub fn core(&self) -> &Scheduler {
+        &self.core
     }
 
     fn on_msg(&mut self, m: Msg) {
@@ -475,12 +591,14 @@ impl Driver {
         }
         self.age_out();
         self.transfer_timeouts();
-        let mut changed = false;
         loop {
             while let Some(e) = self.internal.pop_front() {
                 let _ = self.apply(e);
             }
-            changed |= self.commit();
+            self.commit();
+            if self.fatal.is_some() {
+                return;
+            }
             self.run_commands();
             if self.internal.is_empty() {
                 break;
@@ -498,13 +616,8 @@ impl Driver {
             }
             self.next_sample = self.now + self.config.sample_interval;
         }
-        // Waiting barrier check-ins and rendezvous reads look again only after a turn that
-        // changed something (every change is a journal entry). Their own second look is a
-        // request, which makes a turn: woken after every turn, one waiting check-in kept the
-        // server busy (80% of a core on the Slurm rig), starving the other components' starts.
-        if changed {
-            self.generation.send_modify(|g| *g += 1);
-        }
+        // Held barrier check-ins hear of their job's commit or abort.
+        self.answer_held();
     }
 
     /// Journal this turn's entries, then send the replies that waited for them; true if there
@@ -519,11 +632,11 @@ impl Driver {
                 .observe(t.elapsed().as_secs_f64());
         }
         if let Err(e) = appended {
-            // Nothing may be acknowledged that is not on disk: stop here; a restart replays
-            // what was committed.
-            tracing::error!("{e}");
-            eprintln!("coalloc serve: fatal: {e}");
-            std::process::exit(1);
+            // Nothing may be acknowledged that is not on disk: no reply goes, no command is
+            // carried out; the driver stops (`Driver::step`'s error).
+            self.fatal = Some(e.to_string());
+            self.replies.clear();
+            return changed;
         }
         self.pending.clear();
         self.history.clear();

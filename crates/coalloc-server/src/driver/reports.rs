@@ -4,10 +4,10 @@
 //! Each reading that changes a site's numbers is also a line of the surveillance log (seed
 //! 003 §5.2).
 
-use super::msg::Report;
 use super::Driver;
 use crate::entry::Entry;
 use crate::logs::SiteSample;
+use crate::msg::Report;
 use coalloc_backends::{RemoteState, SiteLoad};
 use coalloc_core::scheduler::jobs::CompPhase;
 use coalloc_core::scheduler::{Fault, LaunchId};
@@ -69,6 +69,13 @@ impl Driver {
                 let _ = self.apply(Entry::Queued { launch });
             }
             Err(e) => {
+                if !matches!(e, coalloc_backends::BackendError::Rejected(_)) {
+                    // No answer is not a no: the manager may have taken the launch all the
+                    // same (its answer lost on the way, a time-out) and run it; its processes
+                    // may even have checked in. Cancel it there by its name, so that it never
+                    // runs beside its replacement (found by the simulation harness, seed 5).
+                    self.workers[l.site].cancel_unrecorded(l.job, l.component, launch);
+                }
                 if !l.ended {
                     // Refused as impossible here (the job's request); else the manager's.
                     let fault = match e {
@@ -216,6 +223,7 @@ impl Driver {
         if let Some(l) = self.launches.get_mut(&launch) {
             l.ended = true;
             let (site, job, component) = (l.site, l.job, l.component);
+            self.rv.touch(job);
             if matches!(e, Entry::Failed { .. }) {
                 if let Some(n) = self.site_failures.get_mut(site) {
                     *n += 1;

@@ -1,13 +1,11 @@
-//! API requests against the core: submit, cancel, edit, the barrier check-in (seed 002
-//! §3.2: a component is at the barrier when every one of its processes checked in), and the
-//! job-scoped rendezvous store.
+//! API requests against the core: submit, cancel, edit, site and file controls; the
+//! barrier and the rendezvous store are `rendezvous`'s.
 
-use super::msg::{ApiError, BarrierAnswer, EditRequest, Request};
 use super::Driver;
 use crate::entry::{EditOp, Entry};
+use crate::msg::{ApiError, EditRequest, Request};
 use crate::views::{SchedulerView, SitesView};
-use coalloc_core::scheduler::jobs::{CompPhase, Phase};
-use coalloc_core::scheduler::{Fault, LaunchId, Rejected, Reply};
+use coalloc_core::scheduler::{Rejected, Reply};
 use coalloc_core::spec::native;
 
 fn rejected(r: Rejected) -> ApiError {
@@ -27,7 +25,7 @@ impl Driver {
                 let answers = jobs
                     .into_iter()
                     .map(|job| {
-                        let secret = self.secrets.fresh().map_err(|e| e.to_string())?;
+                        let secret = self.rv.secrets.fresh().map_err(|e| e.to_string())?;
                         match self.submit(job, secret) {
                             Ok(Reply::Submitted(id)) => {
                                 let waits = self.core.job(id).is_some_and(|j| j.awaiting_admission);
@@ -134,7 +132,7 @@ impl Driver {
                 let _ = reply.send(());
             }
             Request::Secret { job, secret, reply } => {
-                let r = match self.secrets.get(job) {
+                let r = match self.rv.secrets.get(job) {
                     None => Err(ApiError::not_found(format!("no job {job}"))),
                     Some(s) if crate::link::proto::constant_time_eq(&secret, &s) => Ok(()),
                     Some(_) => Err(ApiError::new(
@@ -150,34 +148,21 @@ impl Driver {
                 local_rank,
                 ok,
                 reason,
-                check_in,
+                hold,
                 reply,
-            } => {
-                let r = self.barrier(job, launch, local_rank, ok, reason, check_in);
-                self.reply_later(reply, r);
-            }
+            } => self.barrier(job, launch, local_rank, (ok, reason), hold, reply),
             Request::KvPut {
                 job,
                 key,
                 value,
                 reply,
-            } => {
-                let r = if self.core.job(job).is_none() {
-                    Err(ApiError::not_found(format!("no job {job}")))
-                } else {
-                    let _ = self.apply(Entry::KvPut { job, key, value });
-                    Ok(())
-                };
-                self.reply_later(reply, r);
-            }
-            Request::KvGet { job, key, reply } => {
-                let r = if self.core.job(job).is_none() {
-                    Err(ApiError::not_found(format!("no job {job}")))
-                } else {
-                    Ok(self.kv.get(&(job, key)).cloned())
-                };
-                let _ = reply.send(r);
-            }
+            } => self.kv_put(job, key, value, reply),
+            Request::KvGet {
+                job,
+                key,
+                wait,
+                reply,
+            } => self.kv_get(job, key, wait, reply),
             Request::FileRegister {
                 site,
                 name,
@@ -226,80 +211,6 @@ impl Driver {
         match self.config.sites.iter().position(|s| s.name == site) {
             None => Err(ApiError::not_found(format!("no site `{site}`"))),
             Some(i) => self.apply(entry(i)).map(|_| ()).map_err(rejected),
-        }
-    }
-
-    fn barrier(
-        &mut self,
-        job: u64,
-        launch: u64,
-        local_rank: u32,
-        ok: bool,
-        reason: Option<String>,
-        check_in: bool,
-    ) -> Result<BarrierAnswer, ApiError> {
-        let Some(l) = self.launches.get(&launch).cloned() else {
-            return Err(ApiError::not_found(format!("no launch {launch}")));
-        };
-        if l.job != job {
-            return Err(ApiError::new(
-                403,
-                format!("launch {launch} is not job {job}'s"),
-            ));
-        }
-        if local_rank >= l.processes {
-            return Err(ApiError::bad(format!(
-                "local rank {local_rank} is out of range: launch {launch} has {} processes",
-                l.processes
-            )));
-        }
-        let answer = self.barrier_state(job, launch);
-        if !check_in || answer != BarrierAnswer::Waiting {
-            return Ok(answer);
-        }
-        if !ok {
-            let reason = reason.unwrap_or_else(|| "the component reported a failed start".into());
-            self.fail_launch(launch, reason.clone(), Fault::Job);
-            return Ok(BarrierAnswer::Aborted { reason });
-        }
-        let info = self.launches.get_mut(&launch).expect("known launch");
-        info.checkins.insert(local_rank);
-        let all_in = info.checkins.len() as u32 >= info.processes;
-        if all_in {
-            if self.phase_of(launch) == Some(CompPhase::Submitted) {
-                let _ = self.apply(Entry::Started { launch });
-                self.emit_launch("component_started", launch);
-            }
-            if self.phase_of(launch) == Some(CompPhase::Started) {
-                let _ = self.apply(Entry::Ready { launch });
-                self.emit_launch("component_checked_in", launch);
-            }
-        }
-        Ok(self.barrier_state(job, launch))
-    }
-
-    /// What a process of this launch hears at the barrier now.
-    fn barrier_state(&self, job: u64, launch: u64) -> BarrierAnswer {
-        let aborted = |why: &str| BarrierAnswer::Aborted {
-            reason: self
-                .abort_reasons
-                .get(&job)
-                .cloned()
-                .unwrap_or_else(|| why.to_string()),
-        };
-        let Some(state) = self.core.job(job) else {
-            return aborted("no such job");
-        };
-        let l = &self.launches[&launch];
-        let current = state.comps.get(l.component).and_then(|c| c.launch) == Some(LaunchId(launch));
-        if l.ended && !current {
-            return aborted("this start of the component was aborted");
-        }
-        match state.phase {
-            Phase::Running if current => BarrierAnswer::Released,
-            Phase::Ended => aborted("the job has ended"),
-            _ if !current => aborted("this start of the component was aborted"),
-            _ => BarrierAnswer::Waiting,
         }
     }
 }

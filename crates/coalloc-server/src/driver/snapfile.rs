@@ -9,9 +9,17 @@
 //! ```
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
+//!
+//! A file of the previous form (`coalsnp3`, the same layout; the core's
+//! [`PREVIOUS_SNAPSHOT_VERSION`] says how its state differs) is read too, and made whole in
+//! this form by [`join`], so that an upgrade keeps its state directory; the next snapshot
+//! is written in this form.
 
 use super::codec::{self, CodecError};
-use coalloc_core::scheduler::snapshot::{JobSlots, SnapshotRef};
+use coalloc_core::scheduler::snapshot::{
+    reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
+    PREVIOUS_SNAPSHOT_VERSION,
+};
 use std::io::Write;
 
 /// How many runs the job slots are written in.
@@ -20,6 +28,43 @@ pub const RUNS: usize = 4;
 /// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
 /// form changes (4: the queue's job index is no longer saved).
 const MAGIC: &[u8; 8] = b"coalsnp4";
+
+/// The previous form's last bytes ([`PREVIOUS_SNAPSHOT_VERSION`]).
+const PREVIOUS_MAGIC: &[u8; 8] = b"coalsnp3";
+
+/// The runs of job slots a file held, in its form.
+#[derive(Debug)]
+pub enum Runs {
+    This(Vec<JobSlots>),
+    Previous(Vec<PreviousJobSlots>),
+}
+
+impl Runs {
+    /// How many runs.
+    #[cfg(test)]
+    fn count(&self) -> usize {
+        match self {
+            Runs::This(r) => r.len(),
+            Runs::Previous(r) => r.len(),
+        }
+    }
+
+    /// The file's form (4, or 3 for the previous one).
+    pub fn form(&self) -> u32 {
+        match self {
+            Runs::This(_) => u32::from(MAGIC[7] - b'0'),
+            Runs::Previous(_) => PREVIOUS_SNAPSHOT_VERSION,
+        }
+    }
+}
+
+/// The core's snapshot made whole from its head and the file's runs, in this form.
+pub fn join(core: Snapshot, runs: Runs) -> Snapshot {
+    match runs {
+        Runs::This(runs) => Snapshot::join(core, runs),
+        Runs::Previous(runs) => Snapshot::join_previous(core, runs),
+    }
+}
 
 /// Passes bytes on and counts them (allocates nothing: a snapshot's forked child uses it).
 struct Counting<'w> {
@@ -62,24 +107,42 @@ pub fn write<T: serde::Serialize>(
     Ok(())
 }
 
-/// Read what [`write`] wrote: the head, decoded on this thread while each run is decoded
-/// on a thread of its own, and the runs in order (for
-/// [`Snapshot::join`](coalloc_core::scheduler::snapshot::Snapshot::join)).
-pub fn read<H: serde::de::DeserializeOwned>(
-    bytes: &[u8],
-) -> Result<(H, Vec<JobSlots>), CodecError> {
+/// Read what [`write`] wrote, or the previous form: the head, decoded on this thread while
+/// each run is decoded on a thread of its own, and the runs in order (for [`join`]).
+pub fn read<H: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(H, Runs), CodecError> {
     let bad = |m: &str| CodecError::new(format!("not a snapshot of this build's form: {m}"));
     let len = bytes.len();
-    if len < 12 || &bytes[len - 8..] != MAGIC {
-        return Err(match bytes.get(len.saturating_sub(8)..) {
-            Some(tail) if len >= 12 && tail.starts_with(&MAGIC[..7]) => bad(&format!(
-                "form {} (this build reads form {})",
+    let tail = bytes.get(len.saturating_sub(8)..).unwrap_or_default();
+    if len >= 12 && tail == PREVIOUS_MAGIC {
+        let (head, runs) = read_parts(bytes, |head| {
+            reading_previous_form(|| codec::from_bytes(head))
+        })?;
+        return Ok((head, Runs::Previous(runs)));
+    }
+    if len < 12 || tail != MAGIC {
+        return Err(if len >= 12 && tail.starts_with(&MAGIC[..7]) {
+            bad(&format!(
+                "form {} (this build reads forms {} and {})",
                 String::from_utf8_lossy(&tail[7..]),
+                PREVIOUS_MAGIC[7] as char,
                 MAGIC[7] as char
-            )),
-            _ => bad("no trailer (written by an older build?)"),
+            ))
+        } else {
+            bad("no trailer (written by an older build?)")
         });
     }
+    let (head, runs) = read_parts(bytes, |head| codec::from_bytes(head))?;
+    Ok((head, Runs::This(runs)))
+}
+
+/// The parts of a file whose trailer has been checked: the head, decoded on this thread by
+/// `head`, and the runs, each decoded as an `R` on a thread of its own.
+fn read_parts<H, R: serde::de::DeserializeOwned + Send>(
+    bytes: &[u8],
+    head: impl FnOnce(&[u8]) -> Result<H, CodecError>,
+) -> Result<(H, Vec<R>), CodecError> {
+    let bad = |m: &str| CodecError::new(format!("not a snapshot of this build's form: {m}"));
+    let len = bytes.len();
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     let runs = u32::from_le_bytes(bytes[len - 12..len - 8].try_into().expect("4 bytes")) as usize;
     let table = runs
@@ -100,14 +163,14 @@ pub fn read<H: serde::de::DeserializeOwned>(
         let threads: Vec<_> = (1..=runs)
             .map(|k| {
                 let part = &bytes[bounds[k]..bounds[k + 1]];
-                let decode = move || codec::from_bytes::<JobSlots>(part);
+                let decode = move || codec::from_bytes::<R>(part);
                 std::thread::Builder::new()
                     .name("snapshot-read".into())
                     .spawn_scoped(scope, decode)
                     .map_err(|_| decode)
             })
             .collect();
-        let head = codec::from_bytes::<H>(&bytes[..bounds[1]]);
+        let head = head(&bytes[..bounds[1]]);
         let runs = threads
             .into_iter()
             .map(|t| match t {
@@ -126,7 +189,6 @@ pub fn read<H: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
     use coalloc_core::model::{Component, Job, JobKind, Site};
-    use coalloc_core::scheduler::snapshot::Snapshot;
     use coalloc_core::scheduler::{Event, Scheduler, SchedulerConfig};
 
     fn scheduler(jobs: u32) -> Scheduler {
@@ -156,11 +218,11 @@ mod tests {
             let s = scheduler(jobs);
             let bytes = written(&s);
             let ((name, head), runs): ((String, Snapshot), _) = read(&bytes).unwrap();
-            assert_eq!((name.as_str(), runs.len()), ("head", RUNS));
+            assert_eq!((name.as_str(), runs.count()), ("head", RUNS));
             let (back, _) = Scheduler::restore(
                 SchedulerConfig::default(),
                 &[Site::cluster("a", 2)],
-                Snapshot::join(head, runs),
+                join(head, runs),
             )
             .unwrap();
             let ids = |s: &Scheduler| s.jobs().map(|j| j.id).collect::<Vec<_>>();
@@ -176,9 +238,9 @@ mod tests {
         }
         let mut older = bytes.clone();
         let at = older.len() - 1;
-        older[at] = b'3';
+        older[at] = b'2';
         let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
-        assert!(e.contains("form 3 (this build reads form 4)"), "{e}");
+        assert!(e.contains("form 2 (this build reads forms 3 and 4)"), "{e}");
         let mut flipped = bytes.clone();
         let at = bytes.len() - 20;
         flipped[at] ^= 0xff;

@@ -50,10 +50,12 @@ pub(crate) struct Snapshots {
     compacted: i64,
     /// Forking failed once: the driver writes snapshots itself.
     no_fork: Arc<AtomicBool>,
+    /// Written and synced within the turn (the simulation harness).
+    inline: bool,
 }
 
 impl Snapshots {
-    pub(crate) fn new(state: &crate::state::StateDir) -> Snapshots {
+    pub(crate) fn new(state: &crate::state::StateDir, inline: bool) -> Snapshots {
         Snapshots {
             path: state.root.join("snapshot.bin"),
             saved: Arc::new(AtomicI64::new(0)),
@@ -61,6 +63,7 @@ impl Snapshots {
             taken: 0,
             compacted: 0,
             no_fork: Arc::new(AtomicBool::new(false)),
+            inline,
         }
     }
 }
@@ -184,8 +187,8 @@ impl Driver {
             core: core.head(),
             slots: core,
             launches: &self.launches,
-            secrets: &self.secrets,
-            kv: &self.kv,
+            secrets: &self.rv.secrets,
+            kv: &self.rv.kv,
             abort_reasons: &self.abort_reasons,
             aborts: &self.aborts,
             committed: &self.committed,
@@ -267,7 +270,8 @@ impl Driver {
         type Finish = Box<dyn FnOnce() -> Result<(), String> + Send>;
         let mut forked = false;
         let mut finish: Option<Finish> = None;
-        if !wait && !self.snapshots.no_fork.load(Ordering::Acquire) {
+        let here = wait || self.snapshots.inline;
+        if !here && !self.snapshots.no_fork.load(Ordering::Acquire) {
             let Some(state) = self.state_ref() else {
                 return;
             };
@@ -333,7 +337,7 @@ impl Driver {
             }
             busy.store(false, Ordering::Release);
         };
-        if wait {
+        if here {
             write();
             self.snapshot_if_due(false);
         } else {
@@ -361,7 +365,8 @@ impl Driver {
             super::snapfile::read(&bytes).map_err(|e| bad(e.to_string()))?;
         drop(bytes);
         let decode_ms = t.elapsed().as_millis() as u64 - read_ms;
-        let core = Snapshot::join(s.core, runs);
+        let form = runs.form();
+        let core = super::snapfile::join(s.core, runs);
         let (core, changes) =
             Scheduler::restore(self.config.scheduler.clone(), &self.config.sites, core)
                 .map_err(|e| bad(e.to_string()))?;
@@ -369,16 +374,22 @@ impl Driver {
             read_ms,
             decode_ms,
             core_ms = t.elapsed().as_millis() as u64 - read_ms - decode_ms,
+            form,
             "snapshot read"
         );
+        if form == coalloc_core::scheduler::snapshot::PREVIOUS_SNAPSHOT_VERSION {
+            tracing::warn!(
+                "the snapshot is of the previous form ({form}); read and converted, the next one is written in this build's"
+            );
+        }
         for c in &changes {
             tracing::warn!("the configuration changed since the snapshot: {c}");
         }
         self.core = core;
         self.now = s.now;
         self.launches = s.launches;
-        self.secrets = s.secrets;
-        self.kv = s.kv;
+        self.rv.secrets = s.secrets;
+        self.rv.kv = s.kv;
         self.abort_reasons = s.abort_reasons;
         self.aborts = s.aborts;
         self.committed = s.committed;
@@ -412,4 +423,44 @@ fn pause_ms() -> Option<u64> {
 fn publish(tmp: &Path, path: &Path) -> std::io::Result<()> {
     std::fs::rename(tmp, path)?;
     std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
+}
+
+impl Driver {
+    /// The state a replay of the journal rebuilds, part by part as bytes to compare: the
+    /// core and the driver's journaled bookkeeping (the simulation harness checks that a
+    /// restart reaches the state of the run that wrote the journal). Each launch is taken
+    /// without its `ended` mark, which the driver sets without an entry when the core has
+    /// moved on (a restart's reconcile sets it again). `None` if the queue policy cannot be
+    /// saved.
+    pub fn digest(&self) -> Option<Vec<(&'static str, Vec<u8>)>> {
+        let core = self.core.snapshot()?;
+        let launches: Vec<_> = self
+            .launches
+            .iter()
+            .map(|(k, l)| (*k, l.job, l.component, l.site, l.count, &l.remote))
+            .collect();
+        let bytes = |v: &dyn erased::Ser| v.bytes();
+        Some(vec![
+            ("core", bytes(&core)),
+            ("launches", bytes(&launches)),
+            ("secrets", bytes(&self.rv.secrets)),
+            ("kv", bytes(&self.rv.kv)),
+            ("committed", bytes(&self.committed)),
+            ("failed", bytes(&self.failed)),
+            ("arrays", bytes(&self.arrays)),
+            ("catalog", bytes(&self.catalog)),
+        ])
+    }
+}
+
+/// Serializing values of different types through one function.
+mod erased {
+    pub trait Ser {
+        fn bytes(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn bytes(&self) -> Vec<u8> {
+            postcard::to_allocvec(self).unwrap_or_default()
+        }
+    }
 }

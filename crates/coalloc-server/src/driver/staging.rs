@@ -15,10 +15,10 @@
 //! again for every launch adopted ([`Driver::restore_staging`]), and a launch that ends
 //! after the restart has its listed outputs brought back too.
 
-use super::msg::Report;
 use super::{Driver, Msg};
 use crate::config::BackendKind;
 use crate::entry::Entry;
+use crate::msg::Report;
 use crate::transfer::pump::{fetch, pull, Control, SiteFile};
 use coalloc_backends::files::FileOp;
 use coalloc_backends::SubmitRequest;

@@ -271,7 +271,7 @@ impl Driver {
                 if last.elapsed() >= Duration::from_millis(250) || bytes == size {
                     last = Instant::now();
                     let r = TransferReport::Progress { transfer, bytes };
-                    let _ = tx.send(super::Msg::Site(super::msg::Report::Transfer(r)));
+                    let _ = tx.send(super::Msg::Site(crate::msg::Report::Transfer(r)));
                 }
             };
             let (result, moved) = match pull(&src, &dest, size, &sum, &ctl, &mut progress) {
@@ -284,7 +284,7 @@ impl Driver {
                 moved,
                 millis: begin.elapsed().as_millis() as u64,
             };
-            let _ = tx.send(super::Msg::Site(super::msg::Report::Transfer(r)));
+            let _ = tx.send(super::Msg::Site(crate::msg::Report::Transfer(r)));
         });
     }
 

@@ -92,7 +92,7 @@ impl Driver {
                     site: c.site.map(|s| self.config.sites[s].name.clone()),
                     launch: c.launch.map(|l| l.0),
                     remote: launch.and_then(|l| l.remote.clone()),
-                    checked_in: launch.map(|l| l.checkins.len()),
+                    checked_in: launch.and(c.launch).map(|l| self.rv.checked_in(l.0)),
                     processes: launch.map(|l| l.processes),
                     executable: spec
                         .filter(|_| full)

@@ -16,7 +16,7 @@ use super::proto::{
 };
 use super::pump::{self, text};
 use super::remote::AgentSite;
-use crate::driver::msg::{Msg, Report};
+use crate::msg::{Msg, Report};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
 use std::io::Write;

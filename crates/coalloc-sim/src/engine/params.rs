@@ -239,6 +239,20 @@ pub struct SimParams {
     pub give_up_after: Millis,
     /// Fates of some jobs, by index in the workload's jobs ([`Scripted`]).
     pub scripted: BTreeMap<usize, Scripted>,
+    /// A site's own start latency, by site index, instead of `start_latency` (`coalloc
+    /// whatif`: what the server observed there, or zero for a local site).
+    pub site_start_latency: BTreeMap<SiteId, Millis>,
+    /// Aborted starts of some jobs, by index in the workload's jobs (`coalloc whatif`: the
+    /// history's aborted starts): each of the job's first starts, one per reason, has one
+    /// component fail before the barrier with that reason, as its own program's failure
+    /// ([`coalloc_core::scheduler::Fault::Job`]); the core aborts the start, backs off and
+    /// places the job again as its configuration says.
+    pub aborted_starts: BTreeMap<usize, Vec<String>>,
+    /// Each component's own run time after the barrier, by index in the workload's jobs
+    /// (`coalloc whatif`: a component that ended before the others gave its processors back
+    /// then); a job missing here, or a component past its list's end, runs for the job's
+    /// runtime.
+    pub component_runtimes: BTreeMap<usize, Vec<Millis>>,
 }
 
 impl Default for SimParams {
@@ -254,6 +268,9 @@ impl Default for SimParams {
             window_end: None,
             give_up_after: 365 * 24 * 3_600_000,
             scripted: BTreeMap::new(),
+            site_start_latency: BTreeMap::new(),
+            aborted_starts: BTreeMap::new(),
+            component_runtimes: BTreeMap::new(),
         }
     }
 }

@@ -161,6 +161,8 @@ enum LState {
 #[derive(Debug, Clone, Copy)]
 struct Launch {
     job: JobId,
+    /// Its component's index in the job.
+    component: usize,
     site: SiteId,
     count: u32,
     state: LState,
@@ -187,6 +189,11 @@ struct Sim<'a> {
     launches: BTreeMap<LaunchId, Launch>,
     by_job: BTreeMap<JobId, Vec<LaunchId>>,
     released: BTreeSet<JobId>,
+    /// The reason of every live doomed launch that plays one of
+    /// [`SimParams::aborted_starts`], and how many of each job's (by workload index) have
+    /// been dealt out.
+    abort_reasons: BTreeMap<LaunchId, String>,
+    aborts_dealt: BTreeMap<usize, usize>,
     /// The workload index of every job the core accepted, by core job number (from 1: the
     /// core numbers accepted jobs densely).
     index_of: Vec<usize>,
@@ -323,6 +330,8 @@ pub fn simulate<'a>(
         launches: BTreeMap::new(),
         by_job: BTreeMap::new(),
         released: BTreeSet::new(),
+        abort_reasons: BTreeMap::new(),
+        aborts_dealt: BTreeMap::new(),
         index_of: Vec::with_capacity(outcomes.len()),
         arrivals: Vec::new(),
         next_arrival: 0,
@@ -799,9 +808,14 @@ impl Sim<'_> {
         let site = st.site;
         // No draw when starts never fail (the stream serves nothing else).
         let p = self.params.failures.start;
-        let doomed = p > 0.0 && self.starts.random_bool(p);
+        let mut doomed = p > 0.0 && self.starts.random_bool(p);
+        if let Some(reason) = self.scripted_abort(st.job) {
+            doomed = true;
+            self.abort_reasons.insert(st.launch, reason);
+        }
         let mut l = Launch {
             job: st.job,
+            component: st.component,
             site,
             count: st.count,
             state: LState::Queued,
@@ -832,6 +846,25 @@ impl Sim<'_> {
         self.dirty.insert(site);
     }
 
+    /// The reason of the job's next scripted aborted start ([`SimParams::aborted_starts`]),
+    /// dealt to the first launch of a start (one per start: none while another launch of
+    /// the job is doomed).
+    fn scripted_abort(&mut self, job: JobId) -> Option<String> {
+        let i = self.index(job)?;
+        let reasons = self.params.aborted_starts.get(&i)?;
+        let dealt = self.aborts_dealt.get(&i).copied().unwrap_or(0);
+        let reason = reasons.get(dealt)?.clone();
+        let live_doomed = self.by_job.get(&job).is_some_and(|ls| {
+            ls.iter()
+                .any(|l| self.launches.get(l).is_some_and(|l| l.doomed))
+        });
+        if live_doomed {
+            return None;
+        }
+        self.aborts_dealt.insert(i, dealt + 1);
+        Some(reason)
+    }
+
     /// A launch got its processors: it runs its start-up and reports at the barrier. With no
     /// start latency a launch that does not fail to start is ready at once, told to the
     /// core with its start (no event through the heap: a trace replay's every start).
@@ -841,14 +874,20 @@ impl Sim<'_> {
             return;
         };
         l.state = LState::Starting;
-        let at_once = self.params.start_latency <= 0 && !l.doomed;
+        let latency = self
+            .params
+            .site_start_latency
+            .get(&l.site)
+            .copied()
+            .unwrap_or(self.params.start_latency);
+        let at_once = latency <= 0 && !l.doomed;
         self.follow.push(Event::ComponentStarted { launch });
         if at_once {
             let mut out = std::mem::take(&mut self.follow);
             self.ready(launch, &mut out);
             self.follow = out;
         } else {
-            self.push(now + self.params.start_latency, Ev::Ready(launch));
+            self.push(now + latency.max(0), Ev::Ready(launch));
         }
     }
 
@@ -862,11 +901,19 @@ impl Sim<'_> {
             return;
         }
         if l.doomed {
+            let scripted = self.abort_reasons.remove(&launch);
             self.drop_launch(launch);
+            let (reason, fault) = match scripted {
+                Some(reason) => (reason, Fault::Job),
+                None => (
+                    "the component failed to start (injected)".into(),
+                    Fault::Site,
+                ),
+            };
             out.push(Event::ComponentFailed {
                 launch,
-                reason: "the component failed to start (injected)".into(),
-                fault: Fault::Site,
+                reason,
+                fault,
             });
         } else {
             l.state = LState::Ready;
@@ -886,10 +933,19 @@ impl Sim<'_> {
             return;
         };
         l.state = LState::Running;
-        let (job, site, count, wall) = (l.job, l.site, l.count, l.wall);
+        let (job, component, site, count, wall) = (l.job, l.component, l.site, l.count, l.wall);
         self.sites[site].run(count);
         self.dirty.insert(site);
-        let runtime = self.index(job).map_or(0, |i| self.work.runtime(i)).max(0);
+        let runtime = self
+            .index(job)
+            .map_or(0, |i| {
+                self.params
+                    .component_runtimes
+                    .get(&i)
+                    .and_then(|r| r.get(component).copied())
+                    .unwrap_or_else(|| self.work.runtime(i))
+            })
+            .max(0);
         let crash = self
             .params
             .failures
@@ -914,6 +970,16 @@ impl Sim<'_> {
         let Some(l) = self.launches.remove(&launch) else {
             return;
         };
+        // A scripted aborted start whose launch went before it failed: the next start
+        // plays it.
+        if self.abort_reasons.remove(&launch).is_some() {
+            if let Some(n) = self
+                .index(l.job)
+                .and_then(|i| self.aborts_dealt.get_mut(&i))
+            {
+                *n = n.saturating_sub(1);
+            }
+        }
         let s = &mut self.sites[l.site];
         match l.state {
             LState::Queued => {

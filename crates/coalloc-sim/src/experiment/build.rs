@@ -380,7 +380,7 @@ fn params(doc: &SimDoc, seed: u64, sites: &[Site]) -> Result<SimParams, String> 
         sample_interval: dur(&doc.sample_interval, "sim.sample_interval")?,
         window_end: dur(&doc.window_end, "sim.window_end")?,
         give_up_after: dur(&doc.give_up_after, "sim.give_up_after")?.unwrap_or(d.give_up_after),
-        scripted: d.scripted,
+        ..d
     })
 }
 

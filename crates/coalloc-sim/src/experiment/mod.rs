@@ -45,6 +45,19 @@ impl Run {
     pub fn doc(&self) -> &ExperimentDoc {
         &self.doc
     }
+
+    /// Cut the run's workload to at most `n` global jobs (a trace to its first `n`, seed
+    /// 003's batch to `n`): a quick check that an experiment still runs, not a result.
+    pub fn limit_jobs(&mut self, n: usize) {
+        let w = &mut self.doc.workload;
+        w.jobs = match w.jobs {
+            None if w.kind == "swf" => Some(n),
+            j => j.map(|j| j.min(n)),
+        };
+        if w.kind == "seed003" {
+            w.count = Some(w.count.unwrap_or(40).min(n));
+        }
+    }
 }
 
 /// What one run gave.

@@ -1,6 +1,4 @@
-//! The journal (DESIGN.md, "event-sourced state"): every input the core accepts is appended
-//! here, in the order the core saw it, and committed before any of its effects leave the
-//! server or its reply is sent. A restart replays the journal into a fresh core.
+//! The SQLite journal, the embedded default's [`super::Store`].
 //!
 //! SQLite in WAL mode with `synchronous = FULL`: a commit is on disk when it returns. The
 //! driver appends a whole batch of events (every request that arrived while the last batch
@@ -15,50 +13,15 @@
 //! connection checkpoints only when the WAL has grown large. A checkpoint is crash-safe and
 //! concurrent with the driver's writes (`PASSIVE`).
 //!
-//! Compaction (issue 23, item 4): once a snapshot of the state after entry `S` is on disk
-//! (`driver::snapshot`), the entries before `S` are deleted; a restart reads the snapshot
-//! and replays the entries after `S` only. Entry `S` itself is kept, so that the next
-//! entry's number (SQLite's rowid: the largest plus one) never falls back to one already
-//! covered by a snapshot.
+//! Compaction (issue 23, item 4): entry `S` itself is kept, so that the next entry's number
+//! (SQLite's rowid: the largest plus one) never falls back to one already covered by a
+//! snapshot.
 
+use super::{JournalError, Record, ReplayError, Store};
 use crate::entry::Entry;
 use crate::history::HistoryRow;
-use coalloc_core::model::Time;
 use rusqlite::{params, Connection};
 use std::path::Path;
-
-/// Why the journal could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum JournalError {
-    #[error("journal {path}: {source}")]
-    Sqlite {
-        path: String,
-        source: rusqlite::Error,
-    },
-    #[error("journal {path}, entry {seq}: cannot read it: {message}")]
-    Corrupt {
-        path: String,
-        seq: i64,
-        message: String,
-    },
-}
-
-/// Why a replay stopped: the journal could not be read, or record `n` (from 1) was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError<E> {
-    #[error(transparent)]
-    Journal(#[from] JournalError),
-    /// The entry numbered so (its `seq`) was refused.
-    #[error("journal entry {0}: {1}")]
-    Record(i64, E),
-}
-
-/// One journaled input: when the core saw it, and what it was.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    pub at: Time,
-    pub entry: Entry,
-}
 
 /// The open journal.
 pub struct Journal {
@@ -303,6 +266,25 @@ impl Journal {
         // A checkpoint already asked for covers this commit too.
         let _ = self.checkpoints.try_send(());
         Ok(())
+    }
+}
+
+impl Store for Journal {
+    fn last_seq(&self) -> i64 {
+        self.last
+    }
+    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+        Journal::append(self, records, history)
+    }
+    fn replay_after(
+        &self,
+        after: i64,
+        each: &mut dyn FnMut(i64, Record) -> Result<(), String>,
+    ) -> Result<usize, ReplayError<String>> {
+        Journal::replay_after(self, after, each)
+    }
+    fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
+        Journal::compact_before(self, seq)
     }
 }
 

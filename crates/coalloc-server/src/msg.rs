@@ -1,5 +1,9 @@
-//! The messages the driver thread takes: requests from the HTTP API (each with a one-shot
-//! reply), and reports from the site workers.
+//! What crosses the driver's edge, below it so that nothing imports up into the driver:
+//! the requests of the HTTP API (each with a one-shot reply) and the reports of the sites
+//! (both come in as [`Msg`]s), and [`SiteLink`], the small trait the driver's calls to a
+//! site go out through (DESIGN.md, "Sites apart", habit 3): [`crate::sites::SiteWorker`]
+//! carries them to a resource manager on threads; the simulation harness takes them as
+//! they are sent.
 
 pub use crate::views::BarrierAnswer;
 use crate::views::{JobList, JobView, SitesView};
@@ -64,14 +68,15 @@ pub enum Request {
         secret: String,
         reply: Reply<Result<(), ApiError>>,
     },
-    /// A process checks in at the barrier (`check_in: false`: only asks again).
+    /// A process checks in at the barrier (or, `ok: false`, reports a failed start);
+    /// `hold`: a closed barrier's answer waits for the job to commit or abort.
     Barrier {
         job: u64,
         launch: u64,
         local_rank: u32,
         ok: bool,
         reason: Option<String>,
-        check_in: bool,
+        hold: bool,
         reply: Reply<Result<BarrierAnswer, ApiError>>,
     },
     KvPut {
@@ -80,9 +85,11 @@ pub enum Request {
         value: String,
         reply: Reply<Result<(), ApiError>>,
     },
+    /// A value of the job's store; `wait`: a key not yet put is answered by its put.
     KvGet {
         job: u64,
         key: String,
+        wait: bool,
         reply: Reply<Result<Option<String>, ApiError>>,
     },
     SetUsable {
@@ -205,4 +212,70 @@ pub enum Msg {
     Api(Request),
     Site(Report),
     Stop,
+}
+
+/// A call of the driver to one site; what comes of it comes back later as a [`Report`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteCall {
+    /// Submit a launch ([`Report::Submitted`] or [`Report::SubmittedMany`]).
+    Submit(Box<coalloc_backends::SubmitRequest>),
+    /// Cancel a launch the resource manager took.
+    Cancel(String),
+    /// Cancel whatever a submission of this launch left at the resource manager, when the
+    /// server does not know whether it took it (it stopped, or heard no answer).
+    CancelUnrecorded {
+        job: u64,
+        component: usize,
+        launch: u64,
+    },
+    /// Report this launch's state with every poll from now on.
+    Watch { launch: u64, remote: String },
+    /// Stop reporting this launch's state.
+    Forget(u64),
+    /// Preempt local jobs until this many more processors are free (GP, seed 001 §2.2).
+    KillLocal(u32),
+    /// The launch's job is gone: the site may drop what it keeps of the launch.
+    Discard(String),
+    /// Lease a VM through the site's provider ([`Report::Leased`]).
+    Lease(u64),
+    /// Release a VM through the site's provider ([`Report::Released`]).
+    Release { vm: u64, node: String },
+}
+
+/// The driver's link to one site: [`SiteLink::send`] returns at once. The other methods
+/// are shorthands for its calls.
+pub trait SiteLink: Send {
+    fn send(&self, call: SiteCall);
+
+    fn submit(&self, request: coalloc_backends::SubmitRequest) {
+        self.send(SiteCall::Submit(Box::new(request)));
+    }
+    fn cancel(&self, remote: String) {
+        self.send(SiteCall::Cancel(remote));
+    }
+    fn cancel_unrecorded(&self, job: u64, component: usize, launch: u64) {
+        self.send(SiteCall::CancelUnrecorded {
+            job,
+            component,
+            launch,
+        });
+    }
+    fn watch(&self, launch: u64, remote: String) {
+        self.send(SiteCall::Watch { launch, remote });
+    }
+    fn forget(&self, launch: u64) {
+        self.send(SiteCall::Forget(launch));
+    }
+    fn kill_local(&self, processors: u32) {
+        self.send(SiteCall::KillLocal(processors));
+    }
+    fn discard(&self, remote: String) {
+        self.send(SiteCall::Discard(remote));
+    }
+    fn lease(&self, vm: u64) {
+        self.send(SiteCall::Lease(vm));
+    }
+    fn release(&self, vm: u64, node: String) {
+        self.send(SiteCall::Release { vm, node });
+    }
 }

@@ -1,0 +1,139 @@
+//! The in-memory journal of the simulation harness: records and history rows in vectors
+//! behind a shared handle, so that they outlive the driver that wrote them (a crash drops
+//! the driver; the harness restarts a new one on the same [`MemJournal`]). A crash can also
+//! be set to cut the next append short: nothing of it is kept and the driver hears an
+//! error, as from a write that never reached the disk.
+
+use super::{JournalError, Record, ReplayError, Store};
+use crate::history::HistoryRow;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// `(seq, record)`, in order; compaction removes from the front.
+    records: Vec<(i64, Record)>,
+    history: Vec<HistoryRow>,
+    last: i64,
+    /// The next append fails and keeps nothing.
+    cut_next: bool,
+    appends: u64,
+}
+
+/// A journal in memory; clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct MemJournal(Arc<Mutex<Inner>>);
+
+impl MemJournal {
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding it is a test's failure already; the data is still whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next append fails and keeps nothing (a crash in the middle of a commit).
+    pub fn cut_next_append(&self) {
+        self.inner().cut_next = true;
+    }
+
+    /// Every record kept, with its number.
+    pub fn records(&self) -> Vec<(i64, Record)> {
+        self.inner().records.clone()
+    }
+
+    /// The history rows written.
+    pub fn history(&self) -> Vec<HistoryRow> {
+        self.inner().history.clone()
+    }
+
+    /// How many appends succeeded.
+    pub fn appends(&self) -> u64 {
+        self.inner().appends
+    }
+}
+
+impl Store for MemJournal {
+    fn last_seq(&self) -> i64 {
+        self.inner().last
+    }
+
+    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+        let mut i = self.inner();
+        if records.is_empty() && history.is_empty() {
+            return Ok(());
+        }
+        if std::mem::take(&mut i.cut_next) {
+            return Err(JournalError::Lost {
+                path: "(memory)".into(),
+                message: "the server crashed before the commit reached the disk".into(),
+            });
+        }
+        for r in records {
+            i.last += 1;
+            let seq = i.last;
+            i.records.push((seq, r.clone()));
+        }
+        i.history.extend_from_slice(history);
+        i.appends += 1;
+        Ok(())
+    }
+
+    fn replay_after(
+        &self,
+        after: i64,
+        each: &mut dyn FnMut(i64, Record) -> Result<(), String>,
+    ) -> Result<usize, ReplayError<String>> {
+        let records: Vec<(i64, Record)> = {
+            let i = self.inner();
+            let from = i.records.partition_point(|(s, _)| *s <= after);
+            i.records[from..].to_vec()
+        };
+        let mut n = 0;
+        for (seq, r) in records {
+            n += 1;
+            each(seq, r).map_err(|e| ReplayError::Record(seq, e))?;
+        }
+        Ok(n)
+    }
+
+    fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
+        let mut i = self.inner();
+        let n = i.records.partition_point(|(s, _)| *s < seq);
+        i.records.drain(..n);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Entry;
+
+    fn rec(at: i64) -> Record {
+        Record {
+            at,
+            entry: Entry::Tick,
+        }
+    }
+
+    #[test]
+    fn a_cut_append_keeps_nothing_and_the_next_one_goes_on_numbering() {
+        let mut j = MemJournal::default();
+        j.append(&[rec(1), rec(2)], &[]).unwrap();
+        j.cut_next_append();
+        assert!(j.append(&[rec(3)], &[]).is_err());
+        assert_eq!(j.last_seq(), 2);
+        j.append(&[rec(4)], &[]).unwrap();
+        let mut seen = Vec::new();
+        let n = j
+            .clone()
+            .replay_after(1, &mut |seq, r| {
+                seen.push((seq, r.at));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seen, vec![(2, 2), (3, 4)]);
+        assert_eq!(j.compact_before(3).unwrap(), 2);
+        assert_eq!(j.records().len(), 1);
+        assert_eq!(j.last_seq(), 3);
+    }
+}

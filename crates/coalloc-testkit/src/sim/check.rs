@@ -1,0 +1,128 @@
+//! The invariants checked after every step of a run (issue 30, item 4):
+//!
+//! - no acknowledged submission is lost across any number of crashes (checked at each
+//!   restart, in `World::start_server`);
+//! - a restart from the journal reaches the state of the run that wrote it (likewise);
+//! - the barrier is never released with a required component missing or not checked in
+//!   ([`released`], when a process hears `released`);
+//! - no component has two launches running past the barrier at once, at any manager, but
+//!   while the manager of the one given up on cannot be reached to cancel it (and a grace
+//!   for the worker's retries after);
+//! - no site's processors are counted above its size;
+//! - once faults stop, every job ends and nothing is left running at any manager (the run
+//!   must end within 40 virtual minutes of its last fault).
+
+use super::{Violation, World};
+use coalloc_core::model::StartType;
+use coalloc_core::scheduler::jobs::{CompPhase, Phase};
+use coalloc_core::scheduler::LaunchId;
+use std::collections::BTreeMap;
+
+/// How long after its manager is back a launch given up on may still run (the site worker
+/// retries a cancel after 1, 2, 4, 8 s).
+const CANCEL_GRACE: coalloc_core::model::Time = 16_000;
+
+/// A process of launch `id` at `site` heard `released`: its job runs, and every required
+/// component's current launch has had every process check in.
+pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation> {
+    let s = w.server.as_ref().expect("a server answered");
+    let l = &w.rms[site].launches[&id];
+    let Some(job) = s.driver.core().job(l.job) else {
+        return Err(w.violation(format!(
+            "launch {} released, its job {} unknown",
+            l.launch, l.job
+        )));
+    };
+    if job.phase != Phase::Running {
+        return Err(w.violation(format!(
+            "launch {} released while job {} is {:?}",
+            l.launch, l.job, job.phase
+        )));
+    }
+    for (i, c) in job.comps.iter().enumerate() {
+        // A flexible job's components are made at its placement: all required.
+        let required = job
+            .job
+            .components
+            .get(i)
+            .is_none_or(|s| s.start_type == StartType::Required);
+        if !required || c.phase == CompPhase::Deleted {
+            continue;
+        }
+        let (Some(LaunchId(launch)), Some(at)) = (c.launch, c.site) else {
+            return Err(w.violation(format!(
+                "job {} released with required component {i} not started",
+                l.job
+            )));
+        };
+        let there = w.rms[at].launches.values().find(|x| x.launch == launch);
+        let ok = there.is_some_and(|x| {
+            x.checked.len() as u32 >= x.processes
+                && !matches!(x.state, super::rm::St::Pending { .. })
+        });
+        if !ok {
+            let seen = there.map(|x| (x.checked.len(), x.processes, x.state.clone()));
+            return Err(w.violation(format!(
+                "job {} released with required component {i} (launch {launch} at s{at}) without every process checked in (checked in, processes, state: {seen:?})",
+                l.job
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl World {
+    /// The invariants that hold at every moment.
+    pub(super) fn check(&self) -> Result<(), Violation> {
+        if let Some(s) = &self.server {
+            let core = s.driver.core();
+            for i in 0..self.plan.sites.len() {
+                let Some(st) = core.site_state(i) else {
+                    continue;
+                };
+                // Its size: as configured (the monitor's `processors` is 0 until it answers).
+                let size = self.plan.sites[i].processors;
+                if [st.processors, st.ours, st.pending, st.idle]
+                    .iter()
+                    .any(|n| *n > size)
+                {
+                    return Err(self.violation(format!(
+                        "site s{i} of {size} counted beyond its size: processors {}, ours {}, pending {}, idle {}",
+                        st.processors, st.ours, st.pending, st.idle
+                    )));
+                }
+            }
+        }
+        let mut past_barrier: BTreeMap<(u64, usize), Vec<(usize, u64)>> = BTreeMap::new();
+        for (site, rm) in self.rms.iter().enumerate() {
+            for l in rm.launches.values().filter(|l| l.running() && l.released) {
+                past_barrier
+                    .entry((l.job, l.component))
+                    .or_default()
+                    .push((site, l.launch));
+            }
+        }
+        let current = |job: u64, c: usize| {
+            let s = self.server.as_ref()?;
+            let j = s.driver.core().job(job)?;
+            j.comps.get(c)?.launch.map(|l| l.0)
+        };
+        for ((job, c), launches) in past_barrier.iter().filter(|(_, v)| v.len() > 1) {
+            // A launch the server has given up on may run on while its site's manager cannot
+            // be reached to cancel it, and for a grace after (the worker's retries); past
+            // that it is a component started twice.
+            let Some(now_current) = current(*job, *c) else {
+                continue;
+            };
+            let unreachable = launches.iter().all(|(site, l)| {
+                *l == now_current || self.now < self.rms[*site].down_until + CANCEL_GRACE
+            });
+            if !unreachable {
+                return Err(self.violation(format!(
+                    "job {job} component {c} runs past the barrier twice: (site, launch) {launches:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

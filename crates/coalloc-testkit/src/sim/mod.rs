@@ -1,0 +1,798 @@
+//! The simulation harness (DESIGN.md, "The server as a machine"; habits 3, 4 and 6): the
+//! server's driver, stepped, with a fake resource manager and a site worker per site, the
+//! components' processes and a client, all in one thread on a virtual clock, driven by one
+//! seed ([`plan::plan`]). Between the driver and each manager a network delays every call
+//! and answer; the faults of the plan strike at their times; after every step the
+//! invariants of [`check`] are checked. A failing seed is one command that replays it
+//! exactly: `cargo run -p coalloc-testkit --bin coalloc-simtest -- --seed N`.
+//!
+//! A harness of our own rather than turmoil or madsim: the driver is already a machine
+//! that takes its time and inputs as arguments, so there is no async code to run on a
+//! simulated runtime; what sits around it (site workers, managers, processes) is a few
+//! hundred lines of plain state kept in one event queue, as quinn-proto's `Pair` keeps two
+//! endpoints.
+
+pub mod check;
+mod link;
+pub mod plan;
+mod rm;
+
+use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
+use coalloc_core::model::Time;
+use coalloc_core::scheduler::jobs::Phase;
+use coalloc_server::config::ServerConfig;
+use coalloc_server::driver::{Driver, Fatal, Parts, Shared};
+use coalloc_server::journal::MemJournal;
+use coalloc_server::msg::{ApiError, BarrierAnswer, EditRequest, Msg, Report, Request, SiteLink};
+use coalloc_server::state::StateDir;
+use link::{Call, Outbox, SimLink};
+use plan::{EditPlan, Fault, Plan};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rm::Rm;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// What went wrong in a run: the seed, the virtual time, the broken invariant.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("seed {seed} at +{at} ms: {what}\n  replay: cargo run -p coalloc-testkit --bin coalloc-simtest -- --seed {seed} --trace")]
+pub struct Violation {
+    pub seed: u64,
+    /// Milliseconds since the run's start.
+    pub at: Time,
+    pub what: String,
+}
+
+/// What a run that kept every invariant did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Outcome {
+    pub seed: u64,
+    pub jobs: usize,
+    pub crashes: u32,
+    pub steps: u64,
+    /// Virtual milliseconds the run took.
+    pub length: Time,
+    pub launches: usize,
+}
+
+/// Run the plan of `seed`; `trace` prints every event.
+pub fn run(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    let plan = plan::plan(seed);
+    let dir = std::env::temp_dir().join(format!("coalloc-sim-{}-{seed}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = World::new(plan, dir.clone(), trace).and_then(World::run);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A backend for the driver's direct uses (a cloud site's size, files): none here.
+struct NoBackend;
+
+impl Backend for NoBackend {
+    fn submit(&self, _: &SubmitRequest) -> Result<RemoteId, BackendError> {
+        Err(BackendError::Unavailable("simulated".into()))
+    }
+    fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+        Ok(vec![RemoteState::Unknown; ids.len()])
+    }
+    fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn load(&self) -> Result<SiteLoad, BackendError> {
+        Err(BackendError::Unavailable("simulated".into()))
+    }
+}
+
+/// Something that happens at a time.
+enum Ev {
+    Submit(usize),
+    Cancel(usize),
+    /// The client commits a job held at the barrier.
+    Commit(usize),
+    Edit(usize),
+    Fault(Fault),
+    Restart,
+    /// A call of the server of incarnation `epoch` reaches a site's manager.
+    Call(u64, usize, Call),
+    /// A worker retries cancelling an unrecorded submission (`attempt` from 1).
+    CancelUnrecorded(usize, u64, u32),
+    /// The worker of incarnation `epoch` hears an answer and reports it.
+    Report(u64, Report),
+    Poll(u64, usize),
+    RmWake(usize),
+    /// Process `rank` of launch `id` at a site checks in at the barrier.
+    CheckIn(usize, u64, u32),
+    Exit(usize, u64, bool),
+    Lose(usize, u64),
+}
+
+/// A reply the harness waits for.
+enum Wait {
+    Submit(usize, oneshot::Receiver<Vec<Result<(u64, bool), String>>>),
+    SubmitArray(usize, oneshot::Receiver<Result<u64, String>>),
+    /// The client's commit of planned job `i`: asked again until it is taken.
+    Commit(usize, oneshot::Receiver<Result<(), ApiError>>),
+    Cancel(oneshot::Receiver<Result<(), ApiError>>),
+    Barrier(
+        usize,
+        u64,
+        u32,
+        oneshot::Receiver<Result<BarrierAnswer, ApiError>>,
+    ),
+}
+
+/// The running server.
+struct Server {
+    driver: Driver,
+    outbox: Outbox,
+    /// Each site worker's watched launches (in the server's memory: gone with it).
+    watched: Vec<BTreeMap<u64, String>>,
+    _shared: Shared,
+    _rx: std::sync::mpsc::Receiver<Msg>,
+    /// The event stream, printed with `--trace`.
+    events: tokio::sync::broadcast::Receiver<String>,
+}
+
+struct World {
+    plan: Plan,
+    config: ServerConfig,
+    dir: PathBuf,
+    trace: bool,
+    rng: ChaCha8Rng,
+    now: Time,
+    queue: BTreeMap<(Time, u64), Ev>,
+    seq: u64,
+    rms: Vec<Rm>,
+    journal: MemJournal,
+    server: Option<Server>,
+    epoch: u64,
+    waiting: Vec<Wait>,
+    /// Acknowledged jobs: number -> planned job.
+    acked: BTreeMap<u64, usize>,
+    /// Planned job -> its numbers (an array's elements), once acknowledged.
+    numbers: BTreeMap<usize, Vec<u64>>,
+    /// Processes of launches started before this never check in.
+    mute_until: Time,
+    /// A cut commit is armed: the server restarts this long after it dies.
+    cut_down: Option<Time>,
+    /// The state before a clean crash, to compare with the restart's.
+    digest: Option<Vec<(&'static str, Vec<u8>)>>,
+    out: Outcome,
+}
+
+const MONITOR: Time = 200;
+const RETRY: Time = 1000;
+
+impl World {
+    fn new(plan: Plan, dir: PathBuf, trace: bool) -> Result<World, Violation> {
+        let bad = |what: String| Violation {
+            seed: plan.seed,
+            at: 0,
+            what,
+        };
+        let config = ServerConfig::parse(&plan.config())
+            .map_err(|e| bad(format!("the plan's configuration: {e}")))?;
+        let rms = plan.sites.iter().cloned().map(Rm::new).collect();
+        Ok(World {
+            rng: ChaCha8Rng::seed_from_u64(plan.seed ^ 0x005e_ed0f_7e57),
+            config,
+            dir,
+            trace,
+            now: plan::T0,
+            queue: BTreeMap::new(),
+            seq: 0,
+            rms,
+            journal: MemJournal::default(),
+            server: None,
+            epoch: 0,
+            waiting: Vec::new(),
+            acked: BTreeMap::new(),
+            numbers: BTreeMap::new(),
+            mute_until: 0,
+            cut_down: None,
+            digest: None,
+            out: Outcome {
+                seed: plan.seed,
+                jobs: plan.jobs.len(),
+                ..Outcome::default()
+            },
+            plan,
+        })
+    }
+
+    fn at(&mut self, t: Time, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((t, self.seq), ev);
+    }
+
+    fn violation(&self, what: impl Into<String>) -> Violation {
+        Violation {
+            seed: self.plan.seed,
+            at: self.now - plan::T0,
+            what: what.into(),
+        }
+    }
+
+    fn log(&self, what: impl FnOnce() -> String) {
+        if self.trace {
+            eprintln!("+{:>7} {}", self.now - plan::T0, what());
+        }
+    }
+
+    /// A network delay.
+    fn delay(&mut self) -> Time {
+        self.rng.random_range(1..30)
+    }
+
+    fn run(mut self) -> Result<Outcome, Violation> {
+        for i in 0..self.plan.jobs.len() {
+            let j = &self.plan.jobs[i];
+            let (at, cancel) = (j.at, j.cancel_at);
+            self.at(at, Ev::Submit(i));
+            if let Some(c) = cancel {
+                self.at(c, Ev::Cancel(i));
+            }
+            if let Some(c) = self.plan.jobs[i].commit_at {
+                self.at(c, Ev::Commit(i));
+            }
+            if let Some((t, _)) = self.plan.jobs[i].edit {
+                self.at(t, Ev::Edit(i));
+            }
+        }
+        for (t, f) in self.plan.faults.clone() {
+            self.at(t, Ev::Fault(f));
+        }
+        self.start_server()?;
+        let deadline = self.plan.faults_end + 40 * 60_000;
+        loop {
+            let ev_at = self.queue.keys().next().map(|k| k.0);
+            let drv_at = self
+                .server
+                .as_ref()
+                .map(|s| s.driver.next_wakeup().max(self.now + 1));
+            let Some(t) = [ev_at, drv_at].into_iter().flatten().min() else {
+                break;
+            };
+            self.now = self.now.max(t);
+            if self.now > deadline {
+                return Err(self.violation(format!(
+                    "not over 40 minutes after the last fault: {}",
+                    self.unfinished()
+                )));
+            }
+            let mut inputs = Vec::new();
+            while let Some(e) = self.queue.first_entry() {
+                if e.key().0 > self.now {
+                    break;
+                }
+                let ev = e.remove();
+                self.handle(ev, &mut inputs)?;
+            }
+            let due = drv_at.is_some_and(|w| w <= self.now);
+            if self.server.is_some() && (due || !inputs.is_empty()) {
+                self.step(inputs)?;
+            }
+            self.check()?;
+            if self.done() {
+                break;
+            }
+        }
+        self.out.length = self.now - plan::T0;
+        self.out.launches = self.rms.iter().map(|r| r.launches.len()).sum();
+        Ok(self.out)
+    }
+
+    /// Every job acknowledged and ended, every fault past, nothing left at any manager.
+    fn done(&self) -> bool {
+        self.now >= self.plan.faults_end
+            && self.server.is_some()
+            && !self
+                .queue
+                .values()
+                .any(|e| matches!(e, Ev::Fault(_) | Ev::Restart))
+            && self.unfinished().is_empty()
+    }
+
+    /// What is not over: jobs not ended, launches still at a manager.
+    fn unfinished(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(s) = &self.server {
+            for (id, i) in &self.acked {
+                match s.driver.core().job(*id) {
+                    Some(j) if j.phase != Phase::Ended => {
+                        out.push(format!("job {id} (j{i}) {:?}", j.phase))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if self.numbers.len() < self.plan.jobs.len() {
+            out.push(format!(
+                "{} of {} jobs acknowledged",
+                self.numbers.len(),
+                self.plan.jobs.len()
+            ));
+        }
+        if self.server.is_none() {
+            out.push("the server is down".into());
+        }
+        for (site, rm) in self.rms.iter().enumerate() {
+            for (id, l) in &rm.launches {
+                if matches!(l.state, rm::St::Pending { .. } | rm::St::Running { .. }) {
+                    out.push(format!(
+                        "R{id} at s{site} (job {} component {} launch {}) {:?}",
+                        l.job, l.component, l.launch, l.state
+                    ));
+                }
+            }
+        }
+        out.join("; ")
+    }
+
+    fn start_server(&mut self) -> Result<(), Violation> {
+        let n = self.plan.sites.len();
+        let outbox = Outbox::default();
+        let sites = (0..n)
+            .map(|site| {
+                Box::new(SimLink {
+                    site,
+                    out: outbox.clone(),
+                }) as Box<dyn SiteLink>
+            })
+            .collect();
+        let backends = (0..n)
+            .map(|_| Arc::new(NoBackend) as Arc<dyn Backend>)
+            .collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let parts = Parts {
+            journal: Box::new(self.journal.clone()),
+            sites,
+            backends,
+            tx,
+            inline_snapshots: true,
+        };
+        let state = StateDir::create(&self.dir)
+            .map_err(|e| self.violation(format!("state directory: {e}")))?;
+        let (mut driver, shared) = Driver::open(
+            self.config.clone(),
+            parts,
+            state,
+            "http://sim.invalid".into(),
+        )
+        .map_err(|e| self.violation(format!("the server did not start: {e}")))?;
+        if let Some(before) = self.digest.take() {
+            let after = driver.digest().unwrap_or_default();
+            let differ: Vec<&str> = before
+                .iter()
+                .zip(&after)
+                .filter(|(b, a)| b != a)
+                .map(|(b, _)| b.0)
+                .collect();
+            if !differ.is_empty() || before.len() != after.len() {
+                return Err(self.violation(format!(
+                    "a restart from the journal reached another state than the run that wrote it (differs: {differ:?})"
+                )));
+            }
+        }
+        for (id, i) in &self.acked {
+            if driver.core().job(*id).is_none() {
+                return Err(self.violation(format!(
+                    "acknowledged job {id} (j{i}) is gone after a restart"
+                )));
+            }
+        }
+        driver.resume(self.now);
+        self.epoch += 1;
+        self.log(|| format!("server up (incarnation {})", self.epoch));
+        self.server = Some(Server {
+            driver,
+            outbox,
+            watched: vec![BTreeMap::new(); n],
+            events: shared.events.subscribe(),
+            _shared: shared,
+            _rx: rx,
+        });
+        for site in 0..n {
+            let t = self.now + 1 + site as Time * 7;
+            self.at(t, Ev::Poll(self.epoch, site));
+        }
+        self.after_step()
+    }
+
+    fn crash(&mut self, down: Time, clean: bool) {
+        if let Some(s) = self.server.take() {
+            if clean {
+                self.digest = s.driver.digest();
+            }
+            self.out.crashes += 1;
+            self.log(|| format!("server crashes (restart in {down} ms)"));
+            drop(s);
+            // Their replies are gone with the server: the callers try again.
+            for w in std::mem::take(&mut self.waiting) {
+                match w {
+                    Wait::Submit(i, _) | Wait::SubmitArray(i, _) => {
+                        self.at(self.now + RETRY, Ev::Submit(i))
+                    }
+                    Wait::Commit(i, _) => self.at(self.now + RETRY, Ev::Commit(i)),
+                    Wait::Barrier(site, id, rank, _) => {
+                        self.at(self.now + RETRY, Ev::CheckIn(site, id, rank))
+                    }
+                    Wait::Cancel(_) => {}
+                }
+            }
+            self.at(self.now + down, Ev::Restart);
+        }
+    }
+
+    fn step(&mut self, inputs: Vec<Msg>) -> Result<(), Violation> {
+        let s = self.server.as_mut().expect("server up");
+        self.out.steps += 1;
+        match s.driver.step(self.now, inputs) {
+            Ok(_) => self.after_step(),
+            Err(Fatal(e)) => {
+                self.log(|| format!("commit cut: {e}"));
+                let down = self.cut_down.take().unwrap_or(0);
+                self.crash(down, false);
+                Ok(())
+            }
+        }
+    }
+
+    /// Take the replies and the calls of the turn.
+    fn after_step(&mut self) -> Result<(), Violation> {
+        if self.trace {
+            if let Some(s) = &mut self.server {
+                while let Ok(e) = s.events.try_recv() {
+                    eprintln!("+{:>7}   server: {e}", self.now - plan::T0);
+                }
+            }
+        }
+        for w in std::mem::take(&mut self.waiting) {
+            self.answer(w)?;
+        }
+        let calls: Vec<(usize, Call)> = match &self.server {
+            Some(s) => std::mem::take(&mut *s.outbox.lock().unwrap_or_else(|e| e.into_inner())),
+            None => return Ok(()),
+        };
+        let epoch = self.epoch;
+        for (site, call) in calls {
+            match call {
+                Call::Watch { launch, remote } => {
+                    if let Some(s) = &mut self.server {
+                        s.watched[site].insert(launch, remote);
+                    }
+                }
+                Call::Forget(launch) => {
+                    if let Some(s) = &mut self.server {
+                        s.watched[site].remove(&launch);
+                    }
+                }
+                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Discard(_) => {}
+                c => {
+                    let t = self.now + self.delay();
+                    self.at(t, Ev::Call(epoch, site, c));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, w: Wait) -> Result<(), Violation> {
+        use oneshot::error::TryRecvError;
+        match w {
+            Wait::Submit(i, mut rx) => match rx.try_recv() {
+                Ok(v) => match v.into_iter().next() {
+                    Some(Ok((id, _))) => {
+                        self.log(|| format!("j{i} acknowledged as job {id}"));
+                        self.acked.insert(id, i);
+                        self.numbers.insert(i, vec![id]);
+                    }
+                    other => {
+                        return Err(self.violation(format!("j{i} refused: {other:?}")));
+                    }
+                },
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::Submit(i, rx)),
+                Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Submit(i)),
+            },
+            Wait::SubmitArray(i, mut rx) => match rx.try_recv() {
+                Ok(Ok(first)) => {
+                    let n = u64::from(self.plan.jobs[i].array);
+                    self.log(|| format!("j{i} acknowledged as array {first}..{}", first + n));
+                    let ids: Vec<u64> = (first..first + n).collect();
+                    for id in &ids {
+                        self.acked.insert(*id, i);
+                    }
+                    self.numbers.insert(i, ids);
+                }
+                Ok(Err(e)) => return Err(self.violation(format!("array j{i} refused: {e}"))),
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::SubmitArray(i, rx)),
+                Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Submit(i)),
+            },
+            Wait::Commit(i, mut rx) => match rx.try_recv() {
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::Commit(i, rx)),
+                // Taken, or committed already: the owner looks again later, for a run after
+                // an abort waits for a commit of its own.
+                Ok(r) if r.as_ref().map_or_else(|e| e.status == 409, |()| true) => {
+                    self.log(|| format!("j{i} committed by its owner: {r:?}"));
+                    let ended = self.numbers.get(&i).and_then(|ids| {
+                        let s = self.server.as_ref()?;
+                        Some(s.driver.core().job(ids[0])?.phase == Phase::Ended)
+                    });
+                    if ended == Some(false) {
+                        self.at(self.now + 5 * RETRY, Ev::Commit(i));
+                    }
+                }
+                Ok(Err(e)) if e.status == 404 => {}
+                // Not at the barrier yet (or the server went away): again later.
+                Ok(_) | Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::Commit(i)),
+            },
+            Wait::Cancel(mut rx) => {
+                if let Err(TryRecvError::Empty) = rx.try_recv() {
+                    self.waiting.push(Wait::Cancel(rx));
+                }
+            }
+            Wait::Barrier(site, id, rank, mut rx) => match rx.try_recv() {
+                Err(TryRecvError::Empty) => self.waiting.push(Wait::Barrier(site, id, rank, rx)),
+                Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::CheckIn(site, id, rank)),
+                Ok(Ok(BarrierAnswer::Released)) => {
+                    check::released(self, site, id)?;
+                    let l = self.rms[site].launches.get_mut(&id).expect("known launch");
+                    l.released = true;
+                    if !l.ending {
+                        l.ending = true;
+                        let t = self.now + l.runtime;
+                        self.at(t, Ev::Exit(site, id, true));
+                    }
+                }
+                Ok(Ok(BarrierAnswer::Waiting)) => {
+                    self.at(self.now + RETRY, Ev::CheckIn(site, id, rank));
+                }
+                Ok(Ok(BarrierAnswer::Aborted { .. })) | Ok(Err(_)) => {
+                    let l = self.rms[site].launches.get_mut(&id).expect("known launch");
+                    if !l.ending {
+                        l.ending = true;
+                        self.at(self.now + 1, Ev::Exit(site, id, false));
+                    }
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Ev, inputs: &mut Vec<Msg>) -> Result<(), Violation> {
+        let up = self.server.is_some();
+        match ev {
+            Ev::Submit(i) if !up => self.at(self.now + RETRY, Ev::Submit(i)),
+            Ev::Submit(i) => {
+                let job = coalloc_core::spec::native::from_toml(&self.plan.job_toml(i))
+                    .map_err(|e| self.violation(format!("j{i}'s spec: {e}")))?;
+                let n = self.plan.jobs[i].array;
+                if n > 1 {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::SubmitArray {
+                        job: Box::new(job),
+                        indexes: (0, n - 1),
+                        reply,
+                    }));
+                    self.waiting.push(Wait::SubmitArray(i, rx));
+                } else {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Submit {
+                        jobs: vec![job],
+                        reply,
+                    }));
+                    self.waiting.push(Wait::Submit(i, rx));
+                }
+            }
+            Ev::Commit(i) => match self.numbers.get(&i) {
+                Some(ids) if up => {
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Commit { job: ids[0], reply }));
+                    self.waiting.push(Wait::Commit(i, rx));
+                }
+                None if !self.submitting(i) => {}
+                _ => self.at(self.now + RETRY, Ev::Commit(i)),
+            },
+            Ev::Edit(i) => match (self.numbers.get(&i), self.plan.jobs[i].edit) {
+                (Some(ids), Some((_, e))) if up => {
+                    let job = ids[0];
+                    let runtime = self.plan.jobs[i].runtime;
+                    let comp = || {
+                        coalloc_core::model::Component::new(1).with(|d| {
+                            d.executable = Some("sim".into());
+                            d.arguments = vec![runtime.to_string()];
+                        })
+                    };
+                    let edit = match e {
+                        EditPlan::Add => EditRequest::Add(comp()),
+                        EditPlan::Delete(c) => EditRequest::Delete(c),
+                        EditPlan::Substitute(c) => EditRequest::Substitute(c, comp()),
+                    };
+                    self.log(|| format!("client edits job {job}: {e:?}"));
+                    let (reply, rx) = oneshot::channel();
+                    inputs.push(Msg::Api(Request::Edit { job, edit, reply }));
+                    self.waiting.push(Wait::Cancel(rx));
+                }
+                (None, _) if !self.submitting(i) => {}
+                _ => self.at(self.now + RETRY, Ev::Edit(i)),
+            },
+            Ev::Cancel(i) => match self.numbers.get(&i).cloned() {
+                // Not acknowledged yet when its submission is no longer under way: the job
+                // was never there to cancel.
+                None if !self.submitting(i) => {}
+                Some(ids) if up => {
+                    for job in ids {
+                        self.log(|| format!("client cancels job {job}"));
+                        let (reply, rx) = oneshot::channel();
+                        inputs.push(Msg::Api(Request::Cancel { job, reply }));
+                        self.waiting.push(Wait::Cancel(rx));
+                    }
+                }
+                // Not acknowledged yet, or the server is down: ask again later.
+                _ => self.at(self.now + RETRY, Ev::Cancel(i)),
+            },
+            Ev::Fault(f) => self.fault(f),
+            Ev::Restart => self.start_server()?,
+            Ev::Call(epoch, site, call) => self.call(epoch, site, call),
+            Ev::CancelUnrecorded(site, launch, attempt) => {
+                if self.rms[site].cancel_launch(self.now, launch).is_err() && attempt < 5 {
+                    let t = self.now + (1000 << attempt);
+                    self.at(t, Ev::CancelUnrecorded(site, launch, attempt + 1));
+                }
+            }
+            Ev::Report(epoch, r) => {
+                if up && epoch == self.epoch {
+                    inputs.push(Msg::Site(r));
+                }
+            }
+            Ev::Poll(epoch, site) => {
+                if up && epoch == self.epoch {
+                    let rm = &self.rms[site];
+                    let load = rm.load(self.now);
+                    let watched = &self.server.as_ref().expect("up").watched[site];
+                    let states = if load.is_ok() {
+                        watched.iter().map(|(l, r)| (*l, rm.state(r))).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let t = self.now + self.delay();
+                    self.at(t, Ev::Report(epoch, Report::Polled { site, load, states }));
+                    self.at(self.now + MONITOR, Ev::Poll(epoch, site));
+                }
+            }
+            Ev::RmWake(site) => self.rm_wake(site),
+            Ev::CheckIn(site, id, rank) => {
+                let Some(l) = self.rms[site].launches.get_mut(&id) else {
+                    return Ok(());
+                };
+                if !l.running() || l.ending {
+                    return Ok(());
+                }
+                if !up {
+                    self.at(self.now + RETRY, Ev::CheckIn(site, id, rank));
+                    return Ok(());
+                }
+                l.checked.insert(rank);
+                let (job, launch) = (l.job, l.launch);
+                let (reply, rx) = oneshot::channel();
+                inputs.push(Msg::Api(Request::Barrier {
+                    job,
+                    launch,
+                    local_rank: rank,
+                    ok: true,
+                    reason: None,
+                    hold: true,
+                    reply,
+                }));
+                self.waiting.push(Wait::Barrier(site, id, rank, rx));
+            }
+            Ev::Exit(site, id, ok) => {
+                self.rms[site].exit(id, ok);
+                self.rm_wake(site);
+            }
+            Ev::Lose(site, id) => {
+                self.log(|| format!("s{site} loses R{id}"));
+                self.rms[site].lose(id);
+                self.rm_wake(site);
+            }
+        }
+        Ok(())
+    }
+
+    /// Planned job `i`'s submission is under way (queued or waiting for its answer).
+    fn submitting(&self, i: usize) -> bool {
+        self.queue
+            .values()
+            .any(|e| matches!(e, Ev::Submit(j) if *j == i))
+            || self
+                .waiting
+                .iter()
+                .any(|w| matches!(w, Wait::Submit(j, _) | Wait::SubmitArray(j, _) if *j == i))
+    }
+
+    fn fault(&mut self, f: Fault) {
+        self.log(|| format!("fault: {f:?}"));
+        match f {
+            Fault::Crash { down } => self.crash(down, true),
+            Fault::CutCommit { down } => {
+                if self.server.is_some() {
+                    self.journal.cut_next_append();
+                    self.cut_down = Some(down);
+                }
+            }
+            Fault::ManagerDown { site, length } => {
+                let rm = &mut self.rms[site];
+                rm.down_until = rm.down_until.max(self.now + length);
+            }
+            Fault::Mute { length } => self.mute_until = self.mute_until.max(self.now + length),
+        }
+    }
+
+    /// A call reaches a site's manager.
+    fn call(&mut self, epoch: u64, site: usize, call: Call) {
+        let now = self.now;
+        match call {
+            Call::Submit(r) => {
+                let p = self.rms[site].plan.clone();
+                let refuse = self.rng.random_range(0..1000) < p.refuse;
+                let lost = self.rng.random_range(0..1000) < p.lost_answer;
+                let pending = self.rng.random_range(p.pending.0..=p.pending.1);
+                let mute = now < self.mute_until;
+                let result = self.rms[site].submit(now, &r, pending, refuse, mute);
+                self.log(|| {
+                    format!(
+                        "s{site} takes launch {} of job {}: {result:?}",
+                        r.launch, r.job
+                    )
+                });
+                let (result, back) = match result {
+                    Ok(_) if lost => (Err(BackendError::Unavailable("timed out".into())), 5_000),
+                    other => (other, self.delay()),
+                };
+                let report = Report::Submitted {
+                    launch: r.launch,
+                    result,
+                };
+                self.at(now + back, Ev::Report(epoch, report));
+                self.at(now, Ev::RmWake(site));
+                self.at(now + pending, Ev::RmWake(site));
+            }
+            Call::Cancel(remote) => {
+                let r = self.rms[site].cancel(now, &remote);
+                self.log(|| format!("s{site} cancels {remote}: {r:?}"));
+                self.at(now, Ev::RmWake(site));
+            }
+            Call::CancelUnrecorded { launch, .. } => {
+                self.at(now, Ev::CancelUnrecorded(site, launch, 1));
+            }
+            _ => {}
+        }
+    }
+
+    /// The manager starts what it can; the started launches' processes begin.
+    fn rm_wake(&mut self, site: usize) {
+        let started = self.rms[site].schedule(self.now);
+        for id in started {
+            let l = self.rms[site].launches[&id].clone();
+            self.log(|| format!("s{site} runs R{id} (job {} launch {})", l.job, l.launch));
+            if l.mute {
+                // It runs, never checks in, and ends by itself.
+                self.at(self.now + l.runtime, Ev::Exit(site, id, true));
+            } else {
+                for rank in 0..l.processes {
+                    let t = self.now + self.rng.random_range(5..300);
+                    self.at(t, Ev::CheckIn(site, id, rank));
+                }
+            }
+            if self.rng.random_range(0..1000) < self.rms[site].plan.lose {
+                let t = self.now + self.rng.random_range(100..l.runtime.max(200));
+                self.at(t, Ev::Lose(site, id));
+            }
+        }
+        if let Some(t) = self.rms[site].next_ready(self.now) {
+            self.at(t, Ev::RmWake(site));
+        }
+    }
+}

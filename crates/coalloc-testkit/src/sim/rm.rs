@@ -1,0 +1,250 @@
+//! A fake resource manager: a pool of processors with a FIFO queue, launches that wait
+//! their pending delay and then run their processes, other users' load, and the faults of
+//! its plan (down for a while, refusing or losing launches). It answers what a
+//! [`coalloc_backends::Backend`] would, in virtual time.
+
+use super::plan::SitePlan;
+use coalloc_backends::{BackendError, RemoteState, SiteLoad, SubmitRequest};
+use coalloc_core::model::Time;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where a launch is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum St {
+    /// Waiting: runnable from `ready` on, when there is room.
+    Pending {
+        ready: Time,
+    },
+    Running {
+        since: Time,
+    },
+    Finished,
+    Failed(String),
+    Lost,
+    Cancelled,
+}
+
+/// One launch the manager took.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub launch: u64,
+    pub job: u64,
+    pub component: usize,
+    pub count: u32,
+    pub processes: u32,
+    pub runtime: Time,
+    pub state: St,
+    /// Its processes never check in (a fault).
+    pub mute: bool,
+    /// Ranks that checked in with ok.
+    pub checked: BTreeSet<u32>,
+    /// Some process heard `released`: the program runs past the barrier.
+    pub released: bool,
+    /// Its end is scheduled.
+    pub ending: bool,
+}
+
+impl Launch {
+    pub fn running(&self) -> bool {
+        matches!(self.state, St::Running { .. })
+    }
+}
+
+/// One site's manager.
+#[derive(Debug)]
+pub struct Rm {
+    pub plan: SitePlan,
+    /// Launches by remote id, in submission order (the ids sort by number).
+    pub launches: BTreeMap<u64, Launch>,
+    next: u64,
+    /// Down (answers nothing) until then.
+    pub down_until: Time,
+}
+
+fn remote(id: u64) -> String {
+    format!("R{id}")
+}
+
+/// The remote id's number, if it is one of ours.
+pub fn parse_remote(r: &str) -> Option<u64> {
+    r.strip_prefix('R')?.parse().ok()
+}
+
+impl Rm {
+    pub fn new(plan: SitePlan) -> Rm {
+        Rm {
+            plan,
+            launches: BTreeMap::new(),
+            next: 1,
+            down_until: 0,
+        }
+    }
+
+    pub fn up(&self, now: Time) -> bool {
+        now >= self.down_until
+    }
+
+    fn down_error() -> BackendError {
+        BackendError::Unavailable("the manager does not answer".into())
+    }
+
+    /// Take a submission; `refuse` says the manager fails it (drawn by the caller).
+    pub fn submit(
+        &mut self,
+        now: Time,
+        r: &SubmitRequest,
+        pending: Time,
+        refuse: bool,
+        mute: bool,
+    ) -> Result<String, BackendError> {
+        if !self.up(now) {
+            return Err(Self::down_error());
+        }
+        if refuse {
+            return Err(BackendError::Unavailable(
+                "sbatch: slurmctld refused".into(),
+            ));
+        }
+        let runtime = r
+            .arguments
+            .first()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(1000);
+        let id = self.next;
+        self.next += 1;
+        self.launches.insert(
+            id,
+            Launch {
+                launch: r.launch,
+                job: r.job,
+                component: r.component,
+                count: r.count,
+                processes: r.processes,
+                runtime,
+                state: St::Pending {
+                    ready: now + pending,
+                },
+                mute,
+                checked: BTreeSet::new(),
+                released: false,
+                ending: false,
+            },
+        );
+        Ok(remote(id))
+    }
+
+    pub fn used(&self) -> u32 {
+        self.launches
+            .values()
+            .filter(|l| l.running())
+            .map(|l| l.count)
+            .sum()
+    }
+
+    /// Start what may start now, in order; the launches started.
+    pub fn schedule(&mut self, now: Time) -> Vec<u64> {
+        let mut free = self.plan.processors - self.plan.other - self.used();
+        let mut started = Vec::new();
+        for (id, l) in self.launches.iter_mut() {
+            if let St::Pending { ready } = l.state {
+                if ready > now {
+                    continue;
+                }
+                if l.count > free {
+                    // FIFO: nothing overtakes the head.
+                    break;
+                }
+                free -= l.count;
+                l.state = St::Running { since: now };
+                started.push(*id);
+            }
+        }
+        started
+    }
+
+    /// The earliest time a pending launch becomes ready, if one waits for its delay.
+    pub fn next_ready(&self, now: Time) -> Option<Time> {
+        self.launches
+            .values()
+            .filter_map(|l| match l.state {
+                St::Pending { ready } if ready > now => Some(ready),
+                _ => None,
+            })
+            .min()
+    }
+
+    pub fn cancel(&mut self, now: Time, r: &str) -> Result<(), BackendError> {
+        if !self.up(now) {
+            return Err(Self::down_error());
+        }
+        if let Some(l) = parse_remote(r).and_then(|id| self.launches.get_mut(&id)) {
+            if matches!(l.state, St::Pending { .. } | St::Running { .. }) {
+                l.state = St::Cancelled;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancel whatever a submission of `launch` left here (by its launch number, as the
+    /// real backends find it by name).
+    pub fn cancel_launch(&mut self, now: Time, launch: u64) -> Result<(), BackendError> {
+        if !self.up(now) {
+            return Err(Self::down_error());
+        }
+        for l in self.launches.values_mut().filter(|l| l.launch == launch) {
+            if matches!(l.state, St::Pending { .. } | St::Running { .. }) {
+                l.state = St::Cancelled;
+            }
+        }
+        Ok(())
+    }
+
+    /// A program's end.
+    pub fn exit(&mut self, id: u64, ok: bool) {
+        if let Some(l) = self.launches.get_mut(&id) {
+            if l.running() {
+                l.state = if ok {
+                    St::Finished
+                } else {
+                    St::Failed("exit code 1".into())
+                };
+            }
+        }
+    }
+
+    /// A node dies under a running launch.
+    pub fn lose(&mut self, id: u64) {
+        if let Some(l) = self.launches.get_mut(&id) {
+            if l.running() {
+                l.state = St::Lost;
+            }
+        }
+    }
+
+    pub fn load(&self, now: Time) -> Result<SiteLoad, String> {
+        if !self.up(now) {
+            return Err("the manager does not answer".into());
+        }
+        let used = self.used();
+        Ok(SiteLoad {
+            total: self.plan.processors,
+            idle: self.plan.processors - self.plan.other - used,
+            other: self.plan.other,
+        })
+    }
+
+    /// What the manager says of a launch.
+    pub fn state(&self, r: &str) -> RemoteState {
+        match parse_remote(r).and_then(|id| self.launches.get(&id)) {
+            None => RemoteState::Unknown,
+            Some(l) => match &l.state {
+                St::Pending { .. } => RemoteState::Queued,
+                St::Running { .. } => RemoteState::Running,
+                St::Finished => RemoteState::Finished,
+                St::Failed(why) => RemoteState::Failed(why.clone()),
+                St::Lost => RemoteState::Lost("the node died".into()),
+                St::Cancelled => RemoteState::Failed("cancelled".into()),
+            },
+        }
+    }
+}
