@@ -4,8 +4,10 @@
 # through scripts/gridengine/up.sh; both use apt-get when they are missing; Prometheus and
 # Chromium for the observability tests; MPICH for the MPI tests), brings up the three-cluster
 # Slurm rig, the two-cell Grid Engine rig and the agent rig (network namespaces), runs every
-# test of the workspace, stops exactly what it started, and ends with one summary line,
-# `tests: N passed, M failed`.
+# test of the workspace, builds the guide (mdbook, installed with cargo) and checks its links,
+# runs the Python client's tests (a virtual environment in target/py-venv, packages from
+# PyPI), stops exactly what it started, and ends with one summary line,
+# `tests: N passed, M failed` (cargo's tests, the guide's build and link check, and pytest's).
 #
 #   bash scripts/test.sh                 # everything
 #   NO_SLURM=1 bash scripts/test.sh      # without the Slurm rig (the real-Slurm tests then skip)
@@ -98,8 +100,78 @@ if [ "${NO_GE:-0}" != 1 ]; then
     export COALLOC_REQUIRE_GE=1
 fi
 
+# The Python client's tests (clients/python) need a virtual environment: python3-venv when
+# missing (as root), then `pip install './clients/python[test]'` (the client, pytest, dask,
+# distributed, from PyPI) into target/py-venv (COALLOC_PY_VENV elsewhere). A venv that has
+# them already is kept as it is (pip takes a minute or more even when there is nothing to
+# do); the tests import the client from clients/python/src either way.
+venv=${COALLOC_PY_VENV:-target/py-venv}
+py_ready=1
+if ! "$venv/bin/python" -c 'import coalloc, pytest, distributed' >/dev/null 2>&1; then
+    if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        rm -rf "$venv"
+        if [ "$(id -u)" = 0 ]; then
+            echo "== installing python3-venv (the Python client's tests run in a virtual environment)"
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        fi
+        python3 -m venv "$venv" || py_ready=0
+    fi
+    if [ "$py_ready" = 1 ]; then
+        echo "== pip install './clients/python[test]' in $venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check './clients/python[test]' || py_ready=0
+        rm -rf clients/python/build clients/python/src/*.egg-info
+    fi
+fi
+
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
-summary=$(grep -E '^test result:' "$log" | awk '{p += $4; f += $6} END {printf "%d passed, %d failed", p, f}')
-echo "tests: $summary"
+summary=$(grep -E '^test result:' "$log" | awk '{p += $4; f += $6} END {printf "%d %d", p, f}')
+passed=${summary% *}
+failed=${summary#* }
+
+# The guide (docs/, issue 33): built with mdbook (installed with cargo when missing), then
+# every link and anchor of the built pages checked. Its runnable blocks ran in the cargo tests
+# above (crates/coalloc-cli/tests/guide.rs). Each of the two counts as a test.
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v mdbook >/dev/null 2>&1; then
+    echo "== installing mdbook (cargo install mdbook --locked)"
+    cargo install mdbook --locked --quiet || true
+fi
+for step in "mdbook build docs" "python3 docs/linkcheck.py docs/book"; do
+    echo "== $step"
+    if $step; then
+        passed=$((passed + 1))
+    else
+        echo "FAILED: $step"
+        failed=$((failed + 1))
+        status=1
+    fi
+done
+
+# The Python client's tests, against a real `coalloc serve` (this build's target/debug/coalloc,
+# which `cargo test` built), the Dask cluster across three local sites included.
+if [ "$py_ready" = 1 ]; then
+    echo "== pytest clients/python/tests"
+    py_status=0
+    PYTHONPATH="$PWD/clients/python/src" COALLOC_BIN="$PWD/target/debug/coalloc" \
+        "$venv/bin/python" -m pytest clients/python/tests \
+        -q -p no:cacheprovider 2>&1 | tee "$log" || py_status=$?
+    py_passed=$( (grep -oE '[0-9]+ passed' "$log" || true) | tail -1 | awk '{print $1}')
+    py_failed=$( (grep -oE '[0-9]+ (failed|error|errors)' "$log" || true) | awk '{n += $1} END {print n + 0}')
+    py_passed=${py_passed:-0}
+    if [ "$py_status" != 0 ] && [ "$py_failed" = 0 ]; then
+        py_failed=1
+    fi
+    echo "python tests: $py_passed passed, $py_failed failed"
+    passed=$((passed + py_passed))
+    failed=$((failed + py_failed))
+    [ "$py_status" = 0 ] || status=1
+else
+    echo "FAILED: no Python virtual environment with the client's test packages in $venv"
+    failed=$((failed + 1))
+    status=1
+fi
+
+echo "tests: $passed passed, $failed failed"
 exit "$status"

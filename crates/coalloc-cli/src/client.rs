@@ -222,6 +222,41 @@ impl Client {
         Ok(std::io::BufReader::new(r.into_body().into_reader()))
     }
 
+    /// A GET whose answer is bytes, not JSON (a job's output): the body as it comes, with
+    /// no overall time limit when `follow` (the answer lasts as long as a component runs).
+    pub fn read(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        follow: bool,
+    ) -> Result<impl std::io::Read, CliError> {
+        let mut config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)));
+        if !follow {
+            config = config.timeout_global(Some(Duration::from_secs(60)));
+        }
+        let config = config.build();
+        let agent = match &self.socket {
+            Some(p) => crate::unix_http::agent(p.clone(), config),
+            None => config.new_agent(),
+        };
+        let r = agent
+            .get(format!("{}{path}", self.url))
+            .query_pairs(query.iter().map(|(k, v)| (*k, v.as_str())))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call()
+            .map_err(|e| {
+                CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
+            })?;
+        if r.status().as_u16() >= 400 {
+            return self
+                .answer(Ok(r))
+                .map(|_| unreachable!("an error status is an error"));
+        }
+        Ok(r.into_body().into_reader())
+    }
+
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         let r = self
             .agent

@@ -517,57 +517,102 @@ pub struct LogsArgs {
     /// Standard error instead of standard output.
     #[arg(long)]
     pub err: bool,
-    /// Print JSON: one object per launch (component, launch, file, text).
+    /// Keep printing what the component writes until it ends (the latest launch of
+    /// COMPONENT, 0 when none is given; waits for a first launch while the job is queued).
+    #[arg(long, short = 'f', conflicts_with = "json")]
+    pub follow: bool,
+    /// Print JSON: one object per launch (component, launch, text).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub state: StateArgs,
 }
 
-/// Print the output of a job's components: every launch, oldest first, with a header each.
+/// Print the output of a job's components, read over the API (`GET /v1/jobs/ID/output`, so
+/// a user on another host with `COALLOC_URL` and `COALLOC_TOKEN` sees it too): every
+/// launch, oldest first, with a header each; or, with `--follow`, one launch as it comes.
 pub fn logs(args: LogsArgs) -> Result<(), CliError> {
-    let dir = args.state.dir().join("output").join(args.job.to_string());
-    let ext = if args.err { "err" } else { "out" };
-    let mut files: Vec<(usize, u64, PathBuf)> = std::fs::read_dir(&dir)
-        .map_err(|_| {
-            CliError::bad(format!(
-                "no output of job {} in {}",
-                args.job,
-                dir.display()
-            ))
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.to_string();
-            let stem = name.strip_suffix(&format!(".{ext}"))?;
-            let (c, l) = stem.split_once(".L")?;
-            Some((c.parse().ok()?, l.parse().ok()?, p))
-        })
-        .filter(|(c, _, _)| args.component.is_none_or(|want| want == *c))
+    use std::io::{Read, Write};
+    let client = Client::connect(&args.state)?;
+    let path = format!("/v1/jobs/{}/output", args.job);
+    let stream = if args.err { "stderr" } else { "stdout" };
+    if args.follow {
+        let component = args.component.unwrap_or(0);
+        let query = [
+            ("component", component.to_string()),
+            ("stream", stream.to_string()),
+            ("follow", "true".to_string()),
+        ];
+        // Right after a submission the component may have no launch yet: wait for one
+        // while the job is live.
+        let mut body = loop {
+            match client.read(&path, &query, true) {
+                Ok(body) => break body,
+                Err(CliError::BadInput(m)) if m.iter().any(|l| l.contains("no output of job")) => {
+                    let state = client.get(&format!("/v1/jobs/{}", args.job))?["state"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    if matches!(state.as_str(), "finished" | "failed") {
+                        return Err(CliError::BadInput(m));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = body
+                .read(&mut buf)
+                .map_err(|e| CliError::Internal(format!("reading the output: {e}")))?;
+            if n == 0 {
+                return Ok(());
+            }
+            out.write_all(&buf[..n])
+                .and_then(|()| out.flush())
+                .map_err(|e| CliError::Internal(format!("writing the output: {e}")))?;
+        }
+    }
+    let list = client.get(&path)?;
+    let launches: Vec<(u64, u64)> = list["launches"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(|l| Some((l["component"].as_u64()?, l["launch"].as_u64()?)))
+        .filter(|(c, _)| args.component.is_none_or(|want| want as u64 == *c))
         .collect();
-    files.sort();
-    if files.is_empty() {
+    if launches.is_empty() {
         return Err(CliError::bad(format!("no output of job {} yet", args.job)));
     }
+    let text_of = |c: u64, l: u64| -> Result<String, CliError> {
+        let query = [
+            ("component", c.to_string()),
+            ("launch", l.to_string()),
+            ("stream", stream.to_string()),
+        ];
+        let mut bytes = Vec::new();
+        client
+            .read(&path, &query, false)?
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::Internal(format!("reading the output: {e}")))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
     if args.json {
-        let launches: Vec<Value> = files
-            .iter()
-            .map(|(c, l, p)| {
-                let text = std::fs::read(p).unwrap_or_default();
-                json!({ "component": c, "launch": l, "file": p.display().to_string(),
-                    "text": String::from_utf8_lossy(&text) })
-            })
-            .collect();
-        println!("{}", json!({ "job": args.job, "launches": launches }));
+        let mut out = Vec::new();
+        for &(c, l) in &launches {
+            out.push(json!({ "component": c, "launch": l, "text": text_of(c, l)? }));
+        }
+        println!("{}", json!({ "job": args.job, "launches": out }));
         return Ok(());
     }
-    for (c, l, p) in files {
+    for (c, l) in launches {
         println!(
-            "==> job {} component {c} launch L{l} ({}) <==",
-            args.job,
-            p.display()
+            "==> job {} component {c} launch L{l} ({stream}) <==",
+            args.job
         );
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let text = text_of(c, l)?;
         print!("{text}");
         if !text.is_empty() && !text.ends_with('\n') {
             println!();

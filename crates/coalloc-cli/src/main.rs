@@ -14,6 +14,7 @@ mod job_cmd;
 mod jobs_cmd;
 mod list_args;
 mod load;
+mod man_cmd;
 mod place_cmd;
 mod plot;
 mod replay_cmd;
@@ -131,7 +132,12 @@ enum Command {
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
     /// users, state and error counts.
     Sites(jobs_cmd::SitesArgs),
-    /// Standard output (or error) of a job's components, every launch.
+    /// Standard output (or error) of a job's components, every launch; `--follow` as it is
+    /// written.
+    ///
+    /// Read over the server's API (`GET /v1/jobs/ID/output`), so a user on another host, with
+    /// COALLOC_URL and COALLOC_TOKEN, sees their own jobs' output; another user's job is
+    /// refused.
     Logs(jobs_cmd::LogsArgs),
     /// The replica catalog: where jobs' input files are (`register`, `ls`, `rm`).
     #[command(subcommand)]
@@ -217,6 +223,12 @@ enum Command {
         /// The cluster's work directory.
         dir: std::path::PathBuf,
     },
+    /// Write the manual pages (`coalloc(1)` and one per command, e.g. `coalloc-submit(1)`),
+    /// generated from these very definitions, into a directory.
+    ///
+    /// `coalloc man --dir ~/.local/share/man/man1` and then `man coalloc-submit` (that
+    /// directory's parent is on `manpath` by default); or `man -M DIR/.. coalloc-submit`.
+    Man(man_cmd::ManArgs),
     /// Print a shell completion script, e.g. `coalloc completions bash > /etc/bash_completion.d/coalloc`.
     Completions {
         /// The shell to complete for.
@@ -256,6 +268,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Poisson { args } => std::process::exit(coalloc_poisson::run(&args)),
         Command::LocalLauncher { dir } => coalloc_backends::local::launcher::run(&dir)
             .map_err(|e| CliError::Internal(format!("local launcher: {e}"))),
+        Command::Man(args) => man_cmd::run(args, Cli::command()),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "coalloc", &mut std::io::stdout());
@@ -311,5 +324,31 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_manual_page_per_visible_command() {
+        let dir = std::env::temp_dir().join(format!("coalloc-man-{}", std::process::id()));
+        let pages = man_cmd::write_pages(&dir, Cli::command()).unwrap();
+        let names: Vec<String> = pages
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for want in [
+            "coalloc.1",
+            "coalloc-submit.1",
+            "coalloc-logs.1",
+            "coalloc-site-add.1",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+        }
+        assert!(
+            !names.iter().any(|n| n.contains("local-launcher")),
+            "{names:?}"
+        );
+        let submit = std::fs::read_to_string(dir.join("coalloc-submit.1")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(submit.contains(".TH coalloc-submit 1"), "{submit}");
+        assert!(submit.contains("Submit job files"), "{submit}");
     }
 }

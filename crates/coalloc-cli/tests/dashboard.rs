@@ -137,7 +137,14 @@ fn the_dashboard_shows_a_running_jobs_components_and_their_sites_live() {
     assert_eq!(session.eval(ROWS), json!([]));
     // A three-component job that runs for a while after its barrier.
     let comps: Vec<Value> = (0..3)
-        .map(|_| barrier_component(COALLOC, 2, "", "sleep 30"))
+        .map(|_| {
+            barrier_component(
+                COALLOC,
+                2,
+                "",
+                "echo dashboard-output-$COALLOC_COMPONENT; sleep 30",
+            )
+        })
         .collect();
     let job = s.submit(&json!({ "kind": "unordered", "max_wall_time": "1m", "component": comps }));
     let api = s.wait_for(job, 30, "running", |j| j["state"] == "running");
@@ -165,6 +172,12 @@ fn the_dashboard_shows_a_running_jobs_components_and_their_sites_live() {
         let text = session.eval("return document.querySelector('#timeline').textContent");
         text.as_str()
             .is_some_and(|t| t.contains("barrier released") && t.contains("checked in"))
+    });
+    // The selected job's output, read over GET /v1/jobs/ID/output: every component's line.
+    wait("no output", 10, &|| {
+        let text = session.eval("return document.querySelector('#output')?.textContent ?? ''");
+        text.as_str()
+            .is_some_and(|t| (0..3).all(|i| t.contains(&format!("dashboard-output-{i}"))))
     });
     // Let the load charts gather a few samples, then keep a screenshot.
     std::thread::sleep(Duration::from_secs(5));

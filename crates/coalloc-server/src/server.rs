@@ -307,6 +307,7 @@ pub async fn serve(
         hub,
         history: Arc::new(history),
         users: Arc::new(users),
+        output: state.root.join("output"),
     });
     if let Some((hub, listener, tls)) = agents {
         tokio::spawn(hub.listen(listener, tls, app.clone(), running.tx.clone()));

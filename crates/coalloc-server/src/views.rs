@@ -3,8 +3,10 @@
 //! examples are generated from them (utoipa, [`crate::api::openapi`]).
 
 mod files;
+mod output;
 mod users;
 pub use files::*;
+pub use output::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 pub use users::*;

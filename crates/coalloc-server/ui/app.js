@@ -7,7 +7,7 @@
 
 const $ = (s) => document.querySelector(s);
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) + ";");
-const state = { jobs: [], sites: [], scheduler: null, history: {}, events: {}, selected: null, detail: null };
+const state = { jobs: [], sites: [], scheduler: null, history: {}, events: {}, selected: null, detail: null, output: [] };
 const HISTORY = 180;
 let token = null;
 
@@ -43,12 +43,37 @@ async function api(path) {
   return r.json();
 }
 
+async function text(path) {
+  const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
+  if (!r.ok) throw new Error(path + ": " + r.status);
+  return r.text();
+}
+
+// The selected job's output (GET /v1/jobs/ID/output): each component's latest launch, the
+// last TAIL bytes of its standard output and error.
+const TAIL = 4096;
+async function loadOutput(id) {
+  const list = await api(`/v1/jobs/${id}/output`).catch(() => ({ launches: [] }));
+  const latest = {};
+  for (const l of list.launches) {
+    if (!latest[l.component] || latest[l.component].launch < l.launch) latest[l.component] = l;
+  }
+  const part = (l, stream, size) => (size === 0 ? Promise.resolve("") :
+    text(`/v1/jobs/${id}/output?component=${l.component}&launch=${l.launch}&stream=${stream}` +
+      `&offset=${Math.max(0, size - TAIL)}`).catch(() => ""));
+  return Promise.all(Object.values(latest).map(async (l) =>
+    ({ ...l, out: await part(l, "stdout", l.stdout), err: await part(l, "stderr", l.stderr) })));
+}
+
 async function refresh() {
   const [jobs, sites] = await Promise.all([api("/v1/jobs"), api("/v1/sites")]);
   state.jobs = jobs.jobs;
   state.sites = sites.sites;
   state.scheduler = sites.scheduler;
-  if (state.selected != null) state.detail = await api("/v1/jobs/" + state.selected).catch(() => null);
+  if (state.selected != null) {
+    state.detail = await api("/v1/jobs/" + state.selected).catch(() => null);
+    state.output = await loadOutput(state.selected);
+  }
   render();
 }
 
@@ -202,7 +227,16 @@ function renderTimeline() {
   $("#timeline").innerHTML = `<div class="gantt">${rows}</div>
     <p>placement tries ${j.placement_tries}, claiming tries ${j.claiming_tries}, aborted starts ${j.submit_failures},
     failures after start ${j.completion_failures}${j.last_abort ? " — last: " + esc(j.last_abort) : ""}</p>
-    <ol>${items.map(([t, w]) => `<li><span class="t">${rel(t)}</span>${esc(w)}</li>`).join("")}</ol>`;
+    <ol>${items.map(([t, w]) => `<li><span class="t">${rel(t)}</span>${esc(w)}</li>`).join("")}</ol>
+    ${renderOutput()}`;
+}
+
+function renderOutput() {
+  const part = (l, name, size, body) => (size === 0 ? "" :
+    `<h3>c${l.component} launch L${l.launch}: ${name} (${size} bytes${size > TAIL ? ", the last " + TAIL : ""})</h3>
+    <pre class="output" data-component="${l.component}" data-stream="${name}">${esc(body)}</pre>`);
+  const html = state.output.map((l) => part(l, "stdout", l.stdout, l.out) + part(l, "stderr", l.stderr, l.err)).join("");
+  return `<div id="output"><h2>Output</h2>${html || '<p class="hint">no output yet</p>'}</div>`;
 }
 
 $("#jobs tbody").addEventListener("click", (ev) => {
@@ -225,4 +259,9 @@ if (!token) {
   $("#app").hidden = false;
   stream();
   setInterval(() => api("/v1/sites").then((s) => { state.sites = s.sites; sample(); render(); }).catch(() => {}), 2000);
+  // The selected job's output, followed every two seconds.
+  setInterval(() => {
+    if (state.selected == null) return;
+    loadOutput(state.selected).then((o) => { state.output = o; renderTimeline(); }).catch(() => {});
+  }, 2000);
 }

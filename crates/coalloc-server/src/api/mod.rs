@@ -1,5 +1,5 @@
 //! The HTTP API (axum): jobs (submit, list, show, cancel, edit), the history of ended jobs,
-//! sites, the replica catalog (files), the event stream
+//! sites, the components' output ([`output`]), the replica catalog (files), the event stream
 //! (server-sent events: seed 002 §3.4's monitoring callbacks), the barrier check-in and the
 //! rendezvous store (seed 002 §3.3), health, the OpenAPI document at `/openapi.json`, the
 //! Prometheus metrics at `/metrics` and the web dashboard at `/ui`.
@@ -18,6 +18,7 @@ mod jobs;
 mod listing;
 mod metrics;
 pub mod openapi;
+pub mod output;
 mod runtime;
 mod ui;
 mod users;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub history: std::sync::Arc<crate::history::History>,
     /// The users the admin issued tokens to.
     pub users: std::sync::Arc<crate::users::Users>,
+    /// Where the components' output is (the state directory's `output`: `JOB/C.LN.out|err`).
+    pub output: std::path::PathBuf,
 }
 
 impl IntoResponse for ApiError {
@@ -77,6 +80,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/batch", post(bulk::batch))
         .route("/v1/jobs/{id}", get(jobs::show).delete(jobs::cancel))
         .route("/v1/jobs/{id}/edit", post(jobs::edit))
+        .route("/v1/jobs/{id}/output", get(output::output))
         .route("/v1/history", get(listing::history))
         .route("/v1/arrays/{id}", delete(bulk::cancel_array))
         .route("/v1/jobs/{id}/commit", post(jobs::commit))

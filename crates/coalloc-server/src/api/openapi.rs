@@ -45,6 +45,7 @@ impl Modify for Security {
         super::jobs::cancel,
         super::bulk::cancel_array,
         super::jobs::edit,
+        super::output::output,
         super::listing::history,
         super::jobs::sites,
         super::jobs::set_usable,

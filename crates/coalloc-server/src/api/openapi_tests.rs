@@ -174,6 +174,8 @@ fn validate(schema: &str, v: &Value) -> Result<(), String> {
         "UserIssued" => check::<UserIssued>(v),
         "UserList" => check::<UserList>(v),
         "UserRemoved" => check::<UserRemoved>(v),
+        "OutputLaunch" => check::<OutputLaunch>(v),
+        "OutputList" => check::<OutputList>(v),
         other => Err(format!("no Rust type known for schema {other}")),
     }
 }
