@@ -99,8 +99,25 @@ impl SiteWorker {
                         Ok(Some(SiteCall::Cancel(remote))) => {
                             let b = backend.clone();
                             std::thread::spawn(move || {
-                                if let Err(e) = b.cancel(&remote) {
-                                    tracing::warn!(site, remote, "cancel failed: {e}");
+                                // A launch left running beside its replacement, or holding
+                                // the site after its job ended: a few tries, as for an
+                                // unrecorded one (the simulation harness, seed 101497: a
+                                // cancel sent while the manager was down was never retried).
+                                let mut wait = Duration::from_secs(1);
+                                for attempt in 1..=5 {
+                                    match b.cancel(&remote) {
+                                        Ok(()) => return,
+                                        Err(e) => {
+                                            tracing::warn!(
+                                                site,
+                                                remote,
+                                                attempt,
+                                                "cancel failed: {e}"
+                                            )
+                                        }
+                                    }
+                                    std::thread::sleep(wait);
+                                    wait *= 2;
                                 }
                             });
                         }

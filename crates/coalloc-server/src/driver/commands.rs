@@ -24,9 +24,21 @@ impl Driver {
                     if let Some(l) = self.launches.get_mut(&launch.0) {
                         l.ended = true;
                         if !self.replaying {
-                            if let Some(r) = &l.remote {
-                                self.workers[l.site].cancel(r.clone());
-                                self.workers[l.site].forget(launch.0);
+                            match &l.remote {
+                                Some(r) => {
+                                    self.workers[l.site].cancel(r.clone());
+                                    self.workers[l.site].forget(launch.0);
+                                }
+                                // Its submission's answer has not come: the manager may have
+                                // it running already (its processes may even have passed the
+                                // barrier). Cancel it by name now, not when the answer comes
+                                // (the simulation harness, seed 102257: it ran past the
+                                // barrier beside its replacement until then).
+                                None => self.workers[l.site].cancel_unrecorded(
+                                    l.job,
+                                    l.component,
+                                    launch.0,
+                                ),
                             }
                         }
                     }

@@ -98,6 +98,8 @@ enum Ev {
     Call(u64, usize, Call),
     /// A worker retries cancelling an unrecorded submission (`attempt` from 1).
     CancelUnrecorded(usize, u64, u32),
+    /// A worker retries a cancel that failed (`attempt` from 1), as `SiteWorker` does.
+    CancelAgain(usize, String, u32),
     /// The worker of incarnation `epoch` hears an answer and reports it.
     Report(u64, Report),
     Poll(u64, usize),
@@ -649,9 +651,18 @@ impl World {
             Ev::Fault(f) => self.fault(f),
             Ev::Restart => self.start_server()?,
             Ev::Call(epoch, site, call) => self.call(epoch, site, call),
+            Ev::CancelAgain(site, remote, attempt) => {
+                let r = self.rms[site].cancel(self.now, &remote);
+                self.log(|| format!("s{site} cancels {remote}: {r:?}"));
+                if r.is_err() && attempt < 5 {
+                    let t = self.now + (1000 << (attempt - 1));
+                    self.at(t, Ev::CancelAgain(site, remote, attempt + 1));
+                }
+                self.rm_wake(site);
+            }
             Ev::CancelUnrecorded(site, launch, attempt) => {
                 if self.rms[site].cancel_launch(self.now, launch).is_err() && attempt < 5 {
-                    let t = self.now + (1000 << attempt);
+                    let t = self.now + (1000 << (attempt - 1));
                     self.at(t, Ev::CancelUnrecorded(site, launch, attempt + 1));
                 }
             }
@@ -772,11 +783,7 @@ impl World {
                 self.at(now, Ev::RmWake(site));
                 self.at(now + pending, Ev::RmWake(site));
             }
-            Call::Cancel(remote) => {
-                let r = self.rms[site].cancel(now, &remote);
-                self.log(|| format!("s{site} cancels {remote}: {r:?}"));
-                self.at(now, Ev::RmWake(site));
-            }
+            Call::Cancel(remote) => self.at(now, Ev::CancelAgain(site, remote, 1)),
             Call::CancelUnrecorded { launch, .. } => {
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
