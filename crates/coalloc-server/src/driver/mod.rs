@@ -620,9 +620,8 @@ impl Driver {
         self.answer_held();
     }
 
-    /// Journal this turn's entries, then send the replies that waited for them; true if there
-    /// were entries (the state changed).
-    fn commit(&mut self) -> bool {
+    /// Journal this turn's entries, then send the replies that waited for them.
+    fn commit(&mut self) {
         let changed = !self.pending.is_empty();
         let t = std::time::Instant::now();
         let appended = self.journal.append(&self.pending, &self.history);
@@ -636,14 +635,13 @@ impl Driver {
             // carried out; the driver stops (`Driver::step`'s error).
             self.fatal = Some(e.to_string());
             self.replies.clear();
-            return changed;
+            return;
         }
         self.pending.clear();
         self.history.clear();
         for r in self.replies.drain(..) {
             r();
         }
-        changed
     }
 
     /// Queue a reply to send after the commit.
