@@ -114,9 +114,17 @@ fn main() {
     });
     let secs = t.elapsed().as_secs_f64();
     let n = per * threads;
-    let listed = s.api("GET", "/v1/jobs", None)["jobs"]
-        .as_array()
-        .map_or(0, Vec::len);
+    // The listing comes in pages (at most 1,000 jobs by default): count them all.
+    let (mut listed, mut after) = (0, 0);
+    loop {
+        let page = s.api("GET", &format!("/v1/jobs?after={after}&limit=10000"), None);
+        let jobs = page["jobs"].as_array().cloned().unwrap_or_default();
+        let Some(last) = jobs.last().and_then(|j| j["id"].as_u64()) else {
+            break;
+        };
+        listed += jobs.len();
+        after = last;
+    }
     assert_eq!(listed, n, "every acknowledged job is there");
     println!(
         "\ndurable submissions: {n} two-component jobs from {threads} client threads in {secs:.2} s = {:.0} jobs/s (all {listed} listed afterwards)",
