@@ -1,11 +1,12 @@
-//! `coalloc user add|ls|rm` (the admin; issue 20 item 6): issue a token to a remote user,
-//! list the users, take a token back. Local users need no token: the CLI reaches the server
+//! `coalloc user add|ls|rm` (the admin; issue 20 item 6): issue a token to a remote user
+//! (for a time with `--expires`), list the users, take a token back. Local users need no token: the CLI reaches the server
 //! over its Unix socket and the server knows them by their uid.
 
 use crate::client::{Client, StateArgs};
 use crate::error::CliError;
 use crate::table::render;
 use clap::Subcommand;
+use coalloc_server::users::utc;
 
 #[derive(Subcommand)]
 pub enum UserCommand {
@@ -18,7 +19,11 @@ pub enum UserCommand {
         /// Give the admin's rights (every job, users, sites).
         #[arg(long)]
         admin: bool,
-        /// Print JSON (name, admin, token).
+        /// The token stops being accepted this long from now: seconds or a duration such as
+        /// 30d, 12h, 1h30m (default: it never expires; `coalloc user rm` revokes it at once).
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<String>,
+        /// Print JSON (name, admin, token, and expires in milliseconds since the epoch).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -32,7 +37,7 @@ pub enum UserCommand {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Take a user's token back (their jobs stay theirs).
+    /// Take a user's token back at once (their jobs stay theirs).
     Rm {
         name: String,
         /// Print JSON.
@@ -52,17 +57,25 @@ pub fn run(cmd: UserCommand) -> Result<(), CliError> {
         UserCommand::Add {
             name,
             admin,
+            expires,
             json,
             state,
         } => {
             let client = Client::connect(&state)?;
-            let body = serde_json::json!({ "name": name, "admin": admin }).to_string();
+            let mut body = serde_json::json!({ "name": name, "admin": admin });
+            if let Some(d) = expires {
+                body["expires_in"] = d.into();
+            }
+            let body = body.to_string();
             let v = client.send("POST", "/v1/users", "application/json", &body)?;
             if json {
                 print_json(&v);
             } else {
                 println!("{}", v["token"].as_str().unwrap_or_default());
-                eprintln!("user {name}: token issued (shown this once; keep it secret)");
+                let until = v["expires"]
+                    .as_i64()
+                    .map_or(String::new(), |t| format!(", valid until {}", utc(t)));
+                eprintln!("user {name}: token issued (shown this once; keep it secret){until}");
             }
         }
         UserCommand::Ls { json, state } => {
@@ -76,10 +89,15 @@ pub fn run(cmd: UserCommand) -> Result<(), CliError> {
                     .flatten()
                     .map(|u| {
                         let admin = if u["admin"] == true { "yes" } else { "no" };
-                        vec![u["name"].as_str().unwrap_or("").into(), admin.into()]
+                        let expires = u["expires"].as_i64().map_or("never".into(), utc);
+                        vec![
+                            u["name"].as_str().unwrap_or("").into(),
+                            admin.into(),
+                            expires,
+                        ]
                     })
                     .collect();
-                print!("{}", render(&["NAME", "ADMIN"], &rows));
+                print!("{}", render(&["NAME", "ADMIN", "EXPIRES"], &rows));
             }
         }
         UserCommand::Rm { name, json, state } => {

@@ -160,6 +160,35 @@ fn a_user_sees_and_changes_only_their_own_jobs_and_the_admin_all() {
     assert_eq!(st, 401);
     let (st, _) = s.call("GET", "/v1/jobs", &format!("{alice}x"), None);
     assert_eq!(st, 401);
+
+    // A token issued for a time is refused from its expiry on, saying so.
+    let out = cli(
+        &s,
+        &[],
+        &["user", "add", "carol", "--expires", "2s", "--json"],
+    )
+    .output()
+    .unwrap();
+    let v: Value = serde_json::from_str(&ok(out)).unwrap();
+    let carol = v["token"].as_str().unwrap().to_string();
+    let until = v["expires"].as_i64().expect("an expiry");
+    let (st, _) = s.call("GET", "/v1/jobs", &carol, None);
+    assert_eq!(st, 200);
+    let out = ok(cli(&s, &[], &["user", "ls"]).output().unwrap());
+    assert!(out.contains("carol") && out.contains(" UTC"), "{out}");
+    let (st, _) = s.call(
+        "POST",
+        "/v1/users",
+        &s.token,
+        Some(r#"{"name": "dan", "expires_in": "soon"}"#),
+    );
+    assert_eq!(st, 400);
+    while coalloc_server::users::now_ms() <= until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (st, v) = s.call("GET", "/v1/jobs", &carol, None);
+    assert_eq!(st, 401);
+    assert!(v.to_string().contains("expired"), "{v}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::AppState;
 use crate::link::proto::constant_time_eq;
 use crate::listing::JobFilter;
 use crate::msg::{ApiError, Request};
-use crate::users::{caller_of_uid, user_name, Caller};
+use crate::users::{caller_of_uid, user_name, Caller, TokenCheck};
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -55,10 +55,17 @@ pub fn caller(state: &AppState, parts: &Parts) -> Result<Caller, ApiError> {
     if constant_time_eq(t, &state.token) {
         return Ok(admin_caller());
     }
-    state
-        .users
-        .by_token(t)
-        .ok_or_else(|| ApiError::new(401, "bad token"))
+    match state.users.by_token(t, crate::users::now_ms()) {
+        TokenCheck::Valid(c) => Ok(c),
+        TokenCheck::Expired { name, at } => Err(ApiError::new(
+            401,
+            format!(
+                "the token of user `{name}` expired at {} (the admin can issue a new one: `coalloc user rm {name}`, then `coalloc user add {name}`)",
+                crate::users::utc(at)
+            ),
+        )),
+        TokenCheck::Unknown => Err(ApiError::new(401, "bad token")),
+    }
 }
 
 impl FromRequestParts<AppState> for Caller {

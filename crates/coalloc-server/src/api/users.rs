@@ -4,11 +4,12 @@
 use super::auth::Admin;
 use super::AppState;
 use crate::msg::ApiError;
-use crate::users::UserError;
+use crate::users::{now_ms, UserError};
 use crate::views::{ErrorBody, UserBody, UserIssued, UserList, UserRemoved, UserView};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use coalloc_core::spec::units::{parse_duration, Scalar};
 
 fn refusal(e: UserError) -> ApiError {
     match e {
@@ -36,14 +37,26 @@ pub async fn add(
 ) -> Result<(StatusCode, Json<UserIssued>), ApiError> {
     let b: UserBody =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("user: {e}")))?;
-    let token = s.users.add(&b.name, b.admin).map_err(refusal)?;
-    tracing::info!(user = %b.name, admin = b.admin, by = %by.name, "a user token was issued");
+    let expires = match &b.expires_in {
+        None => None,
+        Some(d) => {
+            let ms = parse_duration(&Scalar::Str(d.clone()))
+                .map_err(|e| ApiError::bad(format!("expires_in: {e}")))?;
+            if ms == 0 {
+                return Err(ApiError::bad("expires_in: must be longer than 0 s"));
+            }
+            Some(now_ms().saturating_add(ms))
+        }
+    };
+    let token = s.users.add(&b.name, b.admin, expires).map_err(refusal)?;
+    tracing::info!(user = %b.name, admin = b.admin, expires = ?expires, by = %by.name, "a user token was issued");
     Ok((
         StatusCode::CREATED,
         Json(UserIssued {
             name: b.name,
             admin: b.admin,
             token,
+            expires,
         }),
     ))
 }
@@ -60,7 +73,11 @@ pub async fn list(State(s): State<AppState>, _admin: Admin) -> Json<UserList> {
         .users
         .list()
         .into_iter()
-        .map(|(name, admin)| UserView { name, admin })
+        .map(|(name, admin, expires)| UserView {
+            name,
+            admin,
+            expires,
+        })
         .collect();
     Json(UserList { users })
 }

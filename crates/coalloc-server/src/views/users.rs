@@ -12,6 +12,10 @@ pub struct UserBody {
     pub name: String,
     #[serde(default)]
     pub admin: bool,
+    /// How long the token is valid from now: seconds, or a duration such as "30d", "12h",
+    /// "1h30m". Never expires when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
 }
 
 /// A user (their token is never shown again after it is issued).
@@ -21,6 +25,9 @@ pub struct UserBody {
 pub struct UserView {
     pub name: String,
     pub admin: bool,
+    /// When the token expires (milliseconds since the Unix epoch); absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<i64>,
 }
 
 /// The answer to `POST /v1/users`: the user's token, shown this once.
@@ -32,6 +39,9 @@ pub struct UserIssued {
     pub name: String,
     pub admin: bool,
     pub token: String,
+    /// When the token expires (milliseconds since the Unix epoch); absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<i64>,
 }
 
 /// `GET /v1/users`.
