@@ -1,4 +1,4 @@
-//! What `coalloc whatif` replays, read from a server's state directory (issue 22 item 4):
+//! What a what-if replays, read from a server's state directory (issue 22 item 4):
 //! the jobs as submitted (the journal's `submit` entries and those its compactions kept,
 //! in the native JSON spec, [`Journal::submissions`]), each
 //! job's observed net run time (the result log), the sites' other users' load and their
@@ -20,8 +20,8 @@
 //!
 //! Times become milliseconds from the first journaled submission or reading (`t0`).
 
-use crate::error::CliError;
-use crate::report_cmd::busy;
+use crate::report::busy;
+use crate::LabError;
 use coalloc_core::model::{Millis, Time};
 use coalloc_server::journal::Journal;
 use coalloc_server::logs::{read_lines, ResultRecord, SiteSample};
@@ -126,25 +126,25 @@ pub fn read(
     sites: &[String],
     local: &[bool],
     monitor: Millis,
-) -> Result<History, CliError> {
+) -> Result<History, LabError> {
     let results: Vec<ResultRecord> =
-        read_lines(&dir.join("logs/result.jsonl")).map_err(CliError::bad)?;
+        read_lines(&dir.join("logs/result.jsonl")).map_err(LabError::bad)?;
     let samples: Vec<SiteSample> =
-        read_lines(&dir.join("logs/surveillance.jsonl")).map_err(CliError::bad)?;
+        read_lines(&dir.join("logs/surveillance.jsonl")).map_err(LabError::bad)?;
     let journal_path = dir.join("journal.sqlite");
     if !journal_path.exists() {
-        return Err(CliError::bad(format!(
+        return Err(LabError::bad(format!(
             "no journal at {}: run a server with this state directory first",
             journal_path.display()
         )));
     }
-    let journal = Journal::open(&journal_path).map_err(|e| CliError::bad(e.to_string()))?;
+    let journal = Journal::open(&journal_path).map_err(|e| LabError::bad(e.to_string()))?;
     // Those a compaction moved out of the journal, then the journal's own.
     let submits = journal
         .submissions()
-        .map_err(|e| CliError::bad(e.to_string()))?;
+        .map_err(|e| LabError::bad(e.to_string()))?;
     if submits.is_empty() {
-        return Err(CliError::bad(format!(
+        return Err(LabError::bad(format!(
             "the journal {} holds no submitted job",
             journal_path.display()
         )));
@@ -178,13 +178,13 @@ pub fn read(
             continue;
         };
         if r.submit != *at {
-            return Err(CliError::bad(format!(
+            return Err(LabError::bad(format!(
                 "job {id}: the journal says it was submitted at {at}, the result log at {} (a journal and logs of different runs?)",
                 r.submit
             )));
         }
         let mut job = coalloc_core::spec::native::from_json(text)
-            .map_err(|e| CliError::bad(format!("journal: job {id}: {e}")))?;
+            .map_err(|e| LabError::bad(format!("journal: job {id}: {e}")))?;
         job.submit = Some(at - t0);
         // A job ended from outside runs (if it runs) until then: never past its end.
         let runtime = match how {
@@ -245,7 +245,7 @@ pub fn read(
     let mut per_site: BTreeMap<usize, Vec<&SiteSample>> = BTreeMap::new();
     for s in &samples {
         let i = *index.get(s.site.as_str()).ok_or_else(|| {
-            CliError::bad(format!(
+            LabError::bad(format!(
                 "the surveillance log names site `{}`, which the configuration lacks (give the server's own with --config)",
                 s.site
             ))
