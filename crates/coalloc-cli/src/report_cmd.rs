@@ -56,7 +56,10 @@ pub fn run(args: ReportArgs) -> Result<(), CliError> {
         vec!["mean response (s)".into(), f(&summary["mean_response_s"])],
         vec![
             "aborted runs / jobs that finished after one".into(),
-            format!("{} / {}", summary["aborts"], summary["finished_after_aborts"]),
+            format!(
+                "{} / {}",
+                summary["aborts"], summary["finished_after_aborts"]
+            ),
         ],
         vec!["logged span (s)".into(), f(&summary["duration_s"])],
     ];
@@ -78,4 +81,3 @@ pub fn run(args: ReportArgs) -> Result<(), CliError> {
     }
     Ok(())
 }
-
