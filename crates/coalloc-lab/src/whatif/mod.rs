@@ -4,11 +4,12 @@
 //! coalloc's utilization of each site, per job and in the mean, with plots of both
 //! (`coalloc whatif`, which prints the comparison).
 //!
-//! What is replayed and what is approximated is in [`input`]; how the configuration is
-//! made, in [`config`]. With the server's own configuration the replay reproduces what
+//! What is replayed and what is approximated is in [`input`] (each component's own end in
+//! [`ends`]); how the configuration is made, in [`config`]. With the server's own configuration the replay reproduces what
 //! happened within [`TOLERANCE_MS`] plus [`TOLERANCE_SHARE`] of each job's observed response.
 
 pub mod config;
+pub mod ends;
 pub mod input;
 
 use crate::plot::Series;
