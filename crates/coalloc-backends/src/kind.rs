@@ -1,7 +1,12 @@
 //! Which resource manager a site runs and how its backend is made: [`BackendKind`] (read
-//! from a site's `manager` table by the server's configuration) and [`backend_for`]. Here
-//! rather than in the server (issue 30 item 3) so that both the server and a site agent
-//! make a site's backend the same way without the agent importing the server.
+//! from a site's `manager` table by [`backend_of`], for the server's configuration and a
+//! site agent's alike), [`backend_for`], and the [`name_tag`] a backend puts in its launches'
+//! names. Here rather than in the server (issue 30 item 3) so that both the server and a
+//! site agent make a site's backend the same way without the agent importing the server.
+
+mod manager;
+
+pub use manager::{backend_of, PROVIDER_KEYS};
 
 use crate::gridengine::{GridEngineCell, GridEngineConfig};
 use crate::local::{BackgroundLoad, LocalCluster, LocalConfig};
@@ -110,4 +115,26 @@ pub fn backend_for(
         }
         BackendKind::Agent { .. } => Err("an agent site runs no resource manager here".into()),
     }
+}
+
+/// The tag of the launches a backend run from state directory `root` makes, in their names
+/// at a resource manager (Slurm job names, `coalloc-{tag}-J…`): eight hex digits of a hash
+/// (64-bit FNV-1a) of this machine's host name and the directory's absolute path. The same
+/// across restarts on the same directory; different for two servers (or agents) of one user
+/// (other directories or hosts), whose launch numbers coincide.
+pub fn name_tag(root: &std::path::Path) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let path = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = host
+        .trim()
+        .as_bytes()
+        .iter()
+        .chain(b"\0")
+        .chain(path.as_os_str().as_encoded_bytes());
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:08x}", hash as u32)
 }

@@ -1,12 +1,11 @@
 //! `coalloc site add` (enrol a site's agent), `coalloc site drain|down|resume` (an
 //! operator's word on a site) and `coalloc agent` (run one on a site's login node): sites
-//! that are really apart (coalloc_server::link).
+//! that are really apart (coalloc_server::link, coalloc_agent).
 
 use crate::client::{Client, StateArgs};
 use crate::error::CliError;
 use clap::{Args, Subcommand};
-use coalloc_server::link::agent::{Agent, AgentConfig, AgentError};
-use coalloc_server::link::proto::EnrolToken;
+use coalloc_agent::{Agent, AgentConfig, AgentError, EnrolToken};
 use std::path::PathBuf;
 
 #[derive(Subcommand)]

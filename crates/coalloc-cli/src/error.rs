@@ -12,6 +12,16 @@ pub enum CliError {
     Internal(String),
 }
 
+/// A study's errors keep their kind: the user's input (exit 2) or not (exit 1).
+impl From<coalloc_lab::LabError> for CliError {
+    fn from(e: coalloc_lab::LabError) -> Self {
+        match e {
+            coalloc_lab::LabError::Input(m) => CliError::bad(m),
+            coalloc_lab::LabError::Internal(m) => CliError::Internal(m),
+        }
+    }
+}
+
 impl CliError {
     pub fn bad(msg: impl Into<String>) -> Self {
         CliError::BadInput(vec![msg.into()])

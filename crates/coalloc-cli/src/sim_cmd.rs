@@ -1,24 +1,17 @@
 //! `coalloc sim EXPERIMENT.toml`: run a parameter study on the simulator and write its CSV
-//! tables, per-job logs and plots.
-//!
-//! Outputs, in the output folder: `runs.csv` (one row per run: grid values, seed, every
-//! metric), `summary.csv` (one row per grid point: the mean over its seeds and, when a point
-//! has several, `METRIC_sem` columns, the standard error of the mean σ/√n of seed 004 §V-D,
-//! also drawn as error bars in the plots), `jobs/RUN.jsonl`
-//! (one line per job, when the file asks), `sites/RUN.jsonl` (load samples, when
-//! `sim.sample_interval` is set) and `PLOT.svg` / `PLOT.png` for every `[[plot]]`.
-//!
-//! The runs go to this machine's cores, or, with `--slurm` or a `[cluster]` table, to a
-//! Slurm cluster as one job array ([`crate::sim_slurm`]); both write the same files.
+//! tables, per-job logs and plots. The study itself (the runs, locally or as a Slurm job
+//! array, and the files written) is [`coalloc_lab::study`]'s; this command parses its
+//! arguments, draws its progress and prints its summary.
 
 use crate::error::CliError;
-use crate::sim_tables::{check_plot, draw_plot, runs_csv, summarize, summary_csv, summary_table};
-use coalloc_sim::engine::{JobFate, Outcome};
+use crate::table;
+use coalloc_lab::study::tables::Point;
+use coalloc_lab::study::{self, slurm};
+use coalloc_lab::Progress;
 use coalloc_sim::experiment::spec::label;
-use coalloc_sim::experiment::{run_all, Experiment, Run};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -83,291 +76,187 @@ pub struct SimArgs {
     row_out: Option<PathBuf>,
 }
 
-/// One run's row of `runs.csv`: its metric columns, or why it failed.
-pub struct Row {
-    pub run: Run,
-    pub cols: Result<Vec<(String, String)>, String>,
-}
-
-/// Write a run's per-job and load logs into `out/jobs/` and `out/sites/` (when the file
-/// asks for them); returns what could not be written.
-pub fn write_run_logs(
-    exp: &Experiment,
-    out: &Path,
-    run: &Run,
-    outcome: Option<&Outcome>,
-) -> Vec<String> {
-    let Some(o) = outcome else {
-        return Vec::new();
-    };
-    let mut writes = Vec::new();
-    if exp.doc.jobs_jsonl {
-        writes.push((
-            out.join("jobs").join(format!("{}.jsonl", run.name())),
-            jobs_jsonl(o),
-        ));
-    }
-    if exp.doc.sim.sample_interval.is_some() {
-        writes.push((
-            out.join("sites").join(format!("{}.jsonl", run.name())),
-            samples_jsonl(o),
-        ));
-    }
-    writes
-        .into_iter()
-        .filter_map(|(p, text)| {
-            std::fs::write(&p, text)
-                .err()
-                .map(|e| format!("{}: {e}", p.display()))
-        })
-        .collect()
-}
-
 pub fn run(args: SimArgs) -> Result<(), CliError> {
     let path = &args.experiment;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::bad(format!("{}: cannot read: {e}", path.display())))?;
-    let mut exp = Experiment::parse(&text, path).map_err(CliError::bad)?;
-    if let Some(n) = args.seeds {
-        if n == 0 {
-            return Err(CliError::bad("--seeds: give at least 1"));
-        }
-        exp.doc.seeds = Some(coalloc_sim::experiment::spec::Seeds::Count(n));
-    }
-    let mut runs = exp.runs().map_err(CliError::bad)?;
-    if let Some(n) = args.max_jobs {
-        if n == 0 {
-            return Err(CliError::bad("--max-jobs: give at least 1"));
-        }
-        for r in &mut runs {
-            r.limit_jobs(n);
-        }
-    }
-    for plot in &exp.doc.plot {
-        check_plot(plot, &exp).map_err(CliError::bad)?;
-    }
+    let (exp, runs) = study::load(path, args.seeds, args.max_jobs)?;
     if args.dry_run {
         for r in &runs {
-            let point: Vec<String> = r
-                .point
-                .iter()
-                .map(|(k, v)| format!("{k}={}", label(v)))
-                .collect();
+            let point = study::point_words(r);
             println!("{}  seed {}  {}", r.name(), r.seed, point.join(" "));
         }
         return Ok(());
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        exp.base
-            .join(exp.doc.output.as_deref().unwrap_or("results"))
-    });
+    let out = study::output_dir(&exp, args.out.clone());
     if let (Some(i), Some(row_out)) = (args.run_index, &args.row_out) {
-        return crate::sim_slurm::task(&exp, &runs, i, &out, row_out);
+        return Ok(slurm::task(&exp, &runs, i, &out, row_out)?);
     }
-    let cluster = match (&exp.doc.cluster, args.slurm, args.local) {
-        (_, _, true) => None,
-        (c, true, _) => Some(c.clone().unwrap_or_default()),
-        (c, false, false) => c.clone(),
-    };
-    if cluster.is_some() && args.max_jobs.is_some() {
-        return Err(CliError::bad(
-            "--max-jobs is for a quick run on this machine: add --local (a Slurm array's tasks run the whole file)",
-        ));
-    }
-    let cluster = cluster.map(|mut c| {
-        if let Some(p) = &args.partition {
-            c.partition = Some(p.clone());
-        }
-        c
-    });
-    let jobs_dir = out.join("jobs");
-    let sites_dir = out.join("sites");
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::bad(format!("{}: cannot create: {e}", out.display())))?;
-    let mkdir = |d: &Path| {
-        std::fs::create_dir_all(d).map_err(|e| CliError::Internal(format!("{}: {e}", d.display())))
-    };
-    if exp.doc.jobs_jsonl {
-        mkdir(&jobs_dir)?;
-    }
-    let samples = exp.doc.sim.sample_interval.is_some();
-    if samples {
-        mkdir(&sites_dir)?;
-    }
+    let cluster = study::cluster(
+        &exp,
+        args.slurm,
+        args.local,
+        args.partition.as_deref(),
+        args.max_jobs,
+    )?;
+    study::create_out(&exp, &out)?;
+    let quiet = args.quiet || args.json;
     let started = std::time::Instant::now();
     let (results, ran_on) = match cluster {
         Some(cluster) => {
             let abs = |p: &Path| {
                 std::fs::canonicalize(p).map_err(|e| CliError::bad(format!("{}: {e}", p.display())))
             };
-            let (rows, id) = crate::sim_slurm::run_array(&crate::sim_slurm::Submission {
-                exp: &exp,
-                runs: &runs,
-                file: abs(path)?,
-                out: abs(&out)?,
-                seeds: args.seeds,
-                cluster,
-                quiet: args.quiet || args.json,
-            })?;
+            let submitted = |n: usize, id: &str, logs: &Path| {
+                if !quiet {
+                    eprintln!(
+                        "submitted {n} runs as Slurm array job {id} (logs: {})",
+                        logs.display()
+                    );
+                }
+            };
+            let bar = Bar::new(
+                "{elapsed_precise} [{bar:40}] {pos}/{len} runs on Slurm, {msg}",
+                quiet,
+            );
+            let (rows, id) = slurm::run_array(
+                &slurm::Submission {
+                    exp: &exp,
+                    runs: &runs,
+                    file: abs(path)?,
+                    out: abs(&out)?,
+                    seeds: args.seeds,
+                    cluster,
+                },
+                &submitted,
+                &bar,
+            )?;
             (rows, format!("as Slurm array job {id}"))
         }
         None => {
             let threads = args
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let rows = run_local(&exp, &runs, &out, threads, args.quiet || args.json)?;
+            let bar = Bar::new(
+                "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
+                quiet,
+            );
+            let rows = study::run_local(&exp, &runs, &out, threads, &bar)?;
             (rows, format!("on {threads} threads"))
         }
     };
     let elapsed = started.elapsed();
-    let axes: Vec<String> = exp.doc.grid.iter().map(|a| a.column().to_owned()).collect();
-    let write = |name: &str, text: String| {
-        let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| CliError::Internal(format!("{}: {e}", p.display())))
-    };
-    write("runs.csv", runs_csv(&axes, &results))?;
-    let summary = summarize(&results);
-    write("summary.csv", summary_csv(&axes, &summary))?;
-    let mut plots = Vec::new();
-    for plot in &exp.doc.plot {
-        let files = draw_plot(plot, &exp, &summary, &out).map_err(CliError::Internal)?;
-        plots.extend(files);
-    }
-    let failed: Vec<&Row> = results.iter().filter(|r| r.cols.is_err()).collect();
+    let (summary, plots) = study::write_tables(&exp, &out, &results)?;
+    let failed = results.iter().filter(|r| r.cols.is_err()).count();
     if args.json {
-        let points: Vec<serde_json::Value> = summary
-            .iter()
-            .map(|p| {
-                let mut m = serde_json::Map::new();
-                for (k, v) in &p.point {
-                    m.insert(k.clone(), serde_json::Value::String(label(v)));
-                }
-                m.insert("seeds".into(), p.seeds.into());
-                for (k, v) in &p.means {
-                    m.insert(k.clone(), (*v).into());
-                }
-                for (k, e) in p.sems.iter().filter(|(_, e)| !e.is_nan()) {
-                    m.insert(format!("{k}_sem"), (*e).into());
-                }
-                serde_json::Value::Object(m)
-            })
-            .collect();
-        println!("{}", serde_json::Value::Array(points));
+        println!("{}", study::summary_json(&summary));
     } else {
-        print!("{}", summary_table(&axes, &summary));
+        print!("{}", summary_table(&study::axes(&exp), &summary));
         println!(
-            "{} runs ({} failed) {ran_on} in {:.1} s; wrote {} (runs.csv, summary.csv{}{})",
+            "{} runs ({failed} failed) {ran_on} in {:.1} s; wrote {} (runs.csv, summary.csv{}{})",
             results.len(),
-            failed.len(),
             elapsed.as_secs_f64(),
             out.display(),
             if exp.doc.jobs_jsonl { ", jobs/" } else { "" },
-            if samples { ", sites/" } else { "" },
+            if exp.doc.sim.sample_interval.is_some() {
+                ", sites/"
+            } else {
+                ""
+            },
         );
         for p in &plots {
             println!("plot: {}", p.display());
         }
     }
-    match failed.first() {
-        Some(r) => Err(CliError::Internal(format!(
-            "run {} failed: {}",
-            r.run.name(),
-            r.cols.as_ref().err().map_or("", String::as_str)
-        ))),
-        None => Ok(()),
-    }
+    Ok(study::first_failure(&results)?)
 }
 
-/// Simulate every run on this machine's `threads` workers, with a progress bar.
-fn run_local(
-    exp: &Experiment,
-    runs: &[Run],
-    out: &Path,
-    threads: usize,
+/// The study's progress as a bar on standard error (hidden when `quiet`), made when the
+/// study starts.
+struct Bar {
+    template: &'static str,
     quiet: bool,
-) -> Result<Vec<Row>, CliError> {
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(runs.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    let write_errors = std::sync::Mutex::new(Vec::<String>::new());
-    let done = |run: &Run, outcome: Option<&Outcome>| {
-        let errors = write_run_logs(exp, out, run, outcome);
-        if !errors.is_empty() {
-            let mut w = write_errors.lock().unwrap_or_else(|e| e.into_inner());
-            w.extend(errors);
-        }
-        bar.inc(1);
-    };
-    let results = run_all(runs, &exp.base, threads, &done);
-    bar.finish_and_clear();
-    let errors = write_errors.into_inner().unwrap_or_default();
-    if let Some(e) = errors.first() {
-        return Err(CliError::Internal(format!("cannot write {e}")));
-    }
-    Ok(results
-        .into_iter()
-        .map(|r| Row {
-            cols: r
-                .metrics
-                .as_ref()
-                .map(coalloc_sim::experiment::columns)
-                .map_err(Clone::clone),
-            run: r.run,
-        })
-        .collect())
+    bar: OnceLock<ProgressBar>,
 }
 
-/// One JSON line per job: its fate, its size and shape, and every time of its record.
-fn jobs_jsonl(o: &Outcome) -> String {
-    let mut out = String::new();
-    for j in &o.jobs {
-        let r = j.record.as_ref();
-        let secs = |t: Option<i64>| t.map(|t| t as f64 / 1000.0);
-        let fate = match &j.fate {
-            JobFate::Finished => ("finished", None),
-            JobFate::Failed(w) => ("failed", Some(w.as_str())),
-            JobFate::Refused(w) => ("refused", Some(w.as_str())),
-            JobFate::Unfinished => ("unfinished", None),
+impl Bar {
+    fn new(template: &'static str, quiet: bool) -> Self {
+        Bar {
+            template,
+            quiet,
+            bar: OnceLock::new(),
+        }
+    }
+
+    fn with(&self, f: impl FnOnce(&ProgressBar)) {
+        if let Some(b) = self.bar.get() {
+            f(b);
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, len: u64) {
+        let bar = if self.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(len)
         };
-        let line = serde_json::json!({
-            "job": j.tag,
-            "fate": fate.0,
-            "reason": fate.1,
-            "submit": j.submit as f64 / 1000.0,
-            "deadline": secs(j.deadline),
-            "components": j.components,
-            "size": j.size,
-            "priority": format!("{:?}", j.priority).to_lowercase(),
-            "runtime": j.runtime as f64 / 1000.0,
-            "placed": secs(r.and_then(|r| r.placed())),
-            "start": secs(r.and_then(|r| r.start())),
-            "end": secs(r.and_then(|r| r.end())),
-            "start_delay": secs(r.and_then(|r| r.start_delay())),
-            "placement_tries": r.map(|r| r.placement_tries),
-            "claim_tries": r.map(|r| r.claim_tries),
-            "submit_failures": r.map(|r| r.submit_failures),
-            "completion_failures": r.map(|r| r.completion_failures),
-            "preemptions": r.map(|r| r.preemptions),
-            "sites": r.map(|r| r.sites().to_vec()),
-        });
-        let _ = writeln!(out, "{line}");
+        bar.set_style(
+            ProgressStyle::with_template(self.template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        let _ = self.bar.set(bar);
     }
-    out
+
+    fn inc(&self) {
+        self.with(|b| b.inc(1));
+    }
+
+    fn set_position(&self, pos: u64) {
+        self.with(|b| b.set_position(pos));
+    }
+
+    fn set_message(&self, msg: String) {
+        self.with(|b| b.set_message(msg));
+    }
+
+    fn finish(&self) {
+        self.with(ProgressBar::finish_and_clear);
+    }
+
+    fn abandon(&self) {
+        self.with(ProgressBar::abandon);
+    }
 }
 
-fn samples_jsonl(o: &Outcome) -> String {
-    let mut out = String::new();
-    for s in &o.samples {
-        if let Ok(line) = serde_json::to_string(s) {
-            let _ = writeln!(out, "{line}");
-        }
-    }
-    out
+/// The summary as a table: each grid point's values, seeds and the main metrics' means.
+fn summary_table(axes: &[String], points: &[Point]) -> String {
+    const SHOWN: [&str; 6] = [
+        "finished",
+        "success_rate",
+        "mean_wait",
+        "mean_bounded_slowdown",
+        "total_load",
+        "local_kill_rate",
+    ];
+    let mut header: Vec<&str> = axes.iter().map(String::as_str).collect();
+    header.push("seeds");
+    header.extend(SHOWN);
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
+            row.push(p.seeds.to_string());
+            for name in SHOWN {
+                let v = p
+                    .means
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map_or(0.0, |(_, v)| *v);
+                row.push(format!("{v:.3}"));
+            }
+            row
+        })
+        .collect();
+    table::render(&header, &rows)
 }

@@ -225,6 +225,15 @@ pub fn secret_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
+/// `n` random bytes from the operating system, in hex: the credentials the server makes
+/// (enrolment secrets, API tokens) and the agent's reconnection jitter.
+pub fn random_hex(n: usize) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(hex(&buf))
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -35,17 +35,15 @@
 //! # A Grid Engine cell: manager = { type = "gridengine", settings = "/ge/delta/common/settings.sh",
 //! #   pe = "mpi" }: `settings` (the cell's settings.sh) or `sge_root` (+ `cell`,
 //! #   `qmaster_port`, `execd_port`) select the cell; `queue` one cluster queue; `pe` the
-//! #   parallel environment of components of more than one slot (see config::gridengine).
+//! #   parallel environment of components of more than one slot (see
+//! #   coalloc_backends::kind, which reads every site's `manager` table).
 //! # Other users of a local cluster: `background = 4` holds 4 slots; with
 //! # `background_max = 12, background_period = "30s"` the held slots are drawn again every
 //! # period, uniformly on [background, background_max].
 //! ```
 
 mod checks;
-mod gridengine;
 
-use coalloc_backends::slurm::preempt::Preempt;
-use coalloc_backends::slurm::Launch;
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
 use coalloc_core::spec::native::toml_doc;
@@ -109,7 +107,7 @@ struct ServerDoc {
     transfer_timeout: Option<Scalar>,
 }
 
-pub use coalloc_backends::kind::BackendKind;
+pub use coalloc_backends::kind::{backend_of, BackendKind, PROVIDER_KEYS};
 
 /// Where the server listens for site agents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,13 +193,6 @@ pub enum ProviderKind {
         timeout: Millis,
     },
 }
-
-const PROVIDER_KEYS: &[&str] = &[
-    "provider",
-    "lease_program",
-    "release_program",
-    "provider_timeout",
-];
 
 fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind>, SpecError> {
     let field = |k: &str| format!("site `{}`: manager.{k}", site.name);
@@ -347,156 +338,10 @@ impl ServerConfig {
     }
 }
 
-/// The backend a site's `manager` table names.
-pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
-    let field = |k: &str| format!("site `{}`: manager.{k}", site.name);
-    let get = |k: &str| site.manager.get(k).cloned();
-    let known: &[&str] = match get("type").as_deref().unwrap_or("local") {
-        "local" => &[
-            "type",
-            "background",
-            "background_max",
-            "background_period",
-            "provider",
-            "lease_program",
-            "release_program",
-            "provider_timeout",
-        ],
-        "slurm" => &[
-            "type",
-            "slurm_conf",
-            "cluster",
-            "partition",
-            "launch",
-            "preempt_partition",
-            "preempt_qos",
-            "preempt_action",
-            "provider",
-            "lease_program",
-            "release_program",
-            "provider_timeout",
-        ],
-        "agent" => &["type", "grace"],
-        "gridengine" => {
-            if let Some(k) = site.manager.keys().find(|k| !gridengine::known(k)) {
-                return Err(SpecError::invalid(
-                    field(k),
-                    format!("unknown key (known: {})", gridengine::KEYS.join(", ")),
-                ));
-            }
-            return gridengine::backend(site);
-        }
-        other => {
-            return Err(SpecError::invalid(
-                field("type"),
-                format!("unknown backend `{other}` (known: local, slurm, gridengine, agent)"),
-            ))
-        }
-    };
-    if let Some(k) = site.manager.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(SpecError::invalid(
-            field(k),
-            format!("unknown key (known: {})", known.join(", ")),
-        ));
-    }
-    Ok(match get("type").as_deref().unwrap_or("local") {
-        "agent" => BackendKind::Agent {
-            grace: match get("grace") {
-                None => 30_000,
-                Some(g) => parse_duration(&Scalar::Str(g))
-                    .map_err(|r| SpecError::invalid(field("grace"), r))?,
-            },
-        },
-        "slurm" => {
-            let (conf, cluster) = (get("slurm_conf"), get("cluster"));
-            if conf.is_none() && cluster.is_none() {
-                return Err(SpecError::invalid(
-                    field("slurm_conf"),
-                    "a Slurm site needs `slurm_conf` (its slurm.conf) or `cluster` (its -M name)",
-                ));
-            }
-            let launch = match get("launch") {
-                None => Launch::default(),
-                Some(word) => Launch::from_name(&word).ok_or_else(|| {
-                    SpecError::invalid(
-                        field("launch"),
-                        format!(
-                            "unknown launch `{word}` (known: {})",
-                            Launch::NAMES.join(", ")
-                        ),
-                    )
-                })?,
-            };
-            let (partition, qos) = (get("preempt_partition"), get("preempt_qos"));
-            let requeue = match get("preempt_action").as_deref() {
-                None | Some("requeue") => true,
-                Some("cancel") => false,
-                Some(other) => {
-                    return Err(SpecError::invalid(
-                        field("preempt_action"),
-                        format!("unknown action `{other}` (known: requeue, cancel)"),
-                    ))
-                }
-            };
-            let preempt = (partition.is_some() || qos.is_some()).then_some(Preempt {
-                partition,
-                qos,
-                requeue,
-            });
-            BackendKind::Slurm {
-                conf,
-                cluster,
-                partition: get("partition"),
-                launch,
-                preempt,
-            }
-        }
-        _ => {
-            let background = match get("background") {
-                None => 0,
-                Some(v) => v.parse::<u32>().map_err(|_| {
-                    SpecError::invalid(field("background"), "must be a whole number of slots")
-                })?,
-            };
-            if background > site.processors {
-                return Err(SpecError::invalid(
-                    field("background"),
-                    format!("is more than the site's {} processors", site.processors),
-                ));
-            }
-            let varying = match get("background_max") {
-                None => None,
-                Some(v) => {
-                    let max = v.parse::<u32>().ok().filter(|m| *m >= background && *m <= site.processors).ok_or_else(|| {
-                        SpecError::invalid(
-                            field("background_max"),
-                            format!("must be a whole number of slots between background and the site's {} processors", site.processors),
-                        )
-                    })?;
-                    let period = get("background_period").unwrap_or_else(|| "30s".into());
-                    let period = parse_duration(&Scalar::Str(period))
-                        .ok()
-                        .filter(|p| *p > 0)
-                        .ok_or_else(|| {
-                            SpecError::invalid(
-                                field("background_period"),
-                                "must be a duration such as \"30s\"",
-                            )
-                        })?;
-                    Some((max, period))
-                }
-            };
-            BackendKind::Local {
-                background,
-                varying,
-            }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coalloc_backends::slurm::Launch;
 
     #[test]
     fn the_embedded_default_has_three_local_clusters() {

@@ -12,7 +12,7 @@
 //! - [`listing`]: the filters and cursor of the job listings;
 //! - [`metrics`]: the Prometheus metrics;
 //! - [`state`]: the state directory; [`server`]: putting it all together;
-//! - [`link`]: site agents (`coalloc agent`) and the server's end of their links;
+//! - [`link`]: the server's end of the links to site agents (`coalloc-agent`);
 //! - [`catalog`]: the replica catalog; [`transfer`]: moving input files between sites.
 
 pub mod api;

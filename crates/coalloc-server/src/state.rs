@@ -26,26 +26,10 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// This server's tag in the names it gives its launches at a resource manager (Slurm
-    /// job names, `coalloc-{tag}-J…`): eight hex digits of a hash (64-bit FNV-1a) of this
-    /// machine's host name and the state directory's absolute path. The same across
-    /// restarts on the same directory; different for two servers of one user (other
-    /// directories or hosts), whose launch numbers coincide.
+    /// This server's tag in the names it gives its launches at a resource manager
+    /// ([`coalloc_backends::kind::name_tag`] of this directory).
     pub fn name_tag(&self) -> String {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let path = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let bytes = host
-            .trim()
-            .as_bytes()
-            .iter()
-            .chain(b"\0")
-            .chain(path.as_os_str().as_encoded_bytes());
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        format!("{:08x}", hash as u32)
+        coalloc_backends::kind::name_tag(&self.root)
     }
 
     /// Create the directory (and its subdirectories) if needed.
@@ -112,13 +96,7 @@ impl StateDir {
     }
 }
 
-/// `n` random bytes from the operating system, in hex.
-pub fn random_hex(n: usize) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut buf = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
+pub use coalloc_link::proto::random_hex;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 //! the first one's id and starts nothing), lets a restarted agent find its launches again,
 //! and is what the agent's hello reports, so the server can cancel those it no longer wants.
 
-use super::proto::HeldLaunch;
+use coalloc_link::proto::HeldLaunch;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;

@@ -7,131 +7,25 @@
 //! with a jittered back-off that stops at once when the server refuses its credential or
 //! presents another certificate than the pinned one (DESIGN.md "Sites apart" §5), answers
 //! the server's calls on its backend, and relays its components' barrier and rendezvous
-//! calls ([`super::relay`]), which carry the PMI traffic of `mpi` components too.
+//! calls ([`crate::relay`]), which carry the PMI traffic of `mpi` components too.
 
-use super::held::Held;
-use super::proto::{
-    Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent, VERSION,
-};
-use super::pump::{self, text};
-use super::relay::Relay;
-use super::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
-use super::tls;
-use crate::config::{backend_of, BackendKind};
-use coalloc_backends::kind::{backend_for, BackendParts};
+use crate::config::AgentConfig;
+use crate::held::Held;
+use crate::relay::Relay;
+use coalloc_backends::kind::{backend_for, name_tag, BackendParts};
 use coalloc_backends::{Backend, BackendError, SubmitRequest};
-use coalloc_core::model::Site;
-use coalloc_core::spec::native::toml_doc;
-use coalloc_core::spec::sites::{sites_from_docs, SiteDoc};
-use coalloc_core::SpecError;
+use coalloc_link::proto::{
+    random_hex, Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent,
+    VERSION,
+};
+use coalloc_link::pump::{self, text};
+use coalloc_link::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
+use coalloc_link::tls;
 use futures_util::{SinkExt, StreamExt};
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
-
-/// An agent's configuration file: an `[agent]` table and the one `[[site]]` it serves.
-///
-/// ```toml
-/// [agent]
-/// relay_bind = "10.201.2.1:7100"   # where the site's compute nodes reach this agent
-/// relay_url = "http://10.201.2.1:7100"   # what components are told (default: from the bind)
-/// environment = { COALLOC_POISSON_HOST = "10.200.0.11" }   # added to every component
-/// stop_after = "10m"   # stop the site's launches after this long without the server
-///                      # (heartbeat stop; off by default)
-///
-/// [[site]]
-/// name = "s1"
-/// processors = 32
-/// manager = { type = "slurm", slurm_conf = "/etc/slurm/slurm.conf" }
-/// ```
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    pub site: Site,
-    pub backend: BackendKind,
-    pub relay_bind: String,
-    pub relay_url: String,
-    pub environment: Vec<(String, String)>,
-    /// Heartbeat stop: the agent stops its launches after this long without the server
-    /// (`None`: never, the default). Give it no less than the site's `manager.grace` at
-    /// the server, which re-places the jobs only after that.
-    pub stop_after: Option<Duration>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileDoc {
-    #[serde(default)]
-    agent: AgentDoc,
-    site: Vec<SiteDoc>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentDoc {
-    relay_bind: Option<String>,
-    relay_url: Option<String>,
-    #[serde(default)]
-    environment: BTreeMap<String, String>,
-    stop_after: Option<coalloc_core::spec::units::Scalar>,
-}
-
-impl AgentConfig {
-    pub fn parse(text: &str) -> Result<AgentConfig, SpecError> {
-        let doc: FileDoc = toml_doc(text)?;
-        let sites = sites_from_docs(&doc.site)?;
-        let [site] = <[Site; 1]>::try_from(sites).map_err(|s| {
-            SpecError::invalid(
-                "site",
-                format!("an agent serves exactly one `[[site]]`, not {}", s.len()),
-            )
-        })?;
-        let backend = backend_of(&site)?;
-        if matches!(backend, BackendKind::Agent { .. }) {
-            return Err(SpecError::invalid(
-                format!("site `{}`: manager.type", site.name),
-                "an agent runs the site's own manager (local, slurm, gridengine), not another agent",
-            ));
-        }
-        if site.cloud.is_some() {
-            return Err(SpecError::invalid(
-                format!("site `{}`: kind", site.name),
-                "cloud sites cannot be served by an agent yet",
-            ));
-        }
-        let relay_bind = doc
-            .agent
-            .relay_bind
-            .unwrap_or_else(|| "127.0.0.1:7100".into());
-        let relay_url = match doc.agent.relay_url {
-            Some(u) => u.trim_end_matches('/').to_string(),
-            None if relay_bind.starts_with("0.0.0.0:") || relay_bind.starts_with("[::]:") => {
-                return Err(SpecError::invalid(
-                    "agent.relay_url",
-                    "with a wildcard relay_bind, say which address compute nodes use, e.g. \"http://10.1.0.5:7100\"",
-                ))
-            }
-            None => format!("http://{relay_bind}"),
-        };
-        let stop_after = match &doc.agent.stop_after {
-            None => None,
-            Some(v) => Some(Duration::from_millis(
-                coalloc_core::spec::units::parse_duration(v)
-                    .map_err(|r| SpecError::invalid("agent.stop_after", r))? as u64,
-            )),
-        };
-        Ok(AgentConfig {
-            site,
-            backend,
-            relay_bind,
-            relay_url,
-            environment: doc.agent.environment.into_iter().collect(),
-            stop_after,
-        })
-    }
-}
 
 /// Why an agent stopped for good.
 #[derive(Debug, thiserror::Error)]
@@ -184,14 +78,13 @@ impl Agent {
         let server = host_port(server.unwrap_or(&token.server));
         let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
         std::fs::create_dir_all(state_dir).map_err(setup)?;
-        let state = crate::state::StateDir::create(state_dir).map_err(setup)?;
         let program = launcher.as_ref().map(|l| l.program.clone());
         let parts = BackendParts {
             index: 0,
-            work_dir: state.site_dir(&config.site.name),
+            work_dir: state_dir.join("sites").join(&config.site.name),
             launcher,
             cloud_on_demand: false,
-            name_tag: state.name_tag(),
+            name_tag: name_tag(state_dir),
         };
         let backend = backend_for(&config.site, &config.backend, parts)
             .map_err(|e| AgentError::Setup(format!("site `{}`: {e}", config.site.name)))?;
@@ -574,7 +467,7 @@ fn host_port(url: &str) -> String {
 
 /// Up to `max` of jitter, from the operating system's randomness.
 fn jitter(max: Duration) -> Duration {
-    let r = crate::state::random_hex(4)
+    let r = random_hex(4)
         .ok()
         .and_then(|h| u32::from_str_radix(&h[..8], 16).ok())
         .unwrap_or(0);
@@ -584,41 +477,6 @@ fn jitter(max: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SITE: &str = "[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = { type = \"local\" }\n";
-
-    #[test]
-    fn a_configuration_names_one_site_and_its_relay() {
-        let c = AgentConfig::parse(&format!(
-            "[agent]\nrelay_bind = \"10.201.2.1:7100\"\nenvironment = {{ A = \"b\" }}\n{SITE}"
-        ))
-        .unwrap();
-        assert_eq!(c.site.name, "s1");
-        assert_eq!(c.relay_url, "http://10.201.2.1:7100");
-        assert_eq!(c.environment, vec![("A".into(), "b".into())]);
-        assert_eq!(c.stop_after, None, "heartbeat stop is off by default");
-        let c = AgentConfig::parse(&format!("[agent]\nstop_after = \"10m\"\n{SITE}")).unwrap();
-        assert_eq!(c.stop_after, Some(Duration::from_secs(600)));
-        let e = AgentConfig::parse(&format!("[agent]\nstop_after = \"soon\"\n{SITE}"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("agent.stop_after"), "{e}");
-        for (bad, want) in [
-            (
-                format!("[agent]\nrelay_bind = \"0.0.0.0:7100\"\n{SITE}"),
-                "relay_url",
-            ),
-            (format!("{SITE}{}", SITE.replace("s1", "s2")), "exactly one"),
-            (
-                "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = { type = \"agent\" }\n".into(),
-                "manager.type",
-            ),
-            (format!("[agent]\ncolour = 1\n{SITE}"), "colour"),
-        ] {
-            let e = AgentConfig::parse(&bad).unwrap_err().to_string();
-            assert!(e.contains(want), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn server_addresses_are_read_from_urls() {

@@ -5,10 +5,10 @@
 //! (with its back-off) until the link is back, so a component waiting at the barrier rides
 //! out an agent restart or a cut link.
 
-use super::proto::{relayable, FromAgent};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use coalloc_link::proto::{relayable, FromAgent};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
-//! `coalloc sim EXPERIMENT.toml --slurm` (or a `[cluster]` table): the grid's runs as one
-//! Slurm job array (issue 22, item 5). Task `i` runs `coalloc sim EXPERIMENT.toml
+//! A study's runs as one Slurm job array (`coalloc sim EXPERIMENT.toml --slurm`, or a
+//! `[cluster]` table) (issue 22, item 5). Task `i` runs `coalloc sim EXPERIMENT.toml
 //! --run-index i --row-out ROWS/i.json` (run `i` of [`Experiment::runs`]: the grid's points
 //! in order, each with every seed), which simulates that one run, writes its per-job and
 //! load logs into the output folder as a local run does, and its row (metric columns, or
@@ -12,14 +12,13 @@
 //! compute nodes. Bookkeeping goes to `OUT/.slurm/` (the batch script, one `.err`/`.out`
 //! per task under `logs/`, the rows under `rows/`).
 
-use crate::error::CliError;
-use crate::sim_cmd::{write_run_logs, Row};
+use super::{write_run_logs, Row};
+use crate::{LabError, Progress};
 use coalloc_backends::slurm::parse::sbatch_job_id;
 use coalloc_backends::slurm::script::quote;
 use coalloc_core::spec::units::{parse_duration, Scalar};
 use coalloc_sim::experiment::spec::{label, ClusterDoc};
 use coalloc_sim::experiment::{columns, measure, run_one, Experiment, Run};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -48,9 +47,9 @@ pub fn task(
     index: usize,
     out: &Path,
     row_out: &Path,
-) -> Result<(), CliError> {
+) -> Result<(), LabError> {
     let run = runs.get(index).ok_or_else(|| {
-        CliError::bad(format!(
+        LabError::bad(format!(
             "--run-index {index}: the experiment has {} runs (0..={})",
             runs.len(),
             runs.len().saturating_sub(1)
@@ -59,7 +58,7 @@ pub fn task(
     let outcome = run_one(run, &exp.base);
     let errors = write_run_logs(exp, out, run, outcome.as_ref().ok());
     if let Some(e) = errors.first() {
-        return Err(CliError::Internal(format!("cannot write {e}")));
+        return Err(LabError::Internal(format!("cannot write {e}")));
     }
     let metrics = outcome.and_then(|o| measure(run.doc(), &o));
     let row = RowFile {
@@ -68,11 +67,11 @@ pub fn task(
         columns: metrics.as_ref().ok().map(columns),
         error: metrics.err(),
     };
-    let text = serde_json::to_string(&row).map_err(|e| CliError::Internal(e.to_string()))?;
+    let text = serde_json::to_string(&row).map_err(|e| LabError::Internal(e.to_string()))?;
     let tmp = row_out.with_extension("tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, row_out))
-        .map_err(|e| CliError::Internal(format!("{}: {e}", row_out.display())))
+        .map_err(|e| LabError::Internal(format!("{}: {e}", row_out.display())))
 }
 
 /// What the submitting process needs to rebuild the tasks' command line.
@@ -85,29 +84,33 @@ pub struct Submission<'a> {
     /// `--seeds`, passed on to the tasks.
     pub seeds: Option<u64>,
     pub cluster: ClusterDoc,
-    pub quiet: bool,
 }
 
 /// Submit the array, wait for it, and read its rows in run order. Returns the rows and the
-/// array's job id.
-pub fn run_array(s: &Submission) -> Result<(Vec<Row>, String), CliError> {
+/// array's job id. `submitted` hears of the array once sbatch took it (its number of runs,
+/// job id and logs folder); `progress` counts the rows written while it waits.
+pub fn run_array(
+    s: &Submission,
+    submitted: &dyn Fn(usize, &str, &Path),
+    progress: &dyn Progress,
+) -> Result<(Vec<Row>, String), LabError> {
     let work = s.out.join(".slurm");
     let rows_dir = work.join("rows");
     let logs = work.join("logs");
     for d in [&rows_dir, &logs] {
         let _ = std::fs::remove_dir_all(d);
         std::fs::create_dir_all(d)
-            .map_err(|e| CliError::bad(format!("{}: cannot create: {e}", d.display())))?;
+            .map_err(|e| LabError::bad(format!("{}: cannot create: {e}", d.display())))?;
     }
     let poll = match &s.cluster.poll {
         Some(p) => parse_duration(&Scalar::Str(p.clone()))
-            .map_err(|e| CliError::bad(format!("[cluster] poll: {e}")))?,
+            .map_err(|e| LabError::bad(format!("[cluster] poll: {e}")))?,
         None => 2000,
     };
     let conf = s.cluster.slurm_conf.as_ref().map(|c| s.exp.base.join(c));
     if let Some(c) = &conf {
         if !c.is_file() {
-            return Err(CliError::bad(format!(
+            return Err(LabError::bad(format!(
                 "[cluster] slurm_conf: {} is not a file",
                 c.display()
             )));
@@ -115,7 +118,7 @@ pub fn run_array(s: &Submission) -> Result<(Vec<Row>, String), CliError> {
     }
     let script = batch_script(s, &rows_dir)?;
     std::fs::write(work.join("array.sh"), &script)
-        .map_err(|e| CliError::Internal(format!("{}: {e}", work.display())))?;
+        .map_err(|e| LabError::Internal(format!("{}: {e}", work.display())))?;
     let n = s.runs.len();
     let mut args = vec![
         "--parsable".to_owned(),
@@ -135,30 +138,26 @@ pub fn run_array(s: &Submission) -> Result<(Vec<Row>, String), CliError> {
     args.extend(s.cluster.sbatch_args.iter().cloned());
     let sbatch = slurm(&conf, "sbatch", &args, Some(script.as_bytes()))?;
     if !sbatch.status.success() {
-        return Err(CliError::bad(format!(
+        return Err(LabError::bad(format!(
             "sbatch refused the array of {n} runs: {}",
             message(&sbatch)
         )));
     }
     let id = sbatch_job_id(&String::from_utf8_lossy(&sbatch.stdout))
-        .map_err(|e| CliError::Internal(e.to_string()))?;
-    if !s.quiet {
-        eprintln!(
-            "submitted {n} runs as Slurm array job {id} (logs: {})",
-            logs.display()
-        );
-    }
-    wait(s, &conf, &id, &rows_dir, Duration::from_millis(poll as u64))?;
+        .map_err(|e| LabError::Internal(e.to_string()))?;
+    submitted(n, &id, &logs);
+    let poll = Duration::from_millis(poll as u64);
+    wait(s, &conf, &id, &rows_dir, poll, progress)?;
     let rows = collect(s, &rows_dir, &logs, &id)?;
     Ok((rows, id))
 }
 
 /// The batch script every task runs: `[PREFIX...] coalloc sim FILE --out OUT --run-index
 /// $SLURM_ARRAY_TASK_ID --row-out ROWS/$SLURM_ARRAY_TASK_ID.json`.
-fn batch_script(s: &Submission, rows: &Path) -> Result<String, CliError> {
-    let q = |p: &str| quote(p, "path").map_err(|e| CliError::bad(e.to_string()));
+fn batch_script(s: &Submission, rows: &Path) -> Result<String, LabError> {
+    let q = |p: &str| quote(p, "path").map_err(|e| LabError::bad(e.to_string()));
     let exe = std::env::current_exe()
-        .map_err(|e| CliError::Internal(format!("cannot find the coalloc binary: {e}")))?;
+        .map_err(|e| LabError::Internal(format!("cannot find the coalloc binary: {e}")))?;
     let mut words: Vec<String> = Vec::new();
     for w in &s.cluster.task_prefix {
         words.push(q(w)?);
@@ -189,7 +188,7 @@ fn slurm(
     program: &str,
     args: &[String],
     stdin: Option<&[u8]>,
-) -> Result<std::process::Output, CliError> {
+) -> Result<std::process::Output, LabError> {
     let mut c = Command::new(program);
     c.args(args)
         .stdin(if stdin.is_some() {
@@ -204,22 +203,22 @@ fn slurm(
     }
     let mut child = c.spawn().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::bad(format!(
+            LabError::bad(format!(
                 "cannot run {program}: not found on PATH (running the grid on Slurm needs \
                  Slurm's client commands; run without --slurm, or with --local, to simulate \
                  here)"
             ))
         } else {
-            CliError::bad(format!("cannot run {program}: {e}"))
+            LabError::bad(format!("cannot run {program}: {e}"))
         }
     })?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(bytes)
-            .map_err(|e| CliError::Internal(format!("{program}: writing its input: {e}")))?;
+            .map_err(|e| LabError::Internal(format!("{program}: writing its input: {e}")))?;
     }
     child
         .wait_with_output()
-        .map_err(|e| CliError::Internal(format!("{program}: {e}")))
+        .map_err(|e| LabError::Internal(format!("{program}: {e}")))
 }
 
 fn message(o: &std::process::Output) -> String {
@@ -243,27 +242,17 @@ fn count_rows(rows: &Path) -> usize {
     })
 }
 
-/// Poll `squeue` until no task of array `id` is queued or running; the progress bar (on
-/// standard error) counts the rows written.
+/// Poll `squeue` until no task of array `id` is queued or running; `bar` counts the rows
+/// written.
 fn wait(
     s: &Submission,
     conf: &Option<PathBuf>,
     id: &str,
     rows: &Path,
     poll: Duration,
-) -> Result<(), CliError> {
-    let bar = if s.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(s.runs.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} runs on Slurm, {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    bar: &dyn Progress,
+) -> Result<(), LabError> {
+    bar.start(s.runs.len() as u64);
     let args: Vec<String> = ["-h", "-r", "-j", id, "-o", "%i %T"]
         .iter()
         .map(|s| s.to_string())
@@ -289,7 +278,7 @@ fn wait(
             failures += 1;
             if failures >= SQUEUE_FAILURES {
                 bar.abandon();
-                return Err(CliError::Internal(format!(
+                return Err(LabError::Internal(format!(
                     "squeue failed {failures} times in a row while waiting for array job \
                      {id}: {} (the tasks may still run; their rows go to {})",
                     message(&q),
@@ -299,13 +288,13 @@ fn wait(
         }
         std::thread::sleep(poll);
     }
-    bar.finish_and_clear();
+    bar.finish();
     Ok(())
 }
 
 /// The rows in run order; a task that left none failed: name its grid point, seed and the
 /// end of its standard error.
-fn collect(s: &Submission, rows: &Path, logs: &Path, id: &str) -> Result<Vec<Row>, CliError> {
+fn collect(s: &Submission, rows: &Path, logs: &Path, id: &str) -> Result<Vec<Row>, LabError> {
     let mut out = Vec::with_capacity(s.runs.len());
     let mut missing = Vec::new();
     for run in s.runs {
@@ -337,7 +326,7 @@ fn collect(s: &Submission, rows: &Path, logs: &Path, id: &str) -> Result<Vec<Row
         .iter()
         .map(|(k, v)| format!("{k} = {}", label(v)))
         .collect();
-    Err(CliError::Internal(format!(
+    Err(LabError::Internal(format!(
         "{} of {} array tasks of Slurm job {id} left no row; the first, task {} (run {}, \
          seed {}{}{}), wrote to {}:\n{}",
         missing.len(),

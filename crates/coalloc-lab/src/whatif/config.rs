@@ -1,4 +1,4 @@
-//! The configuration `coalloc whatif` replays under (issue 22 item 4): the server's own (or
+//! The configuration a what-if replays under (issue 22 item 4): the server's own (or
 //! `--config`'s), with `--policy`, `--fit` and the TAGS settings (`--tags-chains`,
 //! `--tags-sets`, `--tags-limits`) written into its `[scheduler]` table before it is read,
 //! so a policy chosen on the command line takes its parameters from the file (seed 004
@@ -6,7 +6,8 @@
 //! and the others likewise). A TAGS policy whose chains, sets or limits neither gives is
 //! refused with what is missing and where to give it.
 
-use crate::error::CliError;
+use crate::LabError;
+use coalloc_core::SpecError;
 use coalloc_server::config::{ServerConfig, DEFAULT_CONFIG};
 use std::path::Path;
 use toml::{Table, Value};
@@ -40,10 +41,10 @@ fn lists(text: &str) -> Value {
     )
 }
 
-fn table<'t>(t: &'t mut Table, key: &str) -> Result<&'t mut Table, CliError> {
+fn table<'t>(t: &'t mut Table, key: &str) -> Result<&'t mut Table, LabError> {
     match t.entry(key).or_insert_with(|| Value::Table(Table::new())) {
         Value::Table(inner) => Ok(inner),
-        _ => Err(CliError::bad(format!("`{key}` is not a table"))),
+        _ => Err(LabError::bad(format!("`{key}` is not a table"))),
     }
 }
 
@@ -51,18 +52,24 @@ fn count(v: Option<&Value>) -> usize {
     v.and_then(Value::as_array).map_or(0, Vec::len)
 }
 
-/// Read the configuration (`path`, else the embedded default) with the overrides set.
-pub fn load(path: Option<&Path>, o: &Overrides) -> Result<ServerConfig, CliError> {
+/// Read the configuration (`path`, else the embedded default) with the overrides set;
+/// `locate` says where in the file an error of a configuration without overrides is (the
+/// CLI's `file:line:` form).
+pub fn load(
+    path: Option<&Path>,
+    o: &Overrides,
+    locate: &dyn Fn(&Path, &SpecError) -> String,
+) -> Result<ServerConfig, LabError> {
     let (text, source) = match path {
         Some(p) => (
             std::fs::read_to_string(p)
-                .map_err(|e| CliError::bad(format!("{}: cannot read: {e}", p.display())))?,
+                .map_err(|e| LabError::bad(format!("{}: cannot read: {e}", p.display())))?,
             p.display().to_string(),
         ),
         None => (DEFAULT_CONFIG.to_owned(), "the embedded default".to_owned()),
     };
-    let located = |e: &coalloc_core::SpecError| match path {
-        Some(p) => crate::load::locate(p, e),
+    let located = |e: &SpecError| match path {
+        Some(p) => locate(p, e),
         None => format!("{source}: {e}"),
     };
     let plain = o.policy.is_none()
@@ -71,11 +78,11 @@ pub fn load(path: Option<&Path>, o: &Overrides) -> Result<ServerConfig, CliError
         && o.tags_sets.is_none()
         && o.tags_limits.is_none();
     if plain {
-        return ServerConfig::parse(&text).map_err(|e| CliError::bad(located(&e)));
+        return ServerConfig::parse(&text).map_err(|e| LabError::bad(located(&e)));
     }
     let mut doc: Table = text
         .parse()
-        .map_err(|e| CliError::bad(format!("{source}: {e}")))?;
+        .map_err(|e| LabError::bad(format!("{source}: {e}")))?;
     let sched = table(&mut doc, "scheduler")?;
     if let Some(p) = o.policy {
         sched.insert("policy".into(), Value::String(p.to_owned()));
@@ -108,9 +115,9 @@ pub fn load(path: Option<&Path>, o: &Overrides) -> Result<ServerConfig, CliError
     if tags.is_empty() {
         sched.remove("tags");
     }
-    let text = toml::to_string(&doc).map_err(|e| CliError::Internal(e.to_string()))?;
+    let text = toml::to_string(&doc).map_err(|e| LabError::Internal(e.to_string()))?;
     ServerConfig::parse(&text).map_err(|e| {
-        CliError::bad(format!(
+        LabError::bad(format!(
             "{source} with the what-if's settings (--policy, --fit, --tags-*): {e}"
         ))
     })
@@ -118,7 +125,7 @@ pub fn load(path: Option<&Path>, o: &Overrides) -> Result<ServerConfig, CliError
 
 /// A TAGS policy needs its chains (or sets) and, for more than one level, its runtime
 /// limits: name what neither the file nor the flags give.
-fn check_tags(policy: &str, tags: &Table, source: &str) -> Result<(), CliError> {
+fn check_tags(policy: &str, tags: &Table, source: &str) -> Result<(), LabError> {
     let (what, flag, example) = match policy {
         "tags-chain" => ("chains", "--tags-chains", "--tags-chains 'a1,a2;b1,b2'"),
         "tags-sets" => (
@@ -150,7 +157,7 @@ fn check_tags(policy: &str, tags: &Table, source: &str) -> Result<(), CliError> 
     if missing.is_empty() {
         return Ok(());
     }
-    Err(CliError::bad(format!(
+    Err(LabError::bad(format!(
         "--policy {policy} needs settings that {source} does not give: {}; for example \
          {example} --tags-limits 10m",
         missing.join(", and ")
@@ -171,6 +178,7 @@ mod tests {
                 tags_limits: Some("10m"),
                 ..Overrides::default()
             },
+            &|_, e| e.to_string(),
         )
         .unwrap();
         match &c.scheduler.queue {
@@ -190,6 +198,7 @@ mod tests {
                 policy: Some("tags-sets"),
                 ..Overrides::default()
             },
+            &|_, e| e.to_string(),
         )
         .unwrap_err()
         .to_string();
@@ -208,6 +217,7 @@ mod tests {
                 tags_chains: Some("alpha,beta;gamma"),
                 ..Overrides::default()
             },
+            &|_, e| e.to_string(),
         )
         .unwrap_err()
         .to_string();
@@ -226,6 +236,7 @@ mod tests {
                 tags_limits: Some("10m,1h"),
                 ..Overrides::default()
             },
+            &|_, e| e.to_string(),
         )
         .unwrap_err()
         .to_string();

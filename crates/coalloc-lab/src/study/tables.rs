@@ -1,9 +1,8 @@
-//! `coalloc sim`'s tables and plots: the mean of every grid point over its seeds, the rows
-//! of `runs.csv` and `summary.csv`, the summary table, and the `[[plot]]` charts.
+//! A study's tables and plots: the mean of every grid point over its seeds, the rows of
+//! `runs.csv` and `summary.csv`, and the `[[plot]]` charts.
 
+use super::Row;
 use crate::plot::{line_chart_with_errors, Chart, Series};
-use crate::sim_cmd::Row;
-use crate::table;
 use coalloc_sim::experiment::spec::{label, PlotDoc};
 use coalloc_sim::experiment::Experiment;
 use std::collections::BTreeMap;
@@ -159,37 +158,6 @@ pub fn summary_csv(axes: &[String], points: &[Point]) -> String {
         csv_line(&mut out, &row);
     }
     out
-}
-
-pub fn summary_table(axes: &[String], points: &[Point]) -> String {
-    const SHOWN: [&str; 6] = [
-        "finished",
-        "success_rate",
-        "mean_wait",
-        "mean_bounded_slowdown",
-        "total_load",
-        "local_kill_rate",
-    ];
-    let mut header: Vec<&str> = axes.iter().map(String::as_str).collect();
-    header.push("seeds");
-    header.extend(SHOWN);
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| {
-            let mut row: Vec<String> = p.point.iter().map(|(_, v)| label(v)).collect();
-            row.push(p.seeds.to_string());
-            for name in SHOWN {
-                let v = p
-                    .means
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map_or(0.0, |(_, v)| *v);
-                row.push(format!("{v:.3}"));
-            }
-            row
-        })
-        .collect();
-    table::render(&header, &rows)
 }
 
 fn axis_index(exp: &Experiment, name: &str) -> Option<usize> {
