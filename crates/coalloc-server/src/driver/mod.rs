@@ -114,8 +114,9 @@ pub struct Driver {
     failed: std::collections::BTreeSet<u64>,
     /// The last load each site's backend reported, and whether it answered.
     loads: Vec<(SiteLoad, bool)>,
-    /// The last SiteStatus given to the core, per site.
-    statuses: Vec<Option<(u32, u32, bool)>>,
+    /// The last SiteStatus given to the core, per site, and the core's idle count of the
+    /// site after it.
+    statuses: Vec<Option<((u32, u32, u32, bool), Option<u32>)>>,
     /// Entries of this turn, to commit.
     pending: Vec<Record>,
     /// Ended jobs that leave memory in this turn, to write to the history with its commit.
