@@ -37,6 +37,8 @@ mod secrets;
 mod snapfile;
 mod snapshot;
 mod staging;
+#[cfg(test)]
+mod tests;
 mod transfers;
 mod view;
 
