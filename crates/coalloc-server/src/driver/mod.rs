@@ -540,7 +540,10 @@ impl Driver {
             return Err(Fatal(e.clone()));
         }
         self.snapshot_if_due(false);
-        Ok(flow)
+        match &self.fatal {
+            Some(e) => Err(Fatal(e.clone())),
+            None => Ok(flow),
+        }
     }
 
     /// The last turn: the final snapshot.
