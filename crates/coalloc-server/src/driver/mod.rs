@@ -74,6 +74,9 @@ pub(crate) struct LaunchInfo {
     pub auto_ready: bool,
 }
 
+/// A monitor reading as given to the core: idle, total, other users', healthy.
+type Reading = (u32, u32, u32, bool);
+
 /// Channels shared with the API.
 #[derive(Clone)]
 pub struct Shared {
@@ -118,7 +121,7 @@ pub struct Driver {
     loads: Vec<(SiteLoad, bool)>,
     /// The last SiteStatus given to the core, per site, and the core's idle count of the
     /// site after it.
-    statuses: Vec<Option<((u32, u32, u32, bool), Option<u32>)>>,
+    statuses: Vec<Option<(Reading, Option<u32>)>>,
     /// Entries of this turn, to commit.
     pending: Vec<Record>,
     /// Ended jobs that leave memory in this turn, to write to the history with its commit.
