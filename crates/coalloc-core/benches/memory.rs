@@ -82,6 +82,7 @@ fn measure(policy: &str, jobs: usize) {
                 idle: 0,
                 total: PROCESSORS,
                 healthy: true,
+                other: 0,
             },
         )
         .expect("accepted");
@@ -120,6 +121,7 @@ fn measure(policy: &str, jobs: usize) {
                 idle: (k % 2) as u32 + 1,
                 total: PROCESSORS,
                 healthy: true,
+                other: 0,
             },
         )
         .expect("accepted");

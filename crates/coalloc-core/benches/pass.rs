@@ -133,6 +133,7 @@ impl Bench {
             idle: self.toggle,
             total: PROCESSORS,
             healthy: true,
+            other: 0,
         };
         let t = Instant::now();
         self.s.handle(self.now, e).expect("accepted");
@@ -150,6 +151,7 @@ impl Bench {
             idle: PROCESSORS,
             total: PROCESSORS,
             healthy: true,
+            other: 0,
         };
         let t = Instant::now();
         self.s.handle(self.now, e).expect("accepted");
@@ -173,6 +175,7 @@ impl Bench {
             idle: 0,
             total: PROCESSORS,
             healthy: true,
+            other: 0,
         });
         self.toggle = 0;
         self.handle(Event::SetUsable {

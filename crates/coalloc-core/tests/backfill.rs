@@ -373,6 +373,7 @@ fn a_head_blocked_by_local_jobs_keeps_the_processors_it_needs_when_they_leave() 
             idle,
             total: 10,
             healthy: true,
+            other: 0,
         };
         h.at(0, status(5));
         let head = h.submit(0, job(&[8], 100));

@@ -122,6 +122,7 @@ fn a_component_that_cannot_start_is_claimed_at_a_later_try_and_unclaimed_jobs_re
                 idle: 4,
                 total: 32,
                 healthy: true,
+                other: 0,
             },
         )
         .unwrap();
@@ -167,6 +168,7 @@ fn t_equal_to_one_claims_atomically() {
                 idle: 4,
                 total: 32,
                 healthy: true,
+                other: 0,
             },
         )
         .unwrap();

@@ -110,6 +110,7 @@ impl H {
                     idle,
                     total,
                     healthy: true,
+                    other: 0,
                 },
             );
         }

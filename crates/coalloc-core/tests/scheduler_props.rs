@@ -501,6 +501,7 @@ impl<'c> Driver<'c> {
             idle,
             total: self.caps[site],
             healthy: self.healthy[site],
+            other: 0,
         })
     }
 
@@ -1444,6 +1445,7 @@ fn a_late_transfer_report_of_an_old_run_is_not_taken_for_the_current_one() {
         idle,
         total: 4,
         healthy: true,
+        other: 0,
     };
     s.handle(1_000, full(0)).unwrap();
     for t in [15_000, 18_750, 20_000] {

@@ -456,6 +456,7 @@ fn the_monitor_sees_other_users_and_placement_follows() {
             idle: 8,
             total: 64,
             healthy: true,
+            other: 0,
         },
     );
     let (_, cmds) = h.submit(unordered(&[16]));
@@ -791,6 +792,7 @@ fn status(site: SiteId, processors: u32, healthy: bool) -> Event {
         idle: processors,
         total: processors,
         healthy,
+        other: 0,
     }
 }
 

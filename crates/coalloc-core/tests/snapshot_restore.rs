@@ -75,6 +75,7 @@ fn another_policy_takes_the_queued_jobs_in_submission_order() {
             idle: 2,
             total: 4,
             healthy: true,
+            other: 0,
         },
     )
     .unwrap();

@@ -37,6 +37,9 @@ pub enum Entry {
         idle: u32,
         total: u32,
         healthy: bool,
+        /// Other users' processors (0 in entries written before it was kept).
+        #[serde(default)]
+        other: u32,
     },
     SetUsable {
         site: usize,
@@ -197,11 +200,13 @@ impl Entry {
                 idle,
                 total,
                 healthy,
+                other,
             } => Event::SiteStatus {
                 site: *site,
                 idle: *idle,
                 total: *total,
                 healthy: *healthy,
+                other: *other,
             },
             Entry::SetUsable { site, usable } => Event::SetUsable {
                 site: *site,

@@ -15,7 +15,7 @@
 
 use crate::msg::{Msg, Report, SiteCall, SiteLink};
 use coalloc_backends::provider::Provider;
-use coalloc_backends::{Backend, SubmitRequest};
+use coalloc_backends::{Backend, BackendError, SubmitRequest};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -23,6 +23,45 @@ use std::time::{Duration, Instant};
 
 /// What the worker's thread takes: a call, or `None` to stop.
 type Cmd = Option<SiteCall>;
+
+/// How long a worker waits to try a cancel again after `attempt` failed tries (from 1):
+/// 1 s, doubling up to 16 s, for as long as the resource manager does not take it (`None`:
+/// give up; never). A cancel sent while the manager was down was first never tried again
+/// (the simulation harness, seed 101497), then tried five times over 15 s, and a launch
+/// whose manager was down for longer was left at the site for ever (seeds 108037, 113267).
+/// The harness's site worker follows the same schedule.
+pub fn cancel_retry_after(attempt: u32) -> Option<Duration> {
+    Some(Duration::from_secs(1 << attempt.saturating_sub(1).min(4)))
+}
+
+/// Try a cancel on a thread of its own until the resource manager takes it, waiting
+/// [`cancel_retry_after`] between tries; one the manager refuses (not one it cannot be
+/// reached for) is not tried again.
+fn cancel_until_taken(
+    site: usize,
+    what: String,
+    cancel: impl Fn() -> Result<(), BackendError> + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        let mut attempt = 1;
+        loop {
+            match cancel() {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(site, attempt, "{what}: {e}");
+                    if matches!(e, BackendError::Rejected(_)) {
+                        return;
+                    }
+                }
+            }
+            match cancel_retry_after(attempt) {
+                Some(wait) => std::thread::sleep(wait),
+                None => return,
+            }
+            attempt += 1;
+        }
+    });
+}
 
 /// The driver's handle on one site's worker.
 pub struct SiteWorker {
@@ -97,53 +136,24 @@ impl SiteWorker {
                             });
                         }
                         Ok(Some(SiteCall::Cancel(remote))) => {
+                            // A launch left running beside its replacement, or holding the
+                            // site after its job ended.
                             let b = backend.clone();
-                            std::thread::spawn(move || {
-                                // A launch left running beside its replacement, or holding
-                                // the site after its job ended: a few tries, as for an
-                                // unrecorded one (the simulation harness, seed 101497: a
-                                // cancel sent while the manager was down was never retried).
-                                let mut wait = Duration::from_secs(1);
-                                for attempt in 1..=5 {
-                                    match b.cancel(&remote) {
-                                        Ok(()) => return,
-                                        Err(e) => {
-                                            tracing::warn!(
-                                                site,
-                                                remote,
-                                                attempt,
-                                                "cancel failed: {e}"
-                                            )
-                                        }
-                                    }
-                                    std::thread::sleep(wait);
-                                    wait *= 2;
-                                }
-                            });
+                            let what = format!("cancelling {remote} failed");
+                            cancel_until_taken(site, what, move || b.cancel(&remote));
                         }
                         Ok(Some(SiteCall::CancelUnrecorded {
                             job,
                             component,
                             launch,
                         })) => {
+                            // An orphan left running would run beside its replacement.
                             let b = backend.clone();
-                            std::thread::spawn(move || {
-                                // The resource manager may be down too: a few tries, for an
-                                // orphan left running would run beside its replacement.
-                                let mut wait = Duration::from_secs(1);
-                                for attempt in 1..=5 {
-                                    match b.cancel_unrecorded(job, component, launch) {
-                                        Ok(()) => return,
-                                        Err(e) => tracing::warn!(
-                                            site,
-                                            launch,
-                                            attempt,
-                                            "cancelling an unrecorded submission failed: {e}"
-                                        ),
-                                    }
-                                    std::thread::sleep(wait);
-                                    wait *= 2;
-                                }
+                            let what = format!(
+                                "cancelling the unrecorded submission of launch {launch} failed"
+                            );
+                            cancel_until_taken(site, what, move || {
+                                b.cancel_unrecorded(job, component, launch)
                             });
                         }
                         Ok(Some(SiteCall::Watch { launch, remote })) => {
@@ -260,8 +270,18 @@ impl Drop for SiteWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coalloc_backends::{BackendError, RemoteId, RemoteState, SiteLoad};
+    use coalloc_backends::{RemoteId, RemoteState, SiteLoad};
     use std::sync::Mutex;
+
+    #[test]
+    fn a_failed_cancel_is_tried_again_for_as_long_as_the_manager_is_down() {
+        let waits: Vec<u64> = (1..=8)
+            .map(|a| cancel_retry_after(a).map_or(0, |d| d.as_secs()))
+            .collect();
+        assert_eq!(waits, vec![1, 2, 4, 8, 16, 16, 16, 16]);
+        // Past the 15 s the five tries used to last, and much later still.
+        assert_eq!(cancel_retry_after(1_000), Some(Duration::from_secs(16)));
+    }
 
     /// A backend that records its submissions and answers at once.
     #[derive(Default)]

@@ -41,3 +41,15 @@ fn a_seed_replays_exactly() {
     let b = coalloc_testkit::sim::run(7, false).map(|o| format!("{o:?}"));
     assert_eq!(a.map_err(|v| v.to_string()), b.map_err(|v| v.to_string()));
 }
+
+/// Seeds of the one-hour run (bench/RESULTS.md, issue 30) that found bugs: each keeps every
+/// invariant now.
+#[test]
+fn the_seeds_that_found_bugs_keep_every_invariant() {
+    let failures: Vec<String> = [100449, 108037, 113267, 175612, 183660, 195223]
+        .into_iter()
+        .filter_map(|seed| coalloc_testkit::sim::run(seed, false).err())
+        .map(|v| v.to_string())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

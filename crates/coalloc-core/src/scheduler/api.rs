@@ -61,6 +61,9 @@ pub enum Event {
         idle: u32,
         total: u32,
         healthy: bool,
+        /// Of the processors not idle, those other users' jobs hold (0: not known).
+        #[serde(default)]
+        other: u32,
     },
     /// An operator marks a site usable or unusable (seed 000 §3.4).
     SetUsable { site: SiteId, usable: bool },

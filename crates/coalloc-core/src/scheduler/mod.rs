@@ -282,8 +282,9 @@ impl Scheduler {
                 idle,
                 total,
                 healthy,
+                other,
             } => core
-                .site_status(site, idle, total, healthy)
+                .site_status(site, idle, total, other, healthy)
                 .map(|()| Reply::Done),
             Event::SetUsable { site, usable } => {
                 core.set_usable(site, usable).map(|()| Reply::Done)
@@ -603,6 +604,7 @@ impl Core {
         site: SiteId,
         idle: u32,
         total: u32,
+        other: u32,
         healthy: bool,
     ) -> Result<(), Rejected> {
         if site >= self.sites.len() {
@@ -614,7 +616,7 @@ impl Core {
             Some(c) => (idle.min(c.capacity()), c.capacity()),
             None => (idle, total),
         };
-        if self.sites.report(site, idle, total, healthy) {
+        if self.sites.report(site, idle, total, other, healthy) {
             self.dirty = true;
         }
         let s = &mut self.sites.state[site];

@@ -196,19 +196,37 @@ impl SiteTable {
     }
 
     /// A monitor reading: idle is what the site reports minus launches it cannot see yet,
-    /// and never more than the processors coalloc's live launches leave. A reading can be
-    /// ahead of the scheduler: it already counts as idle the processors of a launch whose
-    /// end has not been reported yet (a monitor poll that reads the load and the launch
-    /// states at once reports the load first). Taking such a reading whole and then giving
-    /// the launch's processors back at its end would count them twice, and place jobs on
-    /// processors that are not there.
+    /// and never more than the processors coalloc's live launches and other users' jobs
+    /// (`other`, 0 when not known) leave. A reading can be ahead of the scheduler: it
+    /// already counts as idle the processors of a launch whose end has not been reported
+    /// yet (a poll reads the load and the launch states at once; a launch whose
+    /// submission's answer was lost is not watched at all). Taking such a reading whole and
+    /// then giving the launch's processors back at its end counts them twice, and places
+    /// jobs on processors that are not there (the simulation harness, seeds 100449 and
+    /// 108037: a job so placed waited for ever; a demo job was placed needing 6 processors
+    /// with 5 idle). Capping the reading at what coalloc's live launches leave is not
+    /// enough when other users hold processors: the cap takes the ended launch's
+    /// processors for other users' freed ones. So a reading ahead of the scheduler (more
+    /// idle than coalloc's live launches and other users' jobs leave) only ever lowers the
+    /// idle count: the ends it saw raise it when they are reported, and the next reading
+    /// that is not ahead sets it afresh (the harness's idle check, seed 175612).
     /// Returns whether anything the scheduler decides on changed.
-    pub fn report(&mut self, site: SiteId, idle: u32, total: u32, healthy: bool) -> bool {
+    pub fn report(
+        &mut self,
+        site: SiteId,
+        idle: u32,
+        total: u32,
+        other: u32,
+        healthy: bool,
+    ) -> bool {
         let s = &mut self.state[site];
-        let new_idle = idle
-            .min(total)
-            .saturating_sub(s.pending)
-            .min(total.saturating_sub(s.ours));
+        let visible = idle.min(total).saturating_sub(s.pending);
+        let room = total.saturating_sub(other).saturating_sub(s.ours);
+        let new_idle = if visible > room {
+            room.min(s.idle)
+        } else {
+            visible
+        };
         let changed = s.idle != new_idle || s.processors != total || s.healthy != healthy;
         if new_idle > s.idle || (healthy && !s.healthy) {
             self.epoch += 1;
@@ -360,10 +378,10 @@ mod tests {
         t.claim(0, 10);
         assert_eq!(t.state[0].idle, 54);
         // The monitor still reports 64 idle: the launch is pending in the site's queue.
-        t.report(0, 64, 64, true);
+        t.report(0, 64, 64, 0, true);
         assert_eq!(t.state[0].idle, 54);
         t.started(0, 10);
-        t.report(0, 50, 64, true); // 10 ours + 4 of other users
+        t.report(0, 50, 64, 0, true); // 10 ours + 4 of other users
         assert_eq!(t.state[0].idle, 50);
         t.release(0, 10, false);
         assert_eq!((t.state[0].idle, t.state[0].ours), (60, 0));
@@ -379,9 +397,9 @@ mod tests {
             t.claim(0, 24);
             t.started(0, 24);
         }
-        t.report(0, 16, 64, true);
+        t.report(0, 16, 64, 0, true);
         assert_eq!(t.state[0].idle, 16);
-        t.report(0, 64, 64, true);
+        t.report(0, 64, 64, 0, true);
         assert_eq!(t.state[0].idle, 16, "at most what our live launches leave");
         t.release(0, 24, false);
         assert_eq!(t.state[0].idle, 40);
@@ -391,10 +409,50 @@ mod tests {
         let mut t = table();
         t.claim(0, 24);
         t.started(0, 24);
-        t.report(0, 64, 64, true);
+        t.report(0, 64, 64, 0, true);
         t.claim(0, 24); // placed on the 40 the scheduler sees
         t.release(0, 24, false);
         assert_eq!(t.state[0].idle, 40, "not 64: 24 are still ours");
+    }
+
+    #[test]
+    fn a_reading_ahead_of_an_end_is_not_counted_twice_beside_other_users() {
+        // 4 of 64 processors are other users'; a launch of 24 runs, then ends, and the
+        // reading that saw it end comes before its end: 60 idle after the end, not 64.
+        let mut t = table();
+        t.report(0, 60, 64, 0, true);
+        t.claim(0, 24);
+        t.started(0, 24);
+        t.report(0, 36, 64, 0, true);
+        assert_eq!(t.state[0].idle, 36);
+        t.report(0, 60, 64, 0, true);
+        assert_eq!(t.state[0].idle, 36, "the end is not known yet");
+        t.release(0, 24, false);
+        assert_eq!((t.state[0].idle, t.state[0].ours), (60, 0));
+        // A reading that is not ahead sets the count afresh, up or down.
+        t.report(0, 62, 64, 0, true);
+        assert_eq!(t.state[0].idle, 62);
+        t.report(0, 50, 64, 0, true);
+        assert_eq!(t.state[0].idle, 50);
+    }
+
+    #[test]
+    fn a_reading_that_saw_an_unheard_end_is_ahead_beside_other_users() {
+        // The simulation harness, seed 175612: 16 processors, 3 other users', coalloc's
+        // launches of 3 and 2; the one of 2 ends unheard of (its submission's answer was
+        // lost), and its failure comes after a reading that saw it end.
+        let mut t = table();
+        t.report(0, 13, 16, 3, true);
+        t.claim(0, 3);
+        t.claim(0, 2);
+        t.started(0, 3);
+        t.started(0, 2);
+        t.report(0, 8, 16, 3, true);
+        assert_eq!(t.state[0].idle, 8);
+        t.report(0, 10, 16, 3, true);
+        assert_eq!(t.state[0].idle, 8, "the 2 are still coalloc's");
+        t.release(0, 2, false);
+        assert_eq!((t.state[0].idle, t.state[0].ours), (10, 3), "not 12");
     }
 
     #[test]

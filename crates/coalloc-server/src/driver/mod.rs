@@ -37,6 +37,8 @@ mod secrets;
 mod snapfile;
 mod snapshot;
 mod staging;
+#[cfg(test)]
+mod tests;
 mod transfers;
 mod view;
 
@@ -71,6 +73,9 @@ pub(crate) struct LaunchInfo {
     /// Ready as soon as it runs: the component does not call the barrier itself.
     pub auto_ready: bool,
 }
+
+/// A monitor reading as given to the core: idle, total, other users', healthy.
+type Reading = (u32, u32, u32, bool);
 
 /// Channels shared with the API.
 #[derive(Clone)]
@@ -114,8 +119,9 @@ pub struct Driver {
     failed: std::collections::BTreeSet<u64>,
     /// The last load each site's backend reported, and whether it answered.
     loads: Vec<(SiteLoad, bool)>,
-    /// The last SiteStatus given to the core, per site.
-    statuses: Vec<Option<(u32, u32, bool)>>,
+    /// The last SiteStatus given to the core, per site, and the core's idle count of the
+    /// site after it.
+    statuses: Vec<Option<(Reading, Option<u32>)>>,
     /// Entries of this turn, to commit.
     pending: Vec<Record>,
     /// Ended jobs that leave memory in this turn, to write to the history with its commit.
@@ -537,7 +543,10 @@ impl Driver {
             return Err(Fatal(e.clone()));
         }
         self.snapshot_if_due(false);
-        Ok(flow)
+        match &self.fatal {
+            Some(e) => Err(Fatal(e.clone())),
+            None => Ok(flow),
+        }
     }
 
     /// The last turn: the final snapshot.

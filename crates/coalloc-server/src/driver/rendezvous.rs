@@ -38,6 +38,8 @@ pub(crate) struct Rendezvous {
     reads: BTreeMap<(u64, String), Vec<ReadReply>>,
     /// Jobs whose start may have changed in this turn: their held check-ins look again.
     touched: BTreeSet<u64>,
+    /// Check-ins that did not ask to be held, answered at the end of the turn: (job, launch).
+    answers: Vec<(u64, u64, BarrierReply)>,
 }
 
 impl Rendezvous {
@@ -98,14 +100,19 @@ impl Driver {
         hold: bool,
         reply: BarrierReply,
     ) {
-        let answer = self.check_in(job, launch, local_rank, ok, reason);
-        match answer {
-            Ok(BarrierAnswer::Waiting) if hold => {
+        // A check-in is answered from the state the turn leaves, not the one it found: the
+        // check-in that releases the barrier may be followed in the same turn by a failure
+        // that aborts the start, and its process must then hear `aborted`, not `released`
+        // (the simulation harness, seeds 183660 and 195223).
+        match self.check_in(job, launch, local_rank, ok, reason) {
+            Ok(_) if hold => {
                 // A second check-in of the same process replaces the first (its caller gave
                 // up on it).
                 self.rv.held.insert((job, launch, local_rank), reply);
+                self.rv.touched.insert(job);
             }
-            a => self.reply_later(reply, a),
+            Ok(_) => self.rv.answers.push((job, launch, reply)),
+            Err(e) => self.reply_later(reply, Err(e)),
         }
     }
 
@@ -230,9 +237,12 @@ impl Driver {
         self.reply_later(reply, Ok(()));
     }
 
-    /// After the turn's commit: answer the held check-ins of the jobs it touched whose
-    /// barrier is no longer closed to them.
+    /// After the turn's commit: answer the check-ins of the turn, and the held ones of the
+    /// jobs it touched whose barrier is no longer closed to them.
     pub(crate) fn answer_held(&mut self) {
+        for (job, launch, r) in std::mem::take(&mut self.rv.answers) {
+            let _ = r.send(Ok(self.barrier_state(job, launch)));
+        }
         for job in std::mem::take(&mut self.rv.touched) {
             let keys: Vec<(u64, u64, u32)> = self
                 .rv

@@ -40,10 +40,14 @@ impl Driver {
                 result,
             } => self.staged(launch, *request, result),
             Report::Polled { site, load, states } => {
-                self.polled(site, load);
+                // The launches' ends first, then the load that was read with them: a load
+                // that already counts an ended launch's processors idle, given before its
+                // end, was counted twice once the end came when other users held processors
+                // too (the simulation harness's idle check; `SiteTable::report`).
                 for (launch, state) in states {
                     self.remote_state(launch, state);
                 }
+                self.polled(site, load);
                 // The surveillance log follows the monitor (seed 003 §5.2's surveillance
                 // thread): a line when the site's numbers changed.
                 self.sample(Some(site));
@@ -132,10 +136,10 @@ impl Driver {
     }
 
     fn polled(&mut self, site: usize, load: Result<SiteLoad, String>) {
-        let (idle, total, healthy) = match &load {
+        let (idle, total, other, healthy) = match &load {
             Ok(l) => {
                 self.loads[site] = (*l, true);
-                (l.idle, l.total, true)
+                (l.idle, l.total, l.other, true)
             }
             Err(e) => {
                 if self.loads[site].1 {
@@ -144,20 +148,30 @@ impl Driver {
                 }
                 self.loads[site].1 = false;
                 let (l, _) = self.loads[site];
-                (l.idle, l.total, false)
+                (l.idle, l.total, l.other, false)
             }
         };
-        if self.statuses[site] != Some((idle, total, healthy)) {
-            if self.statuses[site].is_some_and(|s| !s.2) && healthy {
+        // Given to the core when it differs from the last one, or, read from a manager that
+        // answers, when the core's count has moved since: a count that drifted from the site
+        // (a release counted twice) was otherwise kept for as long as the site's load did
+        // not change, and a job placed on processors that were not there waited for ever
+        // (the simulation harness, seed 100449).
+        let reading = (idle, total, other, healthy);
+        let counted = self.core.site_state(site).map(|s| s.idle);
+        let last = self.statuses[site];
+        if last.map(|l| l.0) != Some(reading) || (healthy && last.and_then(|l| l.1) != counted) {
+            if last.is_some_and(|l| !l.0 .3) && healthy {
                 self.emit(json!({"event": "site_up", "site": self.config.sites[site].name}));
             }
-            self.statuses[site] = Some((idle, total, healthy));
             let _ = self.apply(Entry::SiteStatus {
                 site,
                 idle,
                 total,
                 healthy,
+                other,
             });
+            let counted = self.core.site_state(site).map(|s| s.idle);
+            self.statuses[site] = Some((reading, counted));
         }
     }
 

@@ -52,6 +52,9 @@ pub(crate) struct Snapshots {
     no_fork: Arc<AtomicBool>,
     /// Written and synced within the turn (the simulation harness).
     inline: bool,
+    /// The next snapshot written here is cut after its temporary file, as if the server
+    /// died there (the simulation harness's fault, [`Driver::cut_next_snapshot`]).
+    cut: bool,
 }
 
 impl Snapshots {
@@ -64,6 +67,7 @@ impl Snapshots {
             compacted: 0,
             no_fork: Arc::new(AtomicBool::new(false)),
             inline,
+            cut: false,
         }
     }
 }
@@ -300,6 +304,12 @@ impl Driver {
                 let Some((file, bytes)) = self.write_snapshot(&tmp) else {
                     return;
                 };
+                if std::mem::take(&mut self.snapshots.cut) {
+                    // Dead between the temporary file and its rename: the previous snapshot
+                    // and the journal after it must still hold everything.
+                    self.fatal = Some("the server died while writing a snapshot".into());
+                    return;
+                }
                 tracing::info!(
                     seq = last,
                     bytes,
@@ -343,6 +353,13 @@ impl Driver {
         } else {
             std::thread::spawn(write);
         }
+    }
+
+    /// Die in the next snapshot written within the turn, after its temporary file and before
+    /// its rename ([`Parts::inline_snapshots`](super::Parts)): [`Driver::step`] then fails
+    /// as if the journal could not be written. For the simulation harness's faults.
+    pub fn cut_next_snapshot(&mut self) {
+        self.snapshots.cut = true;
     }
 
     /// Restore the state of the snapshot on disk, if there is one; the journal entry it

@@ -1063,6 +1063,7 @@ impl Sim<'_> {
                 idle: reading.0,
                 total: s.total,
                 healthy: reading.1,
+                other: 0,
             });
         }
     }

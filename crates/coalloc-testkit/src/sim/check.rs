@@ -8,7 +8,10 @@
 //! - no component has two launches running past the barrier at once, at any manager, but
 //!   while the manager of the one given up on cannot be reached to cancel it (and a grace
 //!   for the worker's retries after);
-//! - no site's processors are counted above its size;
+//! - no site's processors are counted above its size, and none counted idle that its
+//!   manager has not free: the core's idle count of a site is at most the manager's free
+//!   processors plus those of launches the core has let go of (a release counted twice
+//!   breaks it);
 //! - once faults stop, every job ends and nothing is left running at any manager (the run
 //!   must end within 40 virtual minutes of its last fault).
 
@@ -19,7 +22,7 @@ use coalloc_core::scheduler::LaunchId;
 use std::collections::BTreeMap;
 
 /// How long after its manager is back a launch given up on may still run (the site worker
-/// retries a cancel after 1, 2, 4, 8 s).
+/// tries a cancel again after 1, 2, 4, 8 s, then every 16 s: `cancel_retry_after`).
 const CANCEL_GRACE: coalloc_core::model::Time = 16_000;
 
 /// A process of launch `id` at `site` heard `released`: its job runs, and every required
@@ -89,6 +92,30 @@ impl World {
                     return Err(self.violation(format!(
                         "site s{i} of {size} counted beyond its size: processors {}, ours {}, pending {}, idle {}",
                         st.processors, st.ours, st.pending, st.idle
+                    )));
+                }
+                // The manager's truth: its free processors, and those of running launches
+                // the core no longer counts as its own (cancels on their way). Not while the
+                // manager does not answer: the count is then its last reading's, and nothing
+                // is placed there.
+                let rm = &self.rms[i];
+                let live = |l: &&super::rm::Launch| {
+                    core.job(l.job)
+                        .and_then(|j| j.comps.get(l.component))
+                        .is_some_and(|c| c.live() && c.launch == Some(LaunchId(l.launch)))
+                };
+                let held: u32 = rm
+                    .launches
+                    .values()
+                    .filter(|l| l.running())
+                    .filter(live)
+                    .map(|l| l.count)
+                    .sum();
+                let free = size - rm.plan.other - held.min(size - rm.plan.other);
+                if self.read[i] && st.healthy && st.idle > free {
+                    return Err(self.violation(format!(
+                        "site s{i} counted {} idle where its manager has {free} free for the core's live launches (a release counted twice?); ours {}, pending {}",
+                        st.idle, st.ours, st.pending
                     )));
                 }
             }

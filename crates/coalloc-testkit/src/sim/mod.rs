@@ -157,17 +157,27 @@ struct World {
     numbers: BTreeMap<usize, Vec<u64>>,
     /// Processes of launches started before this never check in.
     mute_until: Time,
-    /// A cut commit is armed: the server restarts this long after it dies.
-    cut_down: Option<Time>,
+    /// A cut commit or snapshot is armed: the server restarts this long after it dies,
+    /// and (a snapshot's) everything it did was committed before.
+    cut_down: Option<(Time, bool)>,
     /// The state before a clean crash, to compare with the restart's.
     digest: Option<Vec<(&'static str, Vec<u8>)>>,
     /// The core's state as text at the crash, to show a difference.
     described: String,
+    /// Sites whose manager's reading the server has been given (before it, the core counts
+    /// a site's every processor idle).
+    read: Vec<bool>,
     out: Outcome,
 }
 
 const MONITOR: Time = 200;
 const RETRY: Time = 1000;
+
+/// When the site worker tries a failed cancel again, after `attempt` tries: the server's own
+/// schedule.
+fn retry_after(attempt: u32) -> Option<Time> {
+    coalloc_server::sites::cancel_retry_after(attempt).map(|d| d.as_millis() as Time)
+}
 
 impl World {
     fn new(plan: Plan, dir: PathBuf, trace: bool) -> Result<World, Violation> {
@@ -198,6 +208,7 @@ impl World {
             cut_down: None,
             digest: None,
             described: String::new(),
+            read: vec![false; plan.sites.len()],
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
@@ -448,8 +459,12 @@ impl World {
             Ok(_) => self.after_step(),
             Err(Fatal(e)) => {
                 self.log(|| format!("commit cut: {e}"));
-                let down = self.cut_down.take().unwrap_or(0);
-                self.crash(down, false);
+                let (down, clean) = self.cut_down.take().unwrap_or((0, false));
+                // A snapshot is written after the turn: its replies and calls went out.
+                if e.contains("snapshot") {
+                    self.after_step()?;
+                }
+                self.crash(down, clean);
                 Ok(())
             }
         }
@@ -654,20 +669,26 @@ impl World {
             Ev::CancelAgain(site, remote, attempt) => {
                 let r = self.rms[site].cancel(self.now, &remote);
                 self.log(|| format!("s{site} cancels {remote}: {r:?}"));
-                if r.is_err() && attempt < 5 {
-                    let t = self.now + (1000 << (attempt - 1));
-                    self.at(t, Ev::CancelAgain(site, remote, attempt + 1));
+                if let (Err(_), Some(t)) = (&r, retry_after(attempt)) {
+                    self.at(self.now + t, Ev::CancelAgain(site, remote, attempt + 1));
                 }
                 self.rm_wake(site);
             }
             Ev::CancelUnrecorded(site, launch, attempt) => {
-                if self.rms[site].cancel_launch(self.now, launch).is_err() && attempt < 5 {
-                    let t = self.now + (1000 << (attempt - 1));
-                    self.at(t, Ev::CancelUnrecorded(site, launch, attempt + 1));
+                let r = self.rms[site].cancel_launch(self.now, launch);
+                if let (Err(_), Some(t)) = (r, retry_after(attempt)) {
+                    self.at(
+                        self.now + t,
+                        Ev::CancelUnrecorded(site, launch, attempt + 1),
+                    );
                 }
             }
             Ev::Report(epoch, r) => {
                 if up && epoch == self.epoch {
+                    if let Report::Polled { site, load, states } = &r {
+                        self.log(|| format!("s{site} reading: {load:?} {states:?}"));
+                        self.read[*site] |= load.is_ok();
+                    }
                     inputs.push(Msg::Site(r));
                 }
             }
@@ -743,7 +764,15 @@ impl World {
             Fault::CutCommit { down } => {
                 if self.server.is_some() {
                     self.journal.cut_next_append();
-                    self.cut_down = Some(down);
+                    self.cut_down = Some((down, false));
+                }
+            }
+            Fault::CutSnapshot { down } => {
+                if let Some(s) = &mut self.server {
+                    s.driver.cut_next_snapshot();
+                    // Not clean if a cut commit is armed too (it may strike first).
+                    let clean = self.cut_down.is_none_or(|(_, clean)| clean);
+                    self.cut_down = Some((down, clean));
                 }
             }
             Fault::ManagerDown { site, length } => {

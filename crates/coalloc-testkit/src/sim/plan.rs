@@ -91,6 +91,9 @@ pub enum Fault {
     ManagerDown { site: usize, length: Time },
     /// Processes of launches started in the next `length` ms never check in.
     Mute { length: Time },
+    /// The server dies in the middle of its next snapshot, after the temporary file and
+    /// before the rename, and is restarted `down` ms later.
+    CutSnapshot { down: Time },
 }
 
 /// Everything a seed makes.
@@ -218,6 +221,15 @@ pub fn plan(seed: u64) -> Plan {
             (at, f)
         })
         .collect();
+    let snapshot_every = [0, 0, 7, 50][r.random_range(0..4)];
+    let policy = ["fcfs", "fpfs", "easy"][r.random_range(0..3)];
+    // Drawn last, so that every draw above, and so every seed's plan before this fault came,
+    // stays as it was.
+    if snapshot_every > 0 && r.random_bool(0.5) {
+        let at = T0 + r.random_range(0..faults_end - T0);
+        let down = r.random_range(0..5_000);
+        faults.push((at, Fault::CutSnapshot { down }));
+    }
     faults.sort_by_key(|(t, _)| *t);
     Plan {
         seed,
@@ -225,8 +237,8 @@ pub fn plan(seed: u64) -> Plan {
         jobs,
         faults,
         faults_end,
-        snapshot_every: [0, 0, 7, 50][r.random_range(0..4)],
-        policy: ["fcfs", "fpfs", "easy"][r.random_range(0..3)],
+        snapshot_every,
+        policy,
     }
 }
 

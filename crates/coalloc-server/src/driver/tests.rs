@@ -1,0 +1,161 @@
+//! The driver stepped by hand (its journal in memory, its sites' calls recorded): cases the
+//! simulation harness found, kept as unit tests.
+
+use super::{Driver, Parts};
+use crate::config::ServerConfig;
+use crate::journal::MemJournal;
+use crate::msg::{BarrierAnswer, Msg, Report, Request, SiteCall, SiteLink};
+use crate::state::StateDir;
+use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// The calls the driver made, by site.
+type Calls = Arc<Mutex<Vec<(usize, SiteCall)>>>;
+
+struct Recorded(usize, Calls);
+
+impl SiteLink for Recorded {
+    fn send(&self, call: SiteCall) {
+        self.1.lock().expect("calls").push((self.0, call));
+    }
+}
+
+/// A backend for the driver's own uses (none here).
+struct NoBackend;
+
+impl Backend for NoBackend {
+    fn submit(&self, _: &SubmitRequest) -> Result<RemoteId, BackendError> {
+        Err(BackendError::Unavailable("a test".into()))
+    }
+    fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+        Ok(vec![RemoteState::Unknown; ids.len()])
+    }
+    fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn load(&self) -> Result<SiteLoad, BackendError> {
+        Err(BackendError::Unavailable("a test".into()))
+    }
+}
+
+/// A driver on two sites of 4 processors, at time 0.
+fn driver(name: &str) -> (Driver, Calls) {
+    let config = ServerConfig::parse(
+        "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"local\" }\n\n\
+         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"local\" }\n",
+    )
+    .expect("configuration");
+    let dir = std::env::temp_dir().join(format!("coalloc-driver-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let calls = Calls::default();
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let parts = Parts {
+        journal: Box::new(MemJournal::default()),
+        sites: (0..2)
+            .map(|i| Box::new(Recorded(i, calls.clone())) as Box<dyn SiteLink>)
+            .collect(),
+        backends: (0..2)
+            .map(|_| Arc::new(NoBackend) as Arc<dyn Backend>)
+            .collect(),
+        tx,
+        inline_snapshots: true,
+    };
+    let state = StateDir::create(&dir).expect("state directory");
+    let (mut d, _) =
+        Driver::open(config, parts, state, "http://test.invalid".into()).expect("the driver opens");
+    d.resume(0);
+    (d, calls)
+}
+
+/// The launches submitted since the last look: (site, launch).
+fn submitted(calls: &Calls) -> Vec<(usize, u64)> {
+    let mut c = calls.lock().expect("calls");
+    let out = c
+        .iter()
+        .filter_map(|(site, call)| match call {
+            SiteCall::Submit(r) => Some((*site, r.launch)),
+            _ => None,
+        })
+        .collect();
+    c.clear();
+    out
+}
+
+fn check_in(
+    job: u64,
+    launch: u64,
+) -> (
+    Msg,
+    oneshot::Receiver<Result<BarrierAnswer, crate::msg::ApiError>>,
+) {
+    let (reply, rx) = oneshot::channel();
+    let m = Msg::Api(Request::Barrier {
+        job,
+        launch,
+        local_rank: 0,
+        ok: true,
+        reason: None,
+        hold: true,
+        reply,
+    });
+    (m, rx)
+}
+
+#[test]
+fn a_check_in_answered_in_a_turn_that_then_aborts_the_run_hears_aborted() {
+    // The simulation harness, seeds 183660 and 195223: the last check-in commits the job,
+    // and a report later in the same turn fails a component; the process was told
+    // `released` while its job was back in the queue.
+    let (mut d, calls) = driver("abort-in-turn");
+    let job = coalloc_core::spec::native::from_toml(
+        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("job");
+    let (reply, mut acked) = oneshot::channel();
+    let submit = Msg::Api(Request::Submit {
+        jobs: vec![job],
+        reply,
+    });
+    d.step(1_000, vec![submit]).expect("step");
+    let id = match acked.try_recv() {
+        Ok(v) => v[0].clone().expect("accepted").0,
+        other => panic!("no answer: {other:?}"),
+    };
+    let launches = submitted(&calls);
+    assert_eq!(launches.len(), 2, "{launches:?}");
+    let taken = launches
+        .iter()
+        .map(|&(_, l)| {
+            Msg::Site(Report::Submitted {
+                launch: l,
+                result: Ok(format!("R{l}")),
+            })
+        })
+        .collect();
+    d.step(1_010, taken).expect("step");
+    let (first, mut first_rx) = check_in(id, launches[0].1);
+    d.step(1_020, vec![first]).expect("step");
+    assert!(first_rx.try_recv().is_err(), "held until the job commits");
+    let (last, mut last_rx) = check_in(id, launches[1].1);
+    let (site, failing) = launches[0];
+    let failed = Msg::Site(Report::Polled {
+        site,
+        load: Ok(SiteLoad {
+            idle: 3,
+            total: 4,
+            other: 0,
+        }),
+        states: vec![(failing, RemoteState::Lost("the node died".into()))],
+    });
+    d.step(1_030, vec![last, failed]).expect("step");
+    let phase = d.core().job(id).map(|j| j.phase);
+    assert_eq!(phase, Some(coalloc_core::scheduler::jobs::Phase::Queued));
+    for rx in [&mut first_rx, &mut last_rx] {
+        match rx.try_recv() {
+            Ok(Ok(BarrierAnswer::Aborted { .. })) => {}
+            other => panic!("expected aborted, heard {other:?}"),
+        }
+    }
+}
