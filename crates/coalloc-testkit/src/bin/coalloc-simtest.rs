@@ -34,14 +34,19 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// The plans without agent sites, as before they came (the seeds of older reports).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "files")]
     classic: bool,
+    /// The plans with input files too (their transfers, cut half-way).
+    #[arg(long)]
+    files: bool,
 }
 
 fn main() {
     let a = Args::parse();
     let run = if a.classic {
         coalloc_testkit::sim::run_classic
+    } else if a.files {
+        coalloc_testkit::sim::run_files
     } else {
         coalloc_testkit::sim::run
     };

@@ -44,6 +44,9 @@ pub enum Step {
     },
 }
 
+/// A registration's answer.
+type Registered = oneshot::Receiver<Result<ReplicaView, ApiError>>;
+
 /// What the harness knows of the files.
 #[derive(Default)]
 pub struct Files {
@@ -54,11 +57,7 @@ pub struct Files {
     /// Transfers started before then are cut half-way.
     pub(super) cut_until: Time,
     /// Registrations waiting for their answer: (file, site).
-    waiting: Vec<(
-        usize,
-        usize,
-        oneshot::Receiver<Result<ReplicaView, ApiError>>,
-    )>,
+    waiting: Vec<(usize, usize, Registered)>,
     pub(super) transfers: u32,
     pub(super) cut: u32,
 }

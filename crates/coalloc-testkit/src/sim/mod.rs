@@ -83,6 +83,11 @@ pub fn run(seed: u64, trace: bool) -> Result<Outcome, Violation> {
     run_plan(plan::plan(seed), trace)
 }
 
+/// Run the plan of `seed` with input files ([`plan::with_files`]).
+pub fn run_files(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    run_plan(plan::with_files(seed), trace)
+}
+
 /// Run the plan of `seed` without agent sites ([`plan::classic`]).
 pub fn run_classic(seed: u64, trace: bool) -> Result<Outcome, Violation> {
     run_plan(plan::classic(seed), trace)
@@ -212,7 +217,7 @@ impl World {
     fn new(plan: Plan, dir: PathBuf, trace: bool) -> Result<World, Violation> {
         let bad = |what: String| Violation {
             seed: plan.seed,
-            flags: if plan.classic { " --classic" } else { "" },
+            flags: plan.flags(),
             at: 0,
             what,
         };
@@ -258,7 +263,7 @@ impl World {
     fn violation(&self, what: impl Into<String>) -> Violation {
         Violation {
             seed: self.plan.seed,
-            flags: if self.plan.classic { " --classic" } else { "" },
+            flags: self.plan.flags(),
             at: self.now - plan::T0,
             what: what.into(),
         }
