@@ -45,6 +45,24 @@ impl Driver {
         }
     }
 
+    /// Launch `launch` was taken by its site: its job's input file there counts as used
+    /// now (for eviction). Booked from the journal's `Launched`, so that a restart finds the
+    /// same times (the harness's restart digest found them differ when the touch was made
+    /// at submission, which a replay does not carry out).
+    pub(super) fn touch_input(&mut self, launch: u64) {
+        let Some(l) = self.launches.get(&launch) else {
+            return;
+        };
+        let site = l.site;
+        let name = self
+            .core
+            .job(l.job)
+            .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
+        if let Some(name) = name {
+            self.catalog.touch(&name, site, self.now);
+        }
+    }
+
     pub(super) fn replica_view(&self, name: &str, site: usize, r: &Replica) -> ReplicaView {
         ReplicaView {
             name: name.to_owned(),

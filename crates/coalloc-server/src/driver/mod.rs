@@ -424,6 +424,7 @@ impl Driver {
                 if let Some(l) = self.launches.get_mut(launch) {
                     l.remote = Some(remote.clone());
                 }
+                self.touch_input(*launch);
             }
             Entry::KvPut { job, key, value } => {
                 self.rv.kv.insert((*job, key.clone()), value.clone());

@@ -58,6 +58,8 @@ pub struct Files {
     pub(super) cut_until: Time,
     /// Registrations waiting for their answer: (file, site).
     waiting: Vec<(usize, usize, Registered)>,
+    /// Planned jobs refused for want of a usable replica of their file.
+    pub(super) refused: BTreeSet<usize>,
     pub(super) transfers: u32,
     pub(super) cut: u32,
 }
@@ -223,6 +225,17 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Planned job `i` was refused with `e`: rightly when no usable site holds its input
+    /// file (they may all be out at the time).
+    pub(super) fn files_refusal(&mut self, i: usize, e: &str) -> bool {
+        let right = self.plan.jobs[i].input.is_some() && e.contains("holds a replica");
+        if right {
+            self.log(|| format!("j{i} refused: {e}"));
+            self.files.refused.insert(i);
+        }
+        right
     }
 
     /// A process of launch `id` at `site` heard `released`: the job's input file is at the

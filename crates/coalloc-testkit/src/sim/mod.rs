@@ -9,9 +9,9 @@
 //! Some sites are agent sites ([`plan::AgentPlan`], in about half the seeds): the driver
 //! reaches them through their agent over a seeded network with delay, loss and partitions,
 //! each end running the link's real sans-IO session ([`net`], [`agent`]); agents crash and
-//! restart. In about a third, jobs take input files, whose transfers are played on the
-//! clock and cut half-way ([`files`]). `--classic` runs a seed's plan without either, as
-//! before they came.
+//! restart. With `--files`, in about a third, jobs take input files, whose transfers are
+//! played on the clock and cut half-way ([`files`]). `--classic` runs a seed's plan
+//! without either, as before they came.
 //!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
@@ -94,8 +94,11 @@ pub fn run_classic(seed: u64, trace: bool) -> Result<Outcome, Violation> {
 }
 
 fn run_plan(plan: Plan, trace: bool) -> Result<Outcome, Violation> {
+    // One directory per run: runs of one seed may go on at once (tests on threads).
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let seed = plan.seed;
-    let dir = std::env::temp_dir().join(format!("coalloc-sim-{}-{seed}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("coalloc-sim-{}-{run}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let result = World::new(plan, dir.clone(), trace).and_then(World::run);
     let _ = std::fs::remove_dir_all(&dir);
@@ -372,7 +375,7 @@ impl World {
                 }
             }
         }
-        if self.numbers.len() < self.plan.jobs.len() {
+        if self.numbers.len() + self.files.refused.len() < self.plan.jobs.len() {
             out.push(format!(
                 "{} of {} jobs acknowledged",
                 self.numbers.len(),
@@ -581,6 +584,7 @@ impl World {
                         self.acked.insert(id, i);
                         self.numbers.insert(i, vec![id]);
                     }
+                    Some(Err(e)) if self.files_refusal(i, &e) => {}
                     other => {
                         return Err(self.violation(format!("j{i} refused: {other:?}")));
                     }
