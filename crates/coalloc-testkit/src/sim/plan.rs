@@ -214,9 +214,6 @@ fn agents(p: &mut Plan) {
     if !r.random_bool(0.5) {
         return;
     }
-    if std::env::var_os("SIMNET_NOSNAP").is_some() {
-        p.snapshot_every = 0;
-    }
     let grace = [2_000, 5_000, 10_000][r.random_range(0..3)];
     p.net = NetPlan {
         delay: (1, [5, 30, 200][r.random_range(0..3)]),
