@@ -168,7 +168,6 @@ impl Driver {
             .job(s.job)
             .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
         if let Some(name) = input {
-            self.catalog.touch(&name, s.site, self.now);
             let path = match self.catalog.get(&name, s.site).and_then(|r| r.path.clone()) {
                 Some(p) => p,
                 None => self.cache_path(s.site, &name),

@@ -2,16 +2,16 @@
 //! every change is a journal entry (`ReplicaAdded`, `ReplicaRemoved`) that the core hears as
 //! `Event::Replica` (seed 000 §2.3) and this catalog books, on replay as live. A file on an
 //! agent's site is read there by its agent for its size and checksum (unless the caller
-//! gives them), on a thread, before the registration is journaled.
+//! gives them), as the driver's file work ([`super::work`]), before the registration is
+//! journaled.
 
-use super::{Driver, Msg};
+use super::Driver;
 use crate::catalog::{Origin, Replica};
 use crate::config::BackendKind;
 use crate::entry::Entry;
-use crate::msg::{ApiError, Reply, Report};
+use crate::msg::{ApiError, Reply};
 use crate::transfer::FileStat;
 use crate::views::ReplicaView;
-use coalloc_backends::files::{FileAnswer, FileOp};
 
 impl Driver {
     /// Book a catalog entry (after the core took it).
@@ -42,6 +42,24 @@ impl Driver {
                 self.catalog.remove(name, *site);
             }
             _ => {}
+        }
+    }
+
+    /// Launch `launch` was taken by its site: its job's input file there counts as used
+    /// now (for eviction). Booked from the journal's `Launched`, so that a restart finds the
+    /// same times (the harness's restart digest found them differ when the touch was made
+    /// at submission, which a replay does not carry out).
+    pub(super) fn touch_input(&mut self, launch: u64) {
+        let Some(l) = self.launches.get(&launch) else {
+            return;
+        };
+        let site = l.site;
+        let name = self
+            .core
+            .job(l.job)
+            .and_then(|j| j.job.extra().input_file.as_ref().map(|f| f.name.clone()));
+        if let Some(name) = name {
+            self.catalog.touch(&name, site, self.now);
         }
     }
 
@@ -91,26 +109,13 @@ impl Driver {
                 && (stat.is_none() || read_here)
         });
         if let Some(i) = agent {
-            let (backend, base, tx) = (
-                self.backends[i].clone(),
-                self.state.root.clone(),
-                self.tx.clone(),
-            );
-            std::thread::spawn(move || {
-                let op = FileOp::Stat { path: path.clone() };
-                let result = match backend.file(&base, op) {
-                    Ok(FileAnswer::Stat { size, blake3 }) => Ok(FileStat { size, blake3 }),
-                    Ok(other) => Err(format!("the agent answered {other:?}")),
-                    Err(e) => Err(e.to_string()),
-                };
-                let r = Report::Statted {
-                    site,
-                    name,
-                    path,
-                    result,
-                    reply,
-                };
-                let _ = tx.send(Msg::Site(r));
+            self.work.spawn(super::work::Work::Stat {
+                backend: self.backends[i].clone(),
+                base: self.state.root.clone(),
+                site,
+                name,
+                path,
+                reply,
             });
             return;
         }

@@ -14,8 +14,9 @@
 //! are looked up by their launch number.
 //!
 //! The driver is a machine a test can step (DESIGN.md, "The server as a machine", habit 4):
-//! [`Driver::open`] takes its journal ([`crate::journal::Store`]) and its sites' links
-//! ([`SiteLink`]) from the caller and reads no clock; [`Driver::step`] takes the time and
+//! [`Driver::open`] takes its journal ([`crate::journal::Store`]), its sites' links
+//! ([`SiteLink`]) and where its file work runs ([`work::Spawner`]) from the caller and
+//! reads no clock; [`Driver::step`] takes the time and
 //! the messages that arrived and runs one turn; [`Driver::next_wakeup`] says when it wants
 //! the next. [`Driver::run`] is the pump of `coalloc serve` around it (a channel and the
 //! wall clock); the simulation harness (coalloc-testkit) is the other.
@@ -41,6 +42,7 @@ mod staging;
 mod tests;
 mod transfers;
 mod view;
+pub mod work;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
@@ -151,8 +153,8 @@ pub struct Driver {
     transfers: BTreeMap<u64, transfers::TransferRun>,
     /// What live launches stage out (see `staging`).
     staging: BTreeMap<u64, staging::Staging>,
-    /// The driver's own channel, for the threads it starts (transfers).
-    tx: Sender<Msg>,
+    /// Where its file work runs (transfers, staging: `work`).
+    work: Box<dyn work::Spawner>,
     /// Snapshots of the state and compaction of the journal.
     snapshots: snapshot::Snapshots,
     /// The journal could not be written: nothing more may be done (a restart replays what
@@ -168,8 +170,10 @@ pub struct Parts {
     pub sites: Vec<Box<dyn SiteLink>>,
     /// Each site's backend (resized with a cloud site's VMs; files of transfers and staging).
     pub backends: Vec<Arc<dyn Backend>>,
-    /// The driver's own channel, for the threads it starts (transfers, staging).
+    /// The driver's own channel (what [`Shared`] hands out).
     pub tx: Sender<Msg>,
+    /// Where the file work runs: [`work::Threads`] in `coalloc serve`.
+    pub work: Box<dyn work::Spawner>,
     /// Snapshots are written within the turn that takes them, not by a forked child or a
     /// thread (the simulation harness: no process, no thread, the same turn every run).
     pub inline_snapshots: bool,
@@ -237,6 +241,7 @@ impl Driver {
             journal: Box::new(journal),
             sites,
             backends,
+            work: Box::new(work::Threads { tx: tx.clone() }),
             tx,
             inline_snapshots: false,
         };
@@ -258,6 +263,7 @@ impl Driver {
             sites,
             backends,
             tx,
+            work,
             inline_snapshots,
         } = parts;
         let state_for_snapshots = state.clone();
@@ -300,7 +306,7 @@ impl Driver {
             catalog: crate::catalog::Catalog::from_sites(&config.sites),
             transfers: BTreeMap::new(),
             staging: BTreeMap::new(),
-            tx: tx.clone(),
+            work,
             snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots),
             config,
             fatal: None,
@@ -424,6 +430,7 @@ impl Driver {
                 if let Some(l) = self.launches.get_mut(launch) {
                     l.remote = Some(remote.clone());
                 }
+                self.touch_input(*launch);
             }
             Entry::KvPut { job, key, value } => {
                 self.rv.kv.insert((*job, key.clone()), value.clone());

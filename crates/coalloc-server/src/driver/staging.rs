@@ -8,24 +8,21 @@
 //! error brought back, so that `coalloc logs` shows them as it shows a local site's.
 //!
 //! Every copy goes through the site's backend (`Backend::file`): this machine's folders for
-//! local sites, the agent for an agent's site. Stage-in runs on a thread of its own and
-//! reports back (`Report::Staged`); a stage-in that fails is the launch's failure to start.
+//! local sites, the agent for an agent's site. Stage-in runs as the driver's file work
+//! (`super::work`) and reports back (`Report::Staged`); a stage-in that fails is the
+//! launch's failure to start.
 //! What a launch stages is kept in memory and not journaled: it is a function of the job's
 //! component, the site and the launch's number, so after a restart of the server it is made
 //! again for every launch adopted ([`Driver::restore_staging`]), and a launch that ends
 //! after the restart has its listed outputs brought back too.
 
-use super::{Driver, Msg};
+use super::work::Work;
+use super::Driver;
 use crate::config::BackendKind;
 use crate::entry::Entry;
-use crate::msg::Report;
-use crate::transfer::pump::{fetch, pull, Control, SiteFile};
-use coalloc_backends::files::FileOp;
 use coalloc_backends::SubmitRequest;
 use coalloc_core::model::{Component, Value};
 use std::path::{Component as PathPart, Path};
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
 
 /// What a launch stages, as the driver keeps it.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -176,50 +173,13 @@ impl Driver {
 
     /// Put a launch's stage-in files at its site, then submit it (`Report::Staged`).
     pub(super) fn stage_in(&mut self, site: usize, req: SubmitRequest, st: &Staging) {
-        let backend = self.backends[site].clone();
-        let base = self.state.root.clone();
-        let tx = self.tx.clone();
-        let st = st.clone();
-        let timeout = self.config.files.transfer_timeout;
-        std::thread::spawn(move || {
-            let cancel = AtomicBool::new(false);
-            let ctl = Control {
-                cancel: &cancel,
-                deadline: Instant::now() + Duration::from_millis(timeout.max(0) as u64),
-                retries: 3,
-                backoff: Duration::from_millis(200),
-            };
-            let mut result = Ok(());
-            for (src, dest) in &st.stage_in {
-                let stat = match crate::transfer::stat(Path::new(src)) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        result = Err(format!("file_stage_in: {src}: {e}"));
-                        break;
-                    }
-                };
-                let from = SiteFile {
-                    backend: None,
-                    base: base.clone(),
-                    path: src.clone(),
-                };
-                let to = SiteFile {
-                    backend: Some(backend.clone()),
-                    base: base.clone(),
-                    path: Path::new(&st.dir).join(dest).to_string_lossy().into_owned(),
-                };
-                if let Err(e) = pull(&from, &to, stat.size, &stat.blake3, &ctl, &mut |_| {}) {
-                    result = Err(format!("file_stage_in: {src} -> {dest}: {e}"));
-                    break;
-                }
-            }
-            let launch = req.launch;
-            let r = Report::Staged {
-                launch,
-                request: Box::new(req),
-                result,
-            };
-            let _ = tx.send(Msg::Site(r));
+        self.work.spawn(Work::StageIn {
+            backend: self.backends[site].clone(),
+            base: self.state.root.clone(),
+            dir: st.dir.clone(),
+            files: st.stage_in.clone(),
+            request: Box::new(req),
+            timeout: self.config.files.transfer_timeout,
         });
     }
 
@@ -256,40 +216,28 @@ impl Driver {
         }
         let (stdout, stderr) = self.state.output(job, component, launch);
         let out_dir = stdout.parent().map(Path::to_path_buf).unwrap_or_default();
-        let backend = self.backends[site].clone();
-        let base = self.state.root.clone();
-        std::thread::spawn(move || {
-            let at = |path: String| SiteFile {
-                backend: Some(backend.clone()),
-                base: base.clone(),
-                path,
-            };
-            let mut copies = Vec::new();
-            if agent {
-                for local in [stdout, stderr] {
-                    // The agent writes them under its state directory, same layout.
-                    if let Some(name) = local.file_name() {
-                        let path = format!("output/{job}/{}", name.to_string_lossy());
-                        copies.push((path, local.clone()));
-                    }
+        let mut copies = Vec::new();
+        if agent {
+            for local in [stdout, stderr] {
+                // The agent writes them under its state directory, same layout.
+                if let Some(name) = local.file_name() {
+                    let path = format!("output/{job}/{}", name.to_string_lossy());
+                    copies.push((path, local.clone()));
                 }
             }
-            let st = st.unwrap_or_default();
-            for (src, dest) in &st.stage_out {
-                let path = Path::new(&st.dir).join(src).to_string_lossy().into_owned();
-                copies.push((path, out_dir.join(dest)));
-            }
-            for (path, local) in copies {
-                if let Err(e) = fetch(&at(path), &local) {
-                    tracing::warn!(job, launch, "bringing an output back: {e}");
-                }
-            }
-            for f in &st.clean_up {
-                let path = Path::new(&st.dir).join(f).to_string_lossy().into_owned();
-                if let Err(e) = backend.file(&base, FileOp::Remove { path }) {
-                    tracing::warn!(job, launch, "file_clean_up: {e}");
-                }
-            }
+        }
+        let st = st.unwrap_or_default();
+        let at = |f: &String| Path::new(&st.dir).join(f).to_string_lossy().into_owned();
+        for (src, dest) in &st.stage_out {
+            copies.push((at(src), out_dir.join(dest)));
+        }
+        self.work.spawn(Work::StageOut {
+            backend: self.backends[site].clone(),
+            base: self.state.root.clone(),
+            job,
+            launch,
+            copies,
+            clean_up: st.clean_up.iter().map(at).collect(),
         });
     }
 }

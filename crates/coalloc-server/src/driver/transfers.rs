@@ -11,20 +11,19 @@
 //! A restart finds the transfers the journal started and did not end, and starts them
 //! again; each resumes from the part file its cut predecessor left.
 
+use super::work::Work;
 use super::Driver;
 use crate::config::BackendKind;
 use crate::entry::Entry;
-use crate::transfer::pump::{pull, Control, SiteFile};
+use crate::transfer::pump::SiteFile;
 use crate::transfer::TransferReport;
 use crate::views::TransferView;
-use coalloc_backends::files::FileOp;
 use coalloc_core::model::Time;
 use coalloc_core::scheduler::jobs::Phase;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// One transfer the driver carries out.
 #[derive(Debug, Clone)]
@@ -238,8 +237,11 @@ impl Driver {
             };
         for name in evict {
             if let Some(path) = self.catalog.get(&name, t.to).and_then(|r| r.path.clone()) {
-                let (backend, base) = (self.backends[t.to].clone(), self.state.root.clone());
-                std::thread::spawn(move || backend.file(&base, FileOp::Remove { path }));
+                self.work.spawn(Work::Remove {
+                    backend: self.backends[t.to].clone(),
+                    base: self.state.root.clone(),
+                    path,
+                });
             }
             let _ = self.apply(Entry::ReplicaRemoved { site: t.to, name });
         }
@@ -254,38 +256,19 @@ impl Driver {
             base: self.state.root.clone(),
             path,
         };
-        let size = src.size;
-        let (src, dest) = (end(t.from, path), end(t.to, dest));
-        let tx = self.tx.clone();
-        let cancel = t.cancel.clone();
-        std::thread::spawn(move || {
-            let begin = Instant::now();
-            let ctl = Control {
-                cancel: &cancel,
-                deadline: begin + Duration::from_millis(timeout.max(0) as u64),
-                retries: 5,
-                backoff: Duration::from_millis(500),
-            };
-            let mut last = Instant::now() - Duration::from_secs(1);
-            let mut progress = |bytes: u64| {
-                if last.elapsed() >= Duration::from_millis(250) || bytes == size {
-                    last = Instant::now();
-                    let r = TransferReport::Progress { transfer, bytes };
-                    let _ = tx.send(super::Msg::Site(crate::msg::Report::Transfer(r)));
-                }
-            };
-            let (result, moved) = match pull(&src, &dest, size, &sum, &ctl, &mut progress) {
-                Ok(p) => (Ok(p.path), p.moved),
-                Err(e) => (Err(e), 0),
-            };
-            let r = TransferReport::Done {
-                transfer,
-                result,
-                moved,
-                millis: begin.elapsed().as_millis() as u64,
-            };
-            let _ = tx.send(super::Msg::Site(crate::msg::Report::Transfer(r)));
-        });
+        let work = Work::Transfer {
+            transfer,
+            file: t.file.clone(),
+            from: t.from,
+            to: t.to,
+            src: end(t.from, path),
+            dest: end(t.to, dest),
+            size: src.size,
+            sum,
+            timeout,
+            cancel: t.cancel.clone(),
+        };
+        self.work.spawn(work);
     }
 
     /// Where a transfer puts logical file `name` on `site`: an agent's site keeps its files

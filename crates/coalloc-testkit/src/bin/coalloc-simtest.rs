@@ -33,12 +33,25 @@ struct Args {
     /// One JSON line per seed instead of a summary.
     #[arg(long)]
     json: bool,
+    /// The plans without agent sites, as before they came (the seeds of older reports).
+    #[arg(long, conflicts_with = "files")]
+    classic: bool,
+    /// The plans with input files too (their transfers, cut half-way).
+    #[arg(long)]
+    files: bool,
 }
 
 fn main() {
     let a = Args::parse();
+    let run = if a.classic {
+        coalloc_testkit::sim::run_classic
+    } else if a.files {
+        coalloc_testkit::sim::run_files
+    } else {
+        coalloc_testkit::sim::run
+    };
     if let Some(seed) = a.seed {
-        match coalloc_testkit::sim::run(seed, a.trace) {
+        match run(seed, a.trace) {
             Ok(o) => {
                 if a.json {
                     println!("{}", serde_json::to_string(&o).unwrap_or_default());
@@ -63,7 +76,7 @@ fn main() {
             None if seed >= a.from + a.seeds => break,
             _ => {}
         }
-        match coalloc_testkit::sim::run(seed, false) {
+        match run(seed, false) {
             Ok(o) => {
                 crashes += u64::from(o.crashes);
                 jobs += o.jobs;

@@ -6,8 +6,9 @@
 //! - the barrier is never released with a required component missing or not checked in
 //!   ([`released`], when a process hears `released`);
 //! - no component has two launches running past the barrier at once, at any manager, but
-//!   while the manager of the one given up on cannot be reached to cancel it (and a grace
-//!   for the worker's retries after);
+//!   while the manager of the one given up on cannot be reached to cancel it, or its
+//!   agent's link is down (and a grace for the worker's retries after: back, the server
+//!   cancels what the agent still holds);
 //! - no site's processors are counted above its size, and none counted idle that its
 //!   manager has not free: the core's idle count of a site is at most the manager's free
 //!   processors plus those of launches the core has let go of (a release counted twice
@@ -142,7 +143,11 @@ impl World {
                 continue;
             };
             let unreachable = launches.iter().all(|(site, l)| {
-                *l == now_current || self.now < self.rms[*site].down_until + CANCEL_GRACE
+                // An agent site is out of reach until its link is back (`super::net`).
+                let until = self.rms[*site]
+                    .down_until
+                    .max(self.net.cut_off_until(*site));
+                *l == now_current || self.now < until.saturating_add(CANCEL_GRACE)
             });
             if !unreachable {
                 return Err(self.violation(format!(

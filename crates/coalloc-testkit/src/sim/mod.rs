@@ -6,14 +6,24 @@
 //! invariants of [`check`] are checked. A failing seed is one command that replays it
 //! exactly: `cargo run -p coalloc-testkit --bin coalloc-simtest -- --seed N`.
 //!
+//! Some sites are agent sites ([`plan::AgentPlan`], in about half the seeds): the driver
+//! reaches them through their agent over a seeded network with delay, loss and partitions,
+//! each end running the link's real sans-IO session ([`net`], [`agent`]); agents crash and
+//! restart. With `--files`, in about a third, jobs take input files, whose transfers are
+//! played on the clock and cut half-way ([`files`]). `--classic` runs a seed's plan
+//! without either, as before they came.
+//!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
 //! simulated runtime; what sits around it (site workers, managers, processes) is a few
 //! hundred lines of plain state kept in one event queue, as quinn-proto's `Pair` keeps two
 //! endpoints.
 
+mod agent;
 pub mod check;
+mod files;
 mod link;
+mod net;
 pub mod plan;
 mod rm;
 
@@ -25,7 +35,8 @@ use coalloc_server::driver::{Driver, Fatal, Parts, Shared};
 use coalloc_server::journal::MemJournal;
 use coalloc_server::msg::{ApiError, BarrierAnswer, EditRequest, Msg, Report, Request, SiteLink};
 use coalloc_server::state::StateDir;
-use link::{Call, Outbox, SimLink};
+use link::{Call, Outbox, SimLink, SimWork, WorkBox};
+use net::{Net, NetEv};
 use plan::{EditPlan, Fault, Plan};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -37,9 +48,11 @@ use tokio::sync::oneshot;
 
 /// What went wrong in a run: the seed, the virtual time, the broken invariant.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("seed {seed} at +{at} ms: {what}\n  replay: cargo run -p coalloc-testkit --bin coalloc-simtest -- --seed {seed} --trace")]
+#[error("seed {seed} at +{at} ms: {what}\n  replay: cargo run -p coalloc-testkit --bin coalloc-simtest -- --seed {seed}{flags} --trace")]
 pub struct Violation {
     pub seed: u64,
+    /// The replay's other flags (` --classic`).
+    pub flags: &'static str,
     /// Milliseconds since the run's start.
     pub at: Time,
     pub what: String,
@@ -55,12 +68,37 @@ pub struct Outcome {
     /// Virtual milliseconds the run took.
     pub length: Time,
     pub launches: usize,
+    /// Sites reached through an agent.
+    pub agent_sites: usize,
+    pub partitions: u32,
+    /// Agent connections the server welcomed.
+    pub reconnects: u32,
+    /// Input-file transfers started, and those cut half-way.
+    pub transfers: u32,
+    pub cut_transfers: u32,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
 pub fn run(seed: u64, trace: bool) -> Result<Outcome, Violation> {
-    let plan = plan::plan(seed);
-    let dir = std::env::temp_dir().join(format!("coalloc-sim-{}-{seed}", std::process::id()));
+    run_plan(plan::plan(seed), trace)
+}
+
+/// Run the plan of `seed` with input files ([`plan::with_files`]).
+pub fn run_files(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    run_plan(plan::with_files(seed), trace)
+}
+
+/// Run the plan of `seed` without agent sites ([`plan::classic`]).
+pub fn run_classic(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    run_plan(plan::classic(seed), trace)
+}
+
+fn run_plan(plan: Plan, trace: bool) -> Result<Outcome, Violation> {
+    // One directory per run: runs of one seed may go on at once (tests on threads).
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let seed = plan.seed;
+    let dir = std::env::temp_dir().join(format!("coalloc-sim-{}-{run}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let result = World::new(plan, dir.clone(), trace).and_then(World::run);
     let _ = std::fs::remove_dir_all(&dir);
@@ -108,6 +146,10 @@ enum Ev {
     CheckIn(usize, u64, u32),
     Exit(usize, u64, bool),
     Lose(usize, u64),
+    /// On the network between the server and its agents.
+    Net(NetEv),
+    /// File work of the server of incarnation `epoch` (0: the client's).
+    Work(u64, files::Step),
 }
 
 /// A reply the harness waits for.
@@ -129,6 +171,8 @@ enum Wait {
 struct Server {
     driver: Driver,
     outbox: Outbox,
+    /// The driver's file work not played yet.
+    work: WorkBox,
     /// Each site worker's watched launches (in the server's memory: gone with it).
     watched: Vec<BTreeMap<u64, String>>,
     _shared: Shared,
@@ -162,6 +206,9 @@ struct World {
     cut_down: Option<(Time, bool)>,
     /// The state before a clean crash, to compare with the restart's.
     digest: Option<Vec<(&'static str, Vec<u8>)>>,
+    /// The agents, the server's ends of their links, and the network between.
+    net: Net,
+    files: files::Files,
     /// The core's state as text at the crash, to show a difference.
     described: String,
     /// Sites whose manager's reading the server has been given (before it, the core counts
@@ -183,6 +230,7 @@ impl World {
     fn new(plan: Plan, dir: PathBuf, trace: bool) -> Result<World, Violation> {
         let bad = |what: String| Violation {
             seed: plan.seed,
+            flags: plan.flags(),
             at: 0,
             what,
         };
@@ -207,11 +255,14 @@ impl World {
             mute_until: 0,
             cut_down: None,
             digest: None,
+            net: Net::new(&plan),
+            files: files::Files::default(),
             described: String::new(),
             read: vec![false; plan.sites.len()],
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
+                agent_sites: plan.sites.iter().filter(|s| s.agent.is_some()).count(),
                 ..Outcome::default()
             },
             plan,
@@ -226,6 +277,7 @@ impl World {
     fn violation(&self, what: impl Into<String>) -> Violation {
         Violation {
             seed: self.plan.seed,
+            flags: self.plan.flags(),
             at: self.now - plan::T0,
             what: what.into(),
         }
@@ -260,6 +312,13 @@ impl World {
         for (t, f) in self.plan.faults.clone() {
             self.at(t, Ev::Fault(f));
         }
+        for site in 0..self.plan.sites.len() {
+            if self.net.is_agent(site) {
+                self.at(self.now, Ev::Net(NetEv::Connect { site, gen: 0 }));
+            }
+        }
+        self.log(|| format!("configuration:\n{}", self.plan.config()));
+        self.files_start();
         self.start_server()?;
         let deadline = self.plan.faults_end + 40 * 60_000;
         loop {
@@ -268,7 +327,8 @@ impl World {
                 .server
                 .as_ref()
                 .map(|s| s.driver.next_wakeup().max(self.now + 1));
-            let Some(t) = [ev_at, drv_at].into_iter().flatten().min() else {
+            let net_at = self.net.next_timeout().map(|t| t.max(self.now));
+            let Some(t) = [ev_at, drv_at, net_at].into_iter().flatten().min() else {
                 break;
             };
             self.now = self.now.max(t);
@@ -278,6 +338,7 @@ impl World {
                     self.unfinished()
                 )));
             }
+            self.net_timeouts();
             let mut inputs = Vec::new();
             while let Some(e) = self.queue.first_entry() {
                 if e.key().0 > self.now {
@@ -297,6 +358,7 @@ impl World {
         }
         self.out.length = self.now - plan::T0;
         self.out.launches = self.rms.iter().map(|r| r.launches.len()).sum();
+        (self.out.transfers, self.out.cut_transfers) = (self.files.transfers, self.files.cut);
         Ok(self.out)
     }
 
@@ -324,7 +386,7 @@ impl World {
                 }
             }
         }
-        if self.numbers.len() < self.plan.jobs.len() {
+        if self.numbers.len() + self.files.refused.len() < self.plan.jobs.len() {
             out.push(format!(
                 "{} of {} jobs acknowledged",
                 self.numbers.len(),
@@ -362,11 +424,13 @@ impl World {
             .map(|_| Arc::new(NoBackend) as Arc<dyn Backend>)
             .collect();
         let (tx, rx) = std::sync::mpsc::channel();
+        let work = WorkBox::default();
         let parts = Parts {
             journal: Box::new(self.journal.clone()),
             sites,
             backends,
             tx,
+            work: Box::new(SimWork(work.clone())),
             inline_snapshots: true,
         };
         let state = StateDir::create(&self.dir)
@@ -410,10 +474,12 @@ impl World {
         }
         driver.resume(self.now);
         self.epoch += 1;
+        self.net_server_up();
         self.log(|| format!("server up (incarnation {})", self.epoch));
         self.server = Some(Server {
             driver,
             outbox,
+            work,
             watched: vec![BTreeMap::new(); n],
             events: shared.events.subscribe(),
             _shared: shared,
@@ -435,6 +501,7 @@ impl World {
             self.out.crashes += 1;
             self.log(|| format!("server crashes (restart in {down} ms)"));
             drop(s);
+            self.net_server_gone();
             // Their replies are gone with the server: the callers try again.
             for w in std::mem::take(&mut self.waiting) {
                 match w {
@@ -486,7 +553,16 @@ impl World {
             Some(s) => std::mem::take(&mut *s.outbox.lock().unwrap_or_else(|e| e.into_inner())),
             None => return Ok(()),
         };
+        let work = match &self.server {
+            Some(s) => std::mem::take(&mut *s.work.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        };
+        for w in work {
+            self.play(w);
+        }
+        self.files_after_step()?;
         let epoch = self.epoch;
+        let mut to_agents: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
         for (site, call) in calls {
             match call {
                 Call::Watch { launch, remote } => {
@@ -500,11 +576,15 @@ impl World {
                     }
                 }
                 Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Discard(_) => {}
+                c if self.net.is_agent(site) => to_agents.entry(site).or_default().push(c),
                 c => {
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
                 }
             }
+        }
+        for (site, calls) in to_agents {
+            self.agent_calls(site, calls);
         }
         Ok(())
     }
@@ -519,6 +599,7 @@ impl World {
                         self.acked.insert(id, i);
                         self.numbers.insert(i, vec![id]);
                     }
+                    Some(Err(e)) if self.files_refusal(i, &e) => {}
                     other => {
                         return Err(self.violation(format!("j{i} refused: {other:?}")));
                     }
@@ -568,6 +649,7 @@ impl World {
                 Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::CheckIn(site, id, rank)),
                 Ok(Ok(BarrierAnswer::Released)) => {
                     check::released(self, site, id)?;
+                    self.files_released(site, id)?;
                     let l = self.rms[site].launches.get_mut(&id).expect("known launch");
                     l.released = true;
                     if !l.ending {
@@ -692,6 +774,11 @@ impl World {
                     inputs.push(Msg::Site(r));
                 }
             }
+            Ev::Poll(epoch, site) if self.net.is_agent(site) => {
+                if up && epoch == self.epoch {
+                    self.agent_poll(site);
+                }
+            }
             Ev::Poll(epoch, site) => {
                 if up && epoch == self.epoch {
                     let rm = &self.rms[site];
@@ -708,6 +795,8 @@ impl World {
                 }
             }
             Ev::RmWake(site) => self.rm_wake(site),
+            Ev::Net(e) => self.net_event(e),
+            Ev::Work(epoch, step) => self.files_event(epoch, step, inputs),
             Ev::CheckIn(site, id, rank) => {
                 let Some(l) = self.rms[site].launches.get_mut(&id) else {
                     return Ok(());
@@ -715,7 +804,8 @@ impl World {
                 if !l.running() || l.ending {
                     return Ok(());
                 }
-                if !up {
+                // On an agent site, through the agent's relay.
+                if !up || !self.net.relay_up(site, self.now) {
                     self.at(self.now + RETRY, Ev::CheckIn(site, id, rank));
                     return Ok(());
                 }
@@ -780,6 +870,10 @@ impl World {
                 rm.down_until = rm.down_until.max(self.now + length);
             }
             Fault::Mute { length } => self.mute_until = self.mute_until.max(self.now + length),
+            Fault::Partition { .. } | Fault::AgentCrash { .. } => self.net_fault(f),
+            Fault::CutTransfers { length } => {
+                self.files.cut_until = self.files.cut_until.max(self.now + length)
+            }
         }
     }
 
@@ -788,18 +882,7 @@ impl World {
         let now = self.now;
         match call {
             Call::Submit(r) => {
-                let p = self.rms[site].plan.clone();
-                let refuse = self.rng.random_range(0..1000) < p.refuse;
-                let lost = self.rng.random_range(0..1000) < p.lost_answer;
-                let pending = self.rng.random_range(p.pending.0..=p.pending.1);
-                let mute = now < self.mute_until;
-                let result = self.rms[site].submit(now, &r, pending, refuse, mute);
-                self.log(|| {
-                    format!(
-                        "s{site} takes launch {} of job {}: {result:?}",
-                        r.launch, r.job
-                    )
-                });
+                let (result, lost, pending) = self.rm_submit(site, &r);
                 let (result, back) = match result {
                     Ok(_) if lost => (Err(BackendError::Unavailable("timed out".into())), 5_000),
                     other => (other, self.delay()),
@@ -809,8 +892,7 @@ impl World {
                     result,
                 };
                 self.at(now + back, Ev::Report(epoch, report));
-                self.at(now, Ev::RmWake(site));
-                self.at(now + pending, Ev::RmWake(site));
+                self.rm_submitted(site, pending);
             }
             Call::Cancel(remote) => self.at(now, Ev::CancelAgain(site, remote, 1)),
             Call::CancelUnrecorded { launch, .. } => {
@@ -818,6 +900,36 @@ impl World {
             }
             _ => {}
         }
+    }
+
+    /// A submission reaches a site's manager (with its draws: refused, answer lost, pending
+    /// delay); whether its answer is lost on the way, and the launch's pending delay for
+    /// [`World::rm_submitted`].
+    fn rm_submit(
+        &mut self,
+        site: usize,
+        r: &coalloc_backends::SubmitRequest,
+    ) -> (Result<String, BackendError>, bool, Time) {
+        let now = self.now;
+        let p = self.rms[site].plan.clone();
+        let refuse = self.rng.random_range(0..1000) < p.refuse;
+        let lost = self.rng.random_range(0..1000) < p.lost_answer;
+        let pending = self.rng.random_range(p.pending.0..=p.pending.1);
+        let mute = now < self.mute_until;
+        let result = self.rms[site].submit(now, r, pending, refuse, mute);
+        self.log(|| {
+            format!(
+                "s{site} takes launch {} of job {}: {result:?}",
+                r.launch, r.job
+            )
+        });
+        (result, lost, pending)
+    }
+
+    /// After a submission: the manager looks now and when its pending delay is over.
+    fn rm_submitted(&mut self, site: usize, pending: Time) {
+        self.at(self.now, Ev::RmWake(site));
+        self.at(self.now + pending, Ev::RmWake(site));
     }
 
     /// The manager starts what it can; the started launches' processes begin.

@@ -26,6 +26,28 @@ pub struct SitePlan {
     /// Per mille of submissions whose answer is lost on the way back: the manager took the
     /// launch, the server hears a time-out.
     pub lost_answer: u32,
+    /// Reached through an agent over the simulated network (`super::agent`), not directly.
+    pub agent: Option<AgentPlan>,
+}
+
+/// How a site's agent behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentPlan {
+    /// Heartbeat stop: the agent stops its launches after this long without the server.
+    pub stop_after: Option<Time>,
+}
+
+/// The network between the server and its agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NetPlan {
+    /// A frame takes this long (ms, drawn per frame; a connection keeps its frames' order).
+    pub delay: (Time, Time),
+    /// Per mille of frames whose loss resets their connection (a TCP reset).
+    pub loss: u32,
+    /// The agent sites' `manager.grace`.
+    pub grace: Time,
+    /// `server.heartbeat`.
+    pub heartbeat: Time,
 }
 
 /// One component of a planned job.
@@ -77,6 +99,18 @@ pub struct JobPlan {
     pub edit: Option<(Time, EditPlan)>,
     /// Submitted as an array of this many elements (1: a plain job).
     pub array: u32,
+    /// Its input file (an index of [`Plan::files`]).
+    pub input: Option<usize>,
+}
+
+/// A logical file registered at the start, that jobs take as their input.
+#[derive(Debug, Clone)]
+pub struct FilePlan {
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+    /// The sites holding a replica.
+    pub sites: Vec<usize>,
 }
 
 /// A fault at a time.
@@ -94,6 +128,14 @@ pub enum Fault {
     /// The server dies in the middle of its next snapshot, after the temporary file and
     /// before the rename, and is restarted `down` ms later.
     CutSnapshot { down: Time },
+    /// Nothing crosses between the server and the agent of `site` for `length` ms.
+    Partition { site: usize, length: Time },
+    /// The agent of `site` dies and is restarted `down` ms later (its record of launches
+    /// kept; its launches run on at the manager).
+    AgentCrash { site: usize, down: Time },
+    /// Transfers started in the next `length` ms are cut half-way (the bytes that came
+    /// stay in the part file, and the next transfer of the file there sends the rest).
+    CutTransfers { length: Time },
 }
 
 /// Everything a seed makes.
@@ -108,10 +150,112 @@ pub struct Plan {
     /// `server.snapshot_every` (0: none).
     pub snapshot_every: u64,
     pub policy: &'static str,
+    pub net: NetPlan,
+    /// Input files (registered at the start).
+    pub files: Vec<FilePlan>,
+    /// Without agent sites and input files (`classic`): the plans before the agents came.
+    pub classic: bool,
+    /// Made by [`with_files`].
+    pub with_files: bool,
 }
 
-/// The plan of `seed`.
+/// The plan of `seed`: [`classic`]'s, with some sites made agent sites and the network's
+/// faults added, drawn from a stream of their own (so a seed's workload stays the same).
 pub fn plan(seed: u64) -> Plan {
+    let mut p = classic(seed);
+    p.classic = false;
+    agents(&mut p);
+    p
+}
+
+/// [`plan`]'s, with input files for about a third of the seeds (`--files`: not yet among
+/// the seeds `cargo test` runs, see `bench/RESULTS.md`).
+pub fn with_files(seed: u64) -> Plan {
+    let mut p = plan(seed);
+    p.with_files = true;
+    inputs(&mut p);
+    p
+}
+
+/// Input files, the jobs that take them, and cut transfers, for about a third of the seeds.
+fn inputs(p: &mut Plan) {
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0xf11e_5eed);
+    if !r.random_bool(0.35) {
+        return;
+    }
+    let n = p.sites.len();
+    p.files = (0..r.random_range(1..=2))
+        .map(|i| {
+            let first = r.random_range(0..n);
+            let mut sites = vec![first];
+            if r.random_bool(0.4) {
+                sites.push((first + r.random_range(1..n)) % n);
+            }
+            FilePlan {
+                name: format!("f{i}"),
+                size: r.random_range(1_000_000..2_000_000_000),
+                sites,
+            }
+        })
+        .collect();
+    for j in &mut p.jobs {
+        if r.random_bool(0.4) {
+            j.input = Some(r.random_range(0..p.files.len()));
+        }
+    }
+    for _ in 0..r.random_range(0..=2) {
+        let at = T0 + r.random_range(0..p.faults_end - T0);
+        let length = r.random_range(500..10_000);
+        p.faults.push((at, Fault::CutTransfers { length }));
+    }
+    p.faults.sort_by_key(|(t, _)| *t);
+}
+
+/// Agent sites and their faults, for about half the seeds.
+fn agents(p: &mut Plan) {
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0xa6e7_0057_e5e7);
+    if !r.random_bool(0.5) {
+        return;
+    }
+    let grace = [2_000, 5_000, 10_000][r.random_range(0..3)];
+    p.net = NetPlan {
+        delay: (1, [5, 30, 200][r.random_range(0..3)]),
+        loss: [0, 0, 2, 10][r.random_range(0..4)],
+        grace,
+        heartbeat: [500, 1_000][r.random_range(0..2)],
+    };
+    let n = p.sites.len();
+    let first = r.random_range(0..n);
+    for (i, s) in p.sites.iter_mut().enumerate() {
+        if i == first || r.random_bool(0.4) {
+            s.agent = Some(AgentPlan {
+                stop_after: r.random_bool(0.3).then(|| grace * r.random_range(1..=2)),
+            });
+        }
+    }
+    let agents: Vec<usize> = (0..n).filter(|i| p.sites[*i].agent.is_some()).collect();
+    for _ in 0..r.random_range(0..=3) {
+        let at = T0 + r.random_range(0..p.faults_end - T0);
+        let site = agents[r.random_range(0..agents.len())];
+        let f = if r.random_bool(0.6) {
+            // Shorter and longer than the grace.
+            Fault::Partition {
+                site,
+                length: r.random_range(200..grace * 3),
+            }
+        } else {
+            Fault::AgentCrash {
+                site,
+                down: r.random_range(0..10_000),
+            }
+        };
+        p.faults.push((at, f));
+    }
+    p.faults.sort_by_key(|(t, _)| *t);
+}
+
+/// The plan of `seed` as it was before agent sites: every site reached directly.
+pub fn classic(seed: u64) -> Plan {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
     let n_sites = r.random_range(2..=4);
     let sites: Vec<SitePlan> = (0..n_sites)
@@ -130,6 +274,7 @@ pub fn plan(seed: u64) -> Plan {
                 refuse: [0, 0, 20, 100][r.random_range(0..4)],
                 lose: [0, 0, 10, 50][r.random_range(0..4)],
                 lost_answer: [0, 0, 10, 50][r.random_range(0..4)],
+                agent: None,
             }
         })
         .collect();
@@ -195,6 +340,7 @@ pub fn plan(seed: u64) -> Plan {
                 }),
                 array,
                 comps,
+                input: None,
             }
         })
         .collect();
@@ -239,10 +385,23 @@ pub fn plan(seed: u64) -> Plan {
         faults_end,
         snapshot_every,
         policy,
+        net: NetPlan::default(),
+        files: Vec::new(),
+        classic: true,
+        with_files: false,
     }
 }
 
 impl Plan {
+    /// The flags that make this plan again, besides its seed.
+    pub fn flags(&self) -> &'static str {
+        match (self.classic, self.with_files) {
+            (true, _) => " --classic",
+            (false, true) => " --files",
+            (false, false) => "",
+        }
+    }
+
     /// The server's configuration for this plan: its sites (local managers: the harness
     /// stands in for them), short timeouts so that a run ends soon after its faults.
     pub fn config(&self) -> String {
@@ -250,16 +409,47 @@ impl Plan {
             "[server]\nmonitor_interval = \"200ms\"\nsample_interval = \"2s\"\nmin_job_age = \"10h\"\nsnapshot_every = {}\n\n",
             self.snapshot_every
         );
-        for s in &self.sites {
-            c += &format!(
-                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ type = \"local\" }}\n\n",
-                s.name, s.processors
+        if self.sites.iter().any(|s| s.agent.is_some()) {
+            c = c.replace(
+                "[server]\n",
+                &format!(
+                    "[server]\nagent_bind = \"sim.invalid:7443\"\nheartbeat = \"{}ms\"\n",
+                    self.net.heartbeat
+                ),
             );
         }
+        for s in &self.sites {
+            let manager = match s.agent {
+                Some(_) => format!("type = \"agent\", grace = \"{}ms\"", self.net.grace),
+                None => "type = \"local\"".into(),
+            };
+            c += &format!(
+                "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ {manager} }}\n",
+                s.name, s.processors
+            );
+            // With input files: every site reaches every other (seed 000 §2.6).
+            if !self.files.is_empty() {
+                let to: Vec<String> = self
+                    .sites
+                    .iter()
+                    .filter(|o| o.name != s.name)
+                    .map(|o| format!("{} = \"100MB\"", o.name))
+                    .collect();
+                c += &format!("bandwidth = {{ {} }}\n", to.join(", "));
+            }
+            c += "\n";
+        }
         c += &format!(
-            "[scheduler]\npolicy = \"{}\"\nfit = \"worst\"\nbarrier_timeout = \"20s\"\npending_timeout = \"30s\"\nretry_backoff = \"1s\"\nretry_backoff_max = \"8s\"\nsite_probe_after = \"5s\"\nsite_healthy_for = \"1s\"\n",
-            self.policy
+            "[scheduler]\npolicy = \"{}\"\nfit = \"{}\"\nbarrier_timeout = \"20s\"\npending_timeout = \"30s\"\nretry_backoff = \"1s\"\nretry_backoff_max = \"8s\"\nsite_probe_after = \"5s\"\nsite_healthy_for = \"1s\"\n",
+            self.policy,
+            // Close-to-Files places with the input files (seed 000 §2.5).
+            if self.files.is_empty() { "worst" } else { "ctf" }
         );
+        // The Incremental Claiming Policy transfers them (seed 000 §3.2): immediate
+        // claiming starts no transfer.
+        if !self.files.is_empty() {
+            c += "claiming = \"icp\"\n";
+        }
         c
     }
 
@@ -277,6 +467,9 @@ impl Plan {
         }
         if j.commit_at.is_some() {
             t += "hold_at_barrier = true\n";
+        }
+        if let Some(f) = j.input.map(|f| &self.files[f]) {
+            t += &format!("\n[input_file]\nname = \"{}\"\nsize = {}\n", f.name, f.size);
         }
         for c in &j.comps {
             t += &format!(
