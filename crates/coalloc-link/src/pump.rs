@@ -110,7 +110,7 @@ impl<T> Wake<'_, T> {
 async fn pump<W, X>(
     ws: WebSocketStream<W>,
     session: &mut X,
-    mut wake: Wake<'_, X::Out>,
+    mut woken_by: Wake<'_, X::Out>,
     mut on_events: impl FnMut(&mut X),
 ) -> String
 where
@@ -152,7 +152,7 @@ where
             .map(tokio::time::Instant::from_std)
             .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(3600));
         tokio::select! {
-            woken = wake.next() => match woken {
+            woken = woken_by.next() => match woken {
                 Some(out) if out.is_empty() => session.handle_timeout(Instant::now()),
                 Some(out) => {
                     for m in out {
