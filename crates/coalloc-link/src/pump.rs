@@ -3,7 +3,9 @@
 //! [`Session::handle`] calls, the session's transmits become frames, the session's
 //! [`Session::poll_timeout`] is the one timer; when the session says the connection is over,
 //! the loop ends with its reason, for the single cleanup after it. The heartbeat (pings,
-//! silence) is the sessions' ([`crate::session`]).
+//! silence) is the sessions' ([`crate::session`]). What other tasks give the session comes
+//! in by a channel ([`run`], the agent's) or is put in a shared session by its sender, who
+//! then wakes the pump ([`run_notified`], the server's: the driver's calls).
 
 use crate::proto::Framed;
 pub use crate::session::Transmit;
@@ -11,6 +13,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -49,6 +52,65 @@ pub async fn run<W, X>(
     ws: WebSocketStream<W>,
     session: &mut X,
     outgoing: &mut UnboundedReceiver<X::Out>,
+    on_events: impl FnMut(&mut X),
+) -> String
+where
+    W: AsyncRead + AsyncWrite + Unpin,
+    X: Session,
+{
+    pump(ws, session, Wake::Outgoing(outgoing), on_events).await
+}
+
+/// [`run`] for a session that others put work into themselves (the server's: the driver
+/// puts its calls beside the session under a lock) and then wake the pump with `notify`:
+/// a wake-up is [`Session::handle_timeout`] at the time of the wake, in which the session
+/// takes that work.
+pub async fn run_notified<W, X>(
+    ws: WebSocketStream<W>,
+    session: &mut X,
+    notify: &Notify,
+    on_events: impl FnMut(&mut X),
+) -> String
+where
+    W: AsyncRead + AsyncWrite + Unpin,
+    X: Session,
+{
+    pump(ws, session, Wake::Notified(notify), on_events).await
+}
+
+/// What wakes a pump besides its frames and its timer.
+enum Wake<'a, T> {
+    /// Messages to send, from other tasks.
+    Outgoing(&'a mut UnboundedReceiver<T>),
+    /// Work put into a shared session.
+    Notified(&'a Notify),
+}
+
+impl<T> Wake<'_, T> {
+    /// The next wake-up: messages (all those waiting), `Some(empty)` for a notification,
+    /// `None` once the senders are gone.
+    async fn next(&mut self) -> Option<Vec<T>> {
+        match self {
+            Wake::Outgoing(rx) => {
+                let first = rx.recv().await?;
+                let mut all = vec![first];
+                while let Ok(m) = rx.try_recv() {
+                    all.push(m);
+                }
+                Some(all)
+            }
+            Wake::Notified(n) => {
+                n.notified().await;
+                Some(Vec::new())
+            }
+        }
+    }
+}
+
+async fn pump<W, X>(
+    ws: WebSocketStream<W>,
+    session: &mut X,
+    mut woken_by: Wake<'_, X::Out>,
     mut on_events: impl FnMut(&mut X),
 ) -> String
 where
@@ -85,15 +147,15 @@ where
                 break;
             }
         }
-        let wake = session
+        let due = session
             .poll_timeout()
             .map(tokio::time::Instant::from_std)
             .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(3600));
         tokio::select! {
-            out = outgoing.recv() => match out {
-                Some(m) => {
-                    session.send(m);
-                    while let Ok(m) = outgoing.try_recv() {
+            woken = woken_by.next() => match woken {
+                Some(out) if out.is_empty() => session.handle_timeout(Instant::now()),
+                Some(out) => {
+                    for m in out {
                         session.send(m);
                     }
                 }
@@ -117,7 +179,7 @@ where
                     Some(Err(e)) => session.closed(now, format!("receive: {e}")),
                 }
             }
-            _ = tokio::time::sleep_until(wake) => session.handle_timeout(Instant::now()),
+            _ = tokio::time::sleep_until(due) => session.handle_timeout(Instant::now()),
         }
     }
 }

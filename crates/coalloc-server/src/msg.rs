@@ -2,7 +2,8 @@
 //! the requests of the HTTP API (each with a one-shot reply) and the reports of the sites
 //! (both come in as [`Msg`]s), and [`SiteLink`], the small trait the driver's calls to a
 //! site go out through (DESIGN.md, "Sites apart", habit 3): [`crate::sites::SiteWorker`]
-//! carries them to a resource manager on threads; the simulation harness takes them as
+//! carries them to a resource manager on threads, [`crate::link::remote::AgentLink`] puts
+//! them in an agent site's link for the hub's pump; the simulation harness takes them as
 //! they are sent.
 
 pub use crate::views::BarrierAnswer;

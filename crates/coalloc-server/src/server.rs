@@ -36,10 +36,11 @@ pub enum ServeError {
 }
 
 /// What the server holds of one site: its resource manager and, for a cloud site, the
-/// provider of its VMs.
+/// provider of its VMs; for an agent site, its link.
 pub struct SiteParts {
     pub backend: Arc<dyn Backend>,
     pub provider: Option<Arc<dyn Provider>>,
+    pub agent: Option<Arc<AgentSite>>,
 }
 
 /// Make the backend and provider of every site.
@@ -71,7 +72,14 @@ pub fn site_parts(
                     timeout: Duration::from_millis(*timeout as u64),
                 })),
             };
-            SiteParts { backend, provider }
+            let agent = hub
+                .and_then(|h| h.sites.get(&site.name))
+                .map(|(_, s)| s.clone());
+            SiteParts {
+                backend,
+                provider,
+                agent,
+            }
         })
         .collect())
 }
@@ -179,11 +187,11 @@ async fn agent_hub(
         .zip(&config.backends)
         .enumerate()
         .filter_map(|(i, (site, kind))| match kind {
-            BackendKind::Agent { grace } => {
+            BackendKind::Agent { .. } => {
                 let link = AgentSite::new(
                     site.name.clone(),
-                    Duration::from_millis(*grace as u64),
-                    Duration::from_secs(60),
+                    i,
+                    Duration::from_millis(config.monitor_interval as u64),
                 );
                 Some((site.name.clone(), (i, Arc::new(link))))
             }

@@ -1,5 +1,6 @@
 //! Site workers: one thread per site between the driver and that site's backend, so that a
-//! slow or dead resource manager holds up only its own site. A worker submits and cancels
+//! slow or dead resource manager holds up only its own site (an agent site has none: its
+//! calls go over its link, [`crate::link::remote::AgentLink`]). A worker submits and cancels
 //! on short-lived threads of their own (the components of one job go out in parallel, or,
 //! for a backend that starts them one by one anyway, in order on one thread and reported
 //! together, so that the driver journals them in one turn), and
@@ -177,32 +178,10 @@ impl SiteWorker {
                         }
                         Ok(Some(SiteCall::Discard(remote))) => backend.discard(&[remote]),
                         Ok(Some(SiteCall::Lease(vm))) => {
-                            let (p, d) = (provider.clone(), driver.clone());
-                            std::thread::spawn(move || {
-                                let result = match p {
-                                    Some(p) => p.lease(vm).map_err(|e| e.to_string()),
-                                    None => Err("this site has no cloud provider".into()),
-                                };
-                                let _ = d.send(Msg::Site(Report::Leased { site, vm, result }));
-                            });
+                            lease(site, vm, provider.clone(), driver.clone())
                         }
                         Ok(Some(SiteCall::Release { vm, node })) => {
-                            let (p, d) = (provider.clone(), driver.clone());
-                            std::thread::spawn(move || {
-                                // A VM that is not given back goes on costing: retry.
-                                let mut wait = Duration::from_millis(200);
-                                while let Some(p) = &p {
-                                    match p.release(vm, &node) {
-                                        Ok(()) => break,
-                                        Err(e) => {
-                                            tracing::warn!(site, vm, "release failed: {e}");
-                                            std::thread::sleep(wait);
-                                            wait = (wait * 2).min(Duration::from_secs(30));
-                                        }
-                                    }
-                                }
-                                let _ = d.send(Msg::Site(Report::Released { site, vm }));
-                            });
+                            release(site, vm, node, provider.clone(), driver.clone())
                         }
                         Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
                         Err(RecvTimeoutError::Timeout) => {
@@ -250,6 +229,43 @@ impl SiteWorker {
             thread: Some(thread),
         }
     }
+}
+
+/// Lease a VM through `site`'s provider on a thread of its own ([`Report::Leased`]).
+pub(crate) fn lease(site: usize, vm: u64, p: Option<Arc<dyn Provider>>, d: Sender<Msg>) {
+    std::thread::spawn(move || {
+        let result = match p {
+            Some(p) => p.lease(vm).map_err(|e| e.to_string()),
+            None => Err("this site has no cloud provider".into()),
+        };
+        let _ = d.send(Msg::Site(Report::Leased { site, vm, result }));
+    });
+}
+
+/// Release a VM through `site`'s provider on a thread of its own, until it is given back
+/// ([`Report::Released`]).
+pub(crate) fn release(
+    site: usize,
+    vm: u64,
+    node: String,
+    p: Option<Arc<dyn Provider>>,
+    d: Sender<Msg>,
+) {
+    std::thread::spawn(move || {
+        // A VM that is not given back goes on costing: retry.
+        let mut wait = Duration::from_millis(200);
+        while let Some(p) = &p {
+            match p.release(vm, &node) {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(site, vm, "release failed: {e}");
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+        let _ = d.send(Msg::Site(Report::Released { site, vm }));
+    });
 }
 
 impl SiteLink for SiteWorker {

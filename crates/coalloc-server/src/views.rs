@@ -359,6 +359,25 @@ pub struct LinkView {
     pub unreachable: bool,
 }
 
+impl LinkView {
+    /// A link as the core heard it (`coalloc_core::scheduler::link`), at `now`.
+    pub fn of(
+        link: coalloc_core::scheduler::link::LinkState,
+        now: coalloc_core::model::Time,
+    ) -> LinkView {
+        use coalloc_core::scheduler::link::LinkState;
+        let since = match link {
+            LinkState::Up => None,
+            LinkState::Disconnected { since, .. } | LinkState::Lost { since } => Some(since),
+        };
+        LinkView {
+            connected: link.is_up(),
+            down_for_ms: since.map(|s| now.saturating_sub(s).max(0) as u64),
+            unreachable: matches!(link, LinkState::Lost { .. }),
+        }
+    }
+}
+
 /// `POST /v1/sites/{name}/agent-token`: a new enrolment token for an agent site.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

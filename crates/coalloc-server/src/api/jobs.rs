@@ -235,19 +235,8 @@ pub async fn sites(
     State(s): State<AppState>,
     _caller: Caller,
 ) -> Result<Json<SitesView>, ApiError> {
-    let mut v = s.ask(|reply| Request::Sites { reply }).await?;
-    // Agent sites: the state of their link.
-    if let Some(hub) = &s.hub {
-        for site in &mut v.sites {
-            if let Some((_, link)) = hub.sites.get(&site.name) {
-                let status = link.status();
-                if status.unreachable {
-                    site.state = Some("unreachable".into());
-                }
-                site.link = Some(status);
-            }
-        }
-    }
+    // Agent sites come with their link, as the core heard it.
+    let v = s.ask(|reply| Request::Sites { reply }).await?;
     Ok(Json(v))
 }
 

@@ -231,10 +231,23 @@ impl Driver {
         let sites = parts
             .into_iter()
             .enumerate()
-            .map(|(i, p)| {
-                let w =
-                    crate::sites::SiteWorker::spawn(i, p.backend, p.provider, interval, tx.clone());
-                Box::new(w) as Box<dyn SiteLink>
+            .map(|(i, p)| match p.agent {
+                // An agent site's calls go into its link, taken by the hub's pump.
+                Some(site) => Box::new(crate::link::remote::AgentLink {
+                    site,
+                    provider: p.provider,
+                    driver: tx.clone(),
+                }) as Box<dyn SiteLink>,
+                None => {
+                    let w = crate::sites::SiteWorker::spawn(
+                        i,
+                        p.backend,
+                        p.provider,
+                        interval,
+                        tx.clone(),
+                    );
+                    Box::new(w) as Box<dyn SiteLink>
+                }
             })
             .collect();
         let parts = Parts {
@@ -348,6 +361,11 @@ impl Driver {
     pub fn resume(&mut self, now: Time) {
         self.now = self.now.max(now);
         self.reconcile();
+        // An agent site's link is down until its agent's hello: the core hears so now and
+        // keeps the grace from here (a site whose agent never comes is lost past it).
+        for site in 0..self.config.sites.len() {
+            self.agent_gone(site);
+        }
     }
 
     /// Replay the journal's records after `covered`: a thread reads them and makes their

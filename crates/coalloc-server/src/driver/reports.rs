@@ -123,7 +123,7 @@ impl Driver {
     /// A site's agent link is silent: the core hears "site disconnected" with the site's
     /// grace (`manager.grace`), after which it counts the site lost (its launches fail as
     /// the site's fault, `coalloc_core::scheduler::link`).
-    fn agent_gone(&mut self, site: usize) {
+    pub(super) fn agent_gone(&mut self, site: usize) {
         let crate::config::BackendKind::Agent { grace } = self.config.backends[site] else {
             return;
         };

@@ -3,8 +3,9 @@
 
 use super::Driver;
 use crate::listing::JobFilter;
-use crate::views::{ComponentView, JobList, JobView, SiteView};
+use crate::views::{ComponentView, JobList, JobView, LinkView, SiteView};
 use coalloc_core::scheduler::jobs::{CompPhase, JobState, Phase};
+use coalloc_core::scheduler::link::LinkState;
 
 pub fn phase_name(p: Phase) -> &'static str {
     match p {
@@ -144,6 +145,12 @@ impl Driver {
         let site = &self.config.sites[i];
         let s = self.site_sample(i);
         let core = self.core.site_state(i);
+        // An agent site's link, as the core heard it.
+        let agent = matches!(
+            self.config.backends[i],
+            crate::config::BackendKind::Agent { .. }
+        );
+        let link = core.map(|c| c.link).unwrap_or_default();
         SiteView {
             name: site.name.clone(),
             kind: site.kind.name().into(),
@@ -165,8 +172,8 @@ impl Driver {
             completion_errors: core.map(|c| c.completion_errors),
             failed_launches: self.site_failures.get(i).copied().unwrap_or(0),
             cloud: self.cloud_view(i),
-            link: None,
-            state: None,
+            link: agent.then(|| LinkView::of(link, self.now)),
+            state: matches!(link, LinkState::Lost { .. }).then(|| "unreachable".into()),
             out_reason: core.and_then(|c| c.why_out()),
             out_since: core.and_then(|c| c.out_since),
             probation: core.is_some_and(|c| c.probation),

@@ -1,11 +1,18 @@
 //! The server's end of the agent links: it listens for agents (TLS, then a WebSocket), checks
 //! each hello ([`super::proto::check_hello`]), makes the accepted connection its site's link
-//! ([`AgentSite`]), and runs one pump per connection around its sans-IO
-//! [`ServerSession`] (DESIGN.md "Sites apart" habits 1 and 7), then one cleanup: the
-//! driver hears the agent back ([`Report::AgentBack`]) and gone ([`Report::AgentGone`]),
-//! which the core takes as "site reconnected" and "site disconnected". Calls an agent relays
-//! for its components are served by the server's own router, in process, exactly as if they
-//! had come over HTTP, so a job's secret works for that job only, through any agent.
+//! ([`AgentSite::connect`]), and runs one pump per connection around its sans-IO
+//! [`super::session::server::ServerSession`], held in the site's shared state
+//! ([`super::remote::Pumped`], [`super::pump::run_notified`]; DESIGN.md "Sites apart"
+//! habits 1 and 7), then one cleanup: the driver hears the agent back
+//! ([`Report::AgentBack`]) and gone ([`Report::AgentGone`]), which the core takes as "site
+//! reconnected" and "site disconnected".
+//!
+//! The pump is both hand-offs of the driver's calls to the site (docs/design-link.md, "The
+//! submit path"): woken by the driver's [`crate::msg::SiteLink::send`], it moves the calls
+//! into its session and writes them; after every input it sends what the agent's answers
+//! became ([`Report`]s) on the driver's inbox. Calls an agent relays for its components are
+//! served by the server's own router, in process, exactly as if they had come over HTTP, so
+//! a job's secret works for that job only, through any agent.
 //!
 //! Enrolment: [`Hub::enrol`] makes a site's credential (a random secret; the server keeps its
 //! SHA-256 in `agents/credentials.json`, mode 0600) and the token that carries it with the
@@ -16,15 +23,14 @@ use super::proto::{
     check_hello, relayable, secret_hash, EnrolToken, FromAgent, HeldLaunch, ToAgent, VERSION,
 };
 use super::pump::{self, text};
-use super::remote::AgentSite;
-use super::session::server::{ServerEvent, ServerSession};
+use super::remote::{AgentSite, Answerer};
+use super::session::server::ServerEvent;
 use crate::msg::{Msg, Report};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
@@ -40,7 +46,6 @@ pub struct Hub {
     pub fingerprint: String,
     pub heartbeat: Duration,
     credentials: PathBuf,
-    next_conn: AtomicU64,
 }
 
 /// How long a new connection may take to finish TLS, the upgrade and its hello.
@@ -62,7 +67,6 @@ impl Hub {
             fingerprint,
             heartbeat,
             credentials,
-            next_conn: AtomicU64::new(0),
         }
     }
 
@@ -195,57 +199,53 @@ impl Hub {
             role: super::proto::Role::Server,
             heartbeat_ms: self.heartbeat.as_millis() as u64,
         };
-        let mut session = ServerSession::new(Instant::now(), self.heartbeat, welcome);
-        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToAgent>();
-        site.connected(conn, tx.clone());
+        let mut pumped = site.connect(Instant::now(), self.heartbeat, welcome);
         tracing::info!(%peer, site = %name, relay = %hello.relay_url, held = hello.launches.len(), "agent connected");
         let _ = driver.send(Msg::Site(Report::AgentBack {
             site: index,
             held: hello.launches,
         }));
-        let why = pump::run(ws, &mut session, &mut rx, |session| {
-            while let Some(e) = session.poll_event() {
-                self.on_event(&site, e, &router, &tx);
+        let wake = pumped.wake.clone();
+        let why = pump::run_notified(ws, &mut pumped, &wake, |pumped| {
+            let (reports, relays) = pumped.take();
+            // The hand-off back: the agent's answers, as the driver's reports, on its inbox.
+            for r in reports {
+                let _ = driver.send(Msg::Site(r));
+            }
+            for e in relays {
+                self.relay_event(&pumped.answerer(), e, &router);
             }
         })
         .await;
-        site.disconnected(conn);
+        let (reports, still_up) = pumped.end();
+        for r in reports {
+            let _ = driver.send(Msg::Site(r));
+        }
         // The core hears the silence (a disconnect, then a reconnect or a loss past the
         // site's grace) unless a newer connection of the site is already up.
-        if !site.status().connected {
+        if !still_up {
             let _ = driver.send(Msg::Site(Report::AgentGone { site: index }));
         }
         tracing::warn!(%peer, site = %name, "agent disconnected: {why}");
         Ok(())
     }
 
-    fn on_event(
-        &self,
-        site: &AgentSite,
-        e: ServerEvent,
-        router: &axum::Router,
-        tx: &tokio::sync::mpsc::UnboundedSender<ToAgent>,
-    ) {
-        match e {
-            ServerEvent::Answered { id, result } => site.answered(id, result),
-            ServerEvent::Relay {
-                id,
-                method,
-                path,
-                authorization,
-                body,
-            } => {
-                let (router, tx) = (router.clone(), tx.clone());
-                tokio::spawn(async move {
-                    let (status, body) = relay(router, &method, &path, authorization, body).await;
-                    let _ = tx.send(ToAgent::RelayAnswer { id, status, body });
-                });
-            }
-            ServerEvent::Unexpected(m) => {
-                tracing::warn!(site = %site.name, "from the agent: {m}, ignored")
-            }
-            ServerEvent::Down(_) => {}
+    /// A call a component relayed through its agent: served by the server's own router on
+    /// a task of its own, answered on the connection it came from.
+    fn relay_event(&self, answerer: &Answerer, e: ServerEvent, router: &axum::Router) {
+        if let ServerEvent::Relay {
+            id,
+            method,
+            path,
+            authorization,
+            body,
+        } = e
+        {
+            let (router, answerer) = (router.clone(), answerer.clone());
+            tokio::spawn(async move {
+                let (status, body) = relay(router, &method, &path, authorization, body).await;
+                answerer.send(ToAgent::RelayAnswer { id, status, body });
+            });
         }
     }
 }

@@ -1,525 +1,484 @@
-//! An agent site as the server's driver sees it: one more [`Backend`], whose calls travel
-//! over the site's agent link ([`AgentSite`]) instead of reaching a resource manager on this
-//! host. The link's state lives here: the connection of the moment, the calls waiting for
-//! their answers, the cancels made while the link was down (delivered in order when it comes
-//! back), and what the site last said, so that a short outage is ridden out.
+//! An agent site as the server's driver sees it: [`AgentSite`], the site's link state
+//! shared by the driver's side and the hub's pump, under one mutex: the session of each
+//! connection whose pump runs ([`ServerSession`]) beside the site's calls
+//! ([`AgentCalls`]). Around it, [`AgentLink`] is the driver's [`SiteLink`] to the site,
+//! [`Pumped`] the hub's pump's handle on one connection, and [`AgentBackend`] the site's
+//! [`Backend`] for file operations (transfers and staging, on threads of their own).
 //!
-//! Link failure is a site failure (seed 000 §3.4), but only after a grace period. The core
-//! decides it: the hub tells the driver when a connection ends, the core hears "site
-//! disconnected" and keeps the grace among its timers (`coalloc_core::scheduler::link`).
-//! Until then the site answers with its last reading and its launches' last states. The
-//! wall-clock check kept here is a fallback for a link that never came up since the
-//! server started (no connection ended, so the core heard nothing): past the grace the
-//! site is unhealthy and every launch there is reported failed ("the site is
-//! unreachable"). When the agent comes back, the launches it still holds that the server
-//! no longer wants are cancelled (see [`super::hub`]).
+//! One hand-off each way (docs/design-link.md, "The submit path"): the driver's
+//! [`SiteLink::send`] puts the call in the site's [`AgentCalls`] and wakes the pump of the
+//! connection of the moment (a [`Notify`]); the pump, woken, moves the calls into its
+//! session (a burst of submissions as one message) and writes the frames. When the agent
+//! answers, the pump hands the frame to the session, [`AgentCalls::answered`] turns the
+//! answer into the driver's [`Report`], and the pump sends it on the driver's inbox. No
+//! thread waits for an answer, and nothing here reads a clock but the pump's own times:
+//! a silent link is the session's heartbeat, its meaning (disconnected, lost past the
+//! grace) the core's (`coalloc_core::scheduler::link`); while it is down, the calls are
+//! kept and go out in order on the next connection.
 
-use super::proto::{Answer, Call, CallError, ToAgent};
-use crate::views::LinkView;
+use super::calls::{backend_error, AgentCalls};
+use super::proto::{Answer, CallError, FromAgent, ToAgent};
+use super::pump::{Session, Transmit};
+use super::session::server::{ServerEvent, ServerSession};
+use crate::msg::{Msg, Report, SiteCall, SiteLink};
 use coalloc_backends::files::{FileAnswer, FileOp};
+use coalloc_backends::provider::Provider;
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::{oneshot, Notify};
 
-type Waiter = Sender<Result<Answer, CallError>>;
-
-/// One agent site's link, shared by its connection (the hub) and its backend (the driver's
-/// site worker).
+/// One agent site's link, shared by its connections' pumps (the hub) and the driver.
 pub struct AgentSite {
     pub name: String,
-    /// How long the link may be down before the site counts as failed.
-    pub grace: Duration,
-    /// How long a call waits for its answer (a submission to a slow resource manager
-    /// included).
-    pub call_timeout: Duration,
+    /// The site's number in the configuration.
+    pub index: usize,
     inner: Mutex<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
-    /// The connection of the moment: its number and its outgoing queue.
-    conn: Option<(u64, UnboundedSender<ToAgent>)>,
-    /// Since when the link is down (the server's start, before the first connection).
-    down_since: Option<Instant>,
-    next_id: u64,
-    /// Calls waiting for an answer, with the connection they went out on.
-    waiting: BTreeMap<u64, (u64, Option<Waiter>)>,
-    /// Cancels made while the link was down, in order.
-    outbox: VecDeque<Call>,
-    last_load: Option<SiteLoad>,
-    /// The last state of each launch asked about, by its remote id.
-    states: BTreeMap<String, RemoteState>,
-    /// Launches whose job the server dropped, to tell the agent in one message.
-    discards: Vec<String>,
+    calls: AgentCalls,
+    /// Every connection whose pump runs, by number.
+    conns: BTreeMap<u64, Conn>,
+    /// The connection of the moment: the driver's calls go out on it.
+    current: Option<u64>,
+    next_conn: u64,
+    /// Threads waiting for a file operation's answer, by call number.
+    files: BTreeMap<u64, oneshot::Sender<Result<Answer, CallError>>>,
 }
 
-/// Discards go to the agent in messages of this many (or with the next query).
-const DISCARD_BATCH: usize = 256;
+/// One connection: its session, its pump's wake-up, the relayed calls it brought.
+struct Conn {
+    session: ServerSession,
+    wake: Arc<Notify>,
+    relays: Vec<ServerEvent>,
+}
 
-impl AgentSite {
-    pub fn new(name: String, grace: Duration, call_timeout: Duration) -> AgentSite {
-        AgentSite {
-            name,
-            grace,
-            call_timeout,
-            inner: Mutex::new(Inner {
-                down_since: Some(Instant::now()),
-                ..Inner::default()
-            }),
+impl Inner {
+    /// Take connection `conn`'s session events at `now`: answers into the calls, relayed
+    /// calls kept for the pump; then the answers of file operations to their threads.
+    fn settle(&mut self, conn: u64, now: Instant) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            while let Some(e) = c.session.poll_event() {
+                match e {
+                    ServerEvent::Answered { id, result } => self.calls.answered(now, id, result),
+                    e @ ServerEvent::Relay { .. } => c.relays.push(e),
+                    ServerEvent::Unexpected(m) => tracing::warn!("from an agent: {m}, ignored"),
+                    ServerEvent::Down(_) => {}
+                }
+            }
+        }
+        while let Some((id, result)) = self.calls.poll_file() {
+            if let Some(w) = self.files.remove(&id) {
+                let _ = w.send(result);
+            }
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn wake_current(&self) {
+        if let Some(c) = self.current.and_then(|c| self.conns.get(&c)) {
+            c.wake.notify_one();
+        }
+    }
+}
+
+impl AgentSite {
+    /// Site number `index`, named `name`, polled every `interval` while its agent is
+    /// connected.
+    pub fn new(name: String, index: usize, interval: Duration) -> AgentSite {
+        AgentSite {
+            inner: Mutex::new(Inner {
+                calls: AgentCalls::new(index, name.clone(), interval),
+                conns: BTreeMap::new(),
+                current: None,
+                next_conn: 0,
+                files: BTreeMap::new(),
+            }),
+            name,
+            index,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A connection was accepted: it becomes the site's link, and what waited in the outbox
-    /// goes out first, in order.
-    pub fn connected(&self, conn: u64, tx: UnboundedSender<ToAgent>) {
+    /// A connection was welcomed at `now` (`welcome` is its first message out): it becomes
+    /// the site's link, and what was kept goes out first, in order. The pump's handle.
+    pub fn connect(
+        self: &Arc<Self>,
+        now: Instant,
+        heartbeat: Duration,
+        welcome: ToAgent,
+    ) -> Pumped {
         let mut g = self.lock();
-        g.conn = Some((conn, tx.clone()));
-        g.down_since = None;
-        while let Some(call) = g.outbox.pop_front() {
-            g.next_id += 1;
-            let id = g.next_id;
-            g.waiting.insert(id, (conn, None));
-            let _ = tx.send(ToAgent::Call { id, call });
+        g.next_conn += 1;
+        let conn = g.next_conn;
+        let mut session = ServerSession::new(now, heartbeat, welcome);
+        g.calls.connected(now, conn, &mut session);
+        let wake = Arc::new(Notify::new());
+        g.conns.insert(
+            conn,
+            Conn {
+                session,
+                wake: wake.clone(),
+                relays: Vec::new(),
+            },
+        );
+        g.current = Some(conn);
+        Pumped {
+            site: self.clone(),
+            conn,
+            wake,
         }
     }
 
-    /// Connection `conn` ended. Calls that went out on it fail now (they would only time
-    /// out); cancels among them go back to the outbox.
-    pub fn disconnected(&self, conn: u64) {
+    /// Whether a connection is the site's link now.
+    pub fn connected(&self) -> bool {
+        self.lock().current.is_some()
+    }
+
+    /// A call of the driver, kept in the site's calls; the pump is woken to take it.
+    fn call(&self, call: SiteCall) {
         let mut g = self.lock();
-        if g.conn.as_ref().is_some_and(|(c, _)| *c == conn) {
-            g.conn = None;
-            g.down_since = Some(Instant::now());
-        }
-        let lost: Vec<u64> = g
-            .waiting
-            .iter()
-            .filter(|(_, (c, _))| *c == conn)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in lost {
-            g.waiting.remove(&id);
+        g.calls.call(call);
+        if g.calls.has_queued() {
+            g.wake_current();
         }
     }
 
-    /// An answer arrived.
-    pub fn answered(&self, id: u64, result: Result<Answer, CallError>) {
-        let waiter = self.lock().waiting.remove(&id);
-        match waiter {
-            Some((_, Some(w))) => {
-                let _ = w.send(result);
-            }
-            Some((_, None)) => {
-                if let Err(e) = result {
-                    tracing::warn!(site = %self.name, "a cancel sent after a reconnect failed: {e:?}");
-                }
-            }
-            None => {}
-        }
-    }
-
-    /// The link's status, for `coalloc sites`.
-    pub fn status(&self) -> LinkView {
-        let g = self.lock();
-        let down_for = g.down_since.map(|t| t.elapsed());
-        LinkView {
-            connected: g.conn.is_some(),
-            down_for_ms: down_for.map(|d| d.as_millis() as u64),
-            unreachable: down_for.is_some_and(|d| d > self.grace),
-        }
-    }
-
-    /// Why the site counts as failed, once the link has been down past the grace period.
-    fn unreachable(&self, g: &Inner) -> Option<String> {
-        let down = g.down_since?.elapsed();
-        (down > self.grace).then(|| {
-            format!(
-                "site `{}` is unreachable: its agent has been disconnected for {} s (grace {} s)",
-                self.name,
-                down.as_secs(),
-                self.grace.as_secs()
-            )
-        })
-    }
-
-    /// Make a call and wait for its answer; `Err` at once when the link is down.
-    fn call(&self, call: Call, timeout: Duration) -> Result<Answer, BackendError> {
-        let (tx, rx) = channel();
-        {
+    /// A file operation, waited for (by the transfer's or the staging's own thread).
+    fn file(&self, op: FileOp) -> Result<Answer, BackendError> {
+        let rx = {
             let mut g = self.lock();
-            let Some((conn, link)) = g.conn.clone() else {
+            let Inner {
+                calls,
+                conns,
+                current,
+                files,
+                ..
+            } = &mut *g;
+            let session = current
+                .and_then(|c| conns.get_mut(&c))
+                .map(|c| &mut c.session);
+            let Some(session) = session else {
                 return Err(BackendError::Unavailable(format!(
                     "the agent of site `{}` is not connected",
                     self.name
                 )));
             };
-            g.next_id += 1;
-            let id = g.next_id;
-            g.waiting.insert(id, (conn, Some(tx)));
-            if link.send(ToAgent::Call { id, call }).is_err() {
-                g.waiting.remove(&id);
-                return Err(BackendError::Unavailable("the agent link closed".into()));
-            }
-        }
-        match rx.recv_timeout(timeout) {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(CallError::Rejected(m))) => Err(BackendError::Rejected(m)),
-            Ok(Err(CallError::Unavailable(m))) => Err(BackendError::Unavailable(m)),
-            Err(_) => Err(BackendError::Unavailable(format!(
-                "the agent of site `{}` did not answer within {} s",
-                self.name,
-                timeout.as_secs()
-            ))),
-        }
-    }
-
-    /// Send the discards kept, without waiting for an answer; kept while the link is down.
-    fn send_discards(&self, g: &mut Inner) {
-        if g.discards.is_empty() {
-            return;
-        }
-        let Some((conn, tx)) = g.conn.clone() else {
-            return;
+            let id = calls.file(Instant::now(), op, session)?;
+            let (tx, rx) = oneshot::channel();
+            files.insert(id, tx);
+            g.wake_current();
+            rx
         };
-        g.next_id += 1;
-        let id = g.next_id;
-        g.waiting.insert(id, (conn, None));
-        let _ = tx.send(ToAgent::Call {
-            id,
-            call: Call::Discard(std::mem::take(&mut g.discards)),
-        });
-    }
-
-    /// A cancel: sent now, or kept for the link's return.
-    fn cancel_call(&self, call: Call) -> Result<(), BackendError> {
-        match self.call(call.clone(), self.call_timeout) {
-            Ok(_) => Ok(()),
-            Err(BackendError::Rejected(m)) => Err(BackendError::Rejected(m)),
-            Err(_) => {
-                let mut g = self.lock();
-                if let Some((conn, tx)) = g.conn.clone() {
-                    // Reconnected meanwhile: send it on the new link.
-                    g.next_id += 1;
-                    let id = g.next_id;
-                    g.waiting.insert(id, (conn, None));
-                    let _ = tx.send(ToAgent::Call { id, call });
-                } else {
-                    g.outbox.push_back(call);
-                }
-                Ok(())
-            }
+        match rx.blocking_recv() {
+            Ok(r) => r.map_err(backend_error),
+            Err(_) => Err(BackendError::Unavailable("the agent link closed".into())),
         }
     }
 }
 
-/// The [`Backend`] of an agent site.
+/// The hub's pump's handle on one connection of a site: a [`Session`] whose every step
+/// takes the site's lock; the pump runs it with [`super::pump::run_notified`] on
+/// [`Pumped::wake`].
+pub struct Pumped {
+    site: Arc<AgentSite>,
+    conn: u64,
+    pub wake: Arc<Notify>,
+}
+
+impl Pumped {
+    /// Run `f` on the site's state and this connection, then settle the session's events.
+    fn with<R>(
+        &self,
+        now: Instant,
+        f: impl FnOnce(&mut AgentCalls, &mut Conn, bool) -> R,
+    ) -> Option<R> {
+        let mut g = self.site.lock();
+        let current = g.current == Some(self.conn);
+        let Inner { calls, conns, .. } = &mut *g;
+        let r = conns.get_mut(&self.conn).map(|c| f(calls, c, current));
+        g.settle(self.conn, now);
+        r
+    }
+
+    /// What the driver is to hear, and the relayed calls to serve.
+    pub fn take(&mut self) -> (Vec<Report>, Vec<ServerEvent>) {
+        let mut g = self.site.lock();
+        let mut reports = Vec::new();
+        while let Some(r) = g.calls.poll_report() {
+            reports.push(r);
+        }
+        let relays = g
+            .conns
+            .get_mut(&self.conn)
+            .map(|c| std::mem::take(&mut c.relays))
+            .unwrap_or_default();
+        (reports, relays)
+    }
+
+    /// A handle for a task that answers a relayed call on this connection.
+    pub fn answerer(&self) -> Answerer {
+        Answerer {
+            site: self.site.clone(),
+            conn: self.conn,
+        }
+    }
+
+    /// The pump ended: the connection leaves the site (its calls in flight fail or are
+    /// kept, see [`AgentCalls::disconnected`]). What the driver is to hear, and whether
+    /// another connection of the site is up.
+    pub fn end(self) -> (Vec<Report>, bool) {
+        let mut g = self.site.lock();
+        g.conns.remove(&self.conn);
+        if g.current == Some(self.conn) {
+            g.current = None;
+        }
+        g.calls.disconnected(self.conn);
+        g.settle(self.conn, Instant::now());
+        let mut reports = Vec::new();
+        while let Some(r) = g.calls.poll_report() {
+            reports.push(r);
+        }
+        (reports, g.current.is_some())
+    }
+}
+
+/// Sends a relayed call's answer on the connection it came from.
+#[derive(Clone)]
+pub struct Answerer {
+    site: Arc<AgentSite>,
+    conn: u64,
+}
+
+impl Answerer {
+    pub fn send(&self, msg: ToAgent) {
+        let mut g = self.site.lock();
+        if let Some(c) = g.conns.get_mut(&self.conn) {
+            c.session.send(msg);
+            c.wake.notify_one();
+        }
+    }
+}
+
+impl Session for Pumped {
+    type In = FromAgent;
+    type Out = ToAgent;
+    fn handle(&mut self, now: Instant, msg: FromAgent) {
+        self.with(now, |_, c, _| c.session.handle(now, msg));
+    }
+    fn heard(&mut self, now: Instant) {
+        self.with(now, |_, c, _| c.session.heard(now));
+    }
+    fn send(&mut self, msg: ToAgent) {
+        self.with(Instant::now(), |_, c, _| c.session.send(msg));
+    }
+    fn closed(&mut self, now: Instant, why: String) {
+        self.with(now, |_, c, _| c.session.closed(why));
+    }
+    fn poll_transmit(&mut self) -> Option<Transmit<ToAgent>> {
+        let mut g = self.site.lock();
+        g.conns.get_mut(&self.conn)?.session.poll_transmit()
+    }
+    fn has_transmit(&self) -> bool {
+        let g = self.site.lock();
+        g.conns
+            .get(&self.conn)
+            .is_some_and(|c| Session::has_transmit(&c.session))
+    }
+    /// The session's timer (ping, silence) and, on the connection of the moment, the
+    /// calls' (the next poll, retries, limits).
+    fn poll_timeout(&self) -> Option<Instant> {
+        let g = self.site.lock();
+        let c = g.conns.get(&self.conn)?;
+        let calls = (g.current == Some(self.conn))
+            .then(|| g.calls.poll_timeout())
+            .flatten();
+        [c.session.poll_timeout(), calls]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+    /// Also what a wake-up is: the calls kept go out, then what is due.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.with(now, |calls, c, current| {
+            c.session.handle_timeout(now);
+            if current {
+                calls.flush(now, &mut c.session);
+                calls.handle_timeout(now, &mut c.session);
+            }
+        });
+    }
+    fn over(&self) -> Option<String> {
+        let g = self.site.lock();
+        match g.conns.get(&self.conn) {
+            Some(c) => Session::over(&c.session),
+            None => Some("the connection left its site".into()),
+        }
+    }
+}
+
+/// The driver's [`SiteLink`] to an agent site: calls go into the site's link state; a
+/// cloud site's leases and releases go to its provider, as a site worker's.
+pub struct AgentLink {
+    pub site: Arc<AgentSite>,
+    pub provider: Option<Arc<dyn Provider>>,
+    pub driver: std::sync::mpsc::Sender<Msg>,
+}
+
+impl SiteLink for AgentLink {
+    fn send(&self, call: SiteCall) {
+        let site = self.site.index;
+        match call {
+            SiteCall::Lease(vm) => {
+                crate::sites::lease(site, vm, self.provider.clone(), self.driver.clone())
+            }
+            SiteCall::Release { vm, node } => {
+                crate::sites::release(site, vm, node, self.provider.clone(), self.driver.clone())
+            }
+            SiteCall::KillLocal(processors) => {
+                // Refused at startup (GP needs sites that can preempt), so never sent.
+                tracing::warn!(
+                    site,
+                    processors,
+                    "GP: an agent site cannot preempt local jobs"
+                )
+            }
+            call => self.site.call(call),
+        }
+    }
+}
+
+/// The [`Backend`] of an agent site: its file operations, carried out by its agent. The
+/// launches go over the site's [`AgentLink`], never through here.
 pub struct AgentBackend(pub Arc<AgentSite>);
 
+impl AgentBackend {
+    fn not_here(&self) -> BackendError {
+        BackendError::Unavailable(format!(
+            "site `{}`: an agent site's launches go over its link, not its backend",
+            self.0.name
+        ))
+    }
+}
+
 impl Backend for AgentBackend {
-    fn submit(&self, request: &SubmitRequest) -> Result<RemoteId, BackendError> {
-        match self
-            .0
-            .call(Call::Submit(Box::new(request.clone())), self.0.call_timeout)?
-        {
-            Answer::Submitted(id) => Ok(id),
-            other => Err(BackendError::Unavailable(format!(
-                "the agent answered a submission with {other:?}"
-            ))),
-        }
+    fn submit(&self, _: &SubmitRequest) -> Result<RemoteId, BackendError> {
+        Err(self.not_here())
     }
-
-    /// A job's components on this site go out in one message (the site worker collects
-    /// them, see [`AgentBackend::submits_in_parallel`]); the agent submits them as its own
-    /// backend prefers.
-    fn submit_many(&self, requests: &[SubmitRequest]) -> Vec<Result<RemoteId, BackendError>> {
-        let answer = self
-            .0
-            .call(Call::SubmitMany(requests.to_vec()), self.0.call_timeout);
-        let fail = |e: &BackendError| match e {
-            BackendError::Rejected(m) => BackendError::Rejected(m.clone()),
-            other => BackendError::Unavailable(other.to_string()),
-        };
-        match answer {
-            Ok(Answer::SubmittedMany(all)) if all.len() == requests.len() => all
-                .into_iter()
-                .map(|r| {
-                    r.map_err(|e| match e {
-                        CallError::Rejected(m) => BackendError::Rejected(m),
-                        CallError::Unavailable(m) => BackendError::Unavailable(m),
-                    })
-                })
-                .collect(),
-            Ok(other) => {
-                let e = BackendError::Unavailable(format!(
-                    "the agent answered a burst of submissions with {other:?}"
-                ));
-                requests.iter().map(|_| Err(fail(&e))).collect()
-            }
-            Err(e) => requests.iter().map(|_| Err(fail(&e))).collect(),
-        }
+    fn query(&self, _: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+        Err(self.not_here())
     }
-
-    /// Bursts, not one thread per submission: a burst is one message on the link.
-    fn submits_in_parallel(&self) -> bool {
-        false
+    fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+        Err(self.not_here())
     }
-
-    fn query(&self, ids: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
-        let site = &self.0;
-        site.send_discards(&mut site.lock());
-        let asked = site.call(Call::Query(ids.to_vec()), site.call_timeout);
-        let mut g = site.lock();
-        match asked {
-            Ok(Answer::States(states)) if states.len() == ids.len() => {
-                for (id, s) in ids.iter().zip(&states) {
-                    g.states.insert(id.clone(), s.clone());
-                }
-                g.states.retain(|k, _| ids.contains(k));
-                Ok(states)
-            }
-            Ok(other) => Err(BackendError::Unavailable(format!(
-                "the agent answered a query with {other:?}"
-            ))),
-            Err(e) => match site.unreachable(&g) {
-                Some(why) => Ok(ids.iter().map(|_| RemoteState::Lost(why.clone())).collect()),
-                // Within the grace period: the last states heard.
-                None if g.conn.is_none() => Ok(ids
-                    .iter()
-                    .map(|id| g.states.get(id).cloned().unwrap_or(RemoteState::Queued))
-                    .collect()),
-                None => Err(e),
-            },
-        }
+    fn load(&self) -> Result<SiteLoad, BackendError> {
+        Err(self.not_here())
     }
-
-    fn cancel(&self, id: &RemoteId) -> Result<(), BackendError> {
-        self.0.cancel_call(Call::Cancel(id.clone()))
-    }
-
-    /// Passed on to the agent's backend (its launch log is compacted there), in batches.
-    fn discard(&self, ids: &[RemoteId]) {
-        let mut g = self.0.lock();
-        g.discards.extend(ids.iter().cloned());
-        if g.discards.len() >= DISCARD_BATCH {
-            self.0.send_discards(&mut g);
-        }
-    }
-
     /// File operations run at the agent, on the site's file system (`base` is the server's
     /// and means nothing there: the agent's own state directory is used).
     fn file(&self, _base: &std::path::Path, op: FileOp) -> Result<FileAnswer, BackendError> {
-        match self.0.call(Call::File(op), self.0.call_timeout)? {
+        match self.0.file(op)? {
             Answer::File(a) => Ok(a),
             other => Err(BackendError::Unavailable(format!(
                 "the agent answered a file operation with {other:?}"
             ))),
         }
     }
-
-    fn cancel_unrecorded(
-        &self,
-        job: u64,
-        component: usize,
-        launch: u64,
-    ) -> Result<(), BackendError> {
-        self.0.cancel_call(Call::CancelUnrecorded {
-            job,
-            component,
-            launch,
-        })
-    }
-
-    fn load(&self) -> Result<SiteLoad, BackendError> {
-        let site = &self.0;
-        // The load is read at every poll, even when no launch is watched (and so no query
-        // made): the last discards of a site left idle go with it, not never.
-        site.send_discards(&mut site.lock());
-        let asked = site.call(Call::Load, site.call_timeout.min(Duration::from_secs(5)));
-        let mut g = site.lock();
-        match asked {
-            Ok(Answer::Load(l)) => {
-                g.last_load = Some(l);
-                Ok(l)
-            }
-            Ok(other) => Err(BackendError::Unavailable(format!(
-                "the agent answered a load reading with {other:?}"
-            ))),
-            Err(e @ BackendError::Rejected(_)) => Err(e),
-            Err(e) => match (site.unreachable(&g), g.last_load) {
-                (None, Some(l)) if g.conn.is_none() => Ok(l),
-                (Some(why), _) => Err(BackendError::Unavailable(why)),
-                _ => Err(e),
-            },
-        }
-    }
-
-    fn query_when_unhealthy(&self) -> bool {
-        true
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::proto::Call;
+    use futures_util::FutureExt;
 
-    fn site(grace_ms: u64) -> Arc<AgentSite> {
-        Arc::new(AgentSite::new(
-            "s1".into(),
-            Duration::from_millis(grace_ms),
-            Duration::from_secs(5),
-        ))
-    }
-
-    /// An agent on the other end of a channel that answers every call with `answer`.
-    fn fake_agent(
-        site: Arc<AgentSite>,
-        conn: u64,
-        answer: impl Fn(&Call) -> Result<Answer, CallError> + Send + 'static,
-    ) -> std::thread::JoinHandle<Vec<Call>> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        site.connected(conn, tx);
-        std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            while let Some(m) = rx.blocking_recv() {
-                if let ToAgent::Call { id, call } = m {
-                    let text = serde_json::to_string(&call).unwrap();
-                    let call: Call = serde_json::from_str(&text).unwrap();
-                    site.answered(id, answer(&call));
-                    seen.push(call);
-                }
-            }
-            seen
-        })
-    }
-
-    #[test]
-    fn calls_travel_and_answers_come_back_by_number() {
-        let s = site(1000);
-        let agent = fake_agent(s.clone(), 1, |c| match c {
-            Call::Load => Ok(Answer::Load(SiteLoad {
-                idle: 3,
-                total: 8,
-                other: 1,
-            })),
-            Call::Submit(r) => Ok(Answer::Submitted(format!("R{}", r.launch))),
-            Call::Query(ids) => Ok(Answer::States(vec![RemoteState::Running; ids.len()])),
-            _ => Ok(Answer::Done),
-        });
-        let b = AgentBackend(s.clone());
-        assert_eq!(b.load().unwrap().idle, 3);
-        let req = SubmitRequest {
-            launch: 7,
+    fn req(launch: u64) -> SubmitRequest {
+        SubmitRequest {
+            launch,
             ..SubmitRequest::default()
-        };
-        assert_eq!(b.submit(&req).unwrap(), "R7");
-        assert_eq!(b.query(&["R7".into()]).unwrap(), vec![RemoteState::Running]);
-        s.disconnected(1);
-        drop(s.lock().conn.take());
-        let _ = agent.join();
-    }
-
-    #[test]
-    fn within_the_grace_period_the_last_reading_stands_and_past_it_launches_fail() {
-        let s = site(300);
-        let b = AgentBackend(s.clone());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        s.connected(1, tx);
-        let s2 = s.clone();
-        let answering = std::thread::spawn(move || {
-            for _ in 0..2 {
-                if let Some(ToAgent::Call { id, call }) = rx.blocking_recv() {
-                    s2.answered(
-                        id,
-                        match call {
-                            Call::Load => Ok(Answer::Load(SiteLoad {
-                                idle: 5,
-                                total: 8,
-                                other: 0,
-                            })),
-                            _ => Ok(Answer::States(vec![RemoteState::Running])),
-                        },
-                    );
-                }
-            }
-        });
-        assert_eq!(b.load().unwrap().idle, 5);
-        assert_eq!(b.query(&["R1".into()]).unwrap(), vec![RemoteState::Running]);
-        answering.join().unwrap();
-        s.disconnected(1);
-        assert!(!s.status().connected);
-        assert_eq!(b.load().unwrap().idle, 5, "the last reading, within grace");
-        assert_eq!(b.query(&["R1".into()]).unwrap(), vec![RemoteState::Running]);
-        std::thread::sleep(Duration::from_millis(400));
-        assert!(s.status().unreachable);
-        let e = b.load().unwrap_err().to_string();
-        assert!(e.contains("unreachable"), "{e}");
-        match &b.query(&["R1".into()]).unwrap()[..] {
-            [RemoteState::Lost(why)] => assert!(why.contains("unreachable"), "{why}"),
-            other => panic!("{other:?}"),
         }
     }
 
-    #[test]
-    fn cancels_made_while_down_go_out_in_order_when_the_agent_is_back() {
-        let s = site(60_000);
-        let b = AgentBackend(s.clone());
-        b.cancel(&"R1".into()).unwrap();
-        b.cancel_unrecorded(4, 0, 9).unwrap();
-        b.cancel(&"R2".into()).unwrap();
-        let agent = fake_agent(s.clone(), 1, |_| Ok(Answer::Done));
-        s.disconnected(1);
-        drop(s.lock().conn.take());
-        assert_eq!(
-            agent.join().unwrap(),
-            vec![
-                Call::Cancel("R1".into()),
-                Call::CancelUnrecorded {
-                    job: 4,
-                    component: 0,
-                    launch: 9
-                },
-                Call::Cancel("R2".into()),
-            ]
-        );
+    /// The calls the pump has to write, with their numbers.
+    fn frames(p: &mut Pumped) -> Vec<(u64, Call)> {
+        let mut v = Vec::new();
+        while let Some(t) = p.poll_transmit() {
+            if let Transmit::Message(ToAgent::Call { id, call }) = t {
+                v.push((id, call));
+            }
+        }
+        v
     }
 
     #[test]
-    fn discards_go_to_the_agent_in_batches_and_with_the_next_query_or_load_reading() {
-        let s = site(60_000);
-        let b = AgentBackend(s.clone());
-        // Made while down: kept.
-        b.discard(&["R0".into()]);
-        let agent = fake_agent(s.clone(), 1, |c| match c {
-            Call::Query(ids) => Ok(Answer::States(vec![RemoteState::Running; ids.len()])),
-            _ => Ok(Answer::Done),
-        });
-        let ids: Vec<String> = (1..DISCARD_BATCH).map(|i| format!("R{i}")).collect();
-        b.discard(&ids); // the batch is full: sent, no answer waited for
-        b.discard(&["R999".into()]);
-        assert_eq!(b.query(&["Q".into()]).unwrap(), vec![RemoteState::Running]);
-        // Nothing left to query: the load reading takes the last discards.
-        b.discard(&["R1000".into()]);
-        let _ = b.load();
-        s.disconnected(1);
-        drop(s.lock().conn.take());
-        let seen = agent.join().unwrap();
-        let first: Vec<String> = (0..DISCARD_BATCH).map(|i| format!("R{i}")).collect();
-        assert_eq!(
-            seen,
-            vec![
-                Call::Discard(first),
-                Call::Discard(vec!["R999".into()]),
-                Call::Query(vec!["Q".into()]),
-                Call::Discard(vec!["R1000".into()]),
-                Call::Load,
-            ]
+    fn the_drivers_call_goes_out_when_the_pump_wakes_and_the_answer_comes_back_as_a_report() {
+        let site = Arc::new(AgentSite::new("s1".into(), 4, Duration::from_secs(60)));
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let link = AgentLink {
+            site: site.clone(),
+            provider: None,
+            driver: tx,
+        };
+        // Made while the link is down: kept for the connection.
+        link.submit(req(1));
+        assert!(!site.connected());
+        let t0 = Instant::now();
+        let welcome = ToAgent::Refused {
+            reason: String::new(),
+        };
+        let mut p = site.connect(t0, Duration::from_secs(1), welcome);
+        assert!(site.connected());
+        let kept = frames(&mut p);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].1, Call::SubmitMany(vec![req(1)]));
+        // Out: the driver's call, then the pump's wake-up.
+        link.submit(req(2));
+        assert!(
+            p.wake.notified().now_or_never().is_some(),
+            "the pump is woken"
         );
+        p.handle_timeout(t0);
+        let sent = frames(&mut p);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].1, Call::SubmitMany(vec![req(2)]));
+        // Back: the answer's frame, then the report the pump sends the driver.
+        p.handle(
+            t0,
+            FromAgent::Answer {
+                id: sent[0].0,
+                result: Ok(Answer::SubmittedMany(vec![Ok("R2".into())])),
+            },
+        );
+        let (reports, relays) = p.take();
+        assert!(relays.is_empty());
+        match &reports[..] {
+            [Report::SubmittedMany(all)] => {
+                assert_eq!(all.len(), 1);
+                assert_eq!(all[0].0, 2);
+                assert_eq!(all[0].1.as_ref().unwrap(), "R2");
+            }
+            _ => panic!("one report"),
+        }
+        // The connection ends with launch 1's burst unanswered: it fails.
+        let (reports, still_up) = p.end();
+        assert!(!still_up && !site.connected());
+        match &reports[..] {
+            [Report::SubmittedMany(all)] => {
+                assert_eq!(all[0].0, 1);
+                assert!(all[0].1.is_err());
+            }
+            _ => panic!("one report"),
+        }
+        let e = AgentBackend(site)
+            .file(
+                std::path::Path::new("/"),
+                FileOp::Remove { path: "x".into() },
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("not connected"), "{e}");
     }
 }
