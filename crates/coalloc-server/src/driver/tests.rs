@@ -58,6 +58,7 @@ fn driver(name: &str) -> (Driver, Calls) {
         backends: (0..2)
             .map(|_| Arc::new(NoBackend) as Arc<dyn Backend>)
             .collect(),
+        work: Box::new(super::work::Threads { tx: tx.clone() }),
         tx,
         inline_snapshots: true,
     };
