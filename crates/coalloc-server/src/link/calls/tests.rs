@@ -56,7 +56,7 @@ fn submitted(r: &Report) -> Vec<(u64, Result<String, String>)> {
     match r {
         Report::SubmittedMany(all) => all
             .iter()
-            .map(|(l, r)| (*l, r.as_ref().map(Clone::clone).map_err(|e| e.to_string())))
+            .map(|(l, r)| (*l, r.as_ref().cloned().map_err(|e| e.to_string())))
             .collect(),
         _ => panic!("not a submission report"),
     }
