@@ -39,6 +39,15 @@ pub enum LinkState {
     Lost { since: Time },
 }
 
+/// A site's link as a snapshot keeps it: read from the snapshot, or up when the head
+/// being read is of a form that kept no link (it then reads nothing).
+pub(super) fn read_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LinkState, D::Error> {
+    if super::snapshot::reading_linkless() {
+        return Ok(LinkState::Up);
+    }
+    LinkState::deserialize(d)
+}
+
 impl LinkState {
     pub fn is_up(self) -> bool {
         self == LinkState::Up

@@ -91,11 +91,9 @@ pub struct SiteState {
     pub relapses: u32,
     /// When the next probe is due, if one is.
     pub probe_at: Option<Time>,
-    /// Its link, for an agent site ([`super::link`]): placed on only while up. Not in a
-    /// snapshot (whose form is not self-describing, so a field more would refuse every
-    /// snapshot written before it): after a restart every agent's link starts anew, and a
-    /// grace timer restored for an outage that is no longer known is ignored.
-    #[serde(skip)]
+    /// Its link, for an agent site ([`super::link`]): placed on only while up. In the
+    /// snapshot since form 5 (a head of an older form reads it as up).
+    #[serde(deserialize_with = "super::link::read_link")]
     pub link: super::link::LinkState,
 }
 

@@ -35,7 +35,7 @@ use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 4;
+pub const SNAPSHOT_VERSION: u32 = 5;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Clone, Serialize)]
@@ -107,26 +107,46 @@ impl<'de> Deserialize<'de> for JobSlots {
 /// index (`seq_of`, a `Vec<u64>`) between its queue and its next sequence number.
 pub const PREVIOUS_SNAPSHOT_VERSION: u32 = 3;
 
+/// The form before this one, which differed only in the sites' state: form 4 kept no
+/// site's link ([`super::link::LinkState`]), so a restart from a snapshot taken while an
+/// agent's link was down forgot the outage and replayed the events after it against a
+/// link that was up (found by the simulation harness). A form-4 head is read with every
+/// link up, as form 4 restored it.
+pub const LINKLESS_SNAPSHOT_VERSION: u32 = 4;
+
 thread_local! {
-    static READING_PREVIOUS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The older form being decoded on this thread (0: this build's).
+    static READING_FORM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Decode a head of the older `form` with `read` (on this thread): the fields that form
+/// lacked or had otherwise read it its way.
+pub fn reading_form<R>(form: u32, read: impl FnOnce() -> R) -> R {
+    struct Reset(u32);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            READING_FORM.with(|f| f.set(self.0));
+        }
+    }
+    let _reset = Reset(READING_FORM.with(|f| f.replace(form)));
+    read()
 }
 
 /// Decode a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's head with `read` (on this thread):
 /// the queue's arrival orders then read that form's fields.
 pub fn reading_previous_form<R>(read: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            READING_PREVIOUS.with(|f| f.set(self.0));
-        }
-    }
-    let _reset = Reset(READING_PREVIOUS.with(|f| f.replace(true)));
-    read()
+    reading_form(PREVIOUS_SNAPSHOT_VERSION, read)
 }
 
 /// A [`PREVIOUS_SNAPSHOT_VERSION`] head is being decoded on this thread.
 pub(crate) fn reading_previous() -> bool {
-    READING_PREVIOUS.with(std::cell::Cell::get)
+    READING_FORM.with(std::cell::Cell::get) == PREVIOUS_SNAPSHOT_VERSION
+}
+
+/// A head of a form without the sites' links (3 or 4) is being decoded on this thread.
+pub(crate) fn reading_linkless() -> bool {
+    let form = READING_FORM.with(std::cell::Cell::get);
+    form != 0 && form <= LINKLESS_SNAPSHOT_VERSION
 }
 
 /// A run of a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's job slots read back: its jobs, and
@@ -217,6 +237,10 @@ impl Snapshot {
     /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
+        if head.version == LINKLESS_SNAPSHOT_VERSION {
+            // Read in `reading_form(4, ..)`: every site's link up, the rest as now.
+            head.version = SNAPSHOT_VERSION;
+        }
         let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();
         let mut runs = runs.into_iter();
         // The head's (empty in a file written in runs) and the first run's slots are kept

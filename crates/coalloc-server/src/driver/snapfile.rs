@@ -10,15 +10,15 @@
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
 //!
-//! A file of the previous form (`coalsnp3`, the same layout; the core's
-//! [`PREVIOUS_SNAPSHOT_VERSION`] says how its state differs) is read too, and made whole in
-//! this form by [`join`], so that an upgrade keeps its state directory; the next snapshot
-//! is written in this form.
+//! Files of the two forms before (`coalsnp3` and `coalsnp4`, the same layout; the core's
+//! [`PREVIOUS_SNAPSHOT_VERSION`] and [`LINKLESS_SNAPSHOT_VERSION`] say how their state
+//! differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
+//! its state directory; the next snapshot is written in this form.
 
 use super::codec::{self, CodecError};
 use coalloc_core::scheduler::snapshot::{
-    reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
-    PREVIOUS_SNAPSHOT_VERSION,
+    reading_form, reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
+    LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION,
 };
 use std::io::Write;
 
@@ -26,8 +26,11 @@ use std::io::Write;
 pub const RUNS: usize = 4;
 
 /// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
-/// form changes (4: the queue's job index is no longer saved).
-const MAGIC: &[u8; 8] = b"coalsnp4";
+/// form changes (4: the queue's job index is no longer saved; 5: the sites' links are).
+const MAGIC: &[u8; 8] = b"coalsnp5";
+
+/// Form 4's last bytes ([`LINKLESS_SNAPSHOT_VERSION`]).
+const LINKLESS_MAGIC: &[u8; 8] = b"coalsnp4";
 
 /// The previous form's last bytes ([`PREVIOUS_SNAPSHOT_VERSION`]).
 const PREVIOUS_MAGIC: &[u8; 8] = b"coalsnp3";
@@ -36,6 +39,8 @@ const PREVIOUS_MAGIC: &[u8; 8] = b"coalsnp3";
 #[derive(Debug)]
 pub enum Runs {
     This(Vec<JobSlots>),
+    /// Form 4's: the slots as now (its head read without the sites' links).
+    Linkless(Vec<JobSlots>),
     Previous(Vec<PreviousJobSlots>),
 }
 
@@ -44,15 +49,16 @@ impl Runs {
     #[cfg(test)]
     fn count(&self) -> usize {
         match self {
-            Runs::This(r) => r.len(),
+            Runs::This(r) | Runs::Linkless(r) => r.len(),
             Runs::Previous(r) => r.len(),
         }
     }
 
-    /// The file's form (4, or 3 for the previous one).
+    /// The file's form (5, or 4 or 3 for the older ones).
     pub fn form(&self) -> u32 {
         match self {
             Runs::This(_) => u32::from(MAGIC[7] - b'0'),
+            Runs::Linkless(_) => LINKLESS_SNAPSHOT_VERSION,
             Runs::Previous(_) => PREVIOUS_SNAPSHOT_VERSION,
         }
     }
@@ -61,7 +67,7 @@ impl Runs {
 /// The core's snapshot made whole from its head and the file's runs, in this form.
 pub fn join(core: Snapshot, runs: Runs) -> Snapshot {
     match runs {
-        Runs::This(runs) => Snapshot::join(core, runs),
+        Runs::This(runs) | Runs::Linkless(runs) => Snapshot::join(core, runs),
         Runs::Previous(runs) => Snapshot::join_previous(core, runs),
     }
 }
@@ -119,12 +125,19 @@ pub fn read<H: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(H, Runs), C
         })?;
         return Ok((head, Runs::Previous(runs)));
     }
+    if len >= 12 && tail == LINKLESS_MAGIC {
+        let (head, runs) = read_parts(bytes, |head| {
+            reading_form(LINKLESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
+        })?;
+        return Ok((head, Runs::Linkless(runs)));
+    }
     if len < 12 || tail != MAGIC {
         return Err(if len >= 12 && tail.starts_with(&MAGIC[..7]) {
             bad(&format!(
-                "form {} (this build reads forms {} and {})",
+                "form {} (this build reads forms {}, {} and {})",
                 String::from_utf8_lossy(&tail[7..]),
                 PREVIOUS_MAGIC[7] as char,
+                LINKLESS_MAGIC[7] as char,
                 MAGIC[7] as char
             ))
         } else {
@@ -240,7 +253,10 @@ mod tests {
         let at = older.len() - 1;
         older[at] = b'2';
         let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
-        assert!(e.contains("form 2 (this build reads forms 3 and 4)"), "{e}");
+        assert!(
+            e.contains("form 2 (this build reads forms 3, 4 and 5)"),
+            "{e}"
+        );
         let mut flipped = bytes.clone();
         let at = bytes.len() - 20;
         flipped[at] ^= 0xff;

@@ -394,9 +394,9 @@ impl Driver {
             form,
             "snapshot read"
         );
-        if form == coalloc_core::scheduler::snapshot::PREVIOUS_SNAPSHOT_VERSION {
+        if form != coalloc_core::scheduler::snapshot::SNAPSHOT_VERSION {
             tracing::warn!(
-                "the snapshot is of the previous form ({form}); read and converted, the next one is written in this build's"
+                "the snapshot is of an older form ({form}); read and converted, the next one is written in this build's"
             );
         }
         for c in &changes {
