@@ -266,3 +266,48 @@ fn a_failed_transfer_before_the_claim_is_re_sourced_without_a_new_placement() {
     assert_eq!(j.record.placement_tries, 1, "not placed again");
     assert_eq!(s.site_state(0).unwrap().submit_errors, 1);
 }
+
+/// Found by the server's simulation harness (`coalloc-simtest --files --seed 26`): a restart
+/// from a snapshot took each site's definition from the configuration, replicas included,
+/// so the replicas registered at run time were forgotten and the journal's tail, replayed,
+/// refused the submissions that needed them (and the jobs after took their numbers). The
+/// bandwidths measured since were forgotten the same way (seed 16 of the same).
+#[test]
+fn a_restored_snapshot_keeps_the_replicas_and_the_measured_bandwidths() {
+    let mut s = Scheduler::new(config(), sites());
+    s.handle(
+        0,
+        Event::Replica {
+            site: 2,
+            file: "data".into(),
+            present: true,
+        },
+    )
+    .unwrap();
+    s.handle(
+        1,
+        Event::TransferMeasured {
+            from: 2,
+            to: 0,
+            bytes: 8_000_000,
+            millis: 1_000,
+        },
+    )
+    .unwrap();
+    assert_eq!(s.sites()[2].bandwidth["s0"], 8_000_000);
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().expect("saved"), &mut bytes).expect("written");
+    let saved = ciborium::from_reader(&bytes[..]).expect("read back");
+    let (mut back, changes) = Scheduler::restore(config(), &sites(), saved).expect("restored");
+    assert!(changes.is_empty(), "{changes:?}");
+    assert_eq!(back.sites()[2].files, ["data"]);
+    assert_eq!(back.sites()[2].bandwidth["s0"], 8_000_000);
+    assert_eq!(
+        back.sites()[2].bandwidth["s1"],
+        1_000_000,
+        "the configured one stays"
+    );
+    let (id, cmds) = submit(&mut back, 10, job(8));
+    assert!(transfers(&cmds).is_empty(), "{cmds:?}");
+    assert_eq!(back.job(id).unwrap().record.run().placed, Some(10));
+}

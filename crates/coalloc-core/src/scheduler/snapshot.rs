@@ -21,7 +21,9 @@
 //! - sites added after the snapshot's: they join with the state a fresh start gives them (and
 //!   the queue policy is rebuilt as above, since policies may keep state per site);
 //! - a site's definition (processors, properties): taken from the configuration; its live
-//!   counts follow at its next monitor reading.
+//!   counts follow at its next monitor reading. The replicas it was told of and the
+//!   bandwidths measured from it are live state and kept (a restart forgot them, and a replay of the journal's tail then refused the
+//!   submissions that needed them: found by the simulation harness, `--files` seed 26).
 //!
 //! A site of the snapshot missing from the configuration, or sites in another order, are
 //! refused: jobs and launches name sites by their number.
@@ -378,7 +380,26 @@ impl Scheduler {
                 };
                 core.sites.epoch += 1;
             }
-            core.sites.sites[i] = site.clone();
+            // The definition is the configuration's, but the replicas the site was told of
+            // since (seed 000 §2.3, `Event::Replica`) are live state: kept, in their order,
+            // with any the configuration names besides.
+            let learnt = std::mem::take(&mut core.sites.sites[i].files);
+            let mut def = site.clone();
+            let configured = std::mem::replace(&mut def.files, learnt);
+            for f in configured {
+                if !def.files.contains(&f) {
+                    def.files.push(f);
+                }
+            }
+            core.sites.sites[i] = def;
+        }
+        // Likewise the bandwidths measured since (`scheduler::bandwidth`): live state over
+        // the configured estimates.
+        for (&(from, to), &avg) in &core.measured {
+            if from < old && to < old {
+                let name = core.sites.sites[to].name.clone();
+                core.sites.sites[from].bandwidth.insert(name, avg);
+            }
         }
         if sites.len() > old {
             let added = &sites[old..];
