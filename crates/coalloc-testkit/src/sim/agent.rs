@@ -7,34 +7,33 @@
 //!   real record is synced before the answer leaves), a launch leaves the record when a
 //!   query finds it ended or it is cancelled, and its hello reports the record. With
 //!   `stop_after` (heartbeat stop) it cancels what it holds when its session says so.
-//! - [`End`]: the server's side of the site, the driver's site worker in front of the
-//!   agent site's backend (`link/remote.rs`'s `AgentSite` and `AgentBackend`): a burst of
-//!   one turn's submissions goes as one `SubmitMany`; every monitor interval a load
-//!   reading, then a query of the watched launches; a call waits for its answer until the
-//!   link ends (it fails at once) or its time-out; with the link down, the load and the
-//!   states are the last ones heard within the site's grace, and past it the site is
-//!   unreachable (its launches lost); a cancel that cannot reach the agent waits in the
-//!   outbox for the next connection, one the agent refuses is tried again (1, 2, 4, 8 s).
+//! - [`End`]: the server's side of the site, the real sans-IO machine of `coalloc serve`:
+//!   the site's `AgentCalls` (`link/calls.rs`: the calls numbered, kept while the link is
+//!   down and sent in order on the next connection, a run of submissions as one
+//!   `SubmitMany`, a poll of the load and the watched launches every monitor interval
+//!   while linked, its load reading timed out, failed cancels tried again, the answers
+//!   made the driver's reports) beside each open connection's `ServerSession`, as
+//!   `link/remote.rs`'s `AgentSite` holds them; its methods are `Pumped`'s steps. The
+//!   harness pumps it on the virtual clock as `link/hub.rs`'s pump does
+//!   ([`super::net`]): the driver's calls of a turn go into the calls and wake the pump of
+//!   the link of the moment, whose wake-up moves them into its session; the agent's
+//!   answers go back into the calls, and their reports to the driver.
 //!
-//! These two stand in for code that blocks on threads and the wall clock; what the link's
-//! silence means is left to the real sessions, the driver and the core.
+//! Only the agent is the harness's own (it stands in for a process that blocks on threads
+//! and the wall clock); what the link's silence means is left to the real sessions, the
+//! driver and the core (`AgentGone` and the site's grace).
 
-use super::net::NetEv;
 use super::plan::AgentPlan;
-use super::{Ev, World, MONITOR};
-use coalloc_backends::{BackendError, RemoteState, SiteLoad, SubmitRequest};
+use super::World;
+use coalloc_backends::{BackendError, RemoteState, SubmitRequest};
 use coalloc_core::model::Time;
-use coalloc_server::link::proto::{Answer, Call, CallError, HeldLaunch, ToAgent};
+use coalloc_server::link::calls::AgentCalls;
+use coalloc_server::link::proto::{Answer, Call, CallError, HeldLaunch};
 use coalloc_server::link::session::agent::{AgentSession, AgentSessionConfig};
-use coalloc_server::link::session::server::ServerSession;
+use coalloc_server::link::session::server::{ServerEvent, ServerSession};
 use coalloc_server::msg::{Report, SiteCall};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// How long a call waits for its answer (`AgentSite::call_timeout` of `coalloc serve`).
-const CALL_TIMEOUT: Time = 60_000;
-/// A load reading waits no longer than this.
-const LOAD_TIMEOUT: Time = 5_000;
 
 /// One site's agent.
 pub struct Agent {
@@ -72,137 +71,102 @@ impl Agent {
     }
 }
 
-/// What a call's answer is for.
-#[derive(Debug)]
-pub enum Pending {
-    /// A burst of submissions (their launches).
-    Submit(Vec<u64>),
-    /// A cancel (`attempt` from 1).
-    Cancel {
-        call: Call,
-        attempt: u32,
-    },
-    /// The poll's load reading; then the watched launches are asked about.
-    Load(Vec<(u64, String)>),
-    Query(Result<SiteLoad, String>, Vec<(u64, String)>),
-    /// Sent without waiting (cancels out of the outbox).
-    Forget,
-}
-
-struct Waiting {
-    conn: u64,
-    deadline: Option<Time>,
-    pending: Pending,
-}
-
-/// The server's end of one agent site, for one incarnation of the server.
+/// The server's end of one agent site, for one incarnation of the server: what
+/// `link/remote.rs`'s `AgentSite` holds under its lock, the session of each open
+/// connection beside the site's real [`AgentCalls`], and what its `Pumped` does with them.
 pub struct End {
     /// The open connections' sessions, by number (an old one may linger until it ends).
     pub(super) sessions: BTreeMap<u64, ServerSession>,
-    /// The site's link: the newest connection.
+    /// The site's link: the connection of the moment.
     pub(super) conn: Option<u64>,
-    /// Since when the link is down (the server's start before the first connection).
-    down_since: Option<Time>,
+    /// Since when the link of the moment is up.
     pub(super) up_since: Time,
-    next_id: u64,
-    waiting: BTreeMap<u64, Waiting>,
-    outbox: VecDeque<Call>,
-    last_load: Option<SiteLoad>,
-    states: BTreeMap<String, RemoteState>,
+    pub(super) calls: AgentCalls,
 }
 
 impl End {
-    pub(super) fn new(now: Time) -> End {
+    /// Site `site` (named `name`), polled every `interval` while linked.
+    pub(super) fn new(site: usize, name: String, interval: Duration, now: Time) -> End {
         End {
             sessions: BTreeMap::new(),
             conn: None,
-            down_since: Some(now),
             up_since: now,
-            next_id: 0,
-            waiting: BTreeMap::new(),
-            outbox: VecDeque::new(),
-            last_load: None,
-            states: BTreeMap::new(),
+            calls: AgentCalls::new(site, name, interval),
         }
     }
 
-    /// Connection `conn` is the link now; the outbox goes out on it, in order.
-    pub(super) fn connected(&mut self, conn: u64, now: Time) {
+    /// `AgentSite::connect`: connection `conn`, welcomed with `session`, is the link from
+    /// `now`; what the calls kept goes out on it first.
+    pub(super) fn connect(
+        &mut self,
+        conn: u64,
+        mut session: ServerSession,
+        inst: Instant,
+        now: Time,
+    ) {
+        self.calls.connected(inst, conn, &mut session);
+        self.sessions.insert(conn, session);
         self.conn = Some(conn);
-        self.down_since = None;
         self.up_since = now;
-        while let Some(call) = self.outbox.pop_front() {
-            self.send(call, None, Pending::Forget);
+    }
+
+    /// `Pumped::poll_timeout`: connection `conn`'s session timer and, on the link of the
+    /// moment, the calls' (the next poll, retries, limits).
+    pub(super) fn poll_timeout(&self, conn: u64) -> Option<Instant> {
+        let s = self.sessions.get(&conn)?;
+        let calls = (self.conn == Some(conn))
+            .then(|| self.calls.poll_timeout())
+            .flatten();
+        [s.poll_timeout(), calls].into_iter().flatten().min()
+    }
+
+    /// `Pumped::handle_timeout`, also a wake-up of the pump: the session's time, then, on
+    /// the link of the moment, the calls kept go out and what is due is done.
+    pub(super) fn handle_timeout(&mut self, conn: u64, now: Instant) {
+        let current = self.conn == Some(conn);
+        let Some(s) = self.sessions.get_mut(&conn) else {
+            return;
+        };
+        s.handle_timeout(now);
+        if current {
+            self.calls.flush(now, s);
+            self.calls.handle_timeout(now, s);
         }
     }
 
-    /// Connection `conn` ended: the calls made on it, failed.
-    pub(super) fn disconnected(&mut self, conn: u64, now: Time) -> Vec<Pending> {
+    /// `Inner::settle`: connection `conn`'s session events, the answers into the calls
+    /// (relayed calls are not served here); whether the session ended, and why.
+    pub(super) fn settle(&mut self, conn: u64, now: Instant) -> Option<String> {
+        let mut down = None;
+        if let Some(s) = self.sessions.get_mut(&conn) {
+            while let Some(e) = s.poll_event() {
+                match e {
+                    ServerEvent::Answered { id, result } => self.calls.answered(now, id, result),
+                    ServerEvent::Down(why) => down = Some(why),
+                    ServerEvent::Relay { .. } | ServerEvent::Unexpected(_) => {}
+                }
+            }
+        }
+        // No file operation goes to an agent in this simulation.
+        while self.calls.poll_file().is_some() {}
+        down
+    }
+
+    /// `Pumped::end`: connection `conn` leaves the site (its calls in flight fail or are
+    /// kept); whether another connection is the link.
+    pub(super) fn end(&mut self, conn: u64, now: Instant) -> bool {
+        self.settle(conn, now);
+        self.sessions.remove(&conn);
         if self.conn == Some(conn) {
             self.conn = None;
-            self.down_since = Some(now);
         }
-        let lost: Vec<u64> = self
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.conn == conn)
-            .map(|(id, _)| *id)
-            .collect();
-        lost.into_iter()
-            .filter_map(|id| self.waiting.remove(&id))
-            .map(|w| w.pending)
-            .collect()
+        self.calls.disconnected(conn);
+        self.conn.is_some()
     }
 
-    /// Make a call on the link; `false` when there is none.
-    fn send(&mut self, call: Call, deadline: Option<Time>, pending: Pending) -> bool {
-        let Some(conn) = self.conn else {
-            return false;
-        };
-        let Some(s) = self.sessions.get_mut(&conn) else {
-            return false;
-        };
-        self.next_id += 1;
-        let id = self.next_id;
-        s.send(ToAgent::Call { id, call });
-        self.waiting.insert(
-            id,
-            Waiting {
-                conn,
-                deadline,
-                pending,
-            },
-        );
-        true
-    }
-
-    pub(super) fn next_deadline(&self) -> Option<Time> {
-        self.waiting.values().filter_map(|w| w.deadline).min()
-    }
-
-    /// The calls whose time-out has come, taken.
-    pub(super) fn expired(&mut self, now: Time) -> Vec<Pending> {
-        let ids: Vec<u64> = self
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        ids.into_iter()
-            .filter_map(|id| self.waiting.remove(&id))
-            .map(|w| w.pending)
-            .collect()
-    }
-
-    /// Why the site counts as failed: its link down past the grace.
-    fn unreachable(&self, now: Time, grace: Time) -> Option<String> {
-        let since = self.down_since?;
-        (now - since > grace).then(|| {
-            format!(
-                "the agent has been disconnected for {} ms (grace {grace} ms)",
-                now - since
-            )
-        })
+    /// What the driver is to hear, in order.
+    pub(super) fn reports(&mut self) -> Vec<Report> {
+        std::iter::from_fn(|| self.calls.poll_report()).collect()
     }
 }
 
@@ -210,13 +174,6 @@ fn call_error(e: BackendError) -> CallError {
     match e {
         BackendError::Rejected(m) => CallError::Rejected(m),
         other => CallError::Unavailable(other.to_string()),
-    }
-}
-
-fn backend_error(e: CallError) -> BackendError {
-    match e {
-        CallError::Rejected(m) => BackendError::Rejected(m),
-        CallError::Unavailable(m) => BackendError::Unavailable(m),
     }
 }
 
@@ -327,222 +284,20 @@ impl World {
         self.rm_wake(site);
     }
 
-    /// The driver's calls of one turn to an agent site, as its site worker makes them.
+    /// The driver's calls of one turn to an agent site, as `link/remote.rs`'s `AgentLink`
+    /// hands them over: into the site's calls, and a wake-up of the pump of the link of
+    /// the moment when some wait to go out.
     pub(super) fn agent_calls(&mut self, site: usize, calls: Vec<SiteCall>) {
-        let mut burst: Vec<SubmitRequest> = Vec::new();
-        for call in calls {
-            if let SiteCall::Submit(r) = call {
-                burst.push(*r);
-                continue;
-            }
-            self.submit_burst(site, std::mem::take(&mut burst));
-            match call {
-                SiteCall::Cancel(remote) => self.cancel_call(site, Call::Cancel(remote), 1),
-                SiteCall::CancelUnrecorded {
-                    job,
-                    component,
-                    launch,
-                } => self.cancel_call(
-                    site,
-                    Call::CancelUnrecorded {
-                        job,
-                        component,
-                        launch,
-                    },
-                    1,
-                ),
-                _ => {}
-            }
-        }
-        self.submit_burst(site, burst);
-    }
-
-    fn submit_burst(&mut self, site: usize, burst: Vec<SubmitRequest>) {
-        if burst.is_empty() {
-            return;
-        }
-        let launches = burst.iter().map(|r| r.launch).collect();
-        self.end_call(
-            site,
-            Call::SubmitMany(burst),
-            CALL_TIMEOUT,
-            Pending::Submit(launches),
-        );
-    }
-
-    pub(super) fn cancel_call(&mut self, site: usize, call: Call, attempt: u32) {
-        let pending = Pending::Cancel {
-            call: call.clone(),
-            attempt,
-        };
-        self.end_call(site, call, CALL_TIMEOUT, pending);
-    }
-
-    /// The poll of an agent site: its load, then its watched launches' states.
-    pub(super) fn agent_poll(&mut self, site: usize) {
-        let watched = match &self.server {
-            Some(s) => s.watched[site]
-                .iter()
-                .map(|(l, r)| (*l, r.clone()))
-                .collect(),
-            None => return,
-        };
-        self.end_call(site, Call::Load, LOAD_TIMEOUT, Pending::Load(watched));
-    }
-
-    /// Make a call; with no link it fails at once.
-    fn end_call(&mut self, site: usize, call: Call, timeout: Time, pending: Pending) {
-        let deadline = self.now + timeout;
+        let inst = self.net.inst(self.now);
         let Some(end) = self.net.ends[site].as_mut() else {
             return;
         };
-        if let Some(conn) = end.conn.filter(|c| end.sessions.contains_key(c)) {
-            end.send(call, Some(deadline), pending);
+        for call in calls {
+            end.calls.call(call);
+        }
+        if let Some(conn) = end.conn.filter(|_| end.calls.has_queued()) {
+            end.handle_timeout(conn, inst);
             self.pump_server(site, conn);
-        } else {
-            let e = CallError::Unavailable("the agent is not connected".into());
-            self.resolve(site, pending, Err(e));
         }
-    }
-
-    /// An answer came in on the link.
-    pub(super) fn answered(&mut self, site: usize, id: u64, result: Result<Answer, CallError>) {
-        let w = self.net.ends[site]
-            .as_mut()
-            .and_then(|e| e.waiting.remove(&id));
-        if let Some(w) = w {
-            self.resolve(site, w.pending, result);
-        }
-    }
-
-    /// A call's end (its answer, or its failure: no link, the link ended, no answer in
-    /// time): what the site worker and the agent site's backend make of it.
-    pub(super) fn resolve(
-        &mut self,
-        site: usize,
-        pending: Pending,
-        result: Result<Answer, CallError>,
-    ) {
-        let (now, grace, epoch) = (self.now, self.plan.net.grace, self.epoch);
-        if self.net.ends[site].is_none() {
-            return;
-        }
-        match pending {
-            Pending::Forget => {}
-            Pending::Submit(launches) => {
-                let results: Vec<Result<String, BackendError>> = match result {
-                    Ok(Answer::SubmittedMany(all)) if all.len() == launches.len() => {
-                        all.into_iter().map(|r| r.map_err(backend_error)).collect()
-                    }
-                    Ok(other) => {
-                        let m = format!("the agent answered a burst of submissions with {other:?}");
-                        launches
-                            .iter()
-                            .map(|_| Err(BackendError::Unavailable(m.clone())))
-                            .collect()
-                    }
-                    Err(e) => launches
-                        .iter()
-                        .map(|_| Err(backend_error(e.clone())))
-                        .collect(),
-                };
-                let r = Report::SubmittedMany(launches.into_iter().zip(results).collect());
-                self.at(now, Ev::Report(epoch, r));
-            }
-            Pending::Cancel { call, attempt } => match result {
-                Ok(_) => {}
-                // Refused: the worker tries again.
-                Err(CallError::Rejected(_)) => {
-                    if attempt < 5 {
-                        let t = now + (1000 << (attempt - 1));
-                        let again = NetEv::CancelAgain {
-                            epoch,
-                            site,
-                            call,
-                            attempt: attempt + 1,
-                        };
-                        self.at(t, Ev::Net(again));
-                    }
-                }
-                // No answer: on the link of the moment without waiting, else in the outbox.
-                Err(_) => {
-                    let end = self.net.ends[site].as_mut().expect("checked");
-                    match end.conn {
-                        Some(conn) => {
-                            end.send(call, None, Pending::Forget);
-                            self.pump_server(site, conn);
-                        }
-                        None => end.outbox.push_back(call),
-                    }
-                }
-            },
-            Pending::Load(watched) => {
-                let end = self.net.ends[site].as_mut().expect("checked");
-                let load = match result {
-                    Ok(Answer::Load(l)) => {
-                        end.last_load = Some(l);
-                        Ok(l)
-                    }
-                    Ok(other) => Err(format!("the agent answered a load reading with {other:?}")),
-                    Err(CallError::Rejected(m)) => Err(m),
-                    Err(CallError::Unavailable(m)) => {
-                        match (end.unreachable(now, grace), end.last_load) {
-                            (None, Some(l)) if end.conn.is_none() => Ok(l),
-                            (Some(why), _) => Err(why),
-                            _ => Err(m),
-                        }
-                    }
-                };
-                if watched.is_empty() {
-                    self.polled(site, load, Vec::new());
-                } else {
-                    let ids = watched.iter().map(|(_, r)| r.clone()).collect();
-                    let next = Pending::Query(load, watched);
-                    self.end_call(site, Call::Query(ids), CALL_TIMEOUT, next);
-                }
-            }
-            Pending::Query(load, watched) => {
-                let end = self.net.ends[site].as_mut().expect("checked");
-                let states: Vec<RemoteState> = match result {
-                    Ok(Answer::States(s)) if s.len() == watched.len() => {
-                        for ((_, id), st) in watched.iter().zip(&s) {
-                            end.states.insert(id.clone(), st.clone());
-                        }
-                        end.states
-                            .retain(|k, _| watched.iter().any(|(_, r)| r == k));
-                        s
-                    }
-                    Ok(_) => Vec::new(),
-                    Err(_) => match end.unreachable(now, grace) {
-                        Some(why) => watched
-                            .iter()
-                            .map(|_| RemoteState::Lost(why.clone()))
-                            .collect(),
-                        None if end.conn.is_none() => watched
-                            .iter()
-                            .map(|(_, r)| end.states.get(r).cloned().unwrap_or(RemoteState::Queued))
-                            .collect(),
-                        None => Vec::new(),
-                    },
-                };
-                let states = watched.into_iter().map(|(l, _)| l).zip(states).collect();
-                self.polled(site, load, states);
-            }
-        }
-    }
-
-    /// A poll's report; the next poll one interval on.
-    fn polled(
-        &mut self,
-        site: usize,
-        load: Result<SiteLoad, String>,
-        states: Vec<(u64, RemoteState)>,
-    ) {
-        let (now, epoch) = (self.now, self.epoch);
-        self.at(
-            now,
-            Ev::Report(epoch, Report::Polled { site, load, states }),
-        );
-        self.at(now + MONITOR, Ev::Poll(epoch, site));
     }
 }

@@ -173,7 +173,8 @@ struct Server {
     outbox: Outbox,
     /// The driver's file work not played yet.
     work: WorkBox,
-    /// Each site worker's watched launches (in the server's memory: gone with it).
+    /// Each direct site's worker's watched launches (in the server's memory: gone with it;
+    /// an agent site's are in its `AgentCalls`).
     watched: Vec<BTreeMap<u64, String>>,
     _shared: Shared,
     _rx: std::sync::mpsc::Receiver<Msg>,
@@ -485,7 +486,9 @@ impl World {
             _shared: shared,
             _rx: rx,
         });
-        for site in 0..n {
+        // An agent site's link polls it (`AgentCalls`), while it is up.
+        let direct: Vec<usize> = (0..n).filter(|s| !self.net.is_agent(*s)).collect();
+        for site in direct {
             let t = self.now + 1 + site as Time * 7;
             self.at(t, Ev::Poll(self.epoch, site));
         }
@@ -568,6 +571,11 @@ impl World {
         let epoch = self.epoch;
         let mut to_agents: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
         for (site, call) in calls {
+            // An agent site's calls all go to its link (`AgentLink`).
+            if self.net.is_agent(site) {
+                to_agents.entry(site).or_default().push(call);
+                continue;
+            }
             match call {
                 Call::Watch { launch, remote } => {
                     if let Some(s) = &mut self.server {
@@ -580,7 +588,6 @@ impl World {
                     }
                 }
                 Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Discard(_) => {}
-                c if self.net.is_agent(site) => to_agents.entry(site).or_default().push(c),
                 c => {
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
@@ -776,11 +783,6 @@ impl World {
                         self.read[*site] |= load.is_ok();
                     }
                     inputs.push(Msg::Site(r));
-                }
-            }
-            Ev::Poll(epoch, site) if self.net.is_agent(site) => {
-                if up && epoch == self.epoch {
-                    self.agent_poll(site);
                 }
             }
             Ev::Poll(epoch, site) => {

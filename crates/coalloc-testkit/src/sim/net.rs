@@ -17,8 +17,10 @@
 //!   as the hub's and the agent's pumps do: after every input, the frames to send, then the
 //!   events. The server's side then does what `link/hub.rs` does: a welcomed hello makes
 //!   the connection the site's link and tells the driver [`Report::AgentBack`] with the
-//!   launches the agent holds; a connection that ends fails the calls made on it and, when
-//!   no newer connection of the site is up, tells the driver [`Report::AgentGone`]. The
+//!   launches the agent holds; a connection that ends leaves the site's calls (its
+//!   submissions in flight fail, its cancels and discards are kept for the next one), the
+//!   driver hears what came of them and, when no newer connection of the site is up,
+//!   [`Report::AgentGone`]. The
 //!   driver and the core decide the rest (disconnected, reconnected, lost past the grace).
 //! - The agent reconnects after a link ends with the agent's back-off (100 ms doubling to
 //!   5 s, jittered by the seed, reset after a connection that lasted 10 s). It dies
@@ -28,15 +30,16 @@
 //!   launches run on at the manager.
 //! - A server crash closes every connection (the agents hear it, partitions permitting).
 //!
-//! What the agent and the server's site worker do with the calls: [`super::agent`].
+//! What the agent and the server's end (the real `AgentCalls`) do with the calls:
+//! [`super::agent`].
 
 use super::agent::{Agent, End};
 use super::plan::{Fault, Plan};
-use super::{Ev, World};
+use super::{Ev, World, MONITOR};
 use coalloc_core::model::Time;
 use coalloc_server::link::proto::{FromAgent, Hello, Role, ToAgent, VERSION};
 use coalloc_server::link::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
-use coalloc_server::link::session::server::{ServerEvent, ServerSession};
+use coalloc_server::link::session::server::ServerSession;
 use coalloc_server::link::session::Transmit;
 use coalloc_server::msg::Report;
 use rand::Rng;
@@ -91,13 +94,6 @@ pub enum NetEv {
     },
     /// The agent of a site is restarted.
     AgentUp(usize),
-    /// The site worker tries a refused cancel again (`attempt` from 2).
-    CancelAgain {
-        epoch: u64,
-        site: usize,
-        call: coalloc_server::link::proto::Call,
-        attempt: u32,
-    },
 }
 
 /// The network and both ends of every agent link.
@@ -167,20 +163,18 @@ impl Net {
             return 0;
         }
         match &self.ends[site] {
-            Some(End {
-                conn: Some(_),
-                up_since,
-                ..
-            }) => *up_since,
+            Some(e) if e.conn.is_some() => e.up_since,
             _ => Time::MAX,
         }
     }
 
-    /// When a session or a call's time-out is due next.
+    /// When a session's or the calls' timer is due next.
     pub fn next_timeout(&self) -> Option<Time> {
         let ends = self.ends.iter().flatten().flat_map(|e| {
-            let s = e.sessions.values().filter_map(|s| s.poll_timeout());
-            s.map(|i| self.ms(i)).chain(e.next_deadline())
+            e.sessions
+                .keys()
+                .filter_map(|c| e.poll_timeout(*c))
+                .map(|i| self.ms(i))
         });
         let agents = self
             .agents
@@ -198,7 +192,9 @@ impl World {
     pub(super) fn net_server_up(&mut self) {
         for site in 0..self.net.ends.len() {
             if self.net.is_agent(site) {
-                self.net.ends[site] = Some(End::new(self.now));
+                let name = self.plan.sites[site].name.clone();
+                let interval = Duration::from_millis(MONITOR as u64);
+                self.net.ends[site] = Some(End::new(site, name, interval, self.now));
             }
         }
     }
@@ -346,16 +342,6 @@ impl World {
                 self.log(|| format!("s{site}'s agent restarts"));
                 self.agent_connect(site, gen);
             }
-            NetEv::CancelAgain {
-                epoch,
-                site,
-                call,
-                attempt,
-            } => {
-                if epoch == self.epoch && self.server.is_some() {
-                    self.cancel_call(site, call, attempt);
-                }
-            }
         }
     }
 
@@ -395,10 +381,9 @@ impl World {
             heartbeat_ms: self.net.heartbeat.as_millis() as u64,
         };
         let session = ServerSession::new(self.net.inst(self.now), self.net.heartbeat, welcome);
-        let now = self.now;
+        let (now, inst) = (self.now, self.net.inst(self.now));
         let end = self.net.ends[site].as_mut().expect("an agent site");
-        end.sessions.insert(conn, session);
-        end.connected(conn, now);
+        end.connect(conn, session, inst, now);
         self.out.reconnects += 1;
         self.log(|| {
             format!(
@@ -414,8 +399,11 @@ impl World {
         self.pump_server(site, conn);
     }
 
-    /// As the hub's pump: the frames to send, then the events.
+    /// As the hub's pump after an input: the frames to send, then the session's events
+    /// (the answers into the site's calls), then what they became for the driver, on its
+    /// inbox; a session that ended is cleaned up.
     pub(super) fn pump_server(&mut self, site: usize, conn: u64) {
+        let inst = self.net.inst(self.now);
         let Some(end) = self.net.ends[site].as_mut() else {
             return;
         };
@@ -429,39 +417,36 @@ impl World {
                 Transmit::Ping => Frame::Ping,
             });
         }
-        let mut events = Vec::new();
-        while let Some(e) = s.poll_event() {
-            events.push(e);
-        }
+        let down = end.settle(conn, inst);
+        let reports = end.reports();
         for f in frames {
             self.send_frame(site, conn, false, f);
         }
-        for e in events {
-            match e {
-                ServerEvent::Answered { id, result } => self.answered(site, id, result),
-                ServerEvent::Down(why) => self.server_conn_down(site, conn, why),
-                ServerEvent::Relay { .. } | ServerEvent::Unexpected(_) => {}
-            }
+        for r in reports {
+            self.at(self.now, Ev::Report(self.epoch, r));
+        }
+        if let Some(why) = down {
+            self.server_conn_down(site, conn, why);
         }
     }
 
-    /// The hub's cleanup of an ended connection.
+    /// The hub's cleanup of an ended connection: the calls made on it fail or are kept,
+    /// the driver hears what came of them, then that the agent is gone unless a newer
+    /// connection of the site is up.
     fn server_conn_down(&mut self, site: usize, conn: u64, why: String) {
+        let inst = self.net.inst(self.now);
         let Some(end) = self.net.ends[site].as_mut() else {
             return;
         };
-        end.sessions.remove(&conn);
-        let failed = end.disconnected(conn, self.now);
-        let gone = end.conn.is_none();
+        let still_up = end.end(conn, inst);
+        let reports = end.reports();
         self.log(|| format!("s{site} connection {conn} over at the server: {why}"));
         // The server closes its side: the agent hears it, if the frame gets through.
         self.send_frame(site, conn, false, Frame::Close(why));
-        for pending in failed {
-            let e =
-                coalloc_server::link::proto::CallError::Unavailable("the agent link closed".into());
-            self.resolve(site, pending, Err(e));
+        for r in reports {
+            self.at(self.now, Ev::Report(self.epoch, r));
         }
-        if gone {
+        if !still_up {
             self.at(self.now, Ev::Report(self.epoch, Report::AgentGone { site }));
         }
     }
@@ -605,35 +590,22 @@ impl World {
 
     /// Every session's and call's time that has come.
     pub(super) fn net_timeouts(&mut self) {
-        let (now, inst) = (self.now, self.net.inst(self.now));
+        let inst = self.net.inst(self.now);
         for site in 0..self.net.ends.len() {
             let due: Vec<u64> = match &self.net.ends[site] {
                 Some(end) => end
                     .sessions
-                    .iter()
-                    .filter(|(_, s)| s.poll_timeout().is_some_and(|t| t <= inst))
-                    .map(|(c, _)| *c)
+                    .keys()
+                    .filter(|c| end.poll_timeout(**c).is_some_and(|t| t <= inst))
+                    .copied()
                     .collect(),
                 None => Vec::new(),
             };
             for conn in due {
-                if let Some(s) = self.net.ends[site]
-                    .as_mut()
-                    .and_then(|e| e.sessions.get_mut(&conn))
-                {
-                    s.handle_timeout(inst);
+                if let Some(end) = self.net.ends[site].as_mut() {
+                    end.handle_timeout(conn, inst);
                 }
                 self.pump_server(site, conn);
-            }
-            let expired = match self.net.ends[site].as_mut() {
-                Some(end) => end.expired(now),
-                None => Vec::new(),
-            };
-            for pending in expired {
-                let e = coalloc_server::link::proto::CallError::Unavailable(
-                    "the agent did not answer in time".into(),
-                );
-                self.resolve(site, pending, Err(e));
             }
             let agent_due = self.net.agents[site]
                 .as_ref()
