@@ -4,17 +4,13 @@
 
 use coalloc_testkit::sim;
 
-/// Seeds with agent sites that break an invariant and are known to. 274: a server bug
-/// shown since the agent sites' end is the real `AgentCalls` (no poll of an unlinked agent
-/// site, so no turn right after a restart): `Driver::resume` applies each agent site's
-/// "link down" (`Entry::SiteLink`) but commits it, and carries out the core's commands
-/// (`SiteUnusable`), only at the next turn; the server crashes 10 ms after its restart with
-/// no turn in between, and the next restart from the journal finds the links up (the check
-/// of a restart's state fails). Ending `resume` with a turn makes it pass. (54, 110, 115,
+/// Seeds with agent sites that break an invariant and are known to: none. (54, 110, 115,
 /// 370, 388 and 494 were restarts that reached another state, a site's link not being in
-/// the core's snapshot; fixed by snapshot form 5. 71 and 235 pass since the fixes of the
+/// the core's snapshot: fixed by snapshot form 5. 274: `resume` journaled the agent sites'
+/// "link down" only at the next turn, and a crash before it left the next restart with the
+/// links up: `resume` now ends with a turn. 71 and 235 pass since the fixes of the
 /// one-hour run's failures.) A seed put here must say why.
-const KNOWN: &[u64] = &[274];
+const KNOWN: &[u64] = &[];
 
 fn seeds() -> u64 {
     std::env::var("COALLOC_SIM_SEEDS")

@@ -366,6 +366,10 @@ impl Driver {
         for site in 0..self.config.sites.len() {
             self.agent_gone(site);
         }
+        // Journaled and carried out now, not at the next turn: a crash before that turn
+        // would leave the next restart with the links up where this run had them down
+        // (harness seed 274).
+        self.turn();
     }
 
     /// Replay the journal's records after `covered`: a thread reads them and makes their
