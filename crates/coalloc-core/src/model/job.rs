@@ -418,6 +418,21 @@ pub struct JobExtra {
     /// at the barrier for its owner's commit, and its interactive components' failures are
     /// left to the owner (edit: add, delete, substitute) instead of handled automatically.
     pub hold_at_barrier: bool,
+    /// Asks for reserve claiming (issue 31) whatever the scheduler's default, with an
+    /// earliest common start. Not serialized with the job: the scheduler copies it into its
+    /// own state at submission (a snapshot's job slots keep their form), so a driver that
+    /// journals submissions must journal it beside the job.
+    #[serde(skip)]
+    pub reserve: Option<ReserveRequest>,
+}
+
+/// A job's own request for advance reservation (issue 31): reserve every component at a
+/// common start no earlier than `start` (on the scheduler's clock).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub struct ReserveRequest {
+    pub start: Option<Time>,
 }
 
 static NO_EXTRA: JobExtra = JobExtra {
@@ -426,6 +441,7 @@ static NO_EXTRA: JobExtra = JobExtra {
     input_file: None,
     barrier_timeout: None,
     hold_at_barrier: false,
+    reserve: None,
 };
 
 impl PartialEq for Job {

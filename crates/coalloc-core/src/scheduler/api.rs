@@ -34,6 +34,31 @@ impl fmt::Display for LaunchId {
 )]
 pub struct TransferId(pub u64);
 
+/// One advance reservation asked of one site for one component (issue 31; see
+/// [`super::reserve`]). Never given out twice.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct ReservationId(pub u64);
+
+impl fmt::Display for ReservationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "R{}", self.0)
+    }
+}
+
+/// The reservation a component is started into ([`Start::reservation`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reservation {
+    pub id: ReservationId,
+    /// The name it was made under at the site (`coalloc-J<job>-c<i>-<generation>`).
+    pub name: String,
+    /// The common start of the job's components.
+    pub start: Time,
+    /// How long the processors are held from `start`.
+    pub duration: Millis,
+}
+
 /// A change to a job's components before commit (seed 002 §3.2, interactive transactions).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Edit {
@@ -124,6 +149,22 @@ pub enum Event {
     SiteDisconnected { site: SiteId, grace: Millis },
     /// The link to an agent site is back (after a disconnect, or after it was lost).
     SiteReconnected { site: SiteId },
+    /// The answer to [`Command::ReserveQuery`]: the earliest time at or after the query's
+    /// `not_before` at which the site can hold the processors for the duration, or why it
+    /// cannot (for one, "this site may not reserve").
+    ReserveOffer {
+        reservation: ReservationId,
+        earliest: Result<Time, String>,
+    },
+    /// The answer to [`Command::Reserve`]: made, or refused with the site's reason.
+    Reserved {
+        reservation: ReservationId,
+        result: Result<(), String>,
+    },
+    /// After a restart: the reservations under coalloc's names (`coalloc-J…`) that `site`
+    /// holds. The core keeps those of live jobs and asks ([`Command::Unreserve`]) to delete
+    /// the others.
+    ReservationsFound { site: SiteId, names: Vec<String> },
     /// Time passed; nothing else happened.
     Tick,
 }
@@ -160,6 +201,10 @@ pub struct Start {
     pub config: ComponentConfig,
     /// The component as the job asks for it (executable, arguments, ...).
     pub spec: Component,
+    /// Under reserve claiming (issue 31): the reservation made for it, to submit it into
+    /// (`sbatch --reservation`, `qsub -ar`); it is not expected to run before its start.
+    #[serde(default)]
+    pub reservation: Option<Reservation>,
 }
 
 /// Something the driver must do or should know.
@@ -196,6 +241,33 @@ pub enum Command {
     /// Give back an idle VM of a cloud site; answer with [`Event::VmReleased`] when it is
     /// gone. Nothing of coalloc's runs on it.
     ReleaseVm { site: SiteId, vm: VmId },
+    /// Ask `site` for the earliest time, at or after `not_before`, at which it can hold
+    /// `count` processors for `duration` for component `component` of job `job` (issue 31,
+    /// reserve claiming). Answer with [`Event::ReserveOffer`]. Makes nothing at the site.
+    ReserveQuery {
+        reservation: ReservationId,
+        job: JobId,
+        component: usize,
+        site: SiteId,
+        count: u32,
+        duration: Millis,
+        not_before: Time,
+    },
+    /// Reserve `count` processors at `site` from `start` for `duration` under `name` (the
+    /// prepare of reserve claiming). Answer with [`Event::Reserved`].
+    Reserve {
+        reservation: ReservationId,
+        job: JobId,
+        component: usize,
+        site: SiteId,
+        count: u32,
+        start: Time,
+        duration: Millis,
+        name: String,
+    },
+    /// Delete the reservation `name` at `site` if it exists (roll back, job ended, or left
+    /// over from before a restart). Idempotent; no answer.
+    Unreserve { site: SiteId, name: String },
     /// A state change worth telling users about (seed 002 §3.4's monitoring callbacks).
     Notify(Notice),
     /// The job ended well.

@@ -115,16 +115,19 @@ pub enum Claiming {
     Immediate,
     /// The Incremental Claiming Policy (seed 000 §3.2–3.3).
     Icp(super::icp::IcpParams),
+    /// Advance reservation on every site at a common start (issue 31, [`super::reserve`]).
+    Reserve(super::reserve::ReserveParams),
 }
 
 impl Claiming {
-    pub const NAMES: &'static [&'static str] = &["immediate", "icp"];
+    pub const NAMES: &'static [&'static str] = &["immediate", "icp", "reserve"];
 
     /// The policy by name, with default parameters.
     pub fn from_name(name: &str) -> Result<Claiming, String> {
         match name.to_ascii_lowercase().as_str() {
             "immediate" => Ok(Claiming::Immediate),
             "icp" => Ok(Claiming::Icp(super::icp::IcpParams::default())),
+            "reserve" => Ok(Claiming::Reserve(Default::default())),
             _ => Err(format!(
                 "unknown claiming policy `{name}` (expected one of: {})",
                 Self::NAMES.join(", ")

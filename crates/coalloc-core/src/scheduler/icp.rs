@@ -72,7 +72,7 @@ impl Core {
     fn icp(&self) -> IcpParams {
         match self.config.claiming {
             super::config::Claiming::Icp(p) => p,
-            super::config::Claiming::Immediate => IcpParams::default(),
+            _ => IcpParams::default(),
         }
     }
 

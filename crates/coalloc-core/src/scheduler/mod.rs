@@ -31,6 +31,7 @@ pub mod jobs;
 mod launches;
 pub mod link;
 pub mod recovery;
+pub mod reserve;
 pub mod sites;
 pub mod snapshot;
 mod transaction;
@@ -77,6 +78,8 @@ enum Timer {
     Claim { job: JobId, generation: u64 },
     /// The grace of a site's link that fell silent at `since` is over.
     LinkGrace { site: SiteId, since: Time },
+    /// A reserving run's sites have had their time to answer ([`reserve`]).
+    ReserveAnswer { job: JobId, generation: u64 },
 }
 
 /// `true`, for a field that serde fills when it is not in a snapshot.
@@ -90,6 +93,9 @@ struct Core {
     /// Not in a snapshot: a restored core takes the configuration it is started with.
     #[serde(skip)]
     config: SchedulerConfig,
+    /// Reserve claiming's reservations (issue 31); read as none from a form-5 head.
+    #[serde(deserialize_with = "reserve::read")]
+    reserve: reserve::Reservations,
     sites: SiteTable,
     jobs: jobs::JobTable,
     /// Jobs placed and not ended.
@@ -188,6 +194,7 @@ impl Scheduler {
                 shared: crate::model::SharedDetails::default(),
                 sites,
                 config,
+                reserve: reserve::Reservations::default(),
                 jobs: jobs::JobTable::default(),
                 active: jobs::Active::default(),
                 launches: launches::Launches::default(),
@@ -343,6 +350,19 @@ impl Scheduler {
                 core.site_disconnected(site, grace).map(|()| Reply::Done)
             }
             Event::SiteReconnected { site } => core.site_reconnected(site).map(|()| Reply::Done),
+            Event::ReserveOffer {
+                reservation,
+                earliest,
+            } => core
+                .reserve_offer(reservation, earliest)
+                .map(|()| Reply::Done),
+            Event::Reserved {
+                reservation,
+                result,
+            } => core.reserved(reservation, result).map(|()| Reply::Done),
+            Event::ReservationsFound { site, names } => {
+                core.reservations_found(site, names).map(|()| Reply::Done)
+            }
             Event::Tick => Ok(Reply::Done),
         }
     }
@@ -572,9 +592,14 @@ impl Core {
     ) -> Result<JobId, Rejected> {
         crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
         self.check_fits_when_empty(&job, fit)?;
+        let request = job.extra().reserve;
+        self.check_reservable(&job, request.is_some())?;
         self.shared.share(&mut job);
         let id = self.next_job;
         self.next_job += 1;
+        if let Some(r) = request {
+            self.reserve.requests.insert(id, r);
+        }
         self.jobs.insert(id, JobState::new(id, job, self.now));
         self.requeued.push(id);
         self.dirty = true;
@@ -734,6 +759,7 @@ impl Core {
             Timer::Retry { job, generation } => self.retry_now(job, generation),
             Timer::Probe { site, at } => self.probe(site, at),
             Timer::LinkGrace { site, since } => self.link_grace_over(site, since),
+            Timer::ReserveAnswer { job, generation } => self.answer_overdue(job, generation),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs
@@ -865,7 +891,7 @@ impl PassCtx for Core {
         allowed: Option<&[bool]>,
         placed: &[(SiteId, u32)],
     ) -> bool {
-        if matches!(self.config.claiming, Claiming::Icp(_)) {
+        if matches!(self.config.claiming, Claiming::Icp(_)) || self.reserves(id) {
             // Claiming routes files, which needs the whole placement: place again.
             return self.try_start(id, allowed);
         }

@@ -37,7 +37,7 @@ use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 5;
+pub const SNAPSHOT_VERSION: u32 = 6;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Clone, Serialize)]
@@ -116,6 +116,11 @@ pub const PREVIOUS_SNAPSHOT_VERSION: u32 = 3;
 /// link up, as form 4 restored it.
 pub const LINKLESS_SNAPSHOT_VERSION: u32 = 4;
 
+/// The form before this one, which differed only in the core's head: form 5 kept no
+/// reservations ([`super::reserve::Reservations`], issue 31). A form-5 head is read with
+/// none (it had none to keep).
+pub const RESERVELESS_SNAPSHOT_VERSION: u32 = 5;
+
 thread_local! {
     /// The older form being decoded on this thread (0: this build's).
     static READING_FORM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -149,6 +154,12 @@ pub(crate) fn reading_previous() -> bool {
 pub(crate) fn reading_linkless() -> bool {
     let form = READING_FORM.with(std::cell::Cell::get);
     form != 0 && form <= LINKLESS_SNAPSHOT_VERSION
+}
+
+/// A head of a form without reservations (3 to 5) is being decoded on this thread.
+pub(crate) fn reading_reserveless() -> bool {
+    let form = READING_FORM.with(std::cell::Cell::get);
+    form != 0 && form <= RESERVELESS_SNAPSHOT_VERSION
 }
 
 /// A run of a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's job slots read back: its jobs, and
@@ -239,8 +250,10 @@ impl Snapshot {
     /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
-        if head.version == LINKLESS_SNAPSHOT_VERSION {
-            // Read in `reading_form(4, ..)`: every site's link up, the rest as now.
+        if head.version == LINKLESS_SNAPSHOT_VERSION || head.version == RESERVELESS_SNAPSHOT_VERSION
+        {
+            // Read in `reading_form(4 or 5, ..)`: every site's link up (4), no reservations
+            // (4 and 5), the rest as now.
             head.version = SNAPSHOT_VERSION;
         }
         let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();

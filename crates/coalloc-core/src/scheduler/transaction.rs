@@ -151,12 +151,18 @@ impl Core {
         let allowed = options.allowed.as_deref();
         // Claiming (ICP) needs the file transfers of a whole placement; a dispatch only needs
         // the processors per site.
-        let claims =
-            matches!(self.config.claiming, Claiming::Icp(_)) && options.hold_until.is_none();
+        let reserving = self.reserves(id);
+        let claims = (matches!(self.config.claiming, Claiming::Icp(_)) || reserving)
+            && options.hold_until.is_none();
         let result = if let (Some(sites), false, false) = (known, claims, options.kill_local) {
             Ok(Placed::Sites(SitesOf::from_slice(sites)))
         } else if !options.kill_local && !self.may_fit_now(&j.job, allowed) {
             Err(())
+        } else if reserving {
+            // Reserve claiming (issue 31): only on sites that may reserve.
+            self.place_reserving(&j.job, allowed, options.fit)
+                .map(Placed::Whole)
+                .map_err(drop)
         } else if claims {
             self.place(&j.job, allowed, options.fit, options.kill_local)
                 .map(Placed::Whole)
@@ -180,7 +186,11 @@ impl Core {
                         if options.kill_local {
                             self.kill_local_for(&sites_of(&p));
                         }
-                        self.begin_claiming(id, p);
+                        if reserving {
+                            self.begin_reserving(id, p);
+                        } else {
+                            self.begin_claiming(id, p);
+                        }
                     }
                     Placed::Sites(sites) => {
                         if options.kill_local {
@@ -289,6 +299,7 @@ impl Core {
                 total,
             },
             spec: j.job.components[i].clone(),
+            reservation: None,
         };
         self.sites.claim(site, count);
         if let Some(Some(c)) = self.clouds.get_mut(site) {
@@ -707,6 +718,7 @@ impl Core {
 
     /// Back to the queue with nothing started; the components as the user wrote them.
     pub(super) fn reset_to_queue(&mut self, id: JobId) {
+        self.drop_reservations(id);
         let j = self.jobs.get_mut(&id).expect("known job");
         if let Some(flex) = j.job.flexible {
             j.job.components.truncate(1);
@@ -733,6 +745,7 @@ impl Core {
 
     /// The job is over.
     pub(super) fn end_job(&mut self, id: JobId, outcome: Result<(), String>) {
+        self.end_reservations(id);
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;

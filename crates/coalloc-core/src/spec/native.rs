@@ -8,6 +8,8 @@
 //! barrier_timeout = "2m"       # a started component not at the barrier by then fails its
 //!                              # start (default: the server's `barrier_timeout`)
 //! hold_at_barrier = true       # wait at the barrier for `coalloc commit` (seed 002 §3.2)
+//! reserve = true               # advance reservation at a common start (issue 31)
+//! start = "2h"                 # with `reserve`: no earlier than this (the `submit` clock)
 //! [input_file]
 //! name = "poisson-grid.dat"    # logical name, looked up in the replica catalog
 //! size = "4GB"                 # bytes, or "4GB", "512MiB"
@@ -29,7 +31,7 @@ use super::validate::{component_field, infer_kind, validate};
 use crate::error::{Pos, SpecError};
 use crate::model::{
     Attribute, Component, ComponentDetails, FileDistribution, Flexible, InputFile, Job, JobKind,
-    JobType, Millis, Priority, RelOp, StartType, Time, Value,
+    JobType, Millis, Priority, RelOp, ReserveRequest, StartType, Time, Value,
 };
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -72,6 +74,12 @@ pub struct JobDoc {
     /// Held at the barrier for the owner's commit (seed 002 §3.2's interactive transaction).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hold_at_barrier: bool,
+    /// Co-allocate by advance reservation whatever the scheduler's default (issue 31).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserve: bool,
+    /// With `reserve`: the earliest common start, on the same clock as `submit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Scalar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file: Option<InputFileDoc>,
     #[serde(default, rename = "component")]
@@ -408,13 +416,22 @@ impl JobDoc {
             deadline: time("deadline", &self.deadline)?,
             runtime_estimate: duration("runtime_estimate", &self.runtime_estimate)?,
             max_wall_time: duration("max_wall_time", &self.max_wall_time)?,
+        };
+        let start = time("start", &self.start)?;
+        if start.is_some() && !self.reserve {
+            return Err(SpecError::invalid(
+                "start",
+                "is the common start of a reserved job: set `reserve = true` too",
+            ));
         }
-        .with(|e| {
+        let reserve = self.reserve.then_some(ReserveRequest { start });
+        let job = job.with(|e| {
             e.name = self.name.clone();
             e.user = self.user.clone();
             e.input_file = input_file;
             e.barrier_timeout = barrier_timeout;
             e.hold_at_barrier = self.hold_at_barrier;
+            e.reserve = reserve;
         });
         validate(&job, &[])?;
         Ok(job)
@@ -446,6 +463,8 @@ impl JobDoc {
             max_wall_time: dur(job.max_wall_time),
             barrier_timeout: dur(job.extra().barrier_timeout),
             hold_at_barrier: job.extra().hold_at_barrier,
+            reserve: job.extra().reserve.is_some(),
+            start: time(job.extra().reserve.and_then(|r| r.start)),
             input_file: job.extra().input_file.as_ref().map(|f| InputFileDoc {
                 name: f.name.clone(),
                 size: Scalar::Int(i64::try_from(f.size).unwrap_or(i64::MAX)),

@@ -1,0 +1,603 @@
+//! Reserve claiming: co-allocation by advance reservation at a common start (issue 31).
+//!
+//! Seed 000 §2.7 says what KOALA would have done had its local managers allowed it: estimate
+//! the job's start from the file transfers it needs and reserve processors at its execution
+//! sites for then; seed 002 §2.2 names advance reservation, and forecasts of when a
+//! resource will be free, as the ways to make a co-allocation request succeed. This module
+//! is that protocol, sans-IO, as a two-phase commit over the sites:
+//!
+//! 1. **Place** (only on sites that may reserve, [`may_reserve`]); the placed processors are
+//!    held in the core's idle counts from now on, so no site is over-allocated while the
+//!    reservation is negotiated or waits for its start; input transfers start at once.
+//! 2. **Ask** every component's site for its earliest start at or after a floor
+//!    ([`Command::ReserveQuery`] / [`Event::ReserveOffer`]). The floor is the latest of the
+//!    job's requested start, now, and the time its input files arrive by the transfer
+//!    estimates (seed 000 §2.7, §2.6).
+//! 3. **Agree**: the common start T is the latest offer (and the floor). Sites that offered
+//!    earlier are asked again from T, up to [`ReserveParams::rounds`] rounds, until every
+//!    site offers T.
+//! 4. **Prepare**: reserve on every site at T ([`Command::Reserve`] / [`Event::Reserved`]),
+//!    under a name that can be found again (`coalloc-J<job>-c<i>-<generation>`).
+//! 5. **Commit**: once every reservation is made, each component is started into its own
+//!    ([`Start::reservation`]); the barrier (seed 002 §3.2) is held until T and still checks
+//!    that every component really runs.
+//! 6. **Roll back**: a refusal, a missing answer past [`ReserveParams::answer_timeout`], or
+//!    any other end of the run (abort, cancel, failure, the job's end) deletes every
+//!    reservation made or asked for ([`Command::Unreserve`]); an `ok` that comes after its
+//!    run was rolled back is deleted when it comes. The job goes back to its queue with the
+//!    usual back-off and limits.
+//!
+//! The state lives in the core's snapshot (form 6); after a restart the driver reports what
+//! each site holds under coalloc's names ([`Event::ReservationsFound`]) and the core deletes
+//! what no live run owns.
+
+use super::api::*;
+use super::jobs::Phase;
+use super::{Core, Timer};
+use crate::model::{Job, Millis, ReserveRequest, Site, Time};
+use crate::placement::{Fit, Placement};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Reserve claiming's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReserveParams {
+    /// Query rounds to agree on a common start before reserving at the latest offer anyway.
+    pub rounds: u32,
+    /// A site that has not answered a query or a reservation after this long refused it
+    /// (`None`: wait; the simulator answers at once).
+    pub answer_timeout: Option<Millis>,
+}
+
+impl Default for ReserveParams {
+    fn default() -> Self {
+        ReserveParams {
+            rounds: 4,
+            answer_timeout: None,
+        }
+    }
+}
+
+/// Whether a site may take reservations: its manager's `reserve` setting, else local and
+/// simulated sites (no manager type, `local`, `sim`) may and others (Slurm, Grid Engine,
+/// agents: the rights are the site's to grant) may not.
+pub fn may_reserve(site: &Site) -> bool {
+    match site.manager.get("reserve").map(String::as_str) {
+        Some(v) => matches!(v.to_ascii_lowercase().as_str(), "true" | "yes" | "1"),
+        None => matches!(
+            site.manager.get("type").map(String::as_str),
+            None | Some("local" | "sim" | "simulated")
+        ),
+    }
+}
+
+/// The name a reservation is made under at its site.
+pub fn reservation_name(job: JobId, component: usize, generation: u64) -> String {
+    format!("coalloc-J{job}-c{component}-{generation}")
+}
+
+/// Where one reservation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResvState {
+    /// Queried, no offer yet.
+    Asking { not_before: Time },
+    /// The site offered this start.
+    Offered(Time),
+    /// Asked to reserve; no answer yet.
+    Requested,
+    /// Made at the site.
+    Made,
+    /// Its component was started into it.
+    Started,
+    /// Its run was rolled back while the reservation was asked for: deleted already, and
+    /// deleted again if a late `ok` comes.
+    Abandoned,
+}
+
+/// One reservation of one component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resv {
+    pub job: JobId,
+    pub generation: u64,
+    pub component: usize,
+    pub site: SiteId,
+    pub count: u32,
+    pub duration: Millis,
+    pub name: String,
+    pub state: ResvState,
+    /// Its processors are counted in the core's idle counts (until its launch takes them
+    /// over, or it is dropped).
+    pub held: bool,
+}
+
+/// A reserving run's common start and how many query rounds it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Round {
+    /// No earlier than this (requested start, files, the last round's latest offer).
+    pub floor: Time,
+    pub rounds: u32,
+    /// The agreed start, once reservations were asked for.
+    pub start: Option<Time>,
+}
+
+/// Everything reserve claiming keeps (in the core's snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservations {
+    next: u64,
+    /// Jobs' own requests, copied from their spec at submission.
+    pub requests: BTreeMap<JobId, ReserveRequest>,
+    /// Every reservation not known gone.
+    pub table: BTreeMap<ReservationId, Resv>,
+    /// Runs being reserved or started into reservations.
+    pub runs: BTreeMap<JobId, Round>,
+}
+
+/// The reservations as a snapshot keeps them: empty when the head being read is of a form
+/// before them (5 or older; it then reads nothing).
+pub(super) fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Reservations, D::Error> {
+    if super::snapshot::reading_reserveless() {
+        return Ok(Reservations::default());
+    }
+    Reservations::deserialize(d)
+}
+
+impl Core {
+    fn reserve_params(&self) -> ReserveParams {
+        match self.config.claiming {
+            super::config::Claiming::Reserve(p) => p,
+            _ => ReserveParams::default(),
+        }
+    }
+
+    /// Whether job `id` is placed by reservation: its own request or the scheduler's mode.
+    pub(super) fn reserves(&self, id: JobId) -> bool {
+        matches!(self.config.claiming, super::config::Claiming::Reserve(_))
+            || self.reserve.requests.contains_key(&id)
+    }
+
+    /// The sites a reserving job may be placed on: `allowed` and those that may reserve.
+    pub(super) fn reserve_mask(&self, allowed: Option<&[bool]>) -> Vec<bool> {
+        self.sites
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                may_reserve(s) && allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true))
+            })
+            .collect()
+    }
+
+    /// At submission: keep the job's own request, and refuse a reserving job no site that
+    /// may reserve could ever hold, with the reason.
+    pub(super) fn check_reservable(&self, job: &Job, own: bool) -> Result<(), Rejected> {
+        let reserving = own || matches!(self.config.claiming, super::config::Claiming::Reserve(_));
+        if !reserving {
+            return Ok(());
+        }
+        let usable = self.reserve_mask(None);
+        if !usable.contains(&true) {
+            return Err(Rejected::Invalid(
+                "the job asks for advance reservation and no site may reserve (a site's \
+                 manager setting `reserve = true` allows it)"
+                    .to_owned(),
+            ));
+        }
+        let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        self.place_sites(job, &idle, &usable, None)
+            .map(|_| ())
+            .map_err(|e| {
+                Rejected::Invalid(format!(
+                    "the job asks for advance reservation and cannot run on the sites that may \
+                     reserve: {e}"
+                ))
+            })
+    }
+
+    /// Placed under reserve claiming: hold the processors, start the transfers, and ask
+    /// every site for its earliest start (steps 1–2 of the module documentation).
+    pub(super) fn begin_reserving(&mut self, id: JobId, placement: Placement) {
+        let now = self.now;
+        self.apply_pieces(id, &super::transaction::sites_of(&placement));
+        let files = now + placement.transfer_time().unwrap_or(0);
+        let requested = self.reserve.requests.get(&id).and_then(|r| r.start);
+        let floor = files.max(requested.unwrap_or(now)).max(now);
+        let duration = self.estimate_of(id);
+        let j = self.jobs.get_mut(&id).expect("reserving a known job");
+        j.phase = Phase::Claiming;
+        j.hold_until = Some(floor);
+        j.record.run_mut().placed = Some(now);
+        j.record.run_mut().first_jst.get_or_insert(floor);
+        j.record.run_mut().last_jst = Some(floor);
+        let generation = j.generation;
+        for (i, p) in placement.components.iter().enumerate() {
+            j.comps[i].site = Some(p.site);
+            j.comps[i].count = p.count;
+        }
+        self.active_changed(id);
+        self.reserve.runs.insert(
+            id,
+            Round {
+                floor,
+                rounds: 1,
+                start: None,
+            },
+        );
+        for (i, p) in placement.components.iter().enumerate() {
+            if let Some(f) = p.file.as_ref().filter(|f| f.site != p.site) {
+                self.transfer(id, i, f.site, p.site, f.bytes);
+            }
+            self.sites.claim(p.site, p.count);
+            let rid = ReservationId(self.reserve.next);
+            self.reserve.next += 1;
+            self.reserve.table.insert(
+                rid,
+                Resv {
+                    job: id,
+                    generation,
+                    component: i,
+                    site: p.site,
+                    count: p.count,
+                    duration,
+                    name: reservation_name(id, i, generation),
+                    state: ResvState::Asking { not_before: floor },
+                    held: true,
+                },
+            );
+            self.ask(rid);
+        }
+        let sites = placement.components.iter().map(|p| p.site).collect();
+        self.notify(Notice::Placed { job: id, sites });
+        self.arm_answer(id);
+    }
+
+    /// The processors' holding time a reservation asks for: the job's wall time or
+    /// estimate ([`crate::queue::PassCtx::estimate`]).
+    fn estimate_of(&self, id: JobId) -> Millis {
+        crate::queue::PassCtx::estimate(self, id)
+    }
+
+    fn ask(&mut self, rid: ReservationId) {
+        let r = &self.reserve.table[&rid];
+        let ResvState::Asking { not_before } = r.state else {
+            return;
+        };
+        self.commands.push_back(Command::ReserveQuery {
+            reservation: rid,
+            job: r.job,
+            component: r.component,
+            site: r.site,
+            count: r.count,
+            duration: r.duration,
+            not_before,
+        });
+    }
+
+    /// A missing answer fails the run after the answer timeout.
+    fn arm_answer(&mut self, id: JobId) {
+        if let Some(t) = self.reserve_params().answer_timeout {
+            let generation = self.jobs[&id].generation;
+            self.timers.insert((
+                self.now + t,
+                Timer::ReserveAnswer {
+                    job: id,
+                    generation,
+                },
+            ));
+        }
+    }
+
+    /// The answer timer of a run fired: if it still waits for a site, roll it back.
+    pub(super) fn answer_overdue(&mut self, id: JobId, generation: u64) {
+        let live = self
+            .jobs
+            .get(&id)
+            .is_some_and(|j| j.generation == generation && j.phase == Phase::Claiming);
+        let waiting = self
+            .run_resvs(id)
+            .find(|(_, r)| matches!(r.state, ResvState::Asking { .. } | ResvState::Requested));
+        if let (true, Some((_, r))) = (live, waiting) {
+            let why = format!(
+                "site `{}` did not answer the reservation in time",
+                self.sites.sites[r.site].name
+            );
+            self.abort(id, why, false);
+        }
+    }
+
+    /// The reservations of job `id`'s current run.
+    fn run_resvs(&self, id: JobId) -> impl Iterator<Item = (ReservationId, &Resv)> + '_ {
+        let generation = self.jobs.get(&id).map(|j| j.generation);
+        self.reserve
+            .table
+            .iter()
+            .filter(move |(_, r)| r.job == id && Some(r.generation) == generation)
+            .filter(|(_, r)| r.state != ResvState::Abandoned)
+            .map(|(&k, r)| (k, r))
+    }
+
+    /// The live reservation `rid` and its job, if its run is still reserving.
+    fn reserving(&self, rid: ReservationId) -> Option<JobId> {
+        let r = self.reserve.table.get(&rid)?;
+        let j = self.jobs.get(&r.job)?;
+        (r.state != ResvState::Abandoned
+            && j.generation == r.generation
+            && j.phase == Phase::Claiming)
+            .then_some(r.job)
+    }
+
+    /// [`Event::ReserveOffer`] (steps 2–4).
+    pub(super) fn reserve_offer(
+        &mut self,
+        rid: ReservationId,
+        earliest: Result<Time, String>,
+    ) -> Result<(), Rejected> {
+        let Some(r) = self.reserve.table.get(&rid) else {
+            return Err(Rejected::Invalid(format!("no reservation {rid}")));
+        };
+        let ResvState::Asking { not_before } = r.state else {
+            return Ok(()); // a late or repeated answer
+        };
+        let Some(id) = self.reserving(rid) else {
+            return Ok(());
+        };
+        let site = self.sites.sites[r.site].name.clone();
+        match earliest {
+            Err(why) => {
+                self.abort(id, format!("site `{site}` cannot reserve: {why}"), false);
+            }
+            Ok(t) => {
+                let r = self.reserve.table.get_mut(&rid).expect("looked up");
+                r.state = ResvState::Offered(t.max(not_before));
+                self.agree(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every site offered: agree on the common start, or ask again from the latest offer
+    /// (step 3); then reserve at it (step 4).
+    fn agree(&mut self, id: JobId) {
+        let mut offers = Vec::new();
+        for (rid, r) in self.run_resvs(id) {
+            match r.state {
+                ResvState::Offered(t) => offers.push((rid, t)),
+                _ => return,
+            }
+        }
+        let params = self.reserve_params();
+        let round = self.reserve.runs[&id];
+        let start = offers.iter().map(|&(_, t)| t).fold(round.floor, Time::max);
+        let behind: Vec<ReservationId> = offers
+            .iter()
+            .filter(|&&(_, t)| t < start)
+            .map(|&(rid, _)| rid)
+            .collect();
+        let run = self.reserve.runs.get_mut(&id).expect("a reserving run");
+        if !behind.is_empty() && round.rounds < params.rounds {
+            run.rounds += 1;
+            run.floor = start;
+            for rid in behind {
+                let r = self.reserve.table.get_mut(&rid).expect("listed");
+                r.state = ResvState::Asking { not_before: start };
+                self.ask(rid);
+            }
+            return;
+        }
+        run.start = Some(start);
+        let j = self.jobs.get_mut(&id).expect("reserving");
+        j.hold_until = Some(start);
+        j.record.run_mut().last_jst = Some(start);
+        for (rid, _) in offers {
+            let r = self.reserve.table.get_mut(&rid).expect("listed");
+            r.state = ResvState::Requested;
+            let r = r.clone();
+            self.commands.push_back(Command::Reserve {
+                reservation: rid,
+                job: id,
+                component: r.component,
+                site: r.site,
+                count: r.count,
+                start,
+                duration: r.duration,
+                name: r.name,
+            });
+        }
+    }
+
+    /// [`Event::Reserved`] (steps 4–6).
+    pub(super) fn reserved(
+        &mut self,
+        rid: ReservationId,
+        result: Result<(), String>,
+    ) -> Result<(), Rejected> {
+        let Some(r) = self.reserve.table.get(&rid) else {
+            return Err(Rejected::Invalid(format!("no reservation {rid}")));
+        };
+        if r.state == ResvState::Abandoned {
+            // Rolled back before its answer came: delete what the late `ok` made.
+            let r = self.reserve.table.remove(&rid).expect("looked up");
+            if result.is_ok() {
+                self.commands.push_back(Command::Unreserve {
+                    site: r.site,
+                    name: r.name,
+                });
+            }
+            return Ok(());
+        }
+        if r.state != ResvState::Requested {
+            return Ok(());
+        }
+        let Some(id) = self.reserving(rid) else {
+            return Ok(());
+        };
+        let site = self.sites.sites[r.site].name.clone();
+        match result {
+            Err(why) => self.abort(
+                id,
+                format!("site `{site}` refused the reservation: {why}"),
+                false,
+            ),
+            Ok(()) => {
+                self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Made;
+                if self.run_resvs(id).all(|(_, r)| r.state == ResvState::Made) {
+                    self.commit_reserved(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every reservation is made: start each component into its own (step 5).
+    fn commit_reserved(&mut self, id: JobId) {
+        let start = self.reserve.runs[&id].start.unwrap_or(self.now);
+        let resvs: Vec<(ReservationId, Resv)> =
+            self.run_resvs(id).map(|(k, r)| (k, r.clone())).collect();
+        for (rid, r) in resvs {
+            // The launch takes over the processors the reservation held.
+            self.sites.release(r.site, r.count, true);
+            self.launch(id, r.component, r.site, r.count);
+            let Some(Command::StartComponent(st)) = self.commands.back_mut() else {
+                unreachable!("a launch ends with its start command");
+            };
+            st.reservation = Some(Reservation {
+                id: rid,
+                name: r.name.clone(),
+                start,
+                duration: r.duration,
+            });
+            let launch = st.launch;
+            // Not expected to run before its start: its pending timeout counts from then.
+            if let Some(t) = self.config.pending_timeout {
+                let timer = Timer::Pending {
+                    job: id,
+                    component: r.component,
+                    launch,
+                };
+                if self.timers.remove(&(self.now + t, timer)) {
+                    self.timers.insert((start.max(self.now) + t, timer));
+                }
+            }
+            let r = self.reserve.table.get_mut(&rid).expect("listed");
+            r.state = ResvState::Started;
+            r.held = false;
+        }
+        let j = self.jobs.get_mut(&id).expect("reserving");
+        j.phase = Phase::Starting;
+        j.hold_until = Some(start);
+        self.active_changed(id);
+        self.arm_hold(id);
+        self.check_commit(id);
+    }
+
+    /// Job `id`'s run ends (back to the queue, or the job ended): give back the processors
+    /// its reservations held and delete every reservation asked for (step 6).
+    pub(super) fn drop_reservations(&mut self, id: JobId) {
+        if self.reserve.runs.remove(&id).is_none() {
+            return;
+        }
+        let mine: Vec<ReservationId> = self
+            .reserve
+            .table
+            .iter()
+            .filter(|(_, r)| r.job == id && r.state != ResvState::Abandoned)
+            .map(|(&k, _)| k)
+            .collect();
+        for rid in mine {
+            let r = self.reserve.table.get_mut(&rid).expect("listed");
+            if std::mem::take(&mut r.held) {
+                let (site, count) = (r.site, r.count);
+                self.sites.release(site, count, true);
+                self.dirty = true;
+            }
+            let r = self.reserve.table.get_mut(&rid).expect("listed");
+            match r.state {
+                ResvState::Asking { .. } | ResvState::Offered(_) => {
+                    self.reserve.table.remove(&rid);
+                }
+                ResvState::Requested => {
+                    r.state = ResvState::Abandoned;
+                    let (site, name) = (r.site, r.name.clone());
+                    self.commands.push_back(Command::Unreserve { site, name });
+                }
+                ResvState::Made | ResvState::Started | ResvState::Abandoned => {
+                    let r = self.reserve.table.remove(&rid).expect("listed");
+                    self.commands.push_back(Command::Unreserve {
+                        site: r.site,
+                        name: r.name,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Job `id` ended: its run's reservations are dropped and its request forgotten.
+    pub(super) fn end_reservations(&mut self, id: JobId) {
+        self.drop_reservations(id);
+        self.reserve.requests.remove(&id);
+    }
+
+    /// [`Event::ReservationsFound`]: after a restart, keep the live runs' reservations
+    /// (one asked for and found was made), and delete the others.
+    pub(super) fn reservations_found(
+        &mut self,
+        site: SiteId,
+        names: Vec<String>,
+    ) -> Result<(), Rejected> {
+        if site >= self.sites.len() {
+            return Err(Rejected::UnknownSite(site));
+        }
+        let mut made = Vec::new();
+        for name in &names {
+            let known = self
+                .reserve
+                .table
+                .iter()
+                .find(|(_, r)| r.site == site && &r.name == name)
+                .map(|(&k, r)| (k, r.state));
+            match known {
+                Some((rid, ResvState::Requested)) => made.push(rid),
+                Some((rid, ResvState::Abandoned)) => {
+                    self.reserve.table.remove(&rid);
+                    self.unreserve(site, name);
+                }
+                Some(_) => {}
+                None => self.unreserve(site, name),
+            }
+        }
+        // Abandoned ones the site does not hold are gone.
+        self.reserve.table.retain(|_, r| {
+            !(r.site == site && r.state == ResvState::Abandoned && !names.contains(&r.name))
+        });
+        for rid in made {
+            self.reserved(rid, Ok(()))?;
+        }
+        Ok(())
+    }
+
+    fn unreserve(&mut self, site: SiteId, name: &str) {
+        self.commands.push_back(Command::Unreserve {
+            site,
+            name: name.to_owned(),
+        });
+    }
+
+    /// Under reserve claiming, placement looks for files as well (the floor of the common
+    /// start): the whole placement, on the sites that may reserve.
+    pub(super) fn place_reserving(
+        &self,
+        job: &Job,
+        allowed: Option<&[bool]>,
+        fit: Option<Fit>,
+    ) -> Result<Placement, crate::placement::NoFit> {
+        let mask = self.reserve_mask(allowed);
+        self.place(job, Some(&mask), fit, false)
+    }
+}
+
+impl super::Scheduler {
+    /// Reserve claiming's state: every reservation not known gone, the runs' common
+    /// starts, and the jobs' own requests.
+    pub fn reservations(&self) -> &Reservations {
+        &self.core.reserve
+    }
+}
