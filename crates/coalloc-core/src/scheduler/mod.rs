@@ -94,7 +94,7 @@ struct Core {
     #[serde(skip)]
     config: SchedulerConfig,
     /// Reserve claiming's reservations (issue 31); read as none from a form-5 head.
-    #[serde(deserialize_with = "reserve::read")]
+    #[serde(default, deserialize_with = "reserve::read")]
     reserve: reserve::Reservations,
     sites: SiteTable,
     jobs: jobs::JobTable,

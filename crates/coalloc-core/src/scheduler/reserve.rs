@@ -89,6 +89,8 @@ pub enum ResvState {
     Made,
     /// Its component was started into it.
     Started,
+    /// The site could not offer or refused to reserve: nothing was made.
+    Refused,
     /// Its run was rolled back while the reservation was asked for: deleted already, and
     /// deleted again if a late `ok` comes.
     Abandoned,
@@ -155,18 +157,6 @@ impl Core {
             || self.reserve.requests.contains_key(&id)
     }
 
-    /// The sites a reserving job may be placed on: `allowed` and those that may reserve.
-    pub(super) fn reserve_mask(&self, allowed: Option<&[bool]>) -> Vec<bool> {
-        self.sites
-            .sites
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                may_reserve(s) && allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true))
-            })
-            .collect()
-    }
-
     /// At submission: keep the job's own request, and refuse a reserving job no site that
     /// may reserve could ever hold, with the reason.
     pub(super) fn check_reservable(&self, job: &Job, own: bool) -> Result<(), Rejected> {
@@ -174,15 +164,16 @@ impl Core {
         if !reserving {
             return Ok(());
         }
-        let usable = self.reserve_mask(None);
-        if !usable.contains(&true) {
+        if !self.sites.sites.iter().any(may_reserve) {
             return Err(Rejected::Invalid(
                 "the job asks for advance reservation and no site may reserve (a site's \
                  manager setting `reserve = true` allows it)"
                     .to_owned(),
             ));
         }
-        let idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        let mut idle: Vec<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        self.no_room_unless_reserving(&mut idle);
+        let usable = vec![true; idle.len()];
         self.place_sites(job, &idle, &usable, None)
             .map(|_| ())
             .map_err(|e| {
@@ -325,6 +316,16 @@ impl Core {
             .then_some(r.job)
     }
 
+    /// An answer about a reservation no longer kept: a late one (taken, nothing to do: a
+    /// forgotten one made nothing, or was deleted), or one never asked for (refused).
+    fn forgotten(&self, rid: ReservationId) -> Result<(), Rejected> {
+        if rid.0 < self.reserve.next {
+            Ok(())
+        } else {
+            Err(Rejected::Invalid(format!("no reservation {rid}")))
+        }
+    }
+
     /// [`Event::ReserveOffer`] (steps 2–4).
     pub(super) fn reserve_offer(
         &mut self,
@@ -332,7 +333,7 @@ impl Core {
         earliest: Result<Time, String>,
     ) -> Result<(), Rejected> {
         let Some(r) = self.reserve.table.get(&rid) else {
-            return Err(Rejected::Invalid(format!("no reservation {rid}")));
+            return self.forgotten(rid);
         };
         let ResvState::Asking { not_before } = r.state else {
             return Ok(()); // a late or repeated answer
@@ -343,6 +344,7 @@ impl Core {
         let site = self.sites.sites[r.site].name.clone();
         match earliest {
             Err(why) => {
+                self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Refused;
                 self.abort(id, format!("site `{site}` cannot reserve: {why}"), false);
             }
             Ok(t) => {
@@ -411,7 +413,7 @@ impl Core {
         result: Result<(), String>,
     ) -> Result<(), Rejected> {
         let Some(r) = self.reserve.table.get(&rid) else {
-            return Err(Rejected::Invalid(format!("no reservation {rid}")));
+            return self.forgotten(rid);
         };
         if r.state == ResvState::Abandoned {
             // Rolled back before its answer came: delete what the late `ok` made.
@@ -432,11 +434,14 @@ impl Core {
         };
         let site = self.sites.sites[r.site].name.clone();
         match result {
-            Err(why) => self.abort(
-                id,
-                format!("site `{site}` refused the reservation: {why}"),
-                false,
-            ),
+            Err(why) => {
+                self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Refused;
+                self.abort(
+                    id,
+                    format!("site `{site}` refused the reservation: {why}"),
+                    false,
+                );
+            }
             Ok(()) => {
                 self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Made;
                 if self.run_resvs(id).all(|(_, r)| r.state == ResvState::Made) {
@@ -511,7 +516,7 @@ impl Core {
             }
             let r = self.reserve.table.get_mut(&rid).expect("listed");
             match r.state {
-                ResvState::Asking { .. } | ResvState::Offered(_) => {
+                ResvState::Asking { .. } | ResvState::Offered(_) | ResvState::Refused => {
                     self.reserve.table.remove(&rid);
                 }
                 ResvState::Requested => {
@@ -564,12 +569,24 @@ impl Core {
                 None => self.unreserve(site, name),
             }
         }
-        // Abandoned ones the site does not hold are gone.
+        // Abandoned ones the site does not hold are gone; one asked for and not held was not
+        // made (its request was lost with the restart): refused.
         self.reserve.table.retain(|_, r| {
             !(r.site == site && r.state == ResvState::Abandoned && !names.contains(&r.name))
         });
+        let lost: Vec<ReservationId> = self
+            .reserve
+            .table
+            .iter()
+            .filter(|(_, r)| r.site == site && r.state == ResvState::Requested)
+            .filter(|(_, r)| !names.contains(&r.name))
+            .map(|(&k, _)| k)
+            .collect();
         for rid in made {
             self.reserved(rid, Ok(()))?;
+        }
+        for rid in lost {
+            self.reserved(rid, Err("not found at the site after a restart".to_owned()))?;
         }
         Ok(())
     }
@@ -582,15 +599,25 @@ impl Core {
     }
 
     /// Under reserve claiming, placement looks for files as well (the floor of the common
-    /// start): the whole placement, on the sites that may reserve.
+    /// start): the whole placement, with no room on the sites that may not reserve (they
+    /// still serve files).
     pub(super) fn place_reserving(
         &self,
         job: &Job,
         allowed: Option<&[bool]>,
         fit: Option<Fit>,
     ) -> Result<Placement, crate::placement::NoFit> {
-        let mask = self.reserve_mask(allowed);
-        self.place(job, Some(&mask), fit, false)
+        let (mut idle, usable) = self.view_now(allowed, false);
+        self.no_room_unless_reserving(&mut idle);
+        self.place_against(job, &idle, &usable, fit)
+    }
+
+    fn no_room_unless_reserving(&self, idle: &mut [u32]) {
+        for (n, site) in idle.iter_mut().zip(&self.sites.sites) {
+            if !may_reserve(site) {
+                *n = 0;
+            }
+        }
     }
 }
 

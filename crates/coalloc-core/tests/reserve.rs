@@ -1,0 +1,451 @@
+//! Reserve claiming (issue 31): the common start chosen from the files, the job's request and
+//! every site's earliest (seed 000 §2.7), the roll back of a refused reservation (late
+//! answers included), cancels and ends delete what was made, and a restart keeps the live
+//! runs' reservations and deletes the others.
+
+mod common;
+use common::{drain, submit};
+
+use coalloc_core::model::*;
+use coalloc_core::scheduler::snapshot::Snapshot;
+use coalloc_core::scheduler::*;
+
+/// s0 and s1 (8 processors, may reserve), s2 (8, may not; it holds the replica of `data`,
+/// 1 MB/s to the others).
+fn sites() -> Vec<Site> {
+    let mut s: Vec<Site> = (0..3).map(|i| Site::cluster(format!("s{i}"), 8)).collect();
+    s[2].manager.insert("reserve".into(), "false".into());
+    s[2].files.push("data".into());
+    for b in 0..2 {
+        s[2].bandwidth.insert(format!("s{b}"), 1_000_000);
+    }
+    s
+}
+
+/// Two components of 8 (so one on s0, one on s1), reading 2 MB of `data`: 2 s to move.
+fn job_with_file(start: Option<Time>) -> Job {
+    let mut j = job(&[8, 8]);
+    j.extra_mut().input_file = Some(InputFile {
+        name: "data".into(),
+        size: 2_000_000,
+        distribution: FileDistribution::Whole,
+    });
+    j.extra_mut().reserve = Some(ReserveRequest { start });
+    j
+}
+
+fn job(counts: &[u32]) -> Job {
+    let mut j = Job::new(
+        JobKind::Unordered,
+        counts
+            .iter()
+            .map(|&count| Component {
+                count,
+                ..Component::default()
+            })
+            .collect(),
+    );
+    j.max_wall_time = Some(60_000);
+    j
+}
+
+fn reserving() -> SchedulerConfig {
+    SchedulerConfig {
+        claiming: Claiming::Reserve(Default::default()),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// The queries among `cmds`: reservation, site, not before.
+fn queries(cmds: &[Command]) -> Vec<(ReservationId, SiteId, Time)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::ReserveQuery {
+                reservation,
+                site,
+                not_before,
+                ..
+            } => Some((*reservation, *site, *not_before)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reservations asked for among `cmds`: reservation, site, start, name.
+fn reserves(cmds: &[Command]) -> Vec<(ReservationId, SiteId, Time, String)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::Reserve {
+                reservation,
+                site,
+                start,
+                name,
+                ..
+            } => Some((*reservation, *site, *start, name.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The deletions among `cmds`: site and name.
+fn unreserves(cmds: &[Command]) -> Vec<(SiteId, String)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::Unreserve { site, name } => Some((*site, name.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn starts(cmds: &[Command]) -> Vec<Start> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::StartComponent(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn offer(s: &mut Scheduler, t: Time, r: ReservationId, at: Result<Time, &str>) -> Vec<Command> {
+    let earliest = at.map_err(str::to_owned);
+    s.handle(
+        t,
+        Event::ReserveOffer {
+            reservation: r,
+            earliest,
+        },
+    )
+    .expect("taken");
+    drain(s)
+}
+
+fn answer(s: &mut Scheduler, t: Time, r: ReservationId, ok: Result<(), &str>) -> Vec<Command> {
+    let result = ok.map_err(str::to_owned);
+    s.handle(
+        t,
+        Event::Reserved {
+            reservation: r,
+            result,
+        },
+    )
+    .expect("taken");
+    drain(s)
+}
+
+fn idle(s: &Scheduler) -> Vec<u32> {
+    (0..s.sites().len())
+        .map(|i| s.site_state(i).unwrap().idle)
+        .collect()
+}
+
+#[test]
+fn the_common_start_is_the_latest_of_files_request_and_every_sites_earliest() {
+    let mut s = Scheduler::new(SchedulerConfig::default(), sites());
+    // Files arrive at 1000 + 2000; the job asks for no earlier than 4000.
+    let (id, cmds) = submit(&mut s, 1_000, job_with_file(Some(4_000)));
+    let q = queries(&cmds);
+    assert_eq!(
+        q.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 4_000), (1, 4_000)]
+    );
+    // The input file moves to both sites from placement on.
+    let transfers: Vec<TransferId> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::StartTransfer {
+                transfer, from: 2, ..
+            } => Some(*transfer),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(transfers.len(), 2);
+    assert!(starts(&cmds).is_empty());
+    // The held processors: no other job can take them.
+    assert_eq!(idle(&s), vec![0, 0, 8]);
+    // s0 could start at 5000, s1 only at 9000: s0 is asked again from 9000.
+    assert!(reserves(&offer(&mut s, 1_100, q[0].0, Ok(5_000))).is_empty());
+    let again = offer(&mut s, 1_200, q[1].0, Ok(9_000));
+    assert_eq!(queries(&again), vec![(q[0].0, 0, 9_000)]);
+    let cmds = offer(&mut s, 1_300, q[0].0, Ok(9_000));
+    assert_eq!(
+        reserves(&cmds),
+        vec![
+            (q[0].0, 0, 9_000, "coalloc-J1-c0-0".to_owned()),
+            (q[1].0, 1, 9_000, "coalloc-J1-c1-0".to_owned()),
+        ]
+    );
+    assert!(answer(&mut s, 1_400, q[0].0, Ok(())).is_empty());
+    let cmds = answer(&mut s, 1_500, q[1].0, Ok(()));
+    let st = starts(&cmds);
+    assert_eq!(st.len(), 2);
+    for (i, st) in st.iter().enumerate() {
+        let r = st
+            .reservation
+            .as_ref()
+            .expect("started into its reservation");
+        assert_eq!((r.id, r.start, r.duration), (q[i].0, 9_000, 60_000));
+        assert_eq!(r.name, format!("coalloc-J1-c{i}-0"));
+    }
+    // Still held, not counted twice.
+    assert_eq!(idle(&s), vec![0, 0, 8]);
+    for t in transfers {
+        s.handle(
+            2_500,
+            Event::TransferDone {
+                transfer: t,
+                ok: true,
+            },
+        )
+        .unwrap();
+    }
+    for st in &st {
+        s.handle(9_000, Event::ComponentReady { launch: st.launch })
+            .unwrap();
+    }
+    let cmds = drain(&mut s);
+    assert!(cmds.contains(&Command::ReleaseBarrier { job: id }));
+    assert_eq!(s.job(id).unwrap().record.start(), Some(9_000));
+    // The job ends: its reservations are deleted.
+    for st in &st {
+        s.handle(20_000, Event::ComponentFinished { launch: st.launch })
+            .unwrap();
+    }
+    let cmds = drain(&mut s);
+    assert_eq!(
+        unreserves(&cmds),
+        vec![
+            (0, "coalloc-J1-c0-0".to_owned()),
+            (1, "coalloc-J1-c1-0".to_owned())
+        ]
+    );
+    assert!(s.reservations().table.is_empty());
+    assert_eq!(idle(&s), vec![8, 8, 8]);
+}
+
+#[test]
+fn the_files_set_the_start_when_the_sites_are_free() {
+    let mut s = Scheduler::new(SchedulerConfig::default(), sites());
+    let (_, cmds) = submit(&mut s, 1_000, job_with_file(None));
+    let q = queries(&cmds);
+    assert_eq!(
+        q.iter().map(|x| x.2).collect::<Vec<_>>(),
+        vec![3_000, 3_000]
+    );
+    // A site answering earlier than asked counts as the time asked.
+    offer(&mut s, 1_000, q[0].0, Ok(1_000));
+    let cmds = offer(&mut s, 1_000, q[1].0, Ok(3_000));
+    let starts: Vec<Time> = reserves(&cmds).iter().map(|r| r.2).collect();
+    assert_eq!(starts, vec![3_000, 3_000]);
+    assert_eq!(s.job(1).unwrap().record.last_jst(), Some(3_000));
+}
+
+#[test]
+fn a_refused_reservation_rolls_back_every_other_including_a_late_ok() {
+    let config = SchedulerConfig {
+        retry_backoff: 10_000,
+        retry_backoff_max: 10_000,
+        ..reserving()
+    };
+    let all = vec![
+        Site::cluster("a", 8),
+        Site::cluster("b", 8),
+        Site::cluster("c", 8),
+    ];
+    let mut s = Scheduler::new(config, all);
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8, 8]));
+    let q = queries(&cmds);
+    assert_eq!(q.len(), 3);
+    for r in &q {
+        offer(&mut s, 0, r.0, Ok(100));
+    }
+    assert_eq!(idle(&s), vec![0, 0, 0]);
+    let name = |i: usize| format!("coalloc-J1-c{i}-0");
+    assert!(answer(&mut s, 10, q[0].0, Ok(())).is_empty());
+    // b refuses; c has not answered yet.
+    let cmds = answer(&mut s, 20, q[1].0, Err("reserved slots taken"));
+    assert_eq!(unreserves(&cmds), vec![(0, name(0)), (2, name(2))]);
+    assert!(starts(&cmds).is_empty());
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Notify(Notice::Requeued { job, reason })
+            if *job == id && reason.contains("site `b` refused the reservation: reserved slots taken"))));
+    assert_eq!(idle(&s), vec![8, 8, 8]);
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    // c's ok comes after the roll back: deleted again, then forgotten.
+    let cmds = answer(&mut s, 30, q[2].0, Ok(()));
+    assert_eq!(unreserves(&cmds), vec![(2, name(2))]);
+    assert!(s.reservations().table.is_empty());
+    // After its back-off the job is placed again, under new names.
+    s.handle(10_020, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(queries(&cmds).len(), 3);
+    let names: Vec<&str> = s
+        .reservations()
+        .table
+        .values()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["coalloc-J1-c0-1", "coalloc-J1-c1-1", "coalloc-J1-c2-1"]
+    );
+}
+
+#[test]
+fn a_site_that_cannot_reserve_sends_the_job_back_and_nothing_is_left() {
+    let mut s = Scheduler::new(reserving(), sites());
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    let q = queries(&cmds);
+    let cmds = offer(&mut s, 0, q[0].0, Err("this site may not reserve"));
+    // Nothing was reserved yet: nothing to delete; the job is placed again at once.
+    assert!(unreserves(&cmds).is_empty());
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(queries(&cmds).len(), 2);
+    // The old run's late offer is ignored.
+    assert!(offer(&mut s, 1, q[1].0, Ok(5)).is_empty());
+}
+
+#[test]
+fn a_cancel_deletes_made_and_asked_reservations() {
+    let mut s = Scheduler::new(reserving(), sites());
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    let q = queries(&cmds);
+    for r in &q {
+        offer(&mut s, 0, r.0, Ok(50));
+    }
+    answer(&mut s, 1, q[0].0, Ok(()));
+    s.handle(2, Event::Cancel { job: id }).unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(
+        unreserves(&cmds),
+        vec![
+            (0, "coalloc-J1-c0-0".to_owned()),
+            (1, "coalloc-J1-c1-0".to_owned())
+        ]
+    );
+    assert_eq!(idle(&s), vec![8, 8, 8]);
+    let cmds = answer(&mut s, 3, q[1].0, Ok(()));
+    assert_eq!(unreserves(&cmds), vec![(1, "coalloc-J1-c1-0".to_owned())]);
+    assert!(s.reservations().table.is_empty());
+}
+
+#[test]
+fn a_reserving_job_goes_only_to_sites_that_may_reserve_or_is_refused() {
+    let mut s = Scheduler::new(reserving(), sites());
+    // Three components of 8: s2 may not reserve, so it can never run.
+    let e = s
+        .handle(0, Event::Submit(Box::new(job(&[8, 8, 8]))))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("asks for advance reservation and cannot run on the sites that may reserve"),
+        "{e}"
+    );
+    let mut none = sites();
+    for site in &mut none {
+        site.manager.insert("type".into(), "slurm".into());
+    }
+    let mut s = Scheduler::new(SchedulerConfig::default(), none);
+    let mut j = job(&[1]);
+    j.extra_mut().reserve = Some(ReserveRequest::default());
+    let e = s.handle(0, Event::Submit(Box::new(j))).unwrap_err();
+    assert!(e.to_string().contains("no site may reserve"), "{e}");
+    // Under immediate claiming an ordinary job still runs there.
+    let (_, cmds) = submit(&mut s, 0, job(&[1]));
+    assert_eq!(starts(&cmds).len(), 1);
+}
+
+fn through_bytes(s: &Scheduler) -> Snapshot {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().expect("saved"), &mut bytes).unwrap();
+    ciborium::from_reader(&bytes[..]).unwrap()
+}
+
+#[test]
+fn a_restart_keeps_live_reservations_and_deletes_the_others() {
+    let mut s = Scheduler::new(reserving(), sites());
+    // Job 1: both reservations made, started into them.
+    let (_, cmds) = submit(&mut s, 0, job(&[4, 4]));
+    let q1 = queries(&cmds);
+    for r in &q1 {
+        offer(&mut s, 0, r.0, Ok(100));
+    }
+    for r in &q1 {
+        answer(&mut s, 0, r.0, Ok(()));
+    }
+    // Job 2: asked to reserve, no answer before the crash.
+    let (j2, cmds) = submit(&mut s, 1, job(&[4, 4]));
+    let q2 = queries(&cmds);
+    for r in &q2 {
+        offer(&mut s, 1, r.0, Ok(200));
+    }
+    let before = s.reservations().clone();
+    let (mut s, _) = Scheduler::restore(reserving(), &sites(), through_bytes(&s)).unwrap();
+    assert_eq!(s.reservations(), &before);
+    // s0 holds job 1's, job 2's and one left from a job long gone; s1 only job 1's.
+    s.handle(
+        2,
+        Event::ReservationsFound {
+            site: 0,
+            names: vec![
+                "coalloc-J1-c0-0".into(),
+                "coalloc-J2-c0-0".into(),
+                "coalloc-J99-c0-3".into(),
+            ],
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(unreserves(&cmds), vec![(0, "coalloc-J99-c0-3".to_owned())]);
+    // Job 2's on s1 was never made: refused, so its s0 one is deleted and it goes back.
+    s.handle(
+        3,
+        Event::ReservationsFound {
+            site: 1,
+            names: vec!["coalloc-J1-c1-0".into()],
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(unreserves(&cmds), vec![(0, "coalloc-J2-c0-0".to_owned())]);
+    assert_eq!(s.job(j2).unwrap().record.submit_failures, 1);
+    // Job 1's are kept.
+    let kept: Vec<&str> = s
+        .reservations()
+        .table
+        .values()
+        .filter(|r| r.job == 1)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(kept, vec!["coalloc-J1-c0-0", "coalloc-J1-c1-0"]);
+}
+
+#[test]
+fn a_form_5_snapshot_is_read_with_no_reservations() {
+    use ciborium::Value;
+    let mut s = Scheduler::new(SchedulerConfig::default(), sites());
+    submit(&mut s, 0, job(&[1]));
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().unwrap().head(), &mut bytes).unwrap();
+    let mut v: Value = ciborium::from_reader(&bytes[..]).unwrap();
+    // A form-5 head: no `reserve` in the core.
+    let Value::Map(top) = &mut v else { panic!() };
+    for (k, val) in top.iter_mut() {
+        match (k.as_text(), val) {
+            (Some("version"), val) => *val = Value::Integer(5.into()),
+            (Some("core"), Value::Map(core)) => {
+                core.retain(|(k, _)| k.as_text() != Some("reserve"))
+            }
+            _ => {}
+        }
+    }
+    let mut old = Vec::new();
+    ciborium::into_writer(&v, &mut old).unwrap();
+    let head: Snapshot = coalloc_core::scheduler::snapshot::reading_form(5, || {
+        ciborium::from_reader(&old[..]).unwrap()
+    });
+    let mut run = Vec::new();
+    ciborium::into_writer(&s.snapshot().unwrap().job_slots(0, 1), &mut run).unwrap();
+    let saved = Snapshot::join(head, vec![ciborium::from_reader(&run[..]).unwrap()]);
+    let (s, _) = Scheduler::restore(SchedulerConfig::default(), &sites(), saved).unwrap();
+    assert!(s.reservations().table.is_empty());
+}
