@@ -637,6 +637,10 @@ impl<'c> Driver<'c> {
             Command::KillLocal { site, processors } => {
                 self.local[site] = self.local[site].saturating_sub(processors);
             }
+            // Reserve claiming (issue 31) is not generated here: `tests/reserve_props.rs`.
+            Command::ReserveQuery { .. } | Command::Reserve { .. } | Command::Unreserve { .. } => {
+                prop_assert!(false, "a reservation command, not under reserve claiming");
+            }
             Command::Notify(n) => match n {
                 Notice::Requeued { job, .. } => self.end_run(job, "was re-queued")?,
                 Notice::Preempted { job, .. } => self.end_run(job, "was preempted")?,
