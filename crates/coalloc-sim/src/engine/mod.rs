@@ -12,6 +12,7 @@
 //! ([`params::Failures`]) and transfers draw from their own seeded streams
 //! ([`crate::workload::stream_of`]), so changing one parameter leaves the other draws alone.
 
+pub mod calendar;
 mod params;
 mod run;
 pub mod site;

@@ -1,6 +1,7 @@
 //! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
 
 mod links;
+mod reserve;
 
 use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
@@ -154,6 +155,8 @@ enum Ev {
     VmUp(VmId, bool),
     /// The user cancels core job `JobId` ([`Scripted::CancelAfter`]).
     Cancel(JobId),
+    /// A launch's reservation begins: it starts now (issue 31).
+    ReservedStart(LaunchId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +181,10 @@ struct Launch {
     wall: Option<Millis>,
     /// Its start fails instead of reaching the barrier (drawn at the start command).
     doomed: bool,
+    /// Started into a reservation: its site's calendar counts its processors.
+    window: bool,
+    /// When it ends, once it computes.
+    until: Option<Time>,
 }
 
 struct Sim<'a> {
@@ -198,6 +205,8 @@ struct Sim<'a> {
     launches: BTreeMap<LaunchId, Launch>,
     by_job: BTreeMap<JobId, Vec<LaunchId>>,
     released: BTreeSet<JobId>,
+    /// Starts into reservations that begin later (issue 31).
+    deferred: BTreeMap<LaunchId, Start>,
     /// The reason of every live doomed launch that plays one of
     /// [`SimParams::aborted_starts`], and how many of each job's (by workload index) have
     /// been dealt out.
@@ -350,6 +359,7 @@ pub fn simulate<'a>(
         launches: BTreeMap::new(),
         by_job: BTreeMap::new(),
         released: BTreeSet::new(),
+        deferred: BTreeMap::new(),
         abort_reasons: BTreeMap::new(),
         aborts_dealt: BTreeMap::new(),
         index_of: Vec::with_capacity(outcomes.len()),
@@ -653,6 +663,7 @@ impl Sim<'_> {
             }
             Ev::Transfer(transfer, ok) => batch.push(Event::TransferDone { transfer, ok }),
             Ev::Cancel(job) => batch.push(Event::Cancel { job }),
+            Ev::ReservedStart(launch) => self.reserved_start(launch),
             Ev::VmUp(vm, ok) => {
                 let Some(life) = self.vms.get_mut(&vm) else {
                     return;
@@ -747,6 +758,7 @@ impl Sim<'_> {
         match cmd {
             Command::StartComponent(st) => self.start(&st),
             Command::CancelComponent { launch, .. } => {
+                self.deferred.remove(&launch);
                 if self.launches.contains_key(&launch) {
                     self.drop_launch(launch);
                 }
@@ -807,6 +819,24 @@ impl Sim<'_> {
                     self.follow.push(Event::VmReleased { vm });
                 }
             }
+            Command::ReserveQuery {
+                reservation,
+                site,
+                count,
+                duration,
+                not_before,
+                ..
+            } => self.reserve_query(reservation, site, count, duration, not_before),
+            Command::Reserve {
+                reservation,
+                site,
+                count,
+                start,
+                duration,
+                name,
+                ..
+            } => self.reserve(reservation, site, count, (start, duration), name),
+            Command::Unreserve { site, name } => self.unreserve(site, &name),
             Command::Notify(Notice::Requeued { job, .. }) => {
                 self.released.remove(&job);
             }
@@ -822,6 +852,7 @@ impl Sim<'_> {
 
     fn ended(&mut self, job: JobId, fate: JobFate, record: JobRecord) {
         self.released.remove(&job);
+        self.deferred.retain(|_, st| st.job != job);
         for launch in self.by_job.remove(&job).unwrap_or_default() {
             if self.launches.contains_key(&launch) {
                 self.drop_launch(launch);
@@ -834,6 +865,9 @@ impl Sim<'_> {
     }
 
     fn start(&mut self, st: &Start) {
+        if self.defer(st) {
+            return;
+        }
         let site = st.site;
         // No draw when starts never fail (the stream serves nothing else).
         let p = self.params.failures.start;
@@ -850,7 +884,13 @@ impl Sim<'_> {
             state: LState::Queued,
             wall: st.wall_time,
             doomed,
+            window: st.reservation.is_some(),
+            until: None,
         };
+        if let Some(r) = &st.reservation {
+            // Its processors leave the reservation's idle count for the component's own.
+            self.sites[site].calendar.claim(&r.name);
+        }
         self.by_job.entry(st.job).or_default().push(st.launch);
         if !self.sites[site].up {
             self.follow.push(Event::ComponentFailed {
@@ -990,6 +1030,9 @@ impl Sim<'_> {
             if c < end.0 {
                 end = (c, Ev::Crash(launch));
             }
+        }
+        if let Some(l) = self.launches.get_mut(&launch) {
+            l.until = Some(now + end.0);
         }
         self.push(now + end.0, end.1);
     }

@@ -7,7 +7,8 @@
 //! few free waits in the site's own queue and goes before every local job. Local jobs run
 //! strictly FCFS: the head waits until it fits and nothing passes it. Under GP the scheduler
 //! may kill local jobs; the most recently started go first, so that the least work is lost
-//! (the document does not say which).
+//! (the document does not say which). Reservations (issue 31, [`super::calendar`]): a local
+//! job starts only if it leaves every reservation's unclaimed processors free while it runs.
 
 use coalloc_core::model::{Millis, Time};
 use coalloc_core::scheduler::LaunchId;
@@ -38,6 +39,9 @@ pub struct Usage {
     pub held: u128,
     /// Held by coalloc's components running after the barrier.
     pub running: u128,
+    /// Reserved for coalloc's components (issue 31) and not yet used by them: idle
+    /// processors no other job may take.
+    pub reserved: u128,
 }
 
 /// A simulated site.
@@ -58,6 +62,8 @@ pub struct SimSite {
     pub locals: Vec<Local>,
     pub fates: Vec<LocalFate>,
     pub usage: Usage,
+    /// Advance reservations (issue 31).
+    pub calendar: super::calendar::Calendar,
     /// Integrals are kept up to this time.
     clock: Time,
     window_end: Time,
@@ -78,6 +84,7 @@ impl SimSite {
             locals,
             fates,
             usage: Usage::default(),
+            calendar: Default::default(),
             clock: 0,
             window_end,
         }
@@ -101,7 +108,9 @@ impl SimSite {
             self.usage.local += dt * u128::from(self.busy_local);
             self.usage.held += dt * u128::from(self.busy_held);
             self.usage.running += dt * u128::from(self.busy_running);
+            self.usage.reserved += self.calendar.idle_integral(self.clock, to);
         }
+        self.calendar.prune(now);
         self.clock = self.clock.max(to);
     }
 
@@ -131,8 +140,9 @@ impl SimSite {
             return (launches, locals);
         }
         while let Some(&i) = self.queue.front() {
-            let size = self.locals[i].size;
-            if size > self.free() {
+            let Local { size, runtime, .. } = self.locals[i];
+            let promised = self.calendar.peak_unclaimed(now, now + runtime.max(1));
+            if size + promised > self.free() {
                 break;
             }
             self.queue.pop_front();
@@ -192,6 +202,13 @@ impl SimSite {
         self.busy_local -= self.locals[i].size;
         self.fates[i].end = Some(now);
         true
+    }
+
+    /// The processors running local jobs hold and until when (their runtimes are known).
+    pub fn local_running_until(&self) -> impl Iterator<Item = (u32, Time)> + '_ {
+        self.running
+            .iter()
+            .map(|&(i, start)| (self.locals[i].size, start + self.locals[i].runtime))
     }
 
     /// Kill running local jobs, newest first, until `processors` more are free than now
