@@ -449,3 +449,28 @@ fn a_form_5_snapshot_is_read_with_no_reservations() {
     let (s, _) = Scheduler::restore(SchedulerConfig::default(), &sites(), saved).unwrap();
     assert!(s.reservations().table.is_empty());
 }
+
+#[test]
+fn a_site_busy_with_other_users_jobs_is_asked_but_coallocs_own_holds_are_kept() {
+    let mut s = Scheduler::new(reserving(), sites());
+    // Other users hold all of s0 and s1 now: the sites say when they will be free.
+    for site in 0..2 {
+        let busy = Event::SiteStatus {
+            site,
+            idle: 0,
+            total: 8,
+            healthy: true,
+            other: 8,
+        };
+        s.handle(0, busy).unwrap();
+    }
+    let (_, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    assert_eq!(
+        queries(&cmds).iter().map(|q| q.1).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    // A second job of the same size finds every processor held by coalloc: it waits.
+    let (_, cmds) = submit(&mut s, 0, job(&[8]));
+    assert!(queries(&cmds).is_empty());
+    assert_eq!(s.queued(), 1);
+}

@@ -600,14 +600,16 @@ impl Core {
 
     /// Under reserve claiming, placement looks for files as well (the floor of the common
     /// start): the whole placement, with no room on the sites that may not reserve (they
-    /// still serve files).
+    /// still serve files). Room is what coalloc does not hold: processors other users'
+    /// jobs hold now count as free, since the sites answer when they will be (seed 002
+    /// §2.2's forecasts); what coalloc holds or has reserved does not.
     pub(super) fn place_reserving(
         &self,
         job: &Job,
         allowed: Option<&[bool]>,
         fit: Option<Fit>,
     ) -> Result<Placement, crate::placement::NoFit> {
-        let (mut idle, usable) = self.view_now(allowed, false);
+        let (mut idle, usable) = self.view_now(allowed, true);
         self.no_room_unless_reserving(&mut idle);
         self.place_against(job, &idle, &usable, fit)
     }

@@ -156,7 +156,7 @@ impl Core {
             && options.hold_until.is_none();
         let result = if let (Some(sites), false, false) = (known, claims, options.kill_local) {
             Ok(Placed::Sites(SitesOf::from_slice(sites)))
-        } else if !options.kill_local && !self.may_fit_now(&j.job, allowed) {
+        } else if !options.kill_local && !reserving && !self.may_fit_now(&j.job, allowed) {
             Err(())
         } else if reserving {
             // Reserve claiming (issue 31): only on sites that may reserve.
