@@ -1,0 +1,68 @@
+//! Reserve claiming in the simulator (issue 31): the sites' calendars answer the core's
+//! queries from their local jobs' known ends, every component starts at the common start,
+//! and local jobs keep a reservation's processors free.
+
+use coalloc_core::model::{Component, Job, JobKind, Site, SECOND};
+use coalloc_core::scheduler::{Claiming, SchedulerConfig};
+use coalloc_sim::engine::site::Local;
+use coalloc_sim::engine::{simulate, JobFate, SimJob, SimParams, Workload};
+
+fn local(submit_s: i64, size: u32, runtime_s: i64) -> Local {
+    Local {
+        submit: submit_s * SECOND,
+        size,
+        runtime: runtime_s * SECOND,
+    }
+}
+
+#[test]
+fn components_start_together_at_the_reservation_and_local_jobs_keep_out() {
+    let sites = vec![Site::cluster("s0", 8), Site::cluster("s1", 8)];
+    let mut job = Job::new(
+        JobKind::Unordered,
+        vec![Component::new(4), Component::new(4)],
+    );
+    job.submit = Some(5 * SECOND);
+    job.max_wall_time = Some(200 * SECOND);
+    let work = Workload {
+        jobs: vec![SimJob {
+            tag: 1,
+            job,
+            runtime: 100 * SECOND,
+        }],
+        local: vec![
+            // s0: 6 processors for 400 s from 10 s would overlap the reservation of 4.
+            vec![local(10, 6, 400)],
+            // s1: full until 300 s; then a full job that must wait for the reservation.
+            vec![local(0, 8, 300), local(10, 8, 50)],
+        ],
+    };
+    let config = SchedulerConfig {
+        claiming: Claiming::from_name("reserve").unwrap(),
+        ..SchedulerConfig::default()
+    };
+    let params = SimParams {
+        window_end: Some(1_000 * SECOND),
+        ..SimParams::default()
+    };
+    let out = simulate(sites, config, &work, &params).unwrap();
+    let j = &out.jobs[0];
+    assert_eq!(j.fate, JobFate::Finished);
+    let rec = j.record.as_ref().unwrap();
+    // s1 is free at 300 s: the common start; s0 was asked again from then.
+    assert_eq!(rec.start(), Some(300 * SECOND));
+    assert_eq!(rec.end(), Some(400 * SECOND));
+    assert_eq!(rec.sites(), &[0, 1]);
+    assert_eq!(rec.first_jst(), Some(5 * SECOND));
+    assert_eq!(rec.last_jst(), Some(300 * SECOND));
+    let start = |site: usize, i: usize| out.local[site][i].start.map(|t| t / SECOND);
+    // The local jobs that would overlap the reservation wait until the job is done.
+    assert_eq!(start(0, 0), Some(400));
+    assert_eq!(start(1, 0), Some(0));
+    assert_eq!(start(1, 1), Some(400));
+    // The components held their processors from the start on, not before.
+    assert_eq!(out.usage[0].running, 4 * 100 * 1_000);
+    assert_eq!(out.usage[1].running, 4 * 100 * 1_000);
+    // No reservation stood unused: each was taken at its start and deleted at the end.
+    assert_eq!(out.usage[0].reserved, 0);
+}
