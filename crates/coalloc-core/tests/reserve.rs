@@ -474,3 +474,34 @@ fn a_site_busy_with_other_users_jobs_is_asked_but_coallocs_own_holds_are_kept() 
     assert!(queries(&cmds).is_empty());
     assert_eq!(s.queued(), 1);
 }
+
+#[test]
+fn a_site_that_does_not_answer_rolls_the_run_back_at_the_answer_timeout() {
+    let config = SchedulerConfig {
+        retry_backoff: 60_000,
+        retry_backoff_max: 60_000,
+        ..reserving()
+    };
+    let mut s = Scheduler::new(config, sites());
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    let q = queries(&cmds);
+    offer(&mut s, 1, q[0].0, Ok(10));
+    offer(&mut s, 1, q[1].0, Ok(10));
+    answer(&mut s, 2, q[0].0, Ok(()));
+    // s1 never answers its reservation: rolled back five minutes after placement.
+    s.handle(5 * MINUTE - 1, Event::Tick).unwrap();
+    assert!(unreserves(&drain(&mut s)).is_empty());
+    s.handle(5 * MINUTE, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(
+        unreserves(&cmds),
+        vec![
+            (0, "coalloc-J1-c0-0".to_owned()),
+            (1, "coalloc-J1-c1-0".to_owned())
+        ]
+    );
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Notify(Notice::Requeued { reason, .. })
+            if reason.starts_with("site `s1` did not answer the reservation in time"))));
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+}

@@ -44,8 +44,9 @@ use std::collections::BTreeMap;
 pub struct ReserveParams {
     /// Query rounds to agree on a common start before reserving at the latest offer anyway.
     pub rounds: u32,
-    /// A site that has not answered a query or a reservation after this long refused it
-    /// (`None`: wait; the simulator answers at once).
+    /// A run whose sites have not all answered its queries and reservations this long
+    /// after its placement is rolled back (`None`: wait). Five minutes by default, like the
+    /// server's barrier timeout; the simulator answers at once.
     pub answer_timeout: Option<Millis>,
 }
 
@@ -53,7 +54,7 @@ impl Default for ReserveParams {
     fn default() -> Self {
         ReserveParams {
             rounds: 4,
-            answer_timeout: None,
+            answer_timeout: Some(5 * crate::model::MINUTE),
         }
     }
 }

@@ -65,6 +65,20 @@ impl Driver {
                         json!({"event": "local_preempted", "site": name, "processors": processors}),
                     );
                 }
+                // Reserve claiming (issue 31): the core's side is built, this driver's is
+                // not yet. Unanswered, a reserving run rolls back at the core's answer
+                // timeout (`ReserveParams::answer_timeout`) and the job goes back to its
+                // queue with the reason.
+                Command::ReserveQuery { job, site, .. } | Command::Reserve { job, site, .. } => {
+                    if !self.replaying {
+                        tracing::warn!(
+                            job,
+                            site,
+                            "advance reservation is not carried out by this server yet"
+                        );
+                    }
+                }
+                Command::Unreserve { .. } => {}
                 Command::Notify(n) => self.notice(n),
                 Command::LeaseVm { site, vm } => self.lease_vm(site, vm.0),
                 Command::ReleaseVm { site, vm } => self.release_vm(site, vm.0),

@@ -10,15 +10,15 @@
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
 //!
-//! Files of the two forms before (`coalsnp3` and `coalsnp4`, the same layout; the core's
-//! [`PREVIOUS_SNAPSHOT_VERSION`] and [`LINKLESS_SNAPSHOT_VERSION`] say how their state
-//! differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
+//! Files of the three forms before (`coalsnp3`, `coalsnp4` and `coalsnp5`, the same layout;
+//! the core's [`PREVIOUS_SNAPSHOT_VERSION`], [`LINKLESS_SNAPSHOT_VERSION`] and
+//! [`RESERVELESS_SNAPSHOT_VERSION`] say how their state differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
 //! its state directory; the next snapshot is written in this form.
 
 use super::codec::{self, CodecError};
 use coalloc_core::scheduler::snapshot::{
     reading_form, reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
-    LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION,
+    LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION, RESERVELESS_SNAPSHOT_VERSION,
 };
 use std::io::Write;
 
@@ -26,8 +26,12 @@ use std::io::Write;
 pub const RUNS: usize = 4;
 
 /// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
-/// form changes (4: the queue's job index is no longer saved; 5: the sites' links are).
-const MAGIC: &[u8; 8] = b"coalsnp5";
+/// form changes (4: the queue's job index is no longer saved; 5: the sites' links are; 6:
+/// the core's reservations are, issue 31).
+const MAGIC: &[u8; 8] = b"coalsnp6";
+
+/// Form 5's last bytes ([`RESERVELESS_SNAPSHOT_VERSION`]).
+const RESERVELESS_MAGIC: &[u8; 8] = b"coalsnp5";
 
 /// Form 4's last bytes ([`LINKLESS_SNAPSHOT_VERSION`]).
 const LINKLESS_MAGIC: &[u8; 8] = b"coalsnp4";
@@ -41,6 +45,8 @@ pub enum Runs {
     This(Vec<JobSlots>),
     /// Form 4's: the slots as now (its head read without the sites' links).
     Linkless(Vec<JobSlots>),
+    /// Form 5's: the slots as now (its head read without reservations).
+    Reserveless(Vec<JobSlots>),
     Previous(Vec<PreviousJobSlots>),
 }
 
@@ -49,7 +55,7 @@ impl Runs {
     #[cfg(test)]
     fn count(&self) -> usize {
         match self {
-            Runs::This(r) | Runs::Linkless(r) => r.len(),
+            Runs::This(r) | Runs::Linkless(r) | Runs::Reserveless(r) => r.len(),
             Runs::Previous(r) => r.len(),
         }
     }
@@ -59,6 +65,7 @@ impl Runs {
         match self {
             Runs::This(_) => u32::from(MAGIC[7] - b'0'),
             Runs::Linkless(_) => LINKLESS_SNAPSHOT_VERSION,
+            Runs::Reserveless(_) => RESERVELESS_SNAPSHOT_VERSION,
             Runs::Previous(_) => PREVIOUS_SNAPSHOT_VERSION,
         }
     }
@@ -67,7 +74,9 @@ impl Runs {
 /// The core's snapshot made whole from its head and the file's runs, in this form.
 pub fn join(core: Snapshot, runs: Runs) -> Snapshot {
     match runs {
-        Runs::This(runs) | Runs::Linkless(runs) => Snapshot::join(core, runs),
+        Runs::This(runs) | Runs::Linkless(runs) | Runs::Reserveless(runs) => {
+            Snapshot::join(core, runs)
+        }
         Runs::Previous(runs) => Snapshot::join_previous(core, runs),
     }
 }
@@ -131,13 +140,20 @@ pub fn read<H: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(H, Runs), C
         })?;
         return Ok((head, Runs::Linkless(runs)));
     }
+    if len >= 12 && tail == RESERVELESS_MAGIC {
+        let (head, runs) = read_parts(bytes, |head| {
+            reading_form(RESERVELESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
+        })?;
+        return Ok((head, Runs::Reserveless(runs)));
+    }
     if len < 12 || tail != MAGIC {
         return Err(if len >= 12 && tail.starts_with(&MAGIC[..7]) {
             bad(&format!(
-                "form {} (this build reads forms {}, {} and {})",
+                "form {} (this build reads forms {}, {}, {} and {})",
                 String::from_utf8_lossy(&tail[7..]),
                 PREVIOUS_MAGIC[7] as char,
                 LINKLESS_MAGIC[7] as char,
+                RESERVELESS_MAGIC[7] as char,
                 MAGIC[7] as char
             ))
         } else {
