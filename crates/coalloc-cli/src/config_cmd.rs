@@ -95,6 +95,20 @@ fn settings(c: &SchedulerConfig) -> Vec<(&'static str, String)> {
                 ),
             ));
         }
+        Claiming::Reserve(p) => {
+            out.push(("claiming", "reserve".to_owned()));
+            out.push((
+                "reserve",
+                format!(
+                    "{} query rounds, answer timeout {}",
+                    p.rounds,
+                    p.answer_timeout.map_or(
+                        "none".to_owned(),
+                        coalloc_core::spec::units::format_duration
+                    )
+                ),
+            ));
+        }
     }
     out.extend([
         ("max_submit_failures", limit(c.max_submit_failures)),

@@ -505,3 +505,41 @@ fn a_site_that_does_not_answer_rolls_the_run_back_at_the_answer_timeout() {
             if reason.starts_with("site `s1` did not answer the reservation in time"))));
     assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
 }
+
+#[test]
+fn a_lost_input_file_rolls_the_run_back_before_commit() {
+    let config = SchedulerConfig {
+        retry_backoff: 60_000,
+        retry_backoff_max: 60_000,
+        ..SchedulerConfig::default()
+    };
+    let mut s = Scheduler::new(config, sites());
+    let (id, cmds) = submit(&mut s, 0, job_with_file(None));
+    let transfer = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::StartTransfer { transfer, .. } => Some(*transfer),
+            _ => None,
+        })
+        .unwrap();
+    let q = queries(&cmds);
+    for r in &q {
+        offer(&mut s, 1, r.0, Ok(2_000));
+    }
+    // The only replica fails to deliver: no other can.
+    s.handle(
+        500,
+        Event::TransferDone {
+            transfer,
+            ok: false,
+        },
+    )
+    .unwrap();
+    drain(&mut s);
+    answer(&mut s, 600, q[0].0, Ok(()));
+    let cmds = answer(&mut s, 600, q[1].0, Ok(()));
+    assert!(starts(&cmds).is_empty());
+    assert_eq!(unreserves(&cmds).len(), 2);
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(idle(&s), vec![8, 8, 8]);
+}

@@ -39,6 +39,8 @@ use crate::placement::{Fit, Placement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod restart;
+
 /// Reserve claiming's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReserveParams {
@@ -455,6 +457,12 @@ impl Core {
 
     /// Every reservation is made: start each component into its own (step 5).
     fn commit_reserved(&mut self, id: JobId) {
+        if self.jobs[&id].comps.iter().any(|c| c.site.is_none()) {
+            // A failed transfer with no other replica sent a component to be placed again
+            // (`transfers.rs`): its reservation is where its file will not be.
+            let why = "an input file did not arrive and no other replica can send it";
+            return self.abort(id, why.to_owned(), false);
+        }
         let start = self.reserve.runs[&id].start.unwrap_or(self.now);
         let resvs: Vec<(ReservationId, Resv)> =
             self.run_resvs(id).map(|(k, r)| (k, r.clone())).collect();
@@ -540,63 +548,6 @@ impl Core {
     pub(super) fn end_reservations(&mut self, id: JobId) {
         self.drop_reservations(id);
         self.reserve.requests.remove(&id);
-    }
-
-    /// [`Event::ReservationsFound`]: after a restart, keep the live runs' reservations
-    /// (one asked for and found was made), and delete the others.
-    pub(super) fn reservations_found(
-        &mut self,
-        site: SiteId,
-        names: Vec<String>,
-    ) -> Result<(), Rejected> {
-        if site >= self.sites.len() {
-            return Err(Rejected::UnknownSite(site));
-        }
-        let mut made = Vec::new();
-        for name in &names {
-            let known = self
-                .reserve
-                .table
-                .iter()
-                .find(|(_, r)| r.site == site && &r.name == name)
-                .map(|(&k, r)| (k, r.state));
-            match known {
-                Some((rid, ResvState::Requested)) => made.push(rid),
-                Some((rid, ResvState::Abandoned)) => {
-                    self.reserve.table.remove(&rid);
-                    self.unreserve(site, name);
-                }
-                Some(_) => {}
-                None => self.unreserve(site, name),
-            }
-        }
-        // Abandoned ones the site does not hold are gone; one asked for and not held was not
-        // made (its request was lost with the restart): refused.
-        self.reserve.table.retain(|_, r| {
-            !(r.site == site && r.state == ResvState::Abandoned && !names.contains(&r.name))
-        });
-        let lost: Vec<ReservationId> = self
-            .reserve
-            .table
-            .iter()
-            .filter(|(_, r)| r.site == site && r.state == ResvState::Requested)
-            .filter(|(_, r)| !names.contains(&r.name))
-            .map(|(&k, _)| k)
-            .collect();
-        for rid in made {
-            self.reserved(rid, Ok(()))?;
-        }
-        for rid in lost {
-            self.reserved(rid, Err("not found at the site after a restart".to_owned()))?;
-        }
-        Ok(())
-    }
-
-    fn unreserve(&mut self, site: SiteId, name: &str) {
-        self.commands.push_back(Command::Unreserve {
-            site,
-            name: name.to_owned(),
-        });
     }
 
     /// Under reserve claiming, placement looks for files as well (the floor of the common

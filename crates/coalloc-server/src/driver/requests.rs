@@ -121,6 +121,7 @@ impl Driver {
                         claiming: match self.config.scheduler.claiming {
                             coalloc_core::scheduler::Claiming::Immediate => "immediate",
                             coalloc_core::scheduler::Claiming::Icp(_) => "icp",
+                            coalloc_core::scheduler::Claiming::Reserve(_) => "reserve",
                         }
                         .into(),
                     },
