@@ -543,3 +543,26 @@ fn a_lost_input_file_rolls_the_run_back_before_commit() {
     assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
     assert_eq!(idle(&s), vec![8, 8, 8]);
 }
+
+#[test]
+fn the_specs_say_reserve_per_job_and_per_scheduler() {
+    use coalloc_core::spec::{native, scheduler};
+    let toml = "reserve = true\nstart = 7200\n[[component]]\ncount = 2\n";
+    let j = native::from_toml(toml).unwrap();
+    assert_eq!(
+        j.extra().reserve,
+        Some(ReserveRequest {
+            start: Some(7_200_000)
+        })
+    );
+    // The server's journal keeps a submission as its JSON: the request goes with it.
+    let back = native::from_json(&native::to_json(&j)).unwrap();
+    assert_eq!(back.extra().reserve, j.extra().reserve);
+    let e = native::from_toml("start = 10\n[[component]]\ncount = 2\n").unwrap_err();
+    assert!(e.to_string().contains("set `reserve = true` too"), "{e}");
+    let (_, c) = scheduler::parse_config(
+        "[scheduler]\nclaiming = \"reserve\"\n[[site]]\nname = \"a\"\nprocessors = 4\n",
+    )
+    .unwrap();
+    assert_eq!(c.claiming, Claiming::Reserve(Default::default()));
+}
