@@ -117,7 +117,7 @@ fn pick<T>(v: &mut Vec<T>, p: u8) -> Option<T> {
     (!v.is_empty()).then(|| v.remove(usize::from(p) % v.len()))
 }
 
-fn case() -> impl Strategy<Value = (Vec<u32>, Vec<Vec<u32>>, Vec<(u8, u8, u8)>)> {
+fn case() -> impl Strategy<Value = Case> {
     (
         proptest::collection::vec(4u32..=8, 3),
         proptest::collection::vec(proptest::collection::vec(1u32..=4, 1..=3), 1..=6),
