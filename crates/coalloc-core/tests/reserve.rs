@@ -566,3 +566,32 @@ fn the_specs_say_reserve_per_job_and_per_scheduler() {
     .unwrap();
     assert_eq!(c.claiming, Claiming::Reserve(Default::default()));
 }
+
+#[test]
+fn an_edit_while_reserving_reserves_again() {
+    let config = SchedulerConfig {
+        retry_backoff: 60_000,
+        retry_backoff_max: 60_000,
+        ..reserving()
+    };
+    let mut s = Scheduler::new(config, sites());
+    let (id, cmds) = submit(&mut s, 0, job(&[4, 4]));
+    let q = queries(&cmds);
+    for r in &q {
+        offer(&mut s, 1, r.0, Ok(100));
+    }
+    let add = Event::Edit {
+        job: id,
+        edit: Edit::Add(Component::new(2)),
+    };
+    s.handle(2, add).unwrap();
+    drain(&mut s);
+    answer(&mut s, 3, q[0].0, Ok(()));
+    let cmds = answer(&mut s, 3, q[1].0, Ok(()));
+    assert_eq!(unreserves(&cmds).len(), 2);
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Notify(Notice::Requeued { reason, .. })
+            if reason.starts_with("its components were edited while they were reserved"))));
+    assert!(starts(&cmds).is_empty());
+    assert_eq!(s.job(id).unwrap().job.components.len(), 3);
+}

@@ -32,7 +32,7 @@
 //! what no live run owns.
 
 use super::api::*;
-use super::jobs::Phase;
+use super::jobs::{CompPhase, Phase};
 use super::{Core, Timer};
 use crate::model::{Job, Millis, ReserveRequest, Site, Time};
 use crate::placement::{Fit, Placement};
@@ -457,10 +457,18 @@ impl Core {
 
     /// Every reservation is made: start each component into its own (step 5).
     fn commit_reserved(&mut self, id: JobId) {
-        if self.jobs[&id].comps.iter().any(|c| c.site.is_none()) {
+        let comps = &self.jobs[&id].comps;
+        if comps.iter().any(|c| c.site.is_none()) {
             // A failed transfer with no other replica sent a component to be placed again
             // (`transfers.rs`): its reservation is where its file will not be.
             let why = "an input file did not arrive and no other replica can send it";
+            return self.abort(id, why.to_owned(), false);
+        }
+        let reserved = self.run_resvs(id).count();
+        if comps.len() != reserved || comps.iter().any(|c| c.phase != CompPhase::Idle) {
+            // Edited while its reservations were made (a component added, deleted or
+            // substituted): reserve again for the job as it is now.
+            let why = "its components were edited while they were reserved";
             return self.abort(id, why.to_owned(), false);
         }
         let start = self.reserve.runs[&id].start.unwrap_or(self.now);
