@@ -66,3 +66,43 @@ fn components_start_together_at_the_reservation_and_local_jobs_keep_out() {
     // No reservation stood unused: each was taken at its start and deleted at the end.
     assert_eq!(out.usage[0].reserved, 0);
 }
+
+#[test]
+fn a_reservation_left_by_a_component_that_ended_early_is_counted_reserved_and_idle() {
+    let sites = vec![Site::cluster("s0", 8), Site::cluster("s1", 8)];
+    let mut job = Job::new(
+        JobKind::Unordered,
+        vec![Component::new(4), Component::new(4)],
+    );
+    job.submit = Some(0);
+    job.max_wall_time = Some(200 * SECOND);
+    let work = Workload {
+        jobs: vec![SimJob {
+            tag: 1,
+            job,
+            runtime: 100 * SECOND,
+        }],
+        // s1 is full until 300 s.
+        local: vec![vec![], vec![local(0, 8, 300)]],
+    };
+    let config = SchedulerConfig {
+        claiming: Claiming::from_name("reserve").unwrap(),
+        ..SchedulerConfig::default()
+    };
+    let params = SimParams {
+        window_end: Some(1_000 * SECOND),
+        // Component 0 ends after 50 s, component 1 after 100 s.
+        component_runtimes: [(0, vec![50 * SECOND, 100 * SECOND])].into(),
+        ..SimParams::default()
+    };
+    let out = simulate(sites, config, &work, &params).unwrap();
+    let rec = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(
+        (rec.start(), rec.end()),
+        (Some(300 * SECOND), Some(400 * SECOND))
+    );
+    // s0's reservation stood idle from 350 s until the job ended and deleted it at 400 s.
+    assert_eq!(out.usage[0].running, 4 * 50 * 1_000);
+    assert_eq!(out.usage[0].reserved, 4 * 50 * 1_000);
+    assert_eq!(out.usage[1].reserved, 0);
+}

@@ -270,7 +270,7 @@ mod tests {
         older[at] = b'2';
         let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
         assert!(
-            e.contains("form 2 (this build reads forms 3, 4 and 5)"),
+            e.contains("form 2 (this build reads forms 3, 4, 5 and 6)"),
             "{e}"
         );
         let mut flipped = bytes.clone();

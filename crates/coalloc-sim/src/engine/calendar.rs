@@ -45,6 +45,14 @@ impl Calendar {
         }
     }
 
+    /// Window `name`'s component gave its processors back before the window was deleted:
+    /// they stand reserved and idle again.
+    pub fn unclaim(&mut self, name: &str) {
+        if let Some(w) = self.windows.iter_mut().find(|w| w.name == name) {
+            w.claimed = false;
+        }
+    }
+
     /// Forget windows over before `now`.
     pub fn prune(&mut self, now: Time) {
         self.windows.retain(|w| w.end > now);

@@ -207,6 +207,8 @@ struct Sim<'a> {
     released: BTreeSet<JobId>,
     /// Starts into reservations that begin later (issue 31).
     deferred: BTreeMap<LaunchId, Start>,
+    /// The reservation each launch started into holds (issue 31).
+    window_of: BTreeMap<LaunchId, String>,
     /// The reason of every live doomed launch that plays one of
     /// [`SimParams::aborted_starts`], and how many of each job's (by workload index) have
     /// been dealt out.
@@ -360,6 +362,7 @@ pub fn simulate<'a>(
         by_job: BTreeMap::new(),
         released: BTreeSet::new(),
         deferred: BTreeMap::new(),
+        window_of: BTreeMap::new(),
         abort_reasons: BTreeMap::new(),
         aborts_dealt: BTreeMap::new(),
         index_of: Vec::with_capacity(outcomes.len()),
@@ -887,10 +890,6 @@ impl Sim<'_> {
             window: st.reservation.is_some(),
             until: None,
         };
-        if let Some(r) = &st.reservation {
-            // Its processors leave the reservation's idle count for the component's own.
-            self.sites[site].calendar.claim(&r.name);
-        }
         self.by_job.entry(st.job).or_default().push(st.launch);
         if !self.sites[site].up {
             self.follow.push(Event::ComponentFailed {
@@ -902,6 +901,11 @@ impl Sim<'_> {
                 fault: Fault::Site,
             });
             return;
+        }
+        if let Some(r) = &st.reservation {
+            // Its processors leave the reservation's idle count for the component's own.
+            self.sites[site].calendar.claim(&r.name);
+            self.window_of.insert(st.launch, r.name.clone());
         }
         if self.sites[site].claim(st.launch, st.count) {
             l.state = LState::Starting;
@@ -1042,6 +1046,10 @@ impl Sim<'_> {
         let Some(l) = self.launches.remove(&launch) else {
             return;
         };
+        if let Some(name) = self.window_of.remove(&launch) {
+            // The reservation stays until the core deletes it.
+            self.sites[l.site].calendar.unclaim(&name);
+        }
         // A scripted aborted start whose launch went before it failed: the next start
         // plays it.
         if self.abort_reasons.remove(&launch).is_some() {
