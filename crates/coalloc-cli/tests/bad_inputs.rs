@@ -12,7 +12,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("syntax.toml", "[[component]]\ncount = \n", "syntax.toml:2:9: string values must be quoted, expected literal string"),
     ("typo.toml", "[[component]]\ncont = 4\n", "typo.toml:2:1: unknown field `cont`, expected one of `count`, `site`, `start_type`, `executable`, `arguments`, `environment`, `directory`, `label`, `job_type`, `max_wall_time`, `attribute`"),
     ("count-type.toml", "[[component]]\ncount = \"eight\"\n", "count-type.toml:2:9: invalid type: string \"eight\", expected i64"),
-    ("top-typo.toml", "prio = \"high\"\n[[component]]\ncount = 1\n", "top-typo.toml:1:1: unknown field `prio`, expected one of `id`, `name`, `user`, `priority`, `kind`, `total`, `min_component`, `submit`, `deadline`, `runtime_estimate`, `max_wall_time`, `barrier_timeout`, `hold_at_barrier`, `input_file`, `component`"),
+    ("top-typo.toml", "prio = \"high\"\n[[component]]\ncount = 1\n", "top-typo.toml:1:1: unknown field `prio`, expected one of `id`, `name`, `user`, `priority`, `kind`, `total`, `min_component`, `submit`, `deadline`, `runtime_estimate`, `max_wall_time`, `barrier_timeout`, `hold_at_barrier`, `reserve`, `start`, `input_file`, `component`"),
     // --- native TOML: values and rules ---
     ("count-zero.toml", "[[component]]\ncount = 0\n", "count-zero.toml: component[0].count: must be at least 1 (got 0)"),
     ("count-negative.toml", "[[component]]\ncount = -3\n", "count-negative.toml: component[0].count: must be at least 1 (got -3)"),

@@ -42,7 +42,7 @@
 //! # period, uniformly on [background, background_max].
 //! ```
 
-mod checks;
+pub(crate) mod checks;
 
 use coalloc_core::model::{Millis, Site};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -264,6 +264,7 @@ impl ServerConfig {
             .map(|(s, b)| provider_of(s, b))
             .collect::<Result<Vec<_>, _>>()?;
         checks::gp_preempts_everywhere(&scheduler, &sites, &backends)?;
+        checks::reserve_not_served(&scheduler)?;
         checks::run_as_owner_everywhere(doc.server.run_as_owner == Some(true), &sites, &backends)?;
         let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
             match v {
@@ -389,6 +390,17 @@ mod tests {
             let e = ServerConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn reserve_claiming_is_refused_until_the_server_makes_reservations() {
+        let e = ServerConfig::parse(
+            "[scheduler]\nclaiming = \"reserve\"\n[[site]]\nname = \"a\"\nprocessors = 4\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("scheduler.claiming"), "{e}");
+        assert!(e.contains("coalloc sim"), "{e}");
     }
 
     #[test]

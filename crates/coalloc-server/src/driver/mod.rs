@@ -490,6 +490,11 @@ impl Driver {
     /// handed to the core as it is instead of read back from the entry's JSON (the same
     /// job: the native spec is lossless; issue 23, item 5).
     pub(crate) fn submit(&mut self, job: Job, secret: String) -> Result<CoreReply, Rejected> {
+        if job.extra().reserve.is_some() {
+            return Err(Rejected::Invalid(
+                crate::config::checks::RESERVE_NOT_SERVED.to_owned(),
+            ));
+        }
         let entry = Entry::submit(&job, secret);
         self.apply_event(entry, Event::Submit(Box::new(job)))
     }

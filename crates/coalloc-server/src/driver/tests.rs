@@ -160,3 +160,28 @@ fn a_check_in_answered_in_a_turn_that_then_aborts_the_run_hears_aborted() {
         }
     }
 }
+
+#[test]
+fn a_reserving_job_is_refused_with_the_reason_until_the_server_makes_reservations() {
+    let (mut d, calls) = driver("reserve-refused");
+    let job = coalloc_core::spec::native::from_toml(
+        "name = \"r\"\nreserve = true\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("job");
+    let (reply, mut acked) = oneshot::channel();
+    d.step(
+        1_000,
+        vec![Msg::Api(Request::Submit {
+            jobs: vec![job],
+            reply,
+        })],
+    )
+    .expect("step");
+    let answer = match acked.try_recv() {
+        Ok(mut v) => v.remove(0),
+        other => panic!("no answer: {other:?}"),
+    };
+    let e = format!("{:?}", answer.expect_err("refused"));
+    assert!(e.contains("coalloc sim"), "{e}");
+    assert!(submitted(&calls).is_empty());
+}
