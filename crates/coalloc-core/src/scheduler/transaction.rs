@@ -10,7 +10,7 @@ use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
 use crate::model::{Component, Job, JobKind, StartType};
-use crate::placement::{self, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
+use crate::placement::{self, FileTransfer, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
 use crate::queue::StartOptions;
 
 impl Core {
@@ -74,6 +74,14 @@ impl Core {
 
     /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
     /// were gone).
+    ///
+    /// A job with an input file is placed only where each of its components gets the file,
+    /// from a replica on its site or by a transfer (seed 000 §2.5: the transfers come
+    /// before the start; §3.2's claiming waits for them). The fits other than
+    /// Close-to-Files, and an ordered job's named sites, may leave a component without a
+    /// file site (no usable replica can reach it): here that is no placement, for its
+    /// barrier would be released before the file was there (the simulation harness, seeds
+    /// 110 and 168 with `--files`: ordered jobs placed while every replica's site was out).
     pub(super) fn place(
         &self,
         job: &Job,
@@ -82,7 +90,69 @@ impl Core {
         kill_local: bool,
     ) -> Result<Placement, NoFit> {
         let (idle, usable) = self.view_now(allowed, kill_local);
-        self.place_against(job, &idle, &usable, fit)
+        let p = self.place_against(job, &idle, &usable, fit)?;
+        let (Some(file), Some(c)) = (
+            job.input_file(),
+            p.components.iter().find(|c| c.file.is_none()),
+        ) else {
+            return Ok(p);
+        };
+        let held =
+            (self.sites.sites.iter().zip(&usable)).any(|(s, &u)| u && s.files.contains(&file.name));
+        let (component, label, file) = (c.component, c.label.clone(), file.name.clone());
+        Err(if held {
+            NoFit::FileUnreachable {
+                component,
+                label,
+                needs: c.count,
+                file,
+            }
+        } else {
+            NoFit::NoReplica {
+                component,
+                label,
+                file,
+            }
+        })
+    }
+
+    /// Place component `comp` of `job` alone now, among the `allowed` sites: on the site it
+    /// names, else by `fit` (or the configured fit; Close-to-Files goes by the job's input
+    /// file, seed 000 §2.6), where it gets the job's input file ([`Core::place`]). Its
+    /// site, its processors and the transfer that brings the file there (`None` without a
+    /// file or with a replica on the site).
+    pub(super) fn place_alone(
+        &self,
+        job: &Job,
+        comp: Component,
+        allowed: Option<&[bool]>,
+        fit: Option<Fit>,
+    ) -> Option<(SiteId, u32, Option<FileTransfer>)> {
+        let kind = if comp.site.is_some() {
+            JobKind::Ordered
+        } else {
+            JobKind::Total
+        };
+        let mut single = Job::new(kind, vec![comp]);
+        single.extra_mut().input_file = job.extra().input_file.clone();
+        let p = self.place(&single, allowed, fit, false).ok()?;
+        let pc = p.components.into_iter().next()?;
+        let file = pc.file.filter(|f| f.site != pc.site);
+        Some((pc.site, pc.count, file))
+    }
+
+    /// Start component `i` of job `id` on `site`, its input file sent there first when
+    /// `file` says so (seed 000 §2.5); its barrier waits for the transfer.
+    pub(super) fn launch_with_file(
+        &mut self,
+        id: JobId,
+        i: usize,
+        (site, count, file): (SiteId, u32, Option<FileTransfer>),
+    ) {
+        if let Some(f) = file {
+            self.transfer(id, i, f.site, site, f.bytes);
+        }
+        self.launch(id, i, site, count);
     }
 
     /// [`Core::place`] as a dry run: `(site, processors)` per component.
@@ -610,17 +680,11 @@ impl Core {
             // An ordered component may only run on its own site, which just failed.
             return false;
         }
-        let mut single = Job::new(JobKind::Total, vec![comp]);
-        single.extra_mut().input_file = j.job.extra().input_file.clone();
         let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
-        let Ok(p) = self.place(&single, Some(&allowed), None, false) else {
+        let Some(placed) = self.place_alone(&j.job, comp, Some(&allowed), None) else {
             return false;
         };
-        let pc = p.components[0].clone();
-        if let Some(f) = pc.file.as_ref().filter(|f| f.site != pc.site) {
-            self.transfer(id, i, f.site, pc.site, f.bytes);
-        }
-        self.launch(id, i, pc.site, pc.count);
+        self.launch_with_file(id, i, placed);
         true
     }
 
