@@ -418,3 +418,48 @@ fn an_ordered_job_waits_while_no_usable_site_holds_its_input_file() {
     );
     assert_ne!(s.job(id).unwrap().phase, jobs::Phase::Queued);
 }
+
+/// The simulation harness's `--files` seed 774: a component whose file could not come (so
+/// it had no site) was deleted, the job committed without it, and the run's sites held
+/// `usize::MAX` for it, which the server's result log indexed the site list with.
+#[test]
+fn a_component_deleted_without_a_site_is_not_among_the_runs_sites() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    let mut s = Scheduler::new(config(), sites);
+    let mut j = job(8);
+    j.components.push(j.components[0].clone());
+    // 2 MB at 1 MB/s to s1 and s2: the claim waits for the transfers.
+    let (id, cmds) = submit(&mut s, 0, j);
+    let t = transfers(&cmds);
+    assert_eq!(
+        t.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(),
+        [(0, 1), (0, 2)]
+    );
+    // Component 1's transfer fails and no other replica is left: it has no site now.
+    let done = |transfer, ok| Event::TransferDone { transfer, ok };
+    s.handle(100, done(t[1].0, false)).unwrap();
+    assert_eq!(s.job(id).unwrap().comps[1].site, None);
+    s.handle(
+        200,
+        Event::Edit {
+            job: id,
+            edit: Edit::Delete(1),
+        },
+    )
+    .unwrap();
+    s.handle(2_000, done(t[0].0, true)).unwrap();
+    s.handle(2_100, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    let started = starts(&cmds);
+    assert_eq!(
+        started.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>(),
+        [(0, 1)]
+    );
+    let launch = started[0].0;
+    s.handle(2_200, Event::ComponentStarted { launch }).unwrap();
+    s.handle(2_300, Event::ComponentReady { launch }).unwrap();
+    assert!(releases(&drain(&mut s), id));
+    assert_eq!(s.job(id).unwrap().record.sites(), [1]);
+}

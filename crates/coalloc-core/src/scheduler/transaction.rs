@@ -426,11 +426,9 @@ impl Core {
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
         j.record.run_mut().start = Some(now);
-        j.record.run_mut().sites = j
-            .comps
-            .iter()
-            .map(|c| c.site.unwrap_or(usize::MAX))
-            .collect();
+        // A component deleted before it had a site is left out (it was `usize::MAX`,
+        // which the result log indexed the site list with: the harness, `--files` seed 774).
+        j.record.run_mut().sites = j.comps.iter().filter_map(|c| c.site).collect();
         j.record.run_mut().wasted += j
             .comps
             .iter()
