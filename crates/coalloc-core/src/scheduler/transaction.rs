@@ -9,7 +9,7 @@ use super::faults::Fault;
 use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
-use crate::model::{Component, Job, JobKind, StartType};
+use crate::model::{Component, Job, JobKind, Site, StartType};
 use crate::placement::{self, FileTransfer, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
 use crate::queue::StartOptions;
 
@@ -75,13 +75,15 @@ impl Core {
     /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
     /// were gone).
     ///
-    /// A job with an input file is placed only where each of its components gets the file,
-    /// from a replica on its site or by a transfer (seed 000 §2.5: the transfers come
-    /// before the start; §3.2's claiming waits for them). The fits other than
-    /// Close-to-Files, and an ordered job's named sites, may leave a component without a
-    /// file site (no usable replica can reach it): here that is no placement, for its
-    /// barrier would be released before the file was there (the simulation harness, seeds
-    /// 110 and 168 with `--files`: ordered jobs placed while every replica's site was out).
+    /// A job with an input file whose every replica is on a site out of the placement
+    /// (unusable, or not allowed) is not placed: it waits for one of them (seed 000 §2.5:
+    /// the file is sent from a replica before the start; §3.2's claiming waits for it).
+    /// The fits other than Close-to-Files, and an ordered job's named sites, would place
+    /// it with no file site, and its barrier would be released before the file was there
+    /// (the simulation harness, `--files` seeds 108, 110, 168 and 192: ordered and
+    /// flexible jobs placed while the replicas' sites were out). With no replica anywhere,
+    /// or none that can reach a site, those fits place the job without a file site, as
+    /// the placement module documents.
     pub(super) fn place(
         &self,
         job: &Job,
@@ -97,22 +99,15 @@ impl Core {
         ) else {
             return Ok(p);
         };
-        let held =
-            (self.sites.sites.iter().zip(&usable)).any(|(s, &u)| u && s.files.contains(&file.name));
-        let (component, label, file) = (c.component, c.label.clone(), file.name.clone());
-        Err(if held {
-            NoFit::FileUnreachable {
-                component,
-                label,
-                needs: c.count,
-                file,
-            }
-        } else {
-            NoFit::NoReplica {
-                component,
-                label,
-                file,
-            }
+        let held = |s: &(&Site, &bool)| s.0.files.contains(&file.name);
+        let replicas = || self.sites.sites.iter().zip(&usable);
+        if replicas().any(|s| held(&s) && *s.1) || !replicas().any(|s| held(&s)) {
+            return Ok(p);
+        }
+        Err(NoFit::NoReplica {
+            component: c.component,
+            label: c.label.clone(),
+            file: file.name.clone(),
         })
     }
 
