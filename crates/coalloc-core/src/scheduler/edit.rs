@@ -93,10 +93,13 @@ impl Core {
                         self.place_alone(&edited, edited.components[i].clone(), None, None);
                     let Some(placed) = placed else {
                         self.jobs.get_mut(&id).expect("known").told_ready = told;
-                        return Err(Rejected::Invalid(
-                            "no usable site has room for the component now, with its input file"
-                                .to_owned(),
-                        ));
+                        let file = match edited.input_file() {
+                            Some(f) => format!(" that its input file `{}` can reach", f.name),
+                            None => String::new(),
+                        };
+                        return Err(Rejected::Invalid(format!(
+                            "no usable site{file} has room for the component now"
+                        )));
                     };
                     if i < n {
                         self.cancel_component(id, i);
