@@ -3,7 +3,7 @@
 //! re-sourced from another replica before its component is placed again (seed 000 §2.5).
 
 mod common;
-use common::{drain, submit};
+use common::{drain, starts, submit};
 
 use coalloc_core::model::*;
 use coalloc_core::placement::Fit;
@@ -310,4 +310,156 @@ fn a_restored_snapshot_keeps_the_replicas_and_the_measured_bandwidths() {
     let (id, cmds) = submit(&mut back, 10, job(8));
     assert!(transfers(&cmds).is_empty(), "{cmds:?}");
     assert_eq!(back.job(id).unwrap().record.run().placed, Some(10));
+}
+
+/// Whether `cmds` release job `id`'s barrier.
+fn releases(cmds: &[Command], id: JobId) -> bool {
+    cmds.iter()
+        .any(|c| matches!(c, Command::ReleaseBarrier { job } if *job == id))
+}
+
+/// The simulation harness's `--files` seed 126: a substitute of a started job's component
+/// was placed without the job's input file and started on a site without it, with no
+/// transfer, and the job committed. Now it goes where the file can reach (seed 000 §2.5),
+/// the file is sent there, and the barrier waits for it.
+#[test]
+fn a_substituted_component_gets_the_input_file_before_the_barrier_opens() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    let mut s = Scheduler::new(config(), sites);
+    // A tiny file on s0, and 4 processors: started on s0 at once, nothing to send.
+    let mut j = job(4);
+    j.extra_mut().input_file.as_mut().unwrap().size = 10;
+    let (id, cmds) = submit(&mut s, 0, j);
+    assert!(transfers(&cmds).is_empty(), "{cmds:?}");
+    assert_eq!(starts(&cmds).iter().map(|s| s.2).collect::<Vec<_>>(), [0]);
+    // The substitute needs 6: s0 has 4 left, so it goes to another site, and the file
+    // follows it from s0.
+    let six = Component {
+        count: 6,
+        ..Component::default()
+    };
+    s.handle(
+        5,
+        Event::Edit {
+            job: id,
+            edit: Edit::Substitute(0, six),
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    let t = transfers(&cmds);
+    let new = starts(&cmds);
+    assert_eq!(new.len(), 1, "{cmds:?}");
+    let (launch, _, site) = new[0];
+    assert_ne!(site, 0);
+    assert_eq!(
+        t.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(),
+        [(0, site)]
+    );
+    assert_eq!(s.job(id).unwrap().comps[0].transfer, Some(t[0].0));
+    // At the barrier before its file: no commit.
+    s.handle(6, Event::ComponentStarted { launch }).unwrap();
+    s.handle(7, Event::ComponentReady { launch }).unwrap();
+    assert!(!releases(&drain(&mut s), id));
+    assert_eq!(s.job(id).unwrap().phase, jobs::Phase::Starting);
+    // The file is there: the job commits.
+    s.handle(
+        8,
+        Event::TransferDone {
+            transfer: t[0].0,
+            ok: true,
+        },
+    )
+    .unwrap();
+    assert!(releases(&drain(&mut s), id));
+    assert_eq!(s.job(id).unwrap().phase, jobs::Phase::Running);
+}
+
+/// The simulation harness's `--files` seeds 110 and 168: an ordered job was placed on its
+/// named sites while no usable site held its input file, so no transfer started and its
+/// barrier opened without the file. Now it waits for a usable replica.
+#[test]
+fn an_ordered_job_waits_while_no_usable_site_holds_its_input_file() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    let mut s = Scheduler::new(config(), sites);
+    s.handle(
+        0,
+        Event::SetUsable {
+            site: 0,
+            usable: false,
+        },
+    )
+    .unwrap();
+    let mut j = job(4);
+    j.kind = JobKind::Ordered;
+    j.components[0].site = Some("s1".into());
+    let (id, cmds) = submit(&mut s, 1, j);
+    assert!(starts(&cmds).is_empty(), "{cmds:?}");
+    assert_eq!(s.job(id).unwrap().phase, jobs::Phase::Queued);
+    // The replica's site is back: the job is placed on s1 and the file sent from s0.
+    s.handle(
+        2,
+        Event::SetUsable {
+            site: 0,
+            usable: true,
+        },
+    )
+    .unwrap();
+    let cmds = drain(&mut s);
+    assert_eq!(
+        transfers(&cmds)
+            .iter()
+            .map(|t| (t.1, t.2))
+            .collect::<Vec<_>>(),
+        [(0, 1)],
+        "{cmds:?}"
+    );
+    assert_ne!(s.job(id).unwrap().phase, jobs::Phase::Queued);
+}
+
+/// The simulation harness's `--files` seed 774: a component whose file could not come (so
+/// it had no site) was deleted, the job committed without it, and the run's sites held
+/// `usize::MAX` for it, which the server's result log indexed the site list with.
+#[test]
+fn a_component_deleted_without_a_site_is_not_among_the_runs_sites() {
+    let mut sites = sites();
+    sites[0].files = vec!["data".into()];
+    sites[0].processors = 4;
+    let mut s = Scheduler::new(config(), sites);
+    let mut j = job(8);
+    j.components.push(j.components[0].clone());
+    // 2 MB at 1 MB/s to s1 and s2: the claim waits for the transfers.
+    let (id, cmds) = submit(&mut s, 0, j);
+    let t = transfers(&cmds);
+    assert_eq!(
+        t.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>(),
+        [(0, 1), (0, 2)]
+    );
+    // Component 1's transfer fails and no other replica is left: it has no site now.
+    let done = |transfer, ok| Event::TransferDone { transfer, ok };
+    s.handle(100, done(t[1].0, false)).unwrap();
+    assert_eq!(s.job(id).unwrap().comps[1].site, None);
+    s.handle(
+        200,
+        Event::Edit {
+            job: id,
+            edit: Edit::Delete(1),
+        },
+    )
+    .unwrap();
+    s.handle(2_000, done(t[0].0, true)).unwrap();
+    s.handle(2_100, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    let started = starts(&cmds);
+    assert_eq!(
+        started.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>(),
+        [(0, 1)]
+    );
+    let launch = started[0].0;
+    s.handle(2_200, Event::ComponentStarted { launch }).unwrap();
+    s.handle(2_300, Event::ComponentReady { launch }).unwrap();
+    assert!(releases(&drain(&mut s), id));
+    assert_eq!(s.job(id).unwrap().record.sites(), [1]);
 }

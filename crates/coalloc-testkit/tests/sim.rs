@@ -1,16 +1,20 @@
 //! The simulation harness in the test suite: 500 seeds of the plans without agent sites
-//! (`--classic`), and the seeds among the first 500 whose plans have agent sites
-//! (`COALLOC_SIM_SEEDS` for more), every failure printed with the command that replays it.
+//! (`--classic`), the seeds among the first 500 whose plans have agent sites, and those
+//! whose plans have input files (`--files`) (`COALLOC_SIM_SEEDS` for more), every failure
+//! printed with the command that replays it.
 
-use coalloc_testkit::sim;
+use coalloc_testkit::sim::{self, Outcome, Violation};
 
-/// Seeds with agent sites that break an invariant and are known to: none. (54, 110, 115,
-/// 370, 388 and 494 were restarts that reached another state, a site's link not being in
-/// the core's snapshot: fixed by snapshot form 5. 274: `resume` journaled the agent sites'
+/// Seeds that break an invariant and are known to: none. (Agent sites: 54, 110, 115, 370,
+/// 388 and 494 were restarts that reached another state, a site's link not being in the
+/// core's snapshot: fixed by snapshot form 5. 274: `resume` journaled the agent sites'
 /// "link down" only at the next turn, and a crash before it left the next restart with the
 /// links up: `resume` now ends with a turn. 71 and 235 pass since the fixes of the
 /// one-hour run's failures.) A seed put here must say why.
 const KNOWN: &[u64] = &[];
+
+/// A way to run a seed: [`sim::run`], [`sim::run_classic`] or [`sim::run_files`].
+type Run = fn(u64, bool) -> Result<Outcome, Violation>;
 
 fn seeds() -> u64 {
     std::env::var("COALLOC_SIM_SEEDS")
@@ -19,31 +23,41 @@ fn seeds() -> u64 {
         .unwrap_or(500)
 }
 
-#[test]
-fn five_hundred_seeds_keep_every_invariant() {
-    let n = seeds();
+/// Run every `(seed, run)`; the outcomes of those that kept every invariant. Fails listing
+/// every other seed's violation (each with the command that replays it) but the
+/// [`KNOWN`] ones.
+fn assert_none_failed(what: &str, runs: impl IntoIterator<Item = (u64, Run)>) -> Vec<Outcome> {
     let t = std::time::Instant::now();
-    let mut failures = Vec::new();
-    let (mut crashes, mut jobs) = (0, 0);
-    for seed in 0..n {
-        match sim::run_classic(seed, false) {
-            Ok(o) => {
-                crashes += o.crashes;
-                jobs += o.jobs;
-            }
+    let (mut outcomes, mut failures, mut known) = (Vec::new(), Vec::new(), Vec::new());
+    for (seed, run) in runs {
+        match run(seed, false) {
+            Ok(o) => outcomes.push(o),
+            Err(_) if KNOWN.contains(&seed) => known.push(seed),
             Err(v) => failures.push(v.to_string()),
         }
     }
     eprintln!(
-        "{n} seeds, {jobs} jobs, {crashes} server crashes, {:.1} s",
+        "{what}: {} seeds kept every invariant, known failures {known:?}, {:.1} s",
+        outcomes.len(),
         t.elapsed().as_secs_f64()
     );
     assert!(
         failures.is_empty(),
-        "{} seeds failed:\n{}",
+        "{what}: {} seeds failed:\n{}",
         failures.len(),
         failures.join("\n")
     );
+    outcomes
+}
+
+#[test]
+fn five_hundred_seeds_keep_every_invariant() {
+    let n = seeds();
+    let runs = (0..n).map(|s| (s, sim::run_classic as Run));
+    let o = assert_none_failed("classic", runs);
+    let crashes: u32 = o.iter().map(|o| o.crashes).sum();
+    let jobs: usize = o.iter().map(|o| o.jobs).sum();
+    eprintln!("{jobs} jobs, {crashes} server crashes");
     assert!(
         crashes > 0 && jobs > n as usize,
         "the seeds exercise crashes and jobs"
@@ -53,33 +67,32 @@ fn five_hundred_seeds_keep_every_invariant() {
 #[test]
 fn the_seeds_with_agent_sites_keep_every_invariant() {
     let n = seeds();
-    let t = std::time::Instant::now();
-    let (mut failures, mut known) = (Vec::new(), Vec::new());
-    let (mut runs, mut partitions, mut reconnects) = (0, 0, 0);
-    for seed in (0..n).filter(|s| sim::plan::plan(*s).sites.iter().any(|s| s.agent.is_some())) {
-        runs += 1;
-        match sim::run(seed, false) {
-            Ok(o) => {
-                partitions += o.partitions;
-                reconnects += o.reconnects;
-            }
-            Err(_) if KNOWN.contains(&seed) => known.push(seed),
-            Err(v) => failures.push(v.to_string()),
-        }
-    }
-    eprintln!(
-        "{runs} of {n} seeds with agent sites, {partitions} partitions, {reconnects} agent connections, known failures {known:?}, {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
+    let agents = |s: &u64| sim::plan::plan(*s).sites.iter().any(|s| s.agent.is_some());
+    let runs = (0..n).filter(agents).map(|s| (s, sim::run as Run));
+    let o = assert_none_failed("agent sites", runs);
+    let partitions: u32 = o.iter().map(|o| o.partitions).sum();
+    let reconnects: u32 = o.iter().map(|o| o.reconnects).sum();
+    eprintln!("{partitions} partitions, {reconnects} agent connections");
     assert!(
-        failures.is_empty(),
-        "{} seeds failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert!(
-        runs > n / 4 && partitions > 0 && reconnects > runs as u32,
+        o.len() as u64 > n / 4 && partitions > 0 && reconnects > o.len() as u32,
         "the seeds exercise agent sites, partitions and reconnections"
+    );
+}
+
+/// The seeds among the first 500 whose plans have input files (about a third; the others'
+/// plans are [`sim::plan::plan`]'s, which the test above runs).
+#[test]
+fn the_seeds_with_input_files_keep_every_invariant() {
+    let n = seeds();
+    let files = |s: &u64| !sim::plan::with_files(*s).files.is_empty();
+    let runs = (0..n).filter(files).map(|s| (s, sim::run_files as Run));
+    let o = assert_none_failed("input files", runs);
+    let transfers: u32 = o.iter().map(|o| o.transfers).sum();
+    let cut: u32 = o.iter().map(|o| o.cut_transfers).sum();
+    eprintln!("{transfers} transfers, {cut} cut half-way");
+    assert!(
+        o.len() as u64 > n / 5 && transfers > o.len() as u32 && cut > 0,
+        "the seeds exercise input files, their transfers and cut transfers"
     );
 }
 
@@ -90,14 +103,18 @@ fn a_seed_replays_exactly() {
     assert_eq!(a.map_err(|v| v.to_string()), b.map_err(|v| v.to_string()));
 }
 
-/// Seeds of the one-hour run (bench/RESULTS.md, issue 30) that found bugs: each keeps every
-/// invariant now.
+/// Seeds that found bugs: of the one-hour run (bench/RESULTS.md, issue 30), and with input
+/// files (`--files`: an edit that started a component without its file, 18, 86, 126 and
+/// 245; a job with an input file placed while no usable site held it, 108, 110, 168 and
+/// 192; a component that came to the barrier after the commit released before its file
+/// was there, 708; a component deleted without a site, which the result log indexed the
+/// sites with, 774; 250 was the harness's, which held a late optional component to the
+/// commit). Each keeps every invariant now.
 #[test]
 fn the_seeds_that_found_bugs_keep_every_invariant() {
-    let failures: Vec<String> = [100449, 108037, 113267, 175612, 183660, 195223]
-        .into_iter()
-        .filter_map(|seed| coalloc_testkit::sim::run(seed, false).err())
-        .map(|v| v.to_string())
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let hour = [100449, 108037, 113267, 175612, 183660, 195223];
+    let files = [18, 86, 108, 110, 126, 168, 192, 245, 250, 708, 774];
+    let runs = hour.into_iter().map(|s| (s, sim::run as Run));
+    let runs = runs.chain(files.into_iter().map(|s| (s, sim::run_files as Run)));
+    assert_none_failed("bug seeds", runs);
 }

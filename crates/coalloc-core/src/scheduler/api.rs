@@ -386,7 +386,8 @@ pub struct RunRecord {
     /// When the job started (= barrier release) and ended.
     pub start: Option<Time>,
     pub end: Option<Time>,
-    /// Sites used by the run that ended, by component.
+    /// Sites used by the run that ended, by component (but a component that never had
+    /// one: deleted before it was placed).
     pub sites: Vec<SiteId>,
     /// Processor-milliseconds held before the barrier released (seed 001's wasted time).
     pub wasted: u64,

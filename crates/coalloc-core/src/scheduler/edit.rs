@@ -5,7 +5,7 @@
 use super::api::*;
 use super::jobs::{CompPhase, CompState, Phase};
 use super::Core;
-use crate::model::{Component, Job, JobKind};
+use crate::model::JobKind;
 
 impl Core {
     /// Add, delete or substitute a component before commit (seed 002 §3.2).
@@ -83,33 +83,23 @@ impl Core {
                     _ => n,
                 };
                 if starting {
-                    // The new request must find room now, or nothing changes.
-                    let single = Job::new(
-                        JobKind::Total,
-                        vec![Component {
-                            site: None,
-                            ..edited.components[i].clone()
-                        }],
-                    );
-                    let fits = match &edited.components[i].site {
-                        Some(name) => {
-                            let s = self.sites.sites.iter().position(|s| &s.name == name);
-                            s.filter(|&s| {
-                                self.sites.state[s].usable()
-                                    && self.sites.state[s].idle >= edited.components[i].count
-                            })
-                            .map(|s| (s, edited.components[i].count))
-                        }
-                        None => self
-                            .place(&single, None, None, false)
-                            .ok()
-                            .map(|p| (p.components[0].site, p.components[0].count)),
-                    };
-                    let Some((site, count)) = fits else {
+                    // The new request must find room now, or nothing changes; like a fresh
+                    // placement, where it gets the job's input file, which is sent there
+                    // before its barrier opens (seed 000 §2.5). The simulation harness
+                    // found a substitute of a job with an input file started on a site
+                    // without the file, and released (`--files`, seeds 18, 86 and 126;
+                    // an added component, seed 245).
+                    let placed =
+                        self.place_alone(&edited, edited.components[i].clone(), None, None);
+                    let Some(placed) = placed else {
                         self.jobs.get_mut(&id).expect("known").told_ready = told;
-                        return Err(Rejected::Invalid(
-                            "no usable site has room for the component now".to_owned(),
-                        ));
+                        let file = match edited.input_file() {
+                            Some(f) => format!(" that its input file `{}` can reach", f.name),
+                            None => String::new(),
+                        };
+                        return Err(Rejected::Invalid(format!(
+                            "no usable site{file} has room for the component now"
+                        )));
                     };
                     if i < n {
                         self.cancel_component(id, i);
@@ -119,7 +109,7 @@ impl Core {
                     if i == n {
                         j.comps.push(CompState::idle());
                     }
-                    self.launch(id, i, site, count);
+                    self.launch_with_file(id, i, placed);
                 } else {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job = edited;

@@ -16,7 +16,7 @@
 use super::api::*;
 use super::jobs::{ClaimState, CompPhase, Phase};
 use super::{Core, Timer};
-use crate::model::{Component, Job, JobKind, Millis, Priority, Time};
+use crate::model::{Component, Millis, Priority, Time};
 use crate::placement::{Fit, Placement};
 
 /// ICP's parameters (seed 000 §4 used L = 0.75, step 0.125, bound 0.25, T = 0).
@@ -240,19 +240,16 @@ impl Core {
         if j.job.components[i].site.is_some() {
             return false; // an ordered component stays on its site
         }
-        let mut single = Job::new(JobKind::Total, vec![comp]);
-        single.extra_mut().input_file = j.job.extra().input_file.clone();
-        let Ok(p) = self.place(&single, None, Some(Fit::CloseToFiles), false) else {
+        let Some((site, _, file)) = self.place_alone(&j.job, comp, None, Some(Fit::CloseToFiles))
+        else {
             return false;
         };
-        let pc = &p.components[0];
-        let arrival = pc.file.as_ref().map_or(0, |f| f.estimate);
+        let arrival = file.as_ref().map_or(0, |f| f.estimate);
         if self.now + arrival > jst {
             return false;
         }
-        let (site, file) = (pc.site, pc.file.clone());
         self.jobs.get_mut(&id).expect("known job").comps[i].site = Some(site);
-        if let Some(f) = file.filter(|f| f.site != site) {
+        if let Some(f) = file {
             self.transfer(id, i, f.site, site, f.bytes);
         }
         true

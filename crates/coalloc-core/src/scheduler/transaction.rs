@@ -9,8 +9,8 @@ use super::faults::Fault;
 use super::jobs::{CompPhase, CompState, JobState, Phase};
 use super::sites::ErrorOutcome;
 use super::{Core, Timer};
-use crate::model::{Component, Job, JobKind, StartType};
-use crate::placement::{self, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
+use crate::model::{Component, Job, JobKind, Site, StartType};
+use crate::placement::{self, FileTransfer, Fit, NoFit, PerSite, Placement, SiteView, SitesOf};
 use crate::queue::StartOptions;
 
 impl Core {
@@ -74,6 +74,16 @@ impl Core {
 
     /// Place a job against the sites as they are now (with `kill_local`, as if local jobs
     /// were gone).
+    ///
+    /// A job with an input file whose every replica is on a site out of the placement
+    /// (unusable, or not allowed) is not placed: it waits for one of them (seed 000 §2.5:
+    /// the file is sent from a replica before the start; §3.2's claiming waits for it).
+    /// The fits other than Close-to-Files, and an ordered job's named sites, would place
+    /// it with no file site, and its barrier would be released before the file was there
+    /// (the simulation harness, `--files` seeds 108, 110, 168 and 192: ordered and
+    /// flexible jobs placed while the replicas' sites were out). With no replica anywhere,
+    /// or none that can reach a site, those fits place the job without a file site, as
+    /// the placement module documents.
     pub(super) fn place(
         &self,
         job: &Job,
@@ -82,7 +92,62 @@ impl Core {
         kill_local: bool,
     ) -> Result<Placement, NoFit> {
         let (idle, usable) = self.view_now(allowed, kill_local);
-        self.place_against(job, &idle, &usable, fit)
+        let p = self.place_against(job, &idle, &usable, fit)?;
+        let (Some(file), Some(c)) = (
+            job.input_file(),
+            p.components.iter().find(|c| c.file.is_none()),
+        ) else {
+            return Ok(p);
+        };
+        let held = |s: &(&Site, &bool)| s.0.files.contains(&file.name);
+        let replicas = || self.sites.sites.iter().zip(&usable);
+        if replicas().any(|s| held(&s) && *s.1) || !replicas().any(|s| held(&s)) {
+            return Ok(p);
+        }
+        Err(NoFit::NoReplica {
+            component: c.component,
+            label: c.label.clone(),
+            file: file.name.clone(),
+        })
+    }
+
+    /// Place component `comp` of `job` alone now, among the `allowed` sites: on the site it
+    /// names, else by `fit` (or the configured fit; Close-to-Files goes by the job's input
+    /// file, seed 000 §2.6), where it gets the job's input file ([`Core::place`]). Its
+    /// site, its processors and the transfer that brings the file there (`None` without a
+    /// file or with a replica on the site).
+    pub(super) fn place_alone(
+        &self,
+        job: &Job,
+        comp: Component,
+        allowed: Option<&[bool]>,
+        fit: Option<Fit>,
+    ) -> Option<(SiteId, u32, Option<FileTransfer>)> {
+        let kind = if comp.site.is_some() {
+            JobKind::Ordered
+        } else {
+            JobKind::Total
+        };
+        let mut single = Job::new(kind, vec![comp]);
+        single.extra_mut().input_file = job.extra().input_file.clone();
+        let p = self.place(&single, allowed, fit, false).ok()?;
+        let pc = p.components.into_iter().next()?;
+        let file = pc.file.filter(|f| f.site != pc.site);
+        Some((pc.site, pc.count, file))
+    }
+
+    /// Start component `i` of job `id` on `site`, its input file sent there first when
+    /// `file` says so (seed 000 §2.5); its barrier waits for the transfer.
+    pub(super) fn launch_with_file(
+        &mut self,
+        id: JobId,
+        i: usize,
+        (site, count, file): (SiteId, u32, Option<FileTransfer>),
+    ) {
+        if let Some(f) = file {
+            self.transfer(id, i, f.site, site, f.bytes);
+        }
+        self.launch(id, i, site, count);
     }
 
     /// [`Core::place`] as a dry run: `(site, processors)` per component.
@@ -367,11 +432,9 @@ impl Core {
         self.committed.push(id);
         j.record.run_mut().barrier_release = Some(now);
         j.record.run_mut().start = Some(now);
-        j.record.run_mut().sites = j
-            .comps
-            .iter()
-            .map(|c| c.site.unwrap_or(usize::MAX))
-            .collect();
+        // A component deleted before it had a site is left out (it was `usize::MAX`,
+        // which the result log indexed the site list with: the harness, `--files` seed 774).
+        j.record.run_mut().sites = j.comps.iter().filter_map(|c| c.site).collect();
         j.record.run_mut().wasted += j
             .comps
             .iter()
@@ -621,17 +684,11 @@ impl Core {
             // An ordered component may only run on its own site, which just failed.
             return false;
         }
-        let mut single = Job::new(JobKind::Total, vec![comp]);
-        single.extra_mut().input_file = j.job.extra().input_file.clone();
         let allowed: Vec<bool> = (0..self.sites.len()).map(|s| Some(s) != avoid).collect();
-        let Ok(p) = self.place(&single, Some(&allowed), None, false) else {
+        let Some(placed) = self.place_alone(&j.job, comp, Some(&allowed), None) else {
             return false;
         };
-        let pc = p.components[0].clone();
-        if let Some(f) = pc.file.as_ref().filter(|f| f.site != pc.site) {
-            self.transfer(id, i, f.site, pc.site, f.bytes);
-        }
-        self.launch(id, i, pc.site, pc.count);
+        self.launch_with_file(id, i, placed);
         true
     }
 

@@ -183,8 +183,16 @@ impl Driver {
         if l.ended && !current {
             return aborted("this start of the component was aborted");
         }
+        // A component that comes to the barrier after its job committed (an optional one,
+        // or one started since) passes only once its input file is there: the commit did
+        // not wait for it (the simulation harness, `--files` seed 708).
+        let file_there = state
+            .comps
+            .get(l.component)
+            .is_none_or(|c| !c.transferring());
         match state.phase {
-            Phase::Running if current => BarrierAnswer::Released,
+            Phase::Running if current && file_there => BarrierAnswer::Released,
+            Phase::Running if current => BarrierAnswer::Waiting,
             Phase::Ended => aborted("the job has ended"),
             _ if !current => aborted("this start of the component was aborted"),
             _ => BarrierAnswer::Waiting,

@@ -87,6 +87,11 @@ impl Driver {
     pub(super) fn transfer_effect(&mut self, e: &Entry) {
         if let Entry::TransferDone { transfer, ok } = e {
             if let Some(t) = self.transfers.get_mut(transfer) {
+                // A component that came to the barrier after its job committed waits
+                // for its file: its held check-ins look again ([`Driver::barrier_state`]).
+                let job = t.job;
+                self.rv.touch(job);
+                let t = self.transfers.get_mut(transfer).expect("just found");
                 t.cancel.store(true, Ordering::Relaxed);
                 t.deadline = None;
                 if *ok {

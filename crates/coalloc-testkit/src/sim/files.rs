@@ -12,11 +12,13 @@
 //! - a stage-in succeeds (the plans stage nothing in); a read of a file at an agent's site
 //!   fails; outputs and removals report nothing.
 //!
-//! The invariant ([`World::files_released`]): a barrier is released only when the input
-//! file is at the site of every started component of the job.
+//! The invariant ([`World::files_released`]): a process passes the barrier only when the
+//! job's input file is at its site, and at the site of every component the commit waited
+//! for (every started component but an optional one not at the barrier: that one passes
+//! later, once its own file is there).
 
 use super::{Ev, Violation, World, RETRY};
-use coalloc_core::model::Time;
+use coalloc_core::model::{StartType, Time};
 use coalloc_core::scheduler::jobs::CompPhase;
 use coalloc_server::driver::work::Work;
 use coalloc_server::msg::{ApiError, Msg, Report, Request};
@@ -257,14 +259,24 @@ impl World {
         else {
             return Ok(());
         };
-        for (i, c) in job.comps.iter().enumerate() {
+        if !self.files.present.contains(&(name.clone(), site)) {
+            return Err(self.violation(format!(
+                "launch {id} of job {} at s{site} released before its input file {name} was there",
+                l.job
+            )));
+        }
+        // The components the commit waited for: each has its file. An optional one that
+        // was not at the barrier then passes it later, when its own file is there (above).
+        for (i, (c, spec)) in job.comps.iter().zip(&job.job.components).enumerate() {
             let (Some(at), Some(_)) = (c.site, c.launch) else {
                 continue;
             };
-            if c.phase == CompPhase::Deleted {
-                continue;
-            }
-            if !self.files.present.contains(&(name.clone(), at)) {
+            let waited = match c.phase {
+                CompPhase::Deleted | CompPhase::Failed => false,
+                CompPhase::Ready | CompPhase::Finished => true,
+                _ => spec.start_type != StartType::Optional,
+            };
+            if waited && !self.files.present.contains(&(name.clone(), at)) {
                 return Err(self.violation(format!(
                     "job {} released with component {i} at s{at} before its input file {name} was there",
                     l.job
