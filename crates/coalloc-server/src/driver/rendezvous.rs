@@ -240,8 +240,9 @@ impl Driver {
     /// After the turn's commit: answer the check-ins of the turn, and the held ones of the
     /// jobs it touched whose barrier is no longer closed to them.
     pub(crate) fn answer_held(&mut self) {
+        let mut out: Vec<(BarrierReply, BarrierAnswer)> = Vec::new();
         for (job, launch, r) in std::mem::take(&mut self.rv.answers) {
-            let _ = r.send(Ok(self.barrier_state(job, launch)));
+            out.push((r, self.barrier_state(job, launch)));
         }
         for job in std::mem::take(&mut self.rv.touched) {
             let keys: Vec<(u64, u64, u32)> = self
@@ -254,10 +255,18 @@ impl Driver {
                 let answer = self.barrier_state(k.0, k.1);
                 if answer != BarrierAnswer::Waiting {
                     if let Some(r) = self.rv.held.remove(&k) {
-                        let _ = r.send(Ok(answer));
+                        out.push((r, answer));
                     }
                 }
             }
+        }
+        // What a process hears (the job committed, or aborted) is on disk first. When the
+        // journal failed, the calls are dropped unanswered (the server stops).
+        if out.is_empty() || !self.durable() {
+            return;
+        }
+        for (r, answer) in out {
+            let _ = r.send(Ok(answer));
         }
     }
 }
