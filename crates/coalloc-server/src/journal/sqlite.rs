@@ -39,8 +39,9 @@ pub struct Journal {
     path: String,
     /// The number of the last entry committed (0: none yet).
     last: i64,
-    /// Wakes the checkpointing thread (it ends when this is dropped).
-    checkpoints: std::sync::mpsc::SyncSender<()>,
+    /// Wakes the checkpointing thread (it ends when this is dropped), and the thread (joined
+    /// on drop, so that its connection is closed when the journal is).
+    checkpoints: Option<(std::sync::mpsc::SyncSender<()>, std::thread::JoinHandle<()>)>,
     /// Commits since the checkpointing thread was last woken.
     since_checkpoint: u32,
     /// The connection's `synchronous` is FULL (else NORMAL).
@@ -102,15 +103,20 @@ impl Journal {
         // of them). If the thread cannot be started, SQLite's automatic checkpoints stay.
         let (checkpoints, wake) = std::sync::mpsc::sync_channel(1);
         let at = path.to_path_buf();
-        match std::thread::Builder::new()
+        let checkpoints = match std::thread::Builder::new()
             .name("checkpoint".into())
             .spawn(move || checkpointer(&at, wake))
         {
-            Ok(_) => conn
-                .execute_batch("PRAGMA wal_autocheckpoint = 10000;")
-                .map_err(err)?,
-            Err(e) => tracing::warn!("journal {p}: no checkpointing thread: {e}"),
-        }
+            Ok(thread) => {
+                conn.execute_batch("PRAGMA wal_autocheckpoint = 10000;")
+                    .map_err(err)?;
+                Some((checkpoints, thread))
+            }
+            Err(e) => {
+                tracing::warn!("journal {p}: no checkpointing thread: {e}");
+                None
+            }
+        };
         Ok(Journal {
             conn,
             path: p,
@@ -344,10 +350,21 @@ impl Journal {
         self.since_checkpoint += 1;
         if self.since_checkpoint >= CHECKPOINT_EVERY {
             // A checkpoint already asked for covers these commits too.
-            let _ = self.checkpoints.try_send(());
+            if let Some((wake, _)) = &self.checkpoints {
+                let _ = wake.try_send(());
+            }
             self.since_checkpoint = 0;
         }
         Ok(())
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if let Some((wake, thread)) = self.checkpoints.take() {
+            drop(wake);
+            let _ = thread.join();
+        }
     }
 }
 
@@ -429,6 +446,40 @@ mod tests {
         assert_eq!(back.len(), 3);
         assert_eq!(back[..2], recs[..]);
         assert_eq!(back[2].entry, Entry::Started { launch: 4 });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unsynced_commits_are_kept_in_order_with_the_durable_ones() {
+        let path = scratch("-u");
+        let dir = path.parent().unwrap().to_path_buf();
+        let mut j = Journal::open(&path).unwrap();
+        let rec = |at: i64, launch: u64| Record {
+            at,
+            entry: Entry::Ready { launch },
+        };
+        j.append_unsynced(&[rec(1, 1)], &[]).unwrap();
+        assert!(j.unsynced);
+        // Numbered like any other entry, and read back before any sync.
+        assert_eq!(j.last_seq(), 1);
+        j.sync().unwrap();
+        assert!(!j.unsynced);
+        j.append_unsynced(&[rec(2, 2), rec(3, 3)], &[]).unwrap();
+        // A durable commit after them syncs them too.
+        j.append(&[rec(4, 4)], &[]).unwrap();
+        assert!(!j.unsynced && j.full);
+        j.append_unsynced(&[rec(5, 5)], &[]).unwrap();
+        assert!(!j.full);
+        drop(j);
+        let mut back = Vec::new();
+        Journal::open(&path)
+            .unwrap()
+            .replay(|r| {
+                back.push(r.at);
+                Ok::<_, String>(())
+            })
+            .unwrap();
+        assert_eq!(back, vec![1, 2, 3, 4, 5]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
