@@ -88,6 +88,18 @@ impl Rendezvous {
 }
 
 impl Driver {
+    /// Whether `secret` is job `job`'s (a component's call presents it).
+    pub(crate) fn check_secret(&self, job: u64, secret: &str) -> Result<(), ApiError> {
+        match self.rv.secrets.get(job) {
+            None => Err(ApiError::not_found(format!("no job {job}"))),
+            Some(s) if crate::link::proto::constant_time_eq(secret, &s) => Ok(()),
+            Some(_) => Err(ApiError::new(
+                403,
+                format!("that secret is not job {job}'s"),
+            )),
+        }
+    }
+
     /// A process checks in at the barrier (`ok`), or reports a failed start (`!ok`). The
     /// answer waits for the end of the turn; with `hold`, a closed barrier's answer waits
     /// for the job to commit or abort.

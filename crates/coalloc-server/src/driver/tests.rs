@@ -99,6 +99,7 @@ fn check_in(
     let (reply, rx) = oneshot::channel();
     let m = Msg::Api(Request::Barrier {
         job,
+        secret: None,
         launch,
         local_rank: 0,
         ok: true,

@@ -820,6 +820,7 @@ impl World {
                 let (reply, rx) = oneshot::channel();
                 inputs.push(Msg::Api(Request::Barrier {
                     job,
+                    secret: None,
                     launch,
                     local_rank: rank,
                     ok: true,
