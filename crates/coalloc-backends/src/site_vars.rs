@@ -15,6 +15,19 @@ pub const SCRATCH_BASE: &str = "COALLOC_SCRATCH_DIR";
 /// this launch under `scratch` (or under the job's `scratch_dir`, [`SCRATCH_BASE`]), made
 /// when used.
 pub fn expand(req: &mut SubmitRequest, scratch: &Path) {
+    // Most launches use none: then nothing is looked up (the password database was read
+    // for every launch, on the driver's thread).
+    let uses = |t: &str| t.contains("$(");
+    if !uses(&req.executable)
+        && !req.arguments.iter().any(|a| uses(a))
+        && !req.environment.iter().any(|(_, v)| uses(v))
+        && !req
+            .directory
+            .as_ref()
+            .is_some_and(|d| uses(&d.to_string_lossy()))
+    {
+        return;
+    }
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     let logname = [env("LOGNAME"), env("USER")]
         .into_iter()

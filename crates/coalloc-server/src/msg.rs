@@ -73,6 +73,9 @@ pub enum Request {
     /// `hold`: a closed barrier's answer waits for the job to commit or abort.
     Barrier {
         job: u64,
+        /// The job's secret the caller presented, checked first (`None`: the server's
+        /// token, checked by the API).
+        secret: Option<String>,
         launch: u64,
         local_rank: u32,
         ok: bool,

@@ -56,11 +56,12 @@ fn five_hundred_seeds_keep_every_invariant() {
     let runs = (0..n).map(|s| (s, sim::run_classic as Run));
     let o = assert_none_failed("classic", runs);
     let crashes: u32 = o.iter().map(|o| o.crashes).sum();
+    let lost: u32 = o.iter().map(|o| o.lost_tails).sum();
     let jobs: usize = o.iter().map(|o| o.jobs).sum();
-    eprintln!("{jobs} jobs, {crashes} server crashes");
+    eprintln!("{jobs} jobs, {crashes} server crashes, {lost} of them losing unsynced records");
     assert!(
-        crashes > 0 && jobs > n as usize,
-        "the seeds exercise crashes and jobs"
+        crashes > 0 && lost > 0 && jobs > n as usize,
+        "the seeds exercise crashes, lost unsynced records and jobs"
     );
 }
 

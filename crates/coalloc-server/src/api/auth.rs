@@ -115,14 +115,22 @@ pub fn may_touch(caller: &Caller, job: u64, owner: Option<&str>) -> Result<(), A
 /// The server's token or job `job`'s secret (the barrier and rendezvous routes: a job's
 /// components present its secret).
 pub async fn job_or_admin(state: &AppState, headers: &HeaderMap, job: u64) -> Result<(), ApiError> {
-    let t = bearer(headers)?;
-    if constant_time_eq(t, &state.token) {
-        return Ok(());
+    match job_secret(state, headers)? {
+        None => Ok(()),
+        Some(secret) => {
+            state
+                .ask(|reply| Request::Secret { job, secret, reply })
+                .await?
+        }
     }
-    let secret = t.to_string();
-    state
-        .ask(|reply| Request::Secret { job, secret, reply })
-        .await?
+}
+
+/// The secret a call presents for the driver to check, or `None` for the server's token
+/// (the barrier's check-in: the driver checks it in the check-in's own turn, one turn per
+/// check-in instead of two).
+pub fn job_secret(state: &AppState, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let t = bearer(headers)?;
+    Ok((!constant_time_eq(t, &state.token)).then(|| t.to_string()))
 }
 
 /// The owner of a job in memory or in the history (404 when there is no such job).

@@ -2,7 +2,7 @@
 //! commits or aborts or the hold runs out, and the job-scoped rendezvous store. The wire
 //! format is fixed in coalloc-runtime's documentation.
 
-use super::auth::job_or_admin;
+use super::auth::{job_or_admin, job_secret};
 use super::AppState;
 use crate::msg::{ApiError, BarrierAnswer, Request};
 use crate::views::{CheckIn, ErrorBody};
@@ -31,13 +31,14 @@ pub async fn barrier(
     Path(job): Path<u64>,
     body: String,
 ) -> Result<Json<BarrierAnswer>, ApiError> {
-    job_or_admin(&s, &headers, job).await?;
+    let secret = job_secret(&s, &headers)?;
     let c: CheckIn =
         serde_json::from_str(&body).map_err(|e| ApiError::bad(format!("check-in: {e}")))?;
     // Held until the job commits or aborts this start, or the hold runs out (`waiting`:
     // the caller checks in again).
     let ask = s.ask(|reply| Request::Barrier {
         job,
+        secret,
         launch: c.launch,
         local_rank: c.local_rank,
         ok: c.ok,

@@ -62,6 +62,22 @@ pub fn run_as_owner_everywhere(
     }
 }
 
+/// What the server says of advance reservation until it carries reservations out: the
+/// core and the simulator have reserve claiming (issue 31), the server's sites do not yet
+/// make reservations, so a reserving run would only wait out its answer timeout.
+pub const RESERVE_NOT_SERVED: &str = "advance reservation (reserve claiming) runs in `coalloc sim` only: this server does not make reservations at its sites yet";
+
+/// Refuse `claiming = "reserve"` in a served configuration ([`RESERVE_NOT_SERVED`]).
+pub fn reserve_not_served(scheduler: &SchedulerConfig) -> Result<(), SpecError> {
+    match scheduler.claiming {
+        Claiming::Reserve(_) => Err(SpecError::invalid(
+            "scheduler.claiming",
+            RESERVE_NOT_SERVED.to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::ServerConfig;
@@ -118,21 +134,5 @@ mod tests {
     fn run_as_owner_is_refused_with_a_grid_engine_site() {
         let ge = "[server]\nrun_as_owner = true\n[[site]]\nname = \"g\"\nprocessors = 4\nmanager = { type = \"gridengine\", settings = \"/ge/settings.sh\" }\n";
         assert!(refusal(ge).starts_with("server.run_as_owner: site `g` is a Grid Engine cell"));
-    }
-}
-
-/// What the server says of advance reservation until it carries reservations out: the
-/// core and the simulator have reserve claiming (issue 31), the server's sites do not yet
-/// make reservations, so a reserving run would only wait out its answer timeout.
-pub const RESERVE_NOT_SERVED: &str = "advance reservation (reserve claiming) runs in `coalloc sim` only: this server does not make reservations at its sites yet";
-
-/// Refuse `claiming = "reserve"` in a served configuration ([`RESERVE_NOT_SERVED`]).
-pub fn reserve_not_served(scheduler: &SchedulerConfig) -> Result<(), SpecError> {
-    match scheduler.claiming {
-        Claiming::Reserve(_) => Err(SpecError::invalid(
-            "scheduler.claiming",
-            RESERVE_NOT_SERVED.to_owned(),
-        )),
-        _ => Ok(()),
     }
 }

@@ -15,6 +15,11 @@ impl Driver {
     /// Drain the core's commands.
     pub(crate) fn run_commands(&mut self) {
         while let Some(cmd) = self.core.poll_command() {
+            // What the core commands follows from the journal: the entries of a turn
+            // committed without an fsync are on disk first.
+            if !self.replaying && !self.durable() {
+                return;
+            }
             if let Some(job) = command_job(&cmd) {
                 self.rv.touch(job);
             }

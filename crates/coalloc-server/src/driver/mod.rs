@@ -8,6 +8,13 @@
 //! reply is sent or any command leaves for a resource manager. So what a client was told,
 //! and what a resource manager was asked to do, always follows from the journal.
 //!
+//! A turn that holds only what the server learns of its own launches (a handle, a check-in:
+//! [`Driver::commit`]) and answers nobody is committed without waiting for the disk; a crash
+//! may drop it, and the restart finds the same as after a crash before it (the launch is
+//! looked up by its number, the processes check in again). Whatever leaves the server next
+//! (a reply, a command, a barrier's answer, a read, a result line, a snapshot) waits for
+//! [`Driver::durable`] first.
+//!
 //! On start the journal is replayed into a fresh core (commands are then only booked, not
 //! carried out), then reconciled with the backends: launches still running are adopted,
 //! vanished ones are reported failed, and launches the server was submitting when it died
@@ -647,6 +654,9 @@ impl Driver {
                 break;
             }
         }
+        if !self.reads.is_empty() && !self.durable() {
+            return;
+        }
         for r in std::mem::take(&mut self.reads) {
             self.on_request(r);
         }
@@ -663,11 +673,28 @@ impl Driver {
         self.answer_held();
     }
 
-    /// Journal this turn's entries, then send the replies that waited for them.
+    /// Journal this turn's entries, then send the replies that waited for them. Entries
+    /// that only record what became of the server's own launches, with no reply waiting,
+    /// are committed without an fsync ([`Store::append_unsynced`]).
     fn commit(&mut self) {
         let changed = !self.pending.is_empty();
         let t = std::time::Instant::now();
-        let appended = self.journal.append(&self.pending, &self.history);
+        let lazy = self.replies.is_empty()
+            && self.history.is_empty()
+            && self.pending.iter().all(|r| {
+                matches!(
+                    r.entry,
+                    Entry::Launched { .. }
+                        | Entry::Queued { .. }
+                        | Entry::Started { .. }
+                        | Entry::Ready { .. }
+                )
+            });
+        let appended = if lazy {
+            self.journal.append_unsynced(&self.pending, &self.history)
+        } else {
+            self.journal.append(&self.pending, &self.history)
+        };
         if changed {
             self.metrics
                 .journal_commit
@@ -685,6 +712,20 @@ impl Driver {
         for r in self.replies.drain(..) {
             r();
         }
+    }
+
+    /// Make every committed entry durable before something leaves the server; false when
+    /// the journal failed (the driver stops, as for a failed commit).
+    pub(crate) fn durable(&mut self) -> bool {
+        if self.fatal.is_some() {
+            return false;
+        }
+        if let Err(e) = self.journal.sync() {
+            self.fatal = Some(e.to_string());
+            self.replies.clear();
+            return false;
+        }
+        true
     }
 
     /// Queue a reply to send after the commit.

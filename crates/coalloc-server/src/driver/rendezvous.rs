@@ -88,6 +88,18 @@ impl Rendezvous {
 }
 
 impl Driver {
+    /// Whether `secret` is job `job`'s (a component's call presents it).
+    pub(crate) fn check_secret(&self, job: u64, secret: &str) -> Result<(), ApiError> {
+        match self.rv.secrets.get(job) {
+            None => Err(ApiError::not_found(format!("no job {job}"))),
+            Some(s) if crate::link::proto::constant_time_eq(secret, &s) => Ok(()),
+            Some(_) => Err(ApiError::new(
+                403,
+                format!("that secret is not job {job}'s"),
+            )),
+        }
+    }
+
     /// A process checks in at the barrier (`ok`), or reports a failed start (`!ok`). The
     /// answer waits for the end of the turn; with `hold`, a closed barrier's answer waits
     /// for the job to commit or abort.
@@ -248,8 +260,9 @@ impl Driver {
     /// After the turn's commit: answer the check-ins of the turn, and the held ones of the
     /// jobs it touched whose barrier is no longer closed to them.
     pub(crate) fn answer_held(&mut self) {
+        let mut out: Vec<(BarrierReply, BarrierAnswer)> = Vec::new();
         for (job, launch, r) in std::mem::take(&mut self.rv.answers) {
-            let _ = r.send(Ok(self.barrier_state(job, launch)));
+            out.push((r, self.barrier_state(job, launch)));
         }
         for job in std::mem::take(&mut self.rv.touched) {
             let keys: Vec<(u64, u64, u32)> = self
@@ -262,10 +275,18 @@ impl Driver {
                 let answer = self.barrier_state(k.0, k.1);
                 if answer != BarrierAnswer::Waiting {
                     if let Some(r) = self.rv.held.remove(&k) {
-                        let _ = r.send(Ok(answer));
+                        out.push((r, answer));
                     }
                 }
             }
+        }
+        // What a process hears (the job committed, or aborted) is on disk first. When the
+        // journal failed, the calls are dropped unanswered (the server stops).
+        if out.is_empty() || !self.durable() {
+            return;
+        }
+        for (r, answer) in out {
+            let _ = r.send(Ok(answer));
         }
     }
 }

@@ -133,25 +133,23 @@ impl Driver {
                 let _ = reply.send(());
             }
             Request::Secret { job, secret, reply } => {
-                let r = match self.rv.secrets.get(job) {
-                    None => Err(ApiError::not_found(format!("no job {job}"))),
-                    Some(s) if crate::link::proto::constant_time_eq(&secret, &s) => Ok(()),
-                    Some(_) => Err(ApiError::new(
-                        403,
-                        format!("that secret is not job {job}'s"),
-                    )),
-                };
-                let _ = reply.send(r);
+                let _ = reply.send(self.check_secret(job, &secret));
             }
             Request::Barrier {
                 job,
+                secret,
                 launch,
                 local_rank,
                 ok,
                 reason,
                 hold,
                 reply,
-            } => self.barrier(job, launch, local_rank, (ok, reason), hold, reply),
+            } => match secret.map_or(Ok(()), |s| self.check_secret(job, &s)) {
+                Ok(()) => self.barrier(job, launch, local_rank, (ok, reason), hold, reply),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             Request::KvPut {
                 job,
                 key,

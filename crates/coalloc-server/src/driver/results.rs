@@ -78,6 +78,8 @@ impl Driver {
             limit_kills: r.limit_kills,
             aborts,
         };
-        self.results.append(&[rec]);
+        if self.durable() {
+            self.results.append(&[rec]);
+        }
     }
 }

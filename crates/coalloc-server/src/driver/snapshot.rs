@@ -261,6 +261,11 @@ impl Driver {
         {
             return;
         }
+        // The snapshot covers the journal up to `last`: those entries are on disk first (a
+        // snapshot ahead of the journal would cover the numbers a restart gives again).
+        if !self.durable() {
+            return;
+        }
         let t = std::time::Instant::now();
         let pause = pause_ms();
         let (path, saved, busy) = (

@@ -3,7 +3,8 @@
 
 use super::{Driver, Parts};
 use crate::config::ServerConfig;
-use crate::journal::MemJournal;
+use crate::history::HistoryRow;
+use crate::journal::{JournalError, MemJournal, Record, ReplayError, Store};
 use crate::msg::{BarrierAnswer, Msg, Report, Request, SiteCall, SiteLink};
 use crate::state::StateDir;
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
@@ -41,6 +42,11 @@ impl Backend for NoBackend {
 
 /// A driver on two sites of 4 processors, at time 0.
 fn driver(name: &str) -> (Driver, Calls) {
+    driver_on(name, Box::new(MemJournal::default()))
+}
+
+/// [`driver`] on this journal.
+fn driver_on(name: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
     let config = ServerConfig::parse(
         "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"local\" }\n\n\
          [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"local\" }\n",
@@ -51,7 +57,7 @@ fn driver(name: &str) -> (Driver, Calls) {
     let calls = Calls::default();
     let (tx, _rx) = std::sync::mpsc::channel();
     let parts = Parts {
-        journal: Box::new(MemJournal::default()),
+        journal,
         sites: (0..2)
             .map(|i| Box::new(Recorded(i, calls.clone())) as Box<dyn SiteLink>)
             .collect(),
@@ -93,6 +99,7 @@ fn check_in(
     let (reply, rx) = oneshot::channel();
     let m = Msg::Api(Request::Barrier {
         job,
+        secret: None,
         launch,
         local_rank: 0,
         ok: true,
@@ -184,4 +191,103 @@ fn a_reserving_job_is_refused_with_the_reason_until_the_server_makes_reservation
     let e = format!("{:?}", answer.expect_err("refused"));
     assert!(e.contains("coalloc sim"), "{e}");
     assert!(submitted(&calls).is_empty());
+}
+
+/// A journal in memory that records how each commit was made: `sync` (durable), `lazy`
+/// (without an fsync), `flush` (a sync of the lazy ones).
+struct Watched(MemJournal, Arc<Mutex<Vec<&'static str>>>);
+
+impl Store for Watched {
+    fn last_seq(&self) -> i64 {
+        self.0.last_seq()
+    }
+    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+        if !records.is_empty() || !history.is_empty() {
+            self.1.lock().expect("log").push("sync");
+        }
+        self.0.append(records, history)
+    }
+    fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        if !records.is_empty() || !history.is_empty() {
+            self.1.lock().expect("log").push("lazy");
+        }
+        self.0.append(records, history)
+    }
+    fn sync(&mut self) -> Result<(), JournalError> {
+        let mut log = self.1.lock().expect("log");
+        if log.last() == Some(&"lazy") {
+            log.push("flush");
+        }
+        Ok(())
+    }
+    fn replay_after(
+        &self,
+        after: i64,
+        each: &mut dyn FnMut(i64, Record) -> Result<(), String>,
+    ) -> Result<usize, ReplayError<String>> {
+        self.0.replay_after(after, each)
+    }
+    fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
+        self.0.compact_before(seq)
+    }
+}
+
+#[test]
+fn check_ins_commit_without_an_fsync_and_the_release_waits_for_one() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let journal = Watched(MemJournal::default(), log.clone());
+    let (mut d, calls) = driver_on("lazy", Box::new(journal));
+    let job = coalloc_core::spec::native::from_toml(
+        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("job");
+    let (reply, mut acked) = oneshot::channel();
+    log.lock().expect("log").clear();
+    d.step(
+        1_000,
+        vec![Msg::Api(Request::Submit {
+            jobs: vec![job],
+            reply,
+        })],
+    )
+    .expect("step");
+    // The acknowledged submission is durable.
+    assert_eq!(*log.lock().expect("log"), ["sync"]);
+    let id = acked.try_recv().expect("answered")[0]
+        .clone()
+        .expect("accepted")
+        .0;
+    let launches = submitted(&calls);
+    let taken = launches
+        .iter()
+        .map(|&(_, l)| {
+            Msg::Site(Report::Submitted {
+                launch: l,
+                result: Ok(format!("R{l}")),
+            })
+        })
+        .collect();
+    d.step(1_010, taken).expect("step");
+    let (first, mut first_rx) = check_in(id, launches[0].1);
+    d.step(1_020, vec![first]).expect("step");
+    assert!(first_rx.try_recv().is_err(), "held until the job commits");
+    // The launches' handles and the first check-in: nothing left the server.
+    assert_eq!(*log.lock().expect("log"), ["sync", "lazy", "lazy"]);
+    let (last, mut last_rx) = check_in(id, launches[1].1);
+    d.step(1_030, vec![last]).expect("step");
+    // The last check-in's turn is synced before the processes hear `released`.
+    let log = log.lock().expect("log").clone();
+    assert_eq!(log[..3], ["sync", "lazy", "lazy"]);
+    assert!(
+        log[3..] == ["lazy", "flush"] || log[3..4] == ["sync"],
+        "{log:?}"
+    );
+    for rx in [&mut first_rx, &mut last_rx] {
+        assert!(matches!(rx.try_recv(), Ok(Ok(BarrierAnswer::Released))));
+    }
 }

@@ -2,7 +2,9 @@
 //! behind a shared handle, so that they outlive the driver that wrote them (a crash drops
 //! the driver; the harness restarts a new one on the same [`MemJournal`]). A crash can also
 //! be set to cut the next append short: nothing of it is kept and the driver hears an
-//! error, as from a write that never reached the disk.
+//! error, as from a write that never reached the disk. Records appended without a sync
+//! ([`Store::append_unsynced`]) are kept until [`MemJournal::lose_unsynced`], the crash of
+//! the host under a server: it drops every one not made durable since.
 
 use super::{JournalError, Record, ReplayError, Store};
 use crate::history::HistoryRow;
@@ -14,6 +16,10 @@ struct Inner {
     records: Vec<(i64, Record)>,
     history: Vec<HistoryRow>,
     last: i64,
+    /// The last record made durable (appended with a sync, or synced since).
+    synced: i64,
+    /// How many history rows are durable.
+    history_synced: usize,
     /// The next append fails and keeps nothing.
     cut_next: bool,
     appends: u64,
@@ -48,16 +54,34 @@ impl MemJournal {
     pub fn appends(&self) -> u64 {
         self.inner().appends
     }
-}
 
-impl Store for MemJournal {
-    fn last_seq(&self) -> i64 {
-        self.inner().last
+    /// The host under the server went down: every record and history row appended without
+    /// a sync since the last durable one is gone, and numbering goes on after the durable
+    /// ones (as SQLite's would). How many records were dropped.
+    pub fn lose_unsynced(&self) -> usize {
+        let mut i = self.inner();
+        let synced = i.synced;
+        let keep = i.records.partition_point(|(s, _)| *s <= synced);
+        let dropped = i.records.len() - keep;
+        i.records.truncate(keep);
+        let rows = i.history_synced;
+        i.history.truncate(rows);
+        i.last = synced;
+        dropped
     }
 
-    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+    fn push(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+        sync: bool,
+    ) -> Result<(), JournalError> {
         let mut i = self.inner();
         if records.is_empty() && history.is_empty() {
+            if sync {
+                i.synced = i.last;
+                i.history_synced = i.history.len();
+            }
             return Ok(());
         }
         if std::mem::take(&mut i.cut_next) {
@@ -73,7 +97,33 @@ impl Store for MemJournal {
         }
         i.history.extend_from_slice(history);
         i.appends += 1;
+        if sync {
+            i.synced = i.last;
+            i.history_synced = i.history.len();
+        }
         Ok(())
+    }
+}
+
+impl Store for MemJournal {
+    fn last_seq(&self) -> i64 {
+        self.inner().last
+    }
+
+    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+        self.push(records, history, true)
+    }
+
+    fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        self.push(records, history, false)
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        self.push(&[], &[], true)
     }
 
     fn replay_after(
@@ -135,5 +185,26 @@ mod tests {
         assert_eq!(j.compact_before(3).unwrap(), 2);
         assert_eq!(j.records().len(), 1);
         assert_eq!(j.last_seq(), 3);
+    }
+
+    #[test]
+    fn the_hosts_crash_drops_what_was_not_synced_and_numbering_goes_on_from_the_durable() {
+        let mut j = MemJournal::default();
+        j.append(&[rec(1)], &[]).unwrap();
+        j.append_unsynced(&[rec(2), rec(3)], &[]).unwrap();
+        assert_eq!(j.last_seq(), 3);
+        assert_eq!(j.lose_unsynced(), 2);
+        assert_eq!(j.last_seq(), 1);
+        j.append_unsynced(&[rec(4)], &[]).unwrap();
+        j.sync().unwrap();
+        j.append_unsynced(&[rec(5)], &[]).unwrap();
+        assert_eq!(j.lose_unsynced(), 1);
+        let at: Vec<(i64, i64)> = j.records().iter().map(|(s, r)| (*s, r.at)).collect();
+        assert_eq!(at, vec![(1, 1), (2, 4)]);
+        // A synced append makes the lazy ones before it durable too.
+        j.append_unsynced(&[rec(6)], &[]).unwrap();
+        j.append(&[rec(7)], &[]).unwrap();
+        assert_eq!(j.lose_unsynced(), 0);
+        assert_eq!(j.records().len(), 4);
     }
 }

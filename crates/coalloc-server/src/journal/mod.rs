@@ -66,6 +66,25 @@ pub trait Store: Send {
     /// this returns Ok, and none of them is when it returns an error.
     fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError>;
 
+    /// [`Store::append`] without waiting for the disk: the records are committed, in order
+    /// after the others, but a crash may drop them (the last ones first) until the next
+    /// [`Store::append`] or [`Store::sync`] makes them durable. For the turns whose effects
+    /// stay in the server (a component's check-in, a launch's handle): nothing of them is
+    /// told to anyone before the sync. A journal that cannot defer its writes makes them
+    /// durable at once.
+    fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        self.append(records, history)
+    }
+
+    /// Make every record appended so far durable (a no-op when nothing waits).
+    fn sync(&mut self) -> Result<(), JournalError> {
+        Ok(())
+    }
+
     /// Hand every record numbered after `after`, in order, to `each` as it is read; how many
     /// there were. `each`'s error stops the reading and comes back with the record's number.
     fn replay_after(

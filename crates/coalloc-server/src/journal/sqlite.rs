@@ -3,11 +3,14 @@
 //! SQLite in WAL mode with `synchronous = FULL`: a commit is on disk when it returns. The
 //! driver appends a whole batch of events (every request that arrived while the last batch
 //! was being handled) in one transaction, so one fsync covers many submissions (group
-//! commit). The history of ended jobs ([`crate::history`]) is a table of the same file,
+//! commit). A turn whose effects stay in the server (a check-in, a launch's handle) is
+//! committed with `synchronous = NORMAL` instead ([`Journal::append_unsynced`]): no fsync;
+//! the next durable commit's fsync of the WAL, or [`Journal::sync`]'s, covers it (the WAL's
+//! frames are checksummed in a chain, so a crash keeps a prefix of the commits). The history of ended jobs ([`crate::history`]) is a table of the same file,
 //! written in the same transactions.
 //!
 //! The WAL is checkpointed into the database file by a thread of the journal's own, with a
-//! connection of its own, after commits, instead of by the driver in the commit that fills
+//! connection of its own, every [`CHECKPOINT_EVERY`] commits, instead of by the driver in the commit that fills
 //! the WAL past SQLite's threshold (which held the driver for a copy of the WAL: about a
 //! tenth of its time under a stream of submissions, issue 23, item 5); the driver's
 //! connection checkpoints only when the WAL has grown large. A checkpoint is crash-safe and
@@ -23,14 +26,28 @@ use crate::history::HistoryRow;
 use rusqlite::{params, Connection};
 use std::path::Path;
 
+/// Commits between two wake-ups of the checkpointing thread. Waking it after every commit
+/// made each commit cost four fsyncs instead of one: the checkpoint's two (the WAL, then the
+/// database file), and the next commit's WAL, restarted after the complete checkpoint, synced
+/// twice (its header, then its frames). Between checkpoints the WAL grows by this many
+/// commits (a few pages each).
+const CHECKPOINT_EVERY: u32 = 64;
+
 /// The open journal.
 pub struct Journal {
     conn: Connection,
     path: String,
     /// The number of the last entry committed (0: none yet).
     last: i64,
-    /// Wakes the checkpointing thread (it ends when this is dropped).
-    checkpoints: std::sync::mpsc::SyncSender<()>,
+    /// Wakes the checkpointing thread (it ends when this is dropped), and the thread (joined
+    /// on drop, so that its connection is closed when the journal is).
+    checkpoints: Option<(std::sync::mpsc::SyncSender<()>, std::thread::JoinHandle<()>)>,
+    /// Commits since the checkpointing thread was last woken.
+    since_checkpoint: u32,
+    /// The connection's `synchronous` is FULL (else NORMAL).
+    full: bool,
+    /// Commits made with NORMAL since the last fsync of the WAL.
+    unsynced: bool,
 }
 
 /// Checkpoint the WAL of the database at `path` each time `wake` says, until its sender is
@@ -86,20 +103,28 @@ impl Journal {
         // of them). If the thread cannot be started, SQLite's automatic checkpoints stay.
         let (checkpoints, wake) = std::sync::mpsc::sync_channel(1);
         let at = path.to_path_buf();
-        match std::thread::Builder::new()
+        let checkpoints = match std::thread::Builder::new()
             .name("checkpoint".into())
             .spawn(move || checkpointer(&at, wake))
         {
-            Ok(_) => conn
-                .execute_batch("PRAGMA wal_autocheckpoint = 10000;")
-                .map_err(err)?,
-            Err(e) => tracing::warn!("journal {p}: no checkpointing thread: {e}"),
-        }
+            Ok(thread) => {
+                conn.execute_batch("PRAGMA wal_autocheckpoint = 10000;")
+                    .map_err(err)?;
+                Some((checkpoints, thread))
+            }
+            Err(e) => {
+                tracing::warn!("journal {p}: no checkpointing thread: {e}");
+                None
+            }
+        };
         Ok(Journal {
             conn,
             path: p,
             last,
             checkpoints,
+            since_checkpoint: 0,
+            full: true,
+            unsynced: false,
         })
     }
 
@@ -122,6 +147,7 @@ impl Journal {
             path: path.clone(),
             source,
         };
+        self.synchronous(true).map_err(err)?;
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
             "INSERT INTO submitted (at, spec)
@@ -142,6 +168,7 @@ impl Journal {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
         tx.commit().map_err(err)?;
+        self.unsynced = false;
         Ok(n)
     }
 
@@ -235,13 +262,70 @@ impl Journal {
         history: &[HistoryRow],
     ) -> Result<(), JournalError> {
         if records.is_empty() && history.is_empty() {
+            return self.sync();
+        }
+        self.commit(records, history, true)?;
+        // The commit's fsync of the WAL covers the commits made without one before it.
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Commit without an fsync (`synchronous = NORMAL`); durable after the next
+    /// [`Journal::append`] or [`Journal::sync`].
+    pub fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        if records.is_empty() && history.is_empty() {
             return Ok(());
         }
+        self.commit(records, history, false)?;
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// Make the commits made by [`Journal::append_unsynced`] durable: an fsync of the WAL,
+    /// which holds them (the same sync a FULL commit ends with).
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        let wal = format!("{}-wal", self.path);
+        std::fs::File::open(&wal)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| JournalError::Lost {
+                path: wal,
+                message: format!("cannot sync: {e}"),
+            })?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// The connection's commits end with an fsync of the WAL (`full`) or not.
+    fn synchronous(&mut self, full: bool) -> rusqlite::Result<()> {
+        if self.full != full {
+            let mode = if full { "FULL" } else { "NORMAL" };
+            self.conn
+                .execute_batch(&format!("PRAGMA synchronous = {mode};"))?;
+            self.full = full;
+        }
+        Ok(())
+    }
+
+    /// One transaction; `full`: with its fsync.
+    fn commit(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+        full: bool,
+    ) -> Result<(), JournalError> {
         let path = self.path.clone();
         let err = |source| JournalError::Sqlite {
             path: path.clone(),
             source,
         };
+        self.synchronous(full).map_err(err)?;
         let tx = self.conn.transaction().map_err(err)?;
         {
             let mut stmt = tx
@@ -263,9 +347,24 @@ impl Journal {
         crate::history::insert(&tx, history).map_err(err)?;
         tx.commit().map_err(err)?;
         self.last = last;
-        // A checkpoint already asked for covers this commit too.
-        let _ = self.checkpoints.try_send(());
+        self.since_checkpoint += 1;
+        if self.since_checkpoint >= CHECKPOINT_EVERY {
+            // A checkpoint already asked for covers these commits too.
+            if let Some((wake, _)) = &self.checkpoints {
+                let _ = wake.try_send(());
+            }
+            self.since_checkpoint = 0;
+        }
         Ok(())
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if let Some((wake, thread)) = self.checkpoints.take() {
+            drop(wake);
+            let _ = thread.join();
+        }
     }
 }
 
@@ -275,6 +374,16 @@ impl Store for Journal {
     }
     fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
         Journal::append(self, records, history)
+    }
+    fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        Journal::append_unsynced(self, records, history)
+    }
+    fn sync(&mut self) -> Result<(), JournalError> {
+        Journal::sync(self)
     }
     fn replay_after(
         &self,
@@ -337,6 +446,40 @@ mod tests {
         assert_eq!(back.len(), 3);
         assert_eq!(back[..2], recs[..]);
         assert_eq!(back[2].entry, Entry::Started { launch: 4 });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unsynced_commits_are_kept_in_order_with_the_durable_ones() {
+        let path = scratch("-u");
+        let dir = path.parent().unwrap().to_path_buf();
+        let mut j = Journal::open(&path).unwrap();
+        let rec = |at: i64, launch: u64| Record {
+            at,
+            entry: Entry::Ready { launch },
+        };
+        j.append_unsynced(&[rec(1, 1)], &[]).unwrap();
+        assert!(j.unsynced);
+        // Numbered like any other entry, and read back before any sync.
+        assert_eq!(j.last_seq(), 1);
+        j.sync().unwrap();
+        assert!(!j.unsynced);
+        j.append_unsynced(&[rec(2, 2), rec(3, 3)], &[]).unwrap();
+        // A durable commit after them syncs them too.
+        j.append(&[rec(4, 4)], &[]).unwrap();
+        assert!(!j.unsynced && j.full);
+        j.append_unsynced(&[rec(5, 5)], &[]).unwrap();
+        assert!(!j.full);
+        drop(j);
+        let mut back = Vec::new();
+        Journal::open(&path)
+            .unwrap()
+            .replay(|r| {
+                back.push(r.at);
+                Ok::<_, String>(())
+            })
+            .unwrap();
+        assert_eq!(back, vec![1, 2, 3, 4, 5]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

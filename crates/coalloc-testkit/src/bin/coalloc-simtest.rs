@@ -69,6 +69,7 @@ fn main() {
     let t = Instant::now();
     let until = a.minutes.map(|m| t + Duration::from_secs(m * 60));
     let (mut ran, mut failed, mut crashes, mut jobs) = (0u64, 0u64, 0u64, 0usize);
+    let mut lost = 0u64;
     let mut seed = a.from;
     loop {
         match until {
@@ -79,6 +80,7 @@ fn main() {
         match run(seed, false) {
             Ok(o) => {
                 crashes += u64::from(o.crashes);
+                lost += u64::from(o.lost_tails);
                 jobs += o.jobs;
                 if a.json {
                     println!("{}", serde_json::to_string(&o).unwrap_or_default());
@@ -93,7 +95,7 @@ fn main() {
         seed += 1;
     }
     eprintln!(
-        "{ran} seeds ({}..{}), {failed} failed, {jobs} jobs, {crashes} server crashes, {:.1} s",
+        "{ran} seeds ({}..{}), {failed} failed, {jobs} jobs, {crashes} server crashes ({lost} lost unsynced records), {:.1} s",
         a.from,
         seed,
         t.elapsed().as_secs_f64()
