@@ -5,7 +5,8 @@
 //!   made once per launch number (a repeated one answers the recorded id and starts
 //!   nothing), recorded in its launches ([`Agent::held`], which survive its crash: the
 //!   real record is synced before the answer leaves), a launch leaves the record when a
-//!   query finds it ended or it is cancelled, and its hello reports the record. With
+//!   query finds it ended or it is cancelled, its hello reports the record, and discards
+//!   go to its manager's launch log. With
 //!   `stop_after` (heartbeat stop) it cancels what it holds when its session says so.
 //! - [`End`]: the server's side of the site, the real sans-IO machine of `coalloc serve`:
 //!   the site's `AgentCalls` (`link/calls.rs`: the calls numbered, kept while the link is
@@ -227,7 +228,13 @@ impl World {
                 .load(now)
                 .map(Answer::Load)
                 .map_err(CallError::Unavailable),
-            Call::Discard(_) => Ok(Answer::Done),
+            Call::Discard(ids) => {
+                for id in &ids {
+                    self.discards_unsent[site].remove(id);
+                }
+                self.rms[site].discard(&ids);
+                Ok(Answer::Done)
+            }
             Call::File(_) => Err(CallError::Rejected("no files in this simulation".into())),
         };
         self.log(|| format!("s{site}'s agent answers {result:?}"));

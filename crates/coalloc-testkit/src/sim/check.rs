@@ -9,12 +9,23 @@
 //!   while the manager of the one given up on cannot be reached to cancel it, or its
 //!   agent's link is down (and a grace for the worker's retries after: back, the server
 //!   cancels what the agent still holds);
+//! - a launch a direct site's worker was asked to cancel is gone from its manager within
+//!   [`CANCEL_GRACE`] (and a second) of the later of the ask and the manager's taking
+//!   cancels again (back up, and `Fault::SlowCancels` over): the
+//!   worker tries until the manager takes it (not checked at agent sites, whose
+//!   `AgentCalls` gives a cancel up after five tries);
 //! - no site's processors are counted above its size, and none counted idle that its
 //!   manager has not free: the core's idle count of a site is at most the manager's free
 //!   processors plus those of launches the core has let go of (a release counted twice
 //!   breaks it);
 //! - once faults stop, every job ends and nothing is left running at any manager (the run
 //!   must end within 40 virtual minutes of its last fault).
+//! - then, with jobs that leave memory within the run (`min_job_age`), nothing grows for
+//!   ever: every launch a manager took and ended is discarded from its launch log within
+//!   [`DISCARD_GRACE`] of the last job's leaving ([`World::discards_settled`]), but for
+//!   those whose id the server never heard or did not record (an answer lost, a commit
+//!   cut: it cancels them by launch number, or as orphans an agent reports) and those
+//!   whose discard a server crash took with it (an agent site's, not yet sent).
 
 use super::{Violation, World};
 use coalloc_core::model::StartType;
@@ -25,6 +36,14 @@ use std::collections::BTreeMap;
 /// How long after its manager is back a launch given up on may still run (the site worker
 /// tries a cancel again after 1, 2, 4, 8 s, then every 16 s: `cancel_retry_after`).
 const CANCEL_GRACE: coalloc_core::model::Time = 16_000;
+
+/// How often the server looks for jobs old enough to leave memory (`driver/aging.rs`).
+const AGE_EVERY: coalloc_core::model::Time = 1_000;
+
+/// How long past the last job's leaving memory its launches' discards may take: the aging
+/// runs every second, an agent site's discards go with its next poll (200 ms) while its link
+/// is up; a lossy network resets links now and then, and their reconnection backs off.
+const DISCARD_GRACE: coalloc_core::model::Time = 60_000;
 
 /// A process of launch `id` at `site` heard `released`: its job runs, and every required
 /// component's current launch has had every process check in.
@@ -121,6 +140,26 @@ impl World {
                 }
             }
         }
+        for (site, rm) in self.rms.iter().enumerate() {
+            if self.net.is_agent(site) {
+                continue;
+            }
+            for (id, l) in &rm.launches {
+                let Some(asked) = l.cancel_asked.filter(|_| !l.ended()) else {
+                    continue;
+                };
+                if self.now > asked.max(rm.cancels_back()) + CANCEL_GRACE + 1_000 {
+                    return Err(self.violation(format!(
+                        "R{id} at s{site} (job {} launch {}) still {:?}, asked to cancel at +{} ms (its manager back at +{} ms)",
+                        l.job,
+                        l.launch,
+                        l.state,
+                        asked - super::plan::T0,
+                        rm.cancels_back().saturating_sub(super::plan::T0)
+                    )));
+                }
+            }
+        }
         let mut past_barrier: BTreeMap<(u64, usize), Vec<(usize, u64)>> = BTreeMap::new();
         for (site, rm) in self.rms.iter().enumerate() {
             for l in rm.launches.values().filter(|l| l.running() && l.released) {
@@ -145,7 +184,7 @@ impl World {
             let unreachable = launches.iter().all(|(site, l)| {
                 // An agent site is out of reach until its link is back (`super::net`).
                 let until = self.rms[*site]
-                    .down_until
+                    .cancels_back()
                     .max(self.net.cut_off_until(*site));
                 *l == now_current || self.now < until.saturating_add(CANCEL_GRACE)
             });
@@ -156,5 +195,40 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Once the run is over ([`World::done`]): whether every ended launch has left its
+    /// manager's log, or is excused (see the module doc); an error once the jobs have had
+    /// `min_job_age` and [`DISCARD_GRACE`] to leave memory and their discards to arrive.
+    /// Always settled when jobs never leave memory within a run.
+    pub(super) fn discards_settled(&mut self) -> Result<bool, Violation> {
+        let Some(age) = self.plan.min_job_age else {
+            return Ok(true);
+        };
+        let since = *self.quiet_since.get_or_insert(self.now);
+        let mut left = Vec::new();
+        for (site, rm) in self.rms.iter().enumerate() {
+            for (id, l) in &rm.launches {
+                let excused =
+                    !l.told || l.by_number || self.discards_lost[site].contains(&format!("R{id}"));
+                if l.ended() && !l.discarded && !excused {
+                    left.push(format!(
+                        "R{id} at s{site} (job {} launch {}, {:?})",
+                        l.job, l.launch, l.state
+                    ));
+                }
+            }
+        }
+        if left.is_empty() {
+            return Ok(true);
+        }
+        if self.now < since + age + AGE_EVERY + DISCARD_GRACE {
+            return Ok(false);
+        }
+        Err(self.violation(format!(
+            "launches never discarded from their manager's log ({} s after the run was over, min_job_age {age} ms): {}",
+            (self.now - since) / 1000,
+            left.join("; ")
+        )))
     }
 }

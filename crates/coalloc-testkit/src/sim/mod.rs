@@ -217,6 +217,12 @@ struct World {
     /// Sites whose manager's reading the server has been given (before it, the core counts
     /// a site's every processor idle).
     read: Vec<bool>,
+    /// Per agent site, the launches the server discarded that its agent has not yet been
+    /// told of, and those a crash of the server took with it (kept in its memory only).
+    discards_unsent: Vec<std::collections::BTreeSet<String>>,
+    discards_lost: Vec<std::collections::BTreeSet<String>>,
+    /// Since when every job is over and every fault past (`check::undiscarded`).
+    quiet_since: Option<Time>,
     out: Outcome,
 }
 
@@ -262,6 +268,9 @@ impl World {
             files: files::Files::default(),
             described: String::new(),
             read: vec![false; plan.sites.len()],
+            discards_unsent: vec![Default::default(); plan.sites.len()],
+            discards_lost: vec![Default::default(); plan.sites.len()],
+            quiet_since: None,
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
@@ -355,7 +364,7 @@ impl World {
                 self.step(inputs)?;
             }
             self.check()?;
-            if self.done() {
+            if self.done() && self.discards_settled()? {
                 break;
             }
         }
@@ -468,8 +477,10 @@ impl World {
                 )));
             }
         }
+        let history = self.journal.history();
         for (id, i) in &self.acked {
-            if driver.core().job(*id).is_none() {
+            // An ended job leaves memory for the history (`min_job_age`).
+            if driver.core().job(*id).is_none() && !history.iter().any(|h| h.job == *id) {
                 return Err(self.violation(format!(
                     "acknowledged job {id} (j{i}) is gone after a restart"
                 )));
@@ -521,6 +532,10 @@ impl World {
             self.log(|| {
                 format!("server crashes (restart in {down} ms; {lost} unsynced records lost)")
             });
+            // Discards not yet sent to an agent were in the server's memory only.
+            for (unsent, lost) in self.discards_unsent.iter_mut().zip(&mut self.discards_lost) {
+                lost.append(unsent);
+            }
             drop(s);
             self.net_server_gone();
             // Their replies are gone with the server: the callers try again.
@@ -587,6 +602,9 @@ impl World {
         for (site, call) in calls {
             // An agent site's calls all go to its link (`AgentLink`).
             if self.net.is_agent(site) {
+                if let Call::Discard(remote) = &call {
+                    self.discards_unsent[site].insert(remote.clone());
+                }
                 to_agents.entry(site).or_default().push(call);
                 continue;
             }
@@ -601,7 +619,7 @@ impl World {
                         s.watched[site].remove(&launch);
                     }
                 }
-                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Discard(_) => {}
+                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } => {}
                 c => {
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
@@ -774,6 +792,9 @@ impl World {
             Ev::Restart => self.start_server()?,
             Ev::Call(epoch, site, call) => self.call(epoch, site, call),
             Ev::CancelAgain(site, remote, attempt) => {
+                if attempt == 1 {
+                    self.rms[site].asked_to_cancel(self.now, Some(&remote), None);
+                }
                 let r = self.rms[site].cancel(self.now, &remote);
                 self.log(|| format!("s{site} cancels {remote}: {r:?}"));
                 if let (Err(_), Some(t)) = (&r, retry_after(attempt)) {
@@ -782,6 +803,9 @@ impl World {
                 self.rm_wake(site);
             }
             Ev::CancelUnrecorded(site, launch, attempt) => {
+                if attempt == 1 {
+                    self.rms[site].asked_to_cancel(self.now, None, Some(launch));
+                }
                 let r = self.rms[site].cancel_launch(self.now, launch);
                 if let (Err(_), Some(t)) = (r, retry_after(attempt)) {
                     self.at(
@@ -796,6 +820,7 @@ impl World {
                         self.log(|| format!("s{site} reading: {load:?} {states:?}"));
                         self.read[*site] |= load.is_ok();
                     }
+                    self.told(&r);
                     inputs.push(Msg::Site(r));
                 }
             }
@@ -857,6 +882,32 @@ impl World {
         Ok(())
     }
 
+    /// The server hears of launches its managers took: it may record their ids (and so
+    /// discard them once their job leaves memory).
+    fn told(&mut self, r: &Report) {
+        let taken: Vec<(u64, &String)> = match r {
+            Report::Submitted {
+                launch,
+                result: Ok(remote),
+            } => vec![(*launch, remote)],
+            Report::SubmittedMany(all) => all
+                .iter()
+                .filter_map(|(l, r)| Some((*l, r.as_ref().ok()?)))
+                .collect(),
+            _ => return,
+        };
+        for (launch, remote) in taken {
+            let Some(id) = rm::parse_remote(remote) else {
+                continue;
+            };
+            for rm in &mut self.rms {
+                if let Some(l) = rm.launches.get_mut(&id).filter(|l| l.launch == launch) {
+                    l.told = true;
+                }
+            }
+        }
+    }
+
     /// Planned job `i`'s submission is under way (queued or waiting for its answer).
     fn submitting(&self, i: usize) -> bool {
         self.queue
@@ -890,6 +941,10 @@ impl World {
                 let rm = &mut self.rms[site];
                 rm.down_until = rm.down_until.max(self.now + length);
             }
+            Fault::SlowCancels { site, length } => {
+                let rm = &mut self.rms[site];
+                rm.slow_cancels_until = rm.slow_cancels_until.max(self.now + length);
+            }
             Fault::Mute { length } => self.mute_until = self.mute_until.max(self.now + length),
             Fault::Partition { .. } | Fault::AgentCrash { .. } => self.net_fault(f),
             Fault::CutTransfers { length } => {
@@ -919,6 +974,8 @@ impl World {
             Call::CancelUnrecorded { launch, .. } => {
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
+            // The site worker hands it to the backend on its own thread.
+            Call::Discard(remote) => self.rms[site].discard(&[remote]),
             _ => {}
         }
     }

@@ -133,6 +133,9 @@ pub enum Fault {
     /// The agent of `site` dies and is restarted `down` ms later (its record of launches
     /// kept; its launches run on at the manager).
     AgentCrash { site: usize, down: Time },
+    /// The resource manager of `site` answers but fails every cancel for `length` ms (a
+    /// cancel slower than the backend's wait: `scancel` timing out on a busy controller).
+    SlowCancels { site: usize, length: Time },
     /// Transfers started in the next `length` ms are cut half-way (the bytes that came
     /// stay in the part file, and the next transfer of the file there sends the rest).
     CutTransfers { length: Time },
@@ -157,6 +160,10 @@ pub struct Plan {
     pub classic: bool,
     /// Made by [`with_files`].
     pub with_files: bool,
+    /// `server.min_job_age`: ended jobs leave the server's memory, and their launches are
+    /// discarded at their managers, this long after their end (`None`: never within a
+    /// run, the plans before discards were checked).
+    pub min_job_age: Option<Time>,
 }
 
 /// The plan of `seed`: [`classic`]'s, with some sites made agent sites and the network's
@@ -165,7 +172,37 @@ pub fn plan(seed: u64) -> Plan {
     let mut p = classic(seed);
     p.classic = false;
     agents(&mut p);
+    aging(&mut p);
+    slow_cancels(&mut p);
     p
+}
+
+/// Managers of direct sites that fail cancels for a while, in about a third of the seeds,
+/// drawn from a stream of their own (an agent site's `AgentCalls` gives a failed cancel up
+/// after five tries: not yet played).
+fn slow_cancels(p: &mut Plan) {
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0x005c_a9ce_15ed);
+    let direct: Vec<usize> = (0..p.sites.len())
+        .filter(|i| p.sites[*i].agent.is_none())
+        .collect();
+    if direct.is_empty() || !r.random_bool(0.35) {
+        return;
+    }
+    for _ in 0..r.random_range(1..=2) {
+        let at = T0 + r.random_range(0..p.faults_end - T0);
+        let site = direct[r.random_range(0..direct.len())];
+        let length = r.random_range(2_000..40_000);
+        p.faults.push((at, Fault::SlowCancels { site, length }));
+    }
+    p.faults.sort_by_key(|(t, _)| *t);
+}
+
+/// How soon ended jobs leave the server's memory, drawn from a stream of its own (so a
+/// seed's other draws stay the same): within a run, so that every launch's discard is due
+/// before its end ([`super::check`]'s discard check).
+fn aging(p: &mut Plan) {
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0x00a6_e00f_d15c);
+    p.min_job_age = Some(r.random_range(500..=10_000));
 }
 
 /// [`plan`]'s, with input files for about a third of the seeds (`--files`; `cargo test`
@@ -389,6 +426,7 @@ pub fn classic(seed: u64) -> Plan {
         files: Vec::new(),
         classic: true,
         with_files: false,
+        min_job_age: None,
     }
 }
 
@@ -406,7 +444,9 @@ impl Plan {
     /// stands in for them), short timeouts so that a run ends soon after its faults.
     pub fn config(&self) -> String {
         let mut c = format!(
-            "[server]\nmonitor_interval = \"200ms\"\nsample_interval = \"2s\"\nmin_job_age = \"10h\"\nsnapshot_every = {}\n\n",
+            "[server]\nmonitor_interval = \"200ms\"\nsample_interval = \"2s\"\nmin_job_age = \"{}\"\nsnapshot_every = {}\n\n",
+            self.min_job_age
+                .map_or_else(|| "10h".to_string(), |t| format!("{t}ms")),
             self.snapshot_every
         );
         if self.sites.iter().any(|s| s.agent.is_some()) {

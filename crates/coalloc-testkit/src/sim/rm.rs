@@ -1,7 +1,10 @@
 //! A fake resource manager: a pool of processors with a FIFO queue, launches that wait
 //! their pending delay and then run their processes, other users' load, and the faults of
 //! its plan (down for a while, refusing or losing launches). It answers what a
-//! [`coalloc_backends::Backend`] would, in virtual time.
+//! [`coalloc_backends::Backend`] would, in virtual time. Like the local launcher's launch
+//! log (`coalloc-backends`' `local`, issue 23 item 4) it keeps every launch it took until
+//! the server discards it once ended ([`Rm::discard`]); what is never discarded is a log
+//! that grows for ever.
 
 use super::plan::SitePlan;
 use coalloc_backends::{BackendError, RemoteState, SiteLoad, SubmitRequest};
@@ -42,11 +45,23 @@ pub struct Launch {
     pub released: bool,
     /// Its end is scheduled.
     pub ending: bool,
+    /// The server discarded it: it is out of the log once ended.
+    pub discarded: bool,
+    /// When a site worker was first asked to cancel it.
+    pub cancel_asked: Option<Time>,
+    /// The server heard its id in a submission's answer (and may have recorded it).
+    pub told: bool,
+    /// Cancelled by its launch number: the server did not record its id.
+    pub by_number: bool,
 }
 
 impl Launch {
     pub fn running(&self) -> bool {
         matches!(self.state, St::Running { .. })
+    }
+
+    pub fn ended(&self) -> bool {
+        !matches!(self.state, St::Pending { .. } | St::Running { .. })
     }
 }
 
@@ -59,6 +74,8 @@ pub struct Rm {
     next: u64,
     /// Down (answers nothing) until then.
     pub down_until: Time,
+    /// Fails every cancel until then (`Fault::SlowCancels`).
+    pub slow_cancels_until: Time,
 }
 
 fn remote(id: u64) -> String {
@@ -77,6 +94,7 @@ impl Rm {
             launches: BTreeMap::new(),
             next: 1,
             down_until: 0,
+            slow_cancels_until: 0,
         }
     }
 
@@ -128,6 +146,10 @@ impl Rm {
                 checked: BTreeSet::new(),
                 released: false,
                 ending: false,
+                discarded: false,
+                told: false,
+                cancel_asked: None,
+                by_number: false,
             },
         );
         Ok(remote(id))
@@ -173,10 +195,23 @@ impl Rm {
             .min()
     }
 
-    pub fn cancel(&mut self, now: Time, r: &str) -> Result<(), BackendError> {
+    /// Until when a cancel cannot be taken: the manager down, or its cancels failing.
+    pub fn cancels_back(&self) -> Time {
+        self.down_until.max(self.slow_cancels_until)
+    }
+
+    fn cancels_taken(&self, now: Time) -> Result<(), BackendError> {
         if !self.up(now) {
             return Err(Self::down_error());
         }
+        if now < self.slow_cancels_until {
+            return Err(BackendError::Unavailable("scancel: timed out".into()));
+        }
+        Ok(())
+    }
+
+    pub fn cancel(&mut self, now: Time, r: &str) -> Result<(), BackendError> {
+        self.cancels_taken(now)?;
         if let Some(l) = parse_remote(r).and_then(|id| self.launches.get_mut(&id)) {
             if matches!(l.state, St::Pending { .. } | St::Running { .. }) {
                 l.state = St::Cancelled;
@@ -188,15 +223,37 @@ impl Rm {
     /// Cancel whatever a submission of `launch` left here (by its launch number, as the
     /// real backends find it by name).
     pub fn cancel_launch(&mut self, now: Time, launch: u64) -> Result<(), BackendError> {
-        if !self.up(now) {
-            return Err(Self::down_error());
-        }
+        self.cancels_taken(now)?;
         for l in self.launches.values_mut().filter(|l| l.launch == launch) {
+            l.by_number = true;
             if matches!(l.state, St::Pending { .. } | St::Running { .. }) {
                 l.state = St::Cancelled;
             }
         }
         Ok(())
+    }
+
+    /// A site worker was first asked to cancel launch `remote`, or whatever launch number
+    /// `launch` left here.
+    pub fn asked_to_cancel(&mut self, now: Time, remote: Option<&str>, launch: Option<u64>) {
+        let id = remote.and_then(parse_remote);
+        for (i, l) in self.launches.iter_mut() {
+            if Some(*i) == id || Some(l.launch) == launch {
+                l.cancel_asked.get_or_insert(now);
+            }
+        }
+    }
+
+    /// The server will never ask about these launches again: they leave the log, those not
+    /// ended yet once they end (the server lets a launch go when its job ends, and may
+    /// discard it while its cancel still waits for a manager that does not answer). The
+    /// log is the launcher's own file: it takes discards while the manager does not answer.
+    pub fn discard(&mut self, ids: &[String]) {
+        for id in ids {
+            if let Some(l) = parse_remote(id).and_then(|id| self.launches.get_mut(&id)) {
+                l.discarded = true;
+            }
+        }
     }
 
     /// A program's end.
