@@ -359,9 +359,37 @@ impl Driver {
                 }
             }
         }
+        self.cancel_superseded_again();
         self.resume_vms();
         self.resume_transfers();
         self.turn();
+    }
+
+    /// Cancel again, at a restart, every launch of a live job that the core has moved on
+    /// from (an aborted or re-placed run's): its cancel was journaled with the turn that
+    /// decided it, but the call may have been lost with the process before a site worker
+    /// made it, and the launch would then run beside its replacement (harness seed 627,
+    /// and the 'past the barrier twice' seeds of the one-hour run). Cancels are idempotent:
+    /// one for a launch already gone changes nothing at its site.
+    fn cancel_superseded_again(&mut self) {
+        let stale: Vec<(u64, LaunchInfo)> = self
+            .launches
+            .iter()
+            .filter(|(k, l)| {
+                !self.is_current(**k)
+                    && self
+                        .core
+                        .job(l.job)
+                        .is_some_and(|j| j.phase != coalloc_core::scheduler::jobs::Phase::Ended)
+            })
+            .map(|(k, l)| (*k, l.clone()))
+            .collect();
+        for (launch, l) in stale {
+            match l.remote {
+                Some(remote) => self.workers[l.site].cancel(remote),
+                None => self.workers[l.site].cancel_unrecorded(l.job, l.component, launch),
+            }
+        }
     }
 }
 

@@ -291,3 +291,83 @@ fn check_ins_commit_without_an_fsync_and_the_release_waits_for_one() {
         assert!(matches!(rx.try_recv(), Ok(Ok(BarrierAnswer::Released))));
     }
 }
+
+#[test]
+fn a_restart_cancels_again_the_launches_of_a_run_the_core_moved_on_from() {
+    // Harness seeds 627 and 1005200: a committed job lost a component, so the core re-queued
+    // it and cancelled the other one; the server died before its site worker made that
+    // cancel, and the restart, which had the launch as cancelled, let it run beside its
+    // replacement.
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_on("cancel-again", Box::new(journal.clone()));
+    let job = coalloc_core::spec::native::from_toml(
+        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("job");
+    let (reply, mut acked) = oneshot::channel();
+    d.step(
+        1_000,
+        vec![Msg::Api(Request::Submit {
+            jobs: vec![job],
+            reply,
+        })],
+    )
+    .expect("step");
+    let id = acked.try_recv().expect("answered")[0]
+        .clone()
+        .expect("accepted")
+        .0;
+    let launches = submitted(&calls);
+    assert_eq!(launches.len(), 2, "{launches:?}");
+    let taken = launches
+        .iter()
+        .map(|&(_, l)| {
+            Msg::Site(Report::Submitted {
+                launch: l,
+                result: Ok(format!("R{l}")),
+            })
+        })
+        .collect();
+    d.step(1_010, taken).expect("step");
+    let (first, _) = check_in(id, launches[0].1);
+    let (second, _) = check_in(id, launches[1].1);
+    d.step(1_020, vec![first, second]).expect("step");
+    assert_eq!(
+        d.core().job(id).map(|j| j.phase),
+        Some(coalloc_core::scheduler::jobs::Phase::Running)
+    );
+    // The second component's site loses it: the job goes back to its queue and the first
+    // component is cancelled, but that call is lost with the process.
+    let (lost_site, lost) = launches[1];
+    d.step(
+        1_030,
+        vec![Msg::Site(Report::Polled {
+            site: lost_site,
+            load: Ok(Default::default()),
+            states: vec![(lost, RemoteState::Lost("the node died".into()))],
+        })],
+    )
+    .expect("step");
+    let cancelled = |calls: &Calls| -> Vec<String> {
+        calls
+            .lock()
+            .expect("calls")
+            .iter()
+            .filter_map(|(_, c)| match c {
+                SiteCall::Cancel(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let first_remote = format!("R{}", launches[0].1);
+    assert_eq!(cancelled(&calls), vec![first_remote.clone()]);
+    drop(d);
+    let (d, calls) = driver_on("cancel-again-2", Box::new(journal));
+    assert!(
+        cancelled(&calls).contains(&first_remote),
+        "the restart did not cancel {first_remote} again: {:?}",
+        calls.lock().expect("calls")
+    );
+    drop(d);
+}
