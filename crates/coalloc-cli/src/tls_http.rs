@@ -20,6 +20,8 @@ use ureq::unversioned::transport::{ConnectionDetails, Connector};
 const CONNECT: Duration = Duration::from_secs(10);
 
 impl TimedStream for StreamOwned<ClientConnection, TcpStream> {
+    const TLS: bool = true;
+
     fn set_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> std::io::Result<()> {
         self.sock.set_read_timeout(read)?;
         self.sock.set_write_timeout(write)

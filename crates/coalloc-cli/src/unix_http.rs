@@ -33,6 +33,9 @@ impl Connector<()> for UnixConnector {
 
 /// A blocking stream whose reads and writes can time out.
 pub trait TimedStream: Read + Write + Send + Sync + std::fmt::Debug + 'static {
+    /// Whether the stream is encrypted (ureq sends to `https://` only over such a one).
+    const TLS: bool = false;
+
     fn set_timeouts(
         &self,
         read: Option<std::time::Duration>,
@@ -107,6 +110,10 @@ impl<S: TimedStream> Transport for StreamTransport<S> {
         };
         self.buffers.input_appended(n);
         Ok(n > 0)
+    }
+
+    fn is_tls(&self) -> bool {
+        S::TLS
     }
 
     fn is_open(&mut self) -> bool {

@@ -1,6 +1,6 @@
 //! HTTPS on the API (issue 32 item 4), end to end with `coalloc serve` bound beyond
-//! loopback: inside a network namespace of its own (a dummy interface with 10.213.0.1, its
-//! traffic never leaving the namespace), the server serves HTTPS with a generated
+//! loopback: inside a network namespace of its own (10.213.0.1 on its lo device, its traffic
+//! never leaving the namespace), the server serves HTTPS with a generated
 //! certificate; a user's token goes over it once `coalloc login` pinned the fingerprint;
 //! another pin is refused; plain HTTP with a token to that address is refused by the
 //! client; and `tls = "off"` with that bind is refused by the server. Needs root and `ip`
@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 const ADDR: &str = "10.213.0.1";
 
-/// A network namespace with loopback and a dummy interface holding `ADDR`; deleted on drop.
+/// A network namespace whose loopback device also holds `ADDR` (an address beyond
+/// 127.0.0.0/8, reachable only inside it); deleted on drop.
 struct Netns(String);
 
 impl Netns {
@@ -33,11 +34,9 @@ impl Netns {
         }
         let ns = Netns(name.clone());
         let cidr = format!("{ADDR}/24");
-        let steps: [&[&str]; 4] = [
+        let steps: [&[&str]; 2] = [
             &["-n", &name, "link", "set", "lo", "up"],
-            &["-n", &name, "link", "add", "d0", "type", "dummy"],
-            &["-n", &name, "addr", "add", &cidr, "dev", "d0"],
-            &["-n", &name, "link", "set", "d0", "up"],
+            &["-n", &name, "addr", "add", &cidr, "dev", "lo"],
         ];
         steps.iter().all(|s| ip(s)).then_some(ns)
     }
