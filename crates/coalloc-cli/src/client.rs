@@ -7,8 +7,14 @@
 //!    else the state directory's server;
 //! 3. the state directory's `token`, when this user may read it (the admin): over HTTP;
 //! 4. the server's Unix socket (`server.json`'s `socket`, else `DIR/coalloc.sock`).
+//!
+//! An `https://` server is trusted by its certificate's fingerprint (see
+//! [`crate::tls_http`]): `COALLOC_FINGERPRINT`, else the pin `coalloc login` stored, else
+//! `server.json`'s on the server's own host. A token never goes over plain HTTP beyond
+//! loopback (127.0.0.0/8, ::1): such a call is refused before it is made.
 
 use crate::error::CliError;
+use crate::tls_http;
 use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -47,6 +53,8 @@ pub struct Client {
     /// The Unix socket, when requests go over it.
     socket: Option<PathBuf>,
     token: String,
+    /// The pinned certificate, when requests go over HTTPS.
+    fingerprint: Option<String>,
     agent: ureq::Agent,
 }
 
@@ -81,6 +89,7 @@ impl Client {
             agent: crate::unix_http::agent(path.clone(), config()),
             socket: Some(path),
             token: String::new(),
+            fingerprint: None,
         };
         if let Some(path) = env("COALLOC_SOCKET") {
             return Ok(over_socket(path.into()));
@@ -105,12 +114,50 @@ impl Client {
             Some(u) => u.trim_end_matches('/').to_string(),
             None => info()?["url"].as_str().ok_or_else(not_running)?.to_string(),
         };
+        let fingerprint = if url.starts_with("https://") {
+            let served = info().ok().filter(|v| v["url"].as_str() == Some(&url));
+            let pin = match env("COALLOC_FINGERPRINT") {
+                Some(f) => Some(tls_http::normalize(&f)?),
+                None => tls_http::known(dir)
+                    .remove(&url)
+                    .or_else(|| served.and_then(|v| v["fingerprint"].as_str().map(str::to_owned))),
+            };
+            Some(pin.ok_or_else(|| {
+                CliError::bad(format!(
+                    "the server at {url} is not trusted yet: run `coalloc login {url}` to see and pin its certificate's fingerprint (or set COALLOC_FINGERPRINT)"
+                ))
+            })?)
+        } else if tls_http::is_loopback(&url) {
+            None
+        } else {
+            return Err(CliError::bad(format!(
+                "refusing to send a bearer token over plain HTTP to {url}, beyond this machine's loopback: use the server's https:// URL (a server bound beyond loopback serves HTTPS) and `coalloc login` it"
+            )));
+        };
+        let agent = match &fingerprint {
+            Some(f) => tls_http::agent(f, config())?,
+            None => config().new_agent(),
+        };
         Ok(Client {
             url,
             socket: None,
             token,
-            agent: config().new_agent(),
+            fingerprint,
+            agent,
         })
+    }
+
+    /// An agent of `config` to this server (for the long-lived requests).
+    fn agent_of(&self, config: ureq::config::Config) -> Result<ureq::Agent, CliError> {
+        match (&self.socket, &self.fingerprint) {
+            (Some(p), _) => Ok(crate::unix_http::agent(p.clone(), config)),
+            (None, Some(f)) => tls_http::agent(f, config),
+            (None, None) => Ok(config.new_agent()),
+        }
+    }
+
+    fn unreachable(&self, e: ureq::Error) -> CliError {
+        CliError::bad(tls_http::explain(&self.place(), &e))
     }
 
     /// Where the server is, for messages.
@@ -125,9 +172,7 @@ impl Client {
         &self,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<Value, CliError> {
-        let mut r = r.map_err(|e| {
-            CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
-        })?;
+        let mut r = r.map_err(|e| self.unreachable(e))?;
         let status = r.status().as_u16();
         let text = r
             .body_mut()
@@ -202,18 +247,13 @@ impl Client {
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
             .build();
-        let agent = match &self.socket {
-            Some(p) => crate::unix_http::agent(p.clone(), config),
-            None => config.new_agent(),
-        };
+        let agent = self.agent_of(config)?;
         let r = agent
             .get(format!("{}{path}", self.url))
             .header("Authorization", format!("Bearer {}", self.token))
             .header("Accept", "text/event-stream")
             .call()
-            .map_err(|e| {
-                CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
-            })?;
+            .map_err(|e| self.unreachable(e))?;
         if r.status().as_u16() >= 400 {
             return self
                 .answer(Ok(r))
@@ -237,18 +277,13 @@ impl Client {
             config = config.timeout_global(Some(Duration::from_secs(60)));
         }
         let config = config.build();
-        let agent = match &self.socket {
-            Some(p) => crate::unix_http::agent(p.clone(), config),
-            None => config.new_agent(),
-        };
+        let agent = self.agent_of(config)?;
         let r = agent
             .get(format!("{}{path}", self.url))
             .query_pairs(query.iter().map(|(k, v)| (*k, v.as_str())))
             .header("Authorization", format!("Bearer {}", self.token))
             .call()
-            .map_err(|e| {
-                CliError::bad(format!("cannot reach the server at {}: {e}", self.place()))
-            })?;
+            .map_err(|e| self.unreachable(e))?;
         if r.status().as_u16() >= 400 {
             return self
                 .answer(Ok(r))

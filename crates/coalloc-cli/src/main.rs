@@ -14,6 +14,7 @@ mod job_cmd;
 mod jobs_cmd;
 mod list_args;
 mod load;
+mod login_cmd;
 mod man_cmd;
 mod place_cmd;
 mod replay_cmd;
@@ -22,6 +23,7 @@ mod runtime_cmd;
 mod serve_cmd;
 mod sim_cmd;
 mod table;
+mod tls_http;
 mod trace_cmd;
 mod txn_cmd;
 mod unix_http;
@@ -146,6 +148,10 @@ enum Command {
     /// server's Unix socket and the server knows them by their uid.
     #[command(subcommand)]
     User(user_cmd::UserCommand),
+    /// Pin an HTTPS server's certificate: `coalloc login https://HOST:PORT` shows its
+    /// fingerprint and asks to trust it (`--fingerprint HEX` or `--yes` without asking);
+    /// later calls to that URL refuse any other certificate.
+    Login(login_cmd::LoginArgs),
     /// Run a site agent on a site's login node: it runs the site's resource manager's
     /// commands for the server, which it reaches over one outbound TLS link, and relays its
     /// components' barrier and rendezvous calls. The site opens no inbound port.
@@ -252,6 +258,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::File(cmd) => file_cmd::run(cmd),
         Command::Site(cmd) => agent_cmd::site(cmd),
         Command::User(cmd) => user_cmd::run(cmd),
+        Command::Login(args) => login_cmd::run(args),
         Command::Agent(args) => agent_cmd::agent(args),
         Command::Watch(args) => watch_cmd::run(args),
         Command::Events(args) => events_cmd::run(args),

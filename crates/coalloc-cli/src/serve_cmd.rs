@@ -73,6 +73,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     init_tracing();
     let rt = tokio::runtime::Runtime::new().map_err(|e| CliError::Internal(e.to_string()))?;
     let shown = dir.display().to_string();
+    let served = dir.join("server.json");
     rt.block_on(coalloc_server::server::serve(
         config,
         &dir,
@@ -83,6 +84,13 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             eprintln!(
                 "coalloc serve: dashboard at {url}/ui (the token is in {shown}/token), metrics at {url}/metrics"
             );
+            let info = std::fs::read_to_string(&served).unwrap_or_default();
+            let info: serde_json::Value = serde_json::from_str(&info).unwrap_or_default();
+            if let Some(f) = info["fingerprint"].as_str() {
+                eprintln!(
+                    "coalloc serve: HTTPS, certificate {f} (users pin it with `coalloc login {url}`)"
+                );
+            }
         },
     ))
     .map_err(|e| CliError::bad(e.to_string()))

@@ -71,12 +71,34 @@ pub fn agent_config(pinned: &str) -> Result<Arc<rustls::ClientConfig>, rustls::E
         .with_safe_default_protocol_versions()?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(Pinned {
-            fingerprint: pinned.to_string(),
+            fingerprint: Some(pinned.to_string()),
+            seen: Arc::default(),
             provider,
         }))
         .with_no_client_auth();
     Ok(Arc::new(c))
 }
+
+/// What a server presents, for a person to decide whether to trust it (`coalloc login`):
+/// a configuration that accepts any certificate and keeps its fingerprint in the second
+/// value. Nothing may be sent over a connection it makes.
+pub fn peek_config() -> Result<(Arc<rustls::ClientConfig>, Seen), rustls::Error> {
+    let provider = provider();
+    let seen = Seen::default();
+    let c = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned {
+            fingerprint: None,
+            seen: seen.clone(),
+            provider,
+        }))
+        .with_no_client_auth();
+    Ok((Arc::new(c), seen))
+}
+
+/// The fingerprint of the certificate a peeking connection was shown.
+pub type Seen = Arc<std::sync::Mutex<Option<String>>>;
 
 /// Whether a TLS error is the pin refusing the server's certificate.
 pub fn is_pin_mismatch(e: &std::io::Error) -> bool {
@@ -87,7 +109,9 @@ const MISMATCH: &str = "certificate fingerprint mismatch";
 
 #[derive(Debug)]
 struct Pinned {
-    fingerprint: String,
+    /// `None`: accept any certificate (only to show it; see [`peek_config`]).
+    fingerprint: Option<String>,
+    seen: Seen,
     provider: Arc<CryptoProvider>,
 }
 
@@ -101,13 +125,17 @@ impl ServerCertVerifier for Pinned {
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let got = fingerprint(end_entity);
-        if super::proto::constant_time_eq(&got, &self.fingerprint) {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General(format!(
-                "{MISMATCH}: the server presented {got}, the token pins {}",
-                self.fingerprint
-            )))
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = Some(got.clone());
+        }
+        match &self.fingerprint {
+            None => Ok(ServerCertVerified::assertion()),
+            Some(pin) if super::proto::constant_time_eq(&got, pin) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            Some(pin) => Err(rustls::Error::General(format!(
+                "{MISMATCH}: the server presented {got}, the pin is {pin}"
+            ))),
         }
     }
 

@@ -15,6 +15,13 @@
 //! agent_bind = "0.0.0.0:7443"   # where site agents connect (needed when a site is an agent's)
 //! agent_url = "wss://server.example.org:7443"   # what enrolment tokens carry (default: bind)
 //! heartbeat = "1s"              # the server pings each agent this often
+//! tls = "auto"                  # HTTPS on the API: "auto" (beyond loopback only; loopback is
+//!                               # 127.0.0.0/8 and ::1), "on" (always) or "off" (never: a
+//!                               # bind beyond loopback is then refused)
+//! tls_cert = "/etc/coalloc/api.crt"  # the operator's certificate chain (PEM) and its key
+//! tls_key = "/etc/coalloc/api.key"   # (PEM); without them, a self-signed certificate made
+//!                               # once in the state directory (api-tls/), whose fingerprint
+//!                               # `coalloc login` pins
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
@@ -101,6 +108,9 @@ struct ServerDoc {
     agent_bind: Option<String>,
     agent_url: Option<String>,
     heartbeat: Option<Scalar>,
+    tls: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
     min_job_age: Option<Scalar>,
     snapshot_every: Option<u64>,
     cache_limit: Option<Scalar>,
@@ -122,10 +132,31 @@ pub struct AgentListen {
     pub heartbeat: Millis,
 }
 
+/// When the API is served over HTTPS (`server.tls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Beyond loopback only (the default).
+    Auto,
+    /// Always, loopback included.
+    On,
+    /// Never: a bind beyond loopback is refused.
+    Off,
+}
+
+/// The API's TLS settings (`server.tls`, `server.tls_cert`, `server.tls_key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiTls {
+    pub mode: TlsMode,
+    /// The operator's certificate chain and key (PEM files); `None`: the generated one.
+    pub cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
 /// Everything the server runs with.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub bind: String,
+    /// HTTPS on the API.
+    pub tls: ApiTls,
     /// The Unix socket local clients talk over, identified by their uid (`server.socket`;
     /// default `coalloc.sock` in the state directory).
     pub socket: Option<std::path::PathBuf>,
@@ -300,8 +331,34 @@ impl ServerConfig {
             }
             (None, false) => None,
         };
+        let mode = match s.tls.as_deref() {
+            None | Some("auto") => TlsMode::Auto,
+            Some("on") => TlsMode::On,
+            Some("off") => TlsMode::Off,
+            Some(other) => {
+                return Err(SpecError::invalid(
+                    "server.tls",
+                    format!("`{other}` is not one of auto, on, off"),
+                ))
+            }
+        };
+        let cert = match (&s.tls_cert, &s.tls_key) {
+            (Some(c), Some(k)) => Some((c.into(), k.into())),
+            (None, None) => None,
+            _ => return Err(SpecError::invalid(
+                "server.tls_cert",
+                "tls_cert and tls_key go together (PEM files of the certificate chain and its key)",
+            )),
+        };
+        if cert.is_some() && mode == TlsMode::Off {
+            return Err(SpecError::invalid(
+                "server.tls",
+                "\"off\" with a tls_cert: say which is meant",
+            ));
+        }
         Ok(ServerConfig {
             agents,
+            tls: ApiTls { mode, cert },
             bind: s.bind.clone().unwrap_or_else(|| "127.0.0.1:0".into()),
             socket: s.socket.as_ref().map(Into::into),
             run_as_owner: s.run_as_owner.unwrap_or(false),

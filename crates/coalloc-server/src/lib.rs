@@ -16,6 +16,7 @@
 //! - [`catalog`]: the replica catalog; [`transfer`]: moving input files between sites.
 
 pub mod api;
+pub mod api_tls;
 pub mod catalog;
 pub mod config;
 pub mod driver;

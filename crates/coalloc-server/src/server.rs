@@ -267,6 +267,12 @@ pub async fn serve(
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     let addr = bind.unwrap_or_else(|| config.bind.clone());
     let listener = listen(&addr, &state, "address").await?;
+    let bound = listener.local_addr()?;
+    let api_tls = if crate::api_tls::wanted(&config.tls, &bound).map_err(ServeError::Refused)? {
+        Some(crate::api_tls::identity(&config.tls, &state.root).map_err(ServeError::Refused)?)
+    } else {
+        None
+    };
     let socket_path = config
         .socket
         .clone()
@@ -281,7 +287,8 @@ pub async fn serve(
     };
     let users = crate::users::Users::open(state.root.join("users.json"))
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let scheme = if api_tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{bound}");
     let agents = match &config.agents {
         Some(a) => Some(agent_hub(&config, a, &state).await?),
         None => None,
@@ -303,7 +310,8 @@ pub async fn serve(
         driver: Some(thread),
     };
     let info = serde_json::json!({ "url": url, "pid": std::process::id(),
-        "socket": socket.as_ref().map(|_| &socket_path) });
+        "socket": socket.as_ref().map(|_| &socket_path),
+        "fingerprint": api_tls.as_ref().map(|t| &t.fingerprint) });
     std::fs::write(state.server_file(), format!("{info}\n"))?;
     on_ready(&url);
     let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -338,9 +346,18 @@ pub async fn serve(
         shutdown.await;
         let _ = stop.send(true);
     };
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let result = match api_tls {
+        Some(t) => {
+            axum::serve(crate::api_tls::TlsListener::new(listener, t.config)?, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    };
     if let Some(local) = local {
         let _ = local.await;
         let _ = std::fs::remove_file(&socket_path);
