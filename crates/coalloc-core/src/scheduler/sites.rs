@@ -70,6 +70,9 @@ pub struct SiteState {
     pub pending: u32,
     /// Processors held by coalloc's launches (pending or running).
     pub ours: u32,
+    /// Processors other users' jobs held at the last reading (0 until one says).
+    #[serde(default)]
+    pub other: u32,
     /// The resource manager answers.
     pub healthy: bool,
     /// Not marked unusable by errors (seed 000 §3.4) or `PUT /usable`.
@@ -152,6 +155,7 @@ impl SiteTable {
                 idle: s.idle.unwrap_or(s.processors),
                 pending: 0,
                 ours: 0,
+                other: 0,
                 healthy: true,
                 enabled: true,
                 submit_errors: 0,
@@ -231,6 +235,7 @@ impl SiteTable {
         }
         s.idle = new_idle;
         s.processors = total;
+        s.other = other;
         s.healthy = healthy;
         changed
     }
@@ -258,8 +263,13 @@ impl SiteTable {
             s.pending = s.pending.saturating_sub(count);
         }
         s.ours = s.ours.saturating_sub(count);
-        // No more than what coalloc's other live launches leave (see `report`).
-        s.idle = (s.idle + count).min(s.processors.saturating_sub(s.ours));
+        // No more than what coalloc's other live launches and the last reading's other
+        // users leave (see `report`): launches claimed beyond what a reading then found
+        // idle give back more than they took from it (the harness's idle check, seed
+        // 1021751: 14 processors claimed before the first reading, 1 of them another
+        // user's, all released and counted idle).
+        let room = s.processors.saturating_sub(s.other).saturating_sub(s.ours);
+        s.idle = (s.idle + count).min(room);
         self.epoch += 1;
     }
 
@@ -383,6 +393,23 @@ mod tests {
         assert_eq!(t.state[0].idle, 50);
         t.release(0, 10, false);
         assert_eq!((t.state[0].idle, t.state[0].ours), (60, 0));
+    }
+
+    #[test]
+    fn launches_claimed_beyond_a_reading_give_back_no_more_than_it_found_idle() {
+        // The simulation harness, seed 1021751: all 64 claimed before the first reading,
+        // which finds 1 held by another user; every launch fails and is released.
+        let mut t = table();
+        t.claim(0, 40);
+        t.claim(0, 24);
+        assert_eq!(t.state[0].idle, 0);
+        t.report(0, 63, 64, 1, true);
+        assert_eq!(t.state[0].idle, 0);
+        t.release(0, 40, true);
+        t.release(0, 24, true);
+        assert_eq!((t.state[0].idle, t.state[0].ours), (63, 0));
+        t.claim(0, 8);
+        assert_eq!(t.state[0].idle, 55);
     }
 
     #[test]
