@@ -59,6 +59,15 @@ pub enum Operator {
     Down(String),
 }
 
+/// [`SiteState::other`] as a snapshot keeps it: 0 from a head of a form before it (form 5
+/// or older, whose site state ends its run of numbers without it).
+fn read_other<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    if super::snapshot::reading_reserveless() {
+        return Ok(0);
+    }
+    serde::Deserialize::deserialize(d)
+}
+
 /// One site's live state.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteState {
@@ -70,8 +79,9 @@ pub struct SiteState {
     pub pending: u32,
     /// Processors held by coalloc's launches (pending or running).
     pub ours: u32,
-    /// Processors other users' jobs held at the last reading (0 until one says).
-    #[serde(default)]
+    /// Processors other users' jobs held at the last reading (0 until one says; a head of
+    /// form 5 or older, which did not keep it, reads 0).
+    #[serde(default, deserialize_with = "read_other")]
     pub other: u32,
     /// The resource manager answers.
     pub healthy: bool,

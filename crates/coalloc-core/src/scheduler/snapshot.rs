@@ -117,8 +117,9 @@ pub const PREVIOUS_SNAPSHOT_VERSION: u32 = 3;
 pub const LINKLESS_SNAPSHOT_VERSION: u32 = 4;
 
 /// The form before this one, which differed only in the core's head: form 5 kept no
-/// reservations ([`super::reserve::Reservations`], issue 31). A form-5 head is read with
-/// none (it had none to keep).
+/// reservations ([`super::reserve::Reservations`], issue 31) and no site's count of other
+/// users' processors ([`super::sites::SiteState::other`]). A form-5 head is read with no
+/// reservations (it had none to keep) and that count 0 until the next reading.
 pub const RESERVELESS_SNAPSHOT_VERSION: u32 = 5;
 
 thread_local! {
