@@ -115,10 +115,12 @@ fn a_seed_replays_exactly() {
 fn the_seeds_that_found_bugs_keep_every_invariant() {
     // 627, 1005200 and 1007507: launches of a run the core moved on from, cancelled again at
     // a restart (627 and 1005200 ran a component twice, 1007507 hung; 1011285 likewise ran a
-    // component twice). The rest: a release that gave back another user's processors.
+    // component twice). Then: a release that gave back another user's processors; 1489, a
+    // launch cancelled while being submitted, whose handle a host crash took after the
+    // cancel had gone (never discarded).
     let hour = [
         100449, 108037, 113267, 175612, 183660, 195223, 627, 1005200, 1007507, 1011285, 1001913,
-        1005279, 1012786, 1020405, 1021751, 1023423, 1024114,
+        1005279, 1012786, 1020405, 1021751, 1023423, 1024114, 1489,
     ];
     let files = [18, 86, 108, 110, 126, 168, 192, 245, 250, 708, 774];
     let runs = hour.into_iter().map(|s| (s, sim::run as Run));

@@ -56,7 +56,7 @@ use crate::entry::Entry;
 use crate::journal::{Journal, JournalError, Record, ReplayError, Store};
 use crate::logs::JsonLines;
 use crate::metrics::Metrics;
-use crate::msg::{self, Msg, Request, SiteLink};
+use crate::msg::{self, Msg, Request, SiteCall, SiteLink};
 use crate::state::StateDir;
 use coalloc_backends::{Backend, SiteLoad};
 use coalloc_core::model::{Job, Time};
@@ -145,6 +145,9 @@ pub struct Driver {
     replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Entries the driver makes itself (ready, failed, transfer done), for the next apply.
     internal: VecDeque<Entry>,
+    /// Calls to sites that follow from this turn's entries, made once they are durable
+    /// (after the commit): a site never acts on what a restart would not know.
+    after_commit: Vec<(usize, SiteCall)>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
     events: broadcast::Sender<String>,
@@ -318,6 +321,7 @@ impl Driver {
             arrays: BTreeMap::new(),
             replies: Vec::new(),
             internal: VecDeque::new(),
+            after_commit: Vec::new(),
             replaying: true,
             events: events.clone(),
             next_sample: 0,
@@ -648,6 +652,14 @@ impl Driver {
             self.commit();
             if self.fatal.is_some() {
                 return;
+            }
+            if !self.after_commit.is_empty() {
+                if !self.durable() {
+                    return;
+                }
+                for (site, call) in std::mem::take(&mut self.after_commit) {
+                    self.workers[site].send(call);
+                }
             }
             self.run_commands();
             if self.internal.is_empty() {

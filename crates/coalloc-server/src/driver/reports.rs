@@ -66,8 +66,13 @@ impl Driver {
                     remote: remote.clone(),
                 });
                 if l.ended || !self.is_current(launch) {
-                    // Cancelled while it was being submitted.
-                    self.workers[l.site].cancel(remote);
+                    // Cancelled while it was being submitted: once its handle is durable, so
+                    // that a restart still knows it and has the site discard it when its job
+                    // ages out (the harness's discard check, seed 1489: a host crash took the
+                    // lazily committed handle after the cancel had gone, and the site kept
+                    // the launch in its log for ever).
+                    self.after_commit
+                        .push((l.site, crate::msg::SiteCall::Cancel(remote)));
                     return;
                 }
                 self.workers[l.site].watch(launch, remote);

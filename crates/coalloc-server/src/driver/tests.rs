@@ -89,6 +89,46 @@ fn submitted(calls: &Calls) -> Vec<(usize, u64)> {
     out
 }
 
+/// Submit a job of two one-process components at 1,000: its number and its launches
+/// (site, launch).
+fn submit_two(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
+    let job = coalloc_core::spec::native::from_toml(
+        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("job");
+    let (reply, mut acked) = oneshot::channel();
+    d.step(
+        1_000,
+        vec![Msg::Api(Request::Submit {
+            jobs: vec![job],
+            reply,
+        })],
+    )
+    .expect("step");
+    let id = match acked.try_recv() {
+        Ok(v) => v[0].clone().expect("accepted").0,
+        other => panic!("no answer: {other:?}"),
+    };
+    let launches = submitted(calls);
+    assert_eq!(launches.len(), 2, "{launches:?}");
+    (id, launches)
+}
+
+/// The sites take these launches at 1,010 (handle `R<launch>`).
+fn take(d: &mut Driver, launches: &[(usize, u64)]) {
+    let taken = launches
+        .iter()
+        .map(|&(_, l)| {
+            Msg::Site(Report::Submitted {
+                launch: l,
+                result: Ok(format!("R{l}")),
+            })
+        })
+        .collect();
+    d.step(1_010, taken).expect("step");
+}
+
 fn check_in(
     job: u64,
     launch: u64,
@@ -116,33 +156,8 @@ fn a_check_in_answered_in_a_turn_that_then_aborts_the_run_hears_aborted() {
     // and a report later in the same turn fails a component; the process was told
     // `released` while its job was back in the queue.
     let (mut d, calls) = driver("abort-in-turn");
-    let job = coalloc_core::spec::native::from_toml(
-        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
-         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
-    )
-    .expect("job");
-    let (reply, mut acked) = oneshot::channel();
-    let submit = Msg::Api(Request::Submit {
-        jobs: vec![job],
-        reply,
-    });
-    d.step(1_000, vec![submit]).expect("step");
-    let id = match acked.try_recv() {
-        Ok(v) => v[0].clone().expect("accepted").0,
-        other => panic!("no answer: {other:?}"),
-    };
-    let launches = submitted(&calls);
-    assert_eq!(launches.len(), 2, "{launches:?}");
-    let taken = launches
-        .iter()
-        .map(|&(_, l)| {
-            Msg::Site(Report::Submitted {
-                launch: l,
-                result: Ok(format!("R{l}")),
-            })
-        })
-        .collect();
-    d.step(1_010, taken).expect("step");
+    let (id, launches) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
     let (first, mut first_rx) = check_in(id, launches[0].1);
     d.step(1_020, vec![first]).expect("step");
     assert!(first_rx.try_recv().is_err(), "held until the job commits");
@@ -241,38 +256,11 @@ fn check_ins_commit_without_an_fsync_and_the_release_waits_for_one() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let journal = Watched(MemJournal::default(), log.clone());
     let (mut d, calls) = driver_on("lazy", Box::new(journal));
-    let job = coalloc_core::spec::native::from_toml(
-        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
-         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
-    )
-    .expect("job");
-    let (reply, mut acked) = oneshot::channel();
     log.lock().expect("log").clear();
-    d.step(
-        1_000,
-        vec![Msg::Api(Request::Submit {
-            jobs: vec![job],
-            reply,
-        })],
-    )
-    .expect("step");
+    let (id, launches) = submit_two(&mut d, &calls);
     // The acknowledged submission is durable.
     assert_eq!(*log.lock().expect("log"), ["sync"]);
-    let id = acked.try_recv().expect("answered")[0]
-        .clone()
-        .expect("accepted")
-        .0;
-    let launches = submitted(&calls);
-    let taken = launches
-        .iter()
-        .map(|&(_, l)| {
-            Msg::Site(Report::Submitted {
-                launch: l,
-                result: Ok(format!("R{l}")),
-            })
-        })
-        .collect();
-    d.step(1_010, taken).expect("step");
+    take(&mut d, &launches);
     let (first, mut first_rx) = check_in(id, launches[0].1);
     d.step(1_020, vec![first]).expect("step");
     assert!(first_rx.try_recv().is_err(), "held until the job commits");
@@ -300,36 +288,8 @@ fn a_restart_cancels_again_the_launches_of_a_run_the_core_moved_on_from() {
     // replacement.
     let journal = MemJournal::default();
     let (mut d, calls) = driver_on("cancel-again", Box::new(journal.clone()));
-    let job = coalloc_core::spec::native::from_toml(
-        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
-         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
-    )
-    .expect("job");
-    let (reply, mut acked) = oneshot::channel();
-    d.step(
-        1_000,
-        vec![Msg::Api(Request::Submit {
-            jobs: vec![job],
-            reply,
-        })],
-    )
-    .expect("step");
-    let id = acked.try_recv().expect("answered")[0]
-        .clone()
-        .expect("accepted")
-        .0;
-    let launches = submitted(&calls);
-    assert_eq!(launches.len(), 2, "{launches:?}");
-    let taken = launches
-        .iter()
-        .map(|&(_, l)| {
-            Msg::Site(Report::Submitted {
-                launch: l,
-                result: Ok(format!("R{l}")),
-            })
-        })
-        .collect();
-    d.step(1_010, taken).expect("step");
+    let (id, launches) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
     let (first, _) = check_in(id, launches[0].1);
     let (second, _) = check_in(id, launches[1].1);
     d.step(1_020, vec![first, second]).expect("step");
