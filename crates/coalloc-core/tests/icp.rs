@@ -1,7 +1,7 @@
 //! The Incremental Claiming Policy (seed 000 §3.2–3.3) walked through its steps.
 
 mod common;
-use common::{drain, starts, submit};
+use common::{drain, starts, submit, unordered};
 
 use coalloc_core::model::*;
 use coalloc_core::placement::Fit;
@@ -29,16 +29,7 @@ fn config(t: f64) -> SchedulerConfig {
 }
 
 fn job(counts: &[u32], priority: Priority) -> Job {
-    let mut j = Job::new(
-        JobKind::Unordered,
-        counts
-            .iter()
-            .map(|&count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    );
+    let mut j = unordered(counts);
     j.priority = priority;
     j.extra_mut().input_file = Some(InputFile {
         name: "data".into(),

@@ -4,7 +4,7 @@
 //! runs' reservations and deletes the others.
 
 mod common;
-use common::{drain, submit};
+use common::{drain, submit, unordered};
 
 use coalloc_core::model::*;
 use coalloc_core::scheduler::snapshot::Snapshot;
@@ -35,16 +35,7 @@ fn job_with_file(start: Option<Time>) -> Job {
 }
 
 fn job(counts: &[u32]) -> Job {
-    let mut j = Job::new(
-        JobKind::Unordered,
-        counts
-            .iter()
-            .map(|&count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    );
+    let mut j = unordered(counts);
     j.max_wall_time = Some(60_000);
     j
 }
@@ -53,6 +44,15 @@ fn reserving() -> SchedulerConfig {
     SchedulerConfig {
         claiming: Claiming::Reserve(Default::default()),
         ..SchedulerConfig::default()
+    }
+}
+
+/// [`reserving`], with a fixed back-off of a minute before a rolled-back job's next try.
+fn reserving_slowly() -> SchedulerConfig {
+    SchedulerConfig {
+        retry_backoff: 60_000,
+        retry_backoff_max: 60_000,
+        ..reserving()
     }
 }
 
@@ -491,12 +491,7 @@ fn a_site_busy_with_other_users_jobs_is_asked_but_coallocs_own_holds_are_kept() 
 
 #[test]
 fn a_site_that_does_not_answer_rolls_the_run_back_at_the_answer_timeout() {
-    let config = SchedulerConfig {
-        retry_backoff: 60_000,
-        retry_backoff_max: 60_000,
-        ..reserving()
-    };
-    let mut s = Scheduler::new(config, sites());
+    let mut s = Scheduler::new(reserving_slowly(), sites());
     let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
     let q = queries(&cmds);
     offer(&mut s, 1, q[0].0, Ok(10));
@@ -583,12 +578,7 @@ fn the_specs_say_reserve_per_job_and_per_scheduler() {
 
 #[test]
 fn an_edit_while_reserving_reserves_again() {
-    let config = SchedulerConfig {
-        retry_backoff: 60_000,
-        retry_backoff_max: 60_000,
-        ..reserving()
-    };
-    let mut s = Scheduler::new(config, sites());
+    let mut s = Scheduler::new(reserving_slowly(), sites());
     let (id, cmds) = submit(&mut s, 0, job(&[4, 4]));
     let q = queries(&cmds);
     for r in &q {

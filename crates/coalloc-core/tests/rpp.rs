@@ -1,6 +1,9 @@
 //! The Repeated Placement Policy with deadlines, Wait-X and GP / LP (seed 001 §2.2), driven
 //! event by event through the scheduler.
 
+mod common;
+use common::unordered as job_of;
+
 use coalloc_core::model::*;
 use coalloc_core::queue::rpp::{
     gp_failure, lp_deadline_failure, lp_mp_failure, GlobalPriority, RppParams,
@@ -16,16 +19,7 @@ const SEQUENCE: [Time; 13] = [
 ];
 
 fn unordered(counts: &[u32], deadline: Option<Time>) -> Job {
-    let mut job = Job::new(
-        JobKind::Unordered,
-        counts
-            .iter()
-            .map(|&count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    );
+    let mut job = job_of(counts);
     job.deadline = deadline;
     job
 }

@@ -1,20 +1,10 @@
 //! The co-allocation transaction and fault handling, walked event by event.
 
+mod common;
+use common::unordered;
+
 use coalloc_core::model::*;
 use coalloc_core::scheduler::*;
-
-fn unordered(counts: &[u32]) -> Job {
-    Job::new(
-        JobKind::Unordered,
-        counts
-            .iter()
-            .map(|&count| Component {
-                count,
-                ..Component::default()
-            })
-            .collect(),
-    )
-}
 
 fn sites(sizes: &[u32]) -> Vec<Site> {
     sizes

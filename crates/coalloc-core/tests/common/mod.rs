@@ -1,8 +1,22 @@
 //! Helpers the scheduler's test files share: drive a [`Scheduler`] and read its commands.
 #![allow(dead_code)] // each test file uses its own subset
 
-use coalloc_core::model::{Job, Time};
+use coalloc_core::model::{Component, Job, JobKind, Time};
 use coalloc_core::scheduler::{Command, Event, JobId, LaunchId, Reply, Scheduler, SiteId};
+
+/// An unordered job of components of these sizes (nothing else set).
+pub fn unordered(counts: &[u32]) -> Job {
+    Job::new(
+        JobKind::Unordered,
+        counts
+            .iter()
+            .map(|&count| Component {
+                count,
+                ..Component::default()
+            })
+            .collect(),
+    )
+}
 
 /// Every command the scheduler has decided so far.
 pub fn drain(s: &mut Scheduler) -> Vec<Command> {

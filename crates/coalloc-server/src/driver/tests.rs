@@ -89,14 +89,9 @@ fn submitted(calls: &Calls) -> Vec<(usize, u64)> {
     out
 }
 
-/// Submit a job of two one-process components at 1,000: its number and its launches
-/// (site, launch).
-fn submit_two(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
-    let job = coalloc_core::spec::native::from_toml(
-        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
-         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
-    )
-    .expect("job");
+/// Submit the job `spec` (native TOML) at 1,000: the server's answer.
+fn submit(d: &mut Driver, spec: &str) -> Result<(u64, bool), String> {
+    let job = coalloc_core::spec::native::from_toml(spec).expect("job");
     let (reply, mut acked) = oneshot::channel();
     d.step(
         1_000,
@@ -106,10 +101,21 @@ fn submit_two(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
         })],
     )
     .expect("step");
-    let id = match acked.try_recv() {
-        Ok(v) => v[0].clone().expect("accepted").0,
+    match acked.try_recv() {
+        Ok(mut v) => v.remove(0),
         other => panic!("no answer: {other:?}"),
-    };
+    }
+}
+
+/// Submit a job of two one-process components at 1,000: its number and its launches
+/// (site, launch).
+fn submit_two(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
+    let (id, _) = submit(
+        d,
+        "name = \"j\"\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("accepted");
     let launches = submitted(calls);
     assert_eq!(launches.len(), 2, "{launches:?}");
     (id, launches)
@@ -186,23 +192,10 @@ fn a_check_in_answered_in_a_turn_that_then_aborts_the_run_hears_aborted() {
 #[test]
 fn a_reserving_job_is_refused_with_the_reason_until_the_server_makes_reservations() {
     let (mut d, calls) = driver("reserve-refused");
-    let job = coalloc_core::spec::native::from_toml(
+    let answer = submit(
+        &mut d,
         "name = \"r\"\nreserve = true\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n",
-    )
-    .expect("job");
-    let (reply, mut acked) = oneshot::channel();
-    d.step(
-        1_000,
-        vec![Msg::Api(Request::Submit {
-            jobs: vec![job],
-            reply,
-        })],
-    )
-    .expect("step");
-    let answer = match acked.try_recv() {
-        Ok(mut v) => v.remove(0),
-        other => panic!("no answer: {other:?}"),
-    };
+    );
     let e = format!("{:?}", answer.expect_err("refused"));
     assert!(e.contains("coalloc sim"), "{e}");
     assert!(submitted(&calls).is_empty());
