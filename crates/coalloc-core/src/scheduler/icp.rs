@@ -86,22 +86,13 @@ impl Core {
         let l = *j.l_permille.get_or_insert(permille(params.l));
         let jst = now + ftt;
         let jct = first_jct(now, ftt, l);
-        j.phase = Phase::Claiming;
-        j.hold_until = Some(jst);
         j.claim = Some(Box::new(ClaimState {
             jpt: now,
             ftt,
             jst,
             jct,
         }));
-        j.record.run_mut().placed = Some(now);
-        j.record.run_mut().first_jst.get_or_insert(jst);
-        j.record.run_mut().last_jst = Some(jst);
-        for (i, p) in placement.components.iter().enumerate() {
-            j.comps[i].site = Some(p.site);
-            j.comps[i].count = p.count;
-        }
-        self.active_changed(id);
+        self.enter_claiming(id, &placement, jst);
         let sites = placement.components.iter().map(|p| p.site).collect();
         for (i, p) in placement.components.iter().enumerate() {
             if let Some(f) = p.file.as_ref().filter(|f| f.site != p.site) {
@@ -110,6 +101,24 @@ impl Core {
         }
         self.notify(Notice::Placed { job: id, sites });
         self.arm_claim(id, jct);
+    }
+
+    /// A placed job waits in the claiming phase (ICP's claiming, or reserve claiming's
+    /// reservations) with its barrier held until `jst`: its run's placement and start times
+    /// recorded, each component's site and size set.
+    pub(super) fn enter_claiming(&mut self, id: JobId, placement: &Placement, jst: Time) {
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("claiming a known job");
+        j.phase = Phase::Claiming;
+        j.hold_until = Some(jst);
+        j.record.run_mut().placed = Some(now);
+        j.record.run_mut().first_jst.get_or_insert(jst);
+        j.record.run_mut().last_jst = Some(jst);
+        for (i, p) in placement.components.iter().enumerate() {
+            j.comps[i].site = Some(p.site);
+            j.comps[i].count = p.count;
+        }
+        self.active_changed(id);
     }
 
     fn arm_claim(&mut self, id: JobId, at: Time) {

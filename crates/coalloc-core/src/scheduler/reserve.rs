@@ -196,18 +196,8 @@ impl Core {
         let requested = self.reserve.requests.get(&id).and_then(|r| r.start);
         let floor = files.max(requested.unwrap_or(now)).max(now);
         let duration = self.estimate_of(id);
-        let j = self.jobs.get_mut(&id).expect("reserving a known job");
-        j.phase = Phase::Claiming;
-        j.hold_until = Some(floor);
-        j.record.run_mut().placed = Some(now);
-        j.record.run_mut().first_jst.get_or_insert(floor);
-        j.record.run_mut().last_jst = Some(floor);
-        let generation = j.generation;
-        for (i, p) in placement.components.iter().enumerate() {
-            j.comps[i].site = Some(p.site);
-            j.comps[i].count = p.count;
-        }
-        self.active_changed(id);
+        self.enter_claiming(id, &placement, floor);
+        let generation = self.jobs[&id].generation;
         self.reserve.runs.insert(
             id,
             Round {
