@@ -26,6 +26,13 @@ pub mod slurm;
 
 use std::path::PathBuf;
 
+/// The prefix of every reservation coalloc makes at a site (the core's
+/// `reservation_name`): what [`Backend::reservations`] lists.
+pub const RESERVATION_PREFIX: &str = "coalloc-J";
+
+/// Why a backend that cannot reserve refuses to.
+pub const NOT_RESERVING: &str = "this site may not make advance reservations";
+
 /// A backend's handle for one submitted component (a local launch's name, a Slurm or Grid
 /// Engine job id). It is journaled by the server, so that after a restart the component is found again
 /// ("adopted") by this handle.
@@ -63,6 +70,11 @@ pub struct SubmitRequest {
     /// server's own user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// Start it inside this advance reservation (issue 31, reserve claiming): the name given
+    /// to [`Backend::reserve`] (`sbatch --reservation`, `qsub -ar`). It is not expected to run
+    /// before the reservation's start. `None`: an ordinary submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
 }
 
 /// What a resource manager says of one submitted component.
@@ -184,6 +196,50 @@ pub trait Backend: Send + Sync {
     /// compacts its launch log, issue 23 item 4). The default keeps everything.
     fn discard(&self, ids: &[RemoteId]) {
         let _ = ids;
+    }
+    /// Whether this site may make advance reservations (issue 31, reserve claiming; seed 000
+    /// §2.7): its manager supports them and coalloc has the rights (a Slurm operator, a Grid
+    /// Engine `arusers` member). The core decides from the site's `reserve` setting; a
+    /// backend that answers `false` here refuses every reservation call with a reason.
+    fn may_reserve(&self) -> bool {
+        false
+    }
+    /// The earliest time (ms since the Unix epoch), at or after `not_before_ms`, at which the
+    /// site can hold `count` processors for `duration_ms` (Slurm: a test submission's
+    /// estimated start; Grid Engine: `qrsub -a`; the local backend: its own calendar). Makes
+    /// nothing at the site.
+    fn reserve_earliest(
+        &self,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    ) -> Result<i64, BackendError> {
+        let _ = (count, duration_ms, not_before_ms);
+        Err(BackendError::Rejected(NOT_RESERVING.to_owned()))
+    }
+    /// Reserve `count` processors from `start_ms` (ms since the Unix epoch) for `duration_ms`
+    /// under `name` (`coalloc-J<job>-c<i>-<generation>`, so that it can be found again by
+    /// [`Backend::reservations`]). A refusal (the processors are taken, the manager is down)
+    /// is an error that says why.
+    fn reserve(
+        &self,
+        name: &str,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    ) -> Result<(), BackendError> {
+        let _ = (name, count, start_ms, duration_ms);
+        Err(BackendError::Rejected(NOT_RESERVING.to_owned()))
+    }
+    /// Delete the reservation `name` if it exists; deleting one that does not is not an error.
+    fn unreserve(&self, name: &str) -> Result<(), BackendError> {
+        let _ = name;
+        Ok(())
+    }
+    /// The names of the reservations this site holds under coalloc's names (those starting
+    /// with [`RESERVATION_PREFIX`]): what a restart compares with its live jobs.
+    fn reservations(&self) -> Result<Vec<String>, BackendError> {
+        Ok(Vec::new())
     }
     /// An operation on the site's files (input-file transfers, outputs brought back). The
     /// default works on this machine's file system, relative paths under `base` (the

@@ -74,6 +74,7 @@ fn sh(dir: &Path, launch: u64, count: u32, processes: u32, script: &str) -> Subm
         stdout: dir.join(format!("out/{launch}.out")),
         stderr: dir.join(format!("out/{launch}.err")),
         owner: None,
+        reservation: None,
     }
 }
 

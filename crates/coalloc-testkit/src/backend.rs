@@ -52,6 +52,7 @@ pub fn request(
         stdout: dir.join(format!("L{launch}.out")),
         stderr: dir.join(format!("L{launch}.err")),
         owner: None,
+        reservation: None,
     }
 }
 

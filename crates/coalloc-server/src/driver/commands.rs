@@ -216,6 +216,7 @@ impl Driver {
                         .and_then(|j| j.job.user().map(str::to_owned))
                 })
                 .flatten(),
+            reservation: s.reservation.as_ref().map(|r| r.name.clone()),
         };
         // RSL's scratch_dir: where the site makes the launch's $(SCRATCH_DIRECTORY).
         let scratch_dir = s.spec.attributes().iter().rev().find_map(|a| {
