@@ -599,3 +599,44 @@ fn an_edit_while_reserving_reserves_again() {
     assert!(starts(&cmds).is_empty());
     assert_eq!(s.job(id).unwrap().job.components.len(), 3);
 }
+
+#[test]
+fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
+    // s1 takes reservations at most 10 minutes ahead, s0 at most an hour.
+    let mut sites = sites();
+    sites[0].manager.insert("reserve_ahead".into(), "1h".into());
+    sites[1].manager.insert("reserve_ahead".into(), "10m".into());
+    let mut s = Scheduler::new(reserving(), sites);
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    let q = queries(&cmds);
+    assert_eq!(offer(&mut s, 1, q[0].0, Ok(30 * MINUTE)), vec![]);
+    // s1 offers 20 minutes and is asked again from 30.
+    let cmds = offer(&mut s, 2, q[1].0, Ok(20 * MINUTE));
+    assert_eq!(queries(&cmds), vec![(q[1].0, 1, 30 * MINUTE)]);
+    // Agreed on 30 minutes, but nothing is reserved until 20 minutes (s1's lead), past the
+    // answer timeout (5 minutes), which does not roll the agreed run back.
+    let cmds = offer(&mut s, 3, q[1].0, Ok(30 * MINUTE));
+    assert!(reserves(&cmds).is_empty(), "{cmds:?}");
+    s.handle(20 * MINUTE - 1, Event::Tick).unwrap();
+    let cmds = drain(&mut s);
+    assert!(reserves(&cmds).is_empty() && unreserves(&cmds).is_empty());
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 0);
+    assert_eq!(idle(&s)[..2], [0, 0], "held meanwhile");
+    s.handle(20 * MINUTE, Event::Tick).unwrap();
+    let r = reserves(&drain(&mut s));
+    assert_eq!(
+        r.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 30 * MINUTE), (1, 30 * MINUTE)]
+    );
+    // A refusal then (the site's other users took the processors) rolls back as usual.
+    let cmds = answer(&mut s, 20 * MINUTE + 1, r[1].0, Err("taken"));
+    assert_eq!(unreserves(&cmds), vec![(0, "coalloc-J1-c0-0".to_owned())]);
+    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+}
+
+#[test]
+fn a_lead_time_that_is_not_a_duration_is_refused_with_the_site_named() {
+    let text = "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { reserve_ahead = \"soon\" }\n";
+    let err = coalloc_core::spec::sites::parse_sites(text).unwrap_err().to_string();
+    assert!(err.contains("reserve_ahead") && err.contains("soon"), "{err}");
+}

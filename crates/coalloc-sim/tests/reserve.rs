@@ -106,3 +106,69 @@ fn a_reservation_left_by_a_component_that_ended_early_is_counted_reserved_and_id
     assert_eq!(out.usage[0].reserved, 4 * 50 * 1_000);
     assert_eq!(out.usage[1].reserved, 0);
 }
+
+/// Two 8-processor sites that take reservations at most `ahead` seconds before their start.
+fn sites_ahead(ahead: Option<&str>) -> Vec<Site> {
+    let mut sites = vec![Site::cluster("s0", 8), Site::cluster("s1", 8)];
+    for s in &mut sites {
+        if let Some(a) = ahead {
+            s.manager.insert("reserve_ahead".into(), a.into());
+        }
+    }
+    sites
+}
+
+/// The first test's job and local jobs, under a lead-time limit: the outcome.
+fn with_lead(ahead: Option<&str>) -> coalloc_sim::engine::Outcome {
+    let mut job = Job::new(
+        JobKind::Unordered,
+        vec![Component::new(4), Component::new(4)],
+    );
+    job.submit = Some(5 * SECOND);
+    job.max_wall_time = Some(200 * SECOND);
+    let work = Workload {
+        jobs: vec![SimJob {
+            tag: 1,
+            job,
+            runtime: 100 * SECOND,
+        }],
+        local: vec![
+            vec![local(10, 6, 400)],
+            vec![local(0, 8, 300), local(10, 8, 50)],
+        ],
+    };
+    let config = SchedulerConfig {
+        claiming: Claiming::from_name("reserve").unwrap(),
+        ..SchedulerConfig::default()
+    };
+    let params = SimParams {
+        window_end: Some(2_000 * SECOND),
+        ..SimParams::default()
+    };
+    simulate(sites_ahead(ahead), config, &work, &params).unwrap()
+}
+
+#[test]
+fn a_lead_long_enough_changes_nothing() {
+    let out = with_lead(Some("300s"));
+    let rec = out.jobs[0].record.as_ref().unwrap();
+    assert_eq!(rec.start(), Some(300 * SECOND));
+    assert_eq!(rec.submit_failures, 0);
+    assert_eq!(out.local[0][0].start, Some(400 * SECOND));
+}
+
+#[test]
+fn a_short_lead_lets_local_jobs_take_the_processors_first() {
+    // Reservations are taken at most 100 s ahead: the common start (300 s) is agreed at
+    // 5 s but reserved only at 200 s; s0's local job (6 of 8 processors from 10 s for 400 s)
+    // has taken the processors by then, so s0 refuses, the run is rolled back, and the job
+    // starts only once that local job has ended.
+    let out = with_lead(Some("100s"));
+    let j = &out.jobs[0];
+    assert_eq!(j.fate, JobFate::Finished);
+    let rec = j.record.as_ref().unwrap();
+    assert_eq!(out.local[0][0].start, Some(10 * SECOND));
+    let start = rec.start().unwrap();
+    assert!(start >= 410 * SECOND, "started at {start}");
+    assert!(rec.submit_failures >= 1, "a run rolled back: {rec:?}");
+}

@@ -80,6 +80,9 @@ enum Timer {
     LinkGrace { site: SiteId, since: Time },
     /// A reserving run's sites have had their time to answer ([`reserve`]).
     ReserveAnswer { job: JobId, generation: u64 },
+    /// A reserving run's common start has come within every site's lead time
+    /// ([`reserve::reserve_ahead`]): make the reservations now.
+    ReserveDue { job: JobId, generation: u64 },
 }
 
 /// `true`, for a field that serde fills when it is not in a snapshot.
@@ -760,6 +763,7 @@ impl Core {
             Timer::Probe { site, at } => self.probe(site, at),
             Timer::LinkGrace { site, since } => self.link_grace_over(site, since),
             Timer::ReserveAnswer { job, generation } => self.answer_overdue(job, generation),
+            Timer::ReserveDue { job, generation } => self.reserve_due(job, generation),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs

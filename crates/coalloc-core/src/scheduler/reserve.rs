@@ -17,7 +17,11 @@
 //!    earlier are asked again from T, up to [`ReserveParams::rounds`] rounds, until every
 //!    site offers T.
 //! 4. **Prepare**: reserve on every site at T ([`Command::Reserve`] / [`Event::Reserved`]),
-//!    under a name that can be found again (`coalloc-J<job>-c<i>-<generation>`).
+//!    under a name that can be found again (`coalloc-J<job>-c<i>-<generation>`). A site
+//!    that takes reservations only so far ahead (its manager's `reserve_ahead`, the
+//!    one-hour horizon of flux-sched #284) is asked once T is within that lead of now; the
+//!    processors stay held in the core's counts meanwhile, but the site's other users may
+//!    take them, and a refusal then rolls the run back (step 6).
 //! 5. **Commit**: once every reservation is made, each component is started into its own
 //!    ([`Start::reservation`]); the barrier (seed 002 §3.2) is held until T and still checks
 //!    that every component really runs.
@@ -72,6 +76,13 @@ pub fn may_reserve(site: &Site) -> bool {
             None | Some("local" | "sim" | "simulated")
         ),
     }
+}
+
+/// How far ahead of a reservation's start `site` takes it (its manager's `reserve_ahead`,
+/// a duration such as "1h"; checked when the sites are read): `None`, no limit.
+pub fn reserve_ahead(site: &Site) -> Option<Millis> {
+    let v = site.manager.get("reserve_ahead")?;
+    crate::spec::units::parse_duration(&crate::spec::units::Scalar::Str(v.clone())).ok()
 }
 
 /// The name a reservation is made under at its site.
@@ -382,7 +393,43 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("reserving");
         j.hold_until = Some(start);
         j.record.run_mut().last_jst = Some(start);
-        for (rid, _) in offers {
+        let lead = offers
+            .iter()
+            .filter_map(|&(rid, _)| reserve_ahead(&self.sites.sites[self.reserve.table[&rid].site]))
+            .min();
+        match lead {
+            Some(lead) if start - lead > self.now => {
+                let generation = self.jobs[&id].generation;
+                let timer = Timer::ReserveDue {
+                    job: id,
+                    generation,
+                };
+                self.timers.insert((start - lead, timer));
+            }
+            _ => self.request_all(id, start),
+        }
+    }
+
+    /// The common start of run `id` came within its sites' lead: reserve now (step 4).
+    pub(super) fn reserve_due(&mut self, id: JobId, generation: u64) {
+        let live = self
+            .jobs
+            .get(&id)
+            .is_some_and(|j| j.generation == generation && j.phase == Phase::Claiming);
+        if let (true, Some(start)) = (live, self.reserve.runs.get(&id).and_then(|r| r.start)) {
+            self.request_all(id, start);
+            self.arm_answer(id);
+        }
+    }
+
+    /// Ask every site of run `id` to reserve at `start`.
+    fn request_all(&mut self, id: JobId, start: Time) {
+        let offered: Vec<ReservationId> = self
+            .run_resvs(id)
+            .filter(|(_, r)| matches!(r.state, ResvState::Offered(_)))
+            .map(|(rid, _)| rid)
+            .collect();
+        for rid in offered {
             let r = self.reserve.table.get_mut(&rid).expect("listed");
             r.state = ResvState::Requested;
             let r = r.clone();

@@ -196,6 +196,8 @@ struct Sim<'a> {
     take_jobs: bool,
     sites: Vec<SimSite>,
     site_names: Vec<String>,
+    /// How far ahead each site takes a reservation (its manager's `reserve_ahead`).
+    reserve_ahead: Vec<Option<Millis>>,
     bandwidth: Vec<BTreeMap<String, u64>>,
     heap: BinaryHeap<Reverse<(Time, u64, Ev)>>,
     /// Monitor and sample events in the heap.
@@ -341,6 +343,10 @@ pub fn simulate<'a>(
         .collect();
     let mut sim = Sim {
         site_names: sites.iter().map(|s| s.name.clone()).collect(),
+        reserve_ahead: sites
+            .iter()
+            .map(coalloc_core::scheduler::reserve::reserve_ahead)
+            .collect(),
         bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
         // The outcomes keep each ended job's record; the core need not.
         core: Scheduler::new(

@@ -4,7 +4,8 @@
 //! running components' ends; a component waiting at its barrier holds its processors for
 //! ever as far as the site knows); a reservation is made if it still fits; a component
 //! started into its reservation waits for the reservation's start, then takes its
-//! processors, which local jobs have left free.
+//! processors, which local jobs have left free. A site with a `reserve_ahead` refuses a
+//! reservation that starts further ahead than that.
 //!
 //! [`Calendar`]: super::super::calendar::Calendar
 
@@ -60,9 +61,12 @@ impl Sim<'_> {
         name: String,
     ) {
         let busy = self.busy_at(site);
+        let ahead = self.reserve_ahead[site].filter(|&a| start - self.now > a);
         let s = &mut self.sites[site];
         let result = if !s.up {
             Err(format!("site {} does not answer", self.site_names[site]))
+        } else if let Some(a) = ahead {
+            Err(format!("reservations are taken at most {} s ahead", a / 1000))
         } else if s.calendar.fits(&busy, s.total, count, start, duration) {
             s.calendar.add(Window {
                 name,
