@@ -65,6 +65,7 @@ fn sandbox(name: &str) -> PathBuf {
         "seed-003",
         "seed-004",
         "seed-004/cloud",
+        "reserve",
     ] {
         let results = root.join("experiments").join(exp).join("results");
         std::fs::create_dir_all(&results).unwrap();
@@ -194,6 +195,14 @@ fn seed_000_run_sh_works_at_a_reduced_size() {
             "utilization/sites/r000-s1.jsonl",
         ],
     );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn reserve_run_sh_works_at_a_reduced_size() {
+    let root = sandbox("reserve");
+    must_succeed(&run_sh(&root, "reserve", "target/debug/coalloc"), "reserve");
+    check_quick(&root, "reserve", &[("seed000", 6), ("seed001", 18)], &[]);
     let _ = std::fs::remove_dir_all(root);
 }
 

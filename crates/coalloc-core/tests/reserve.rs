@@ -640,3 +640,20 @@ fn a_lead_time_that_is_not_a_duration_is_refused_with_the_site_named() {
     let err = coalloc_core::spec::sites::parse_sites(text).unwrap_err().to_string();
     assert!(err.contains("reserve_ahead") && err.contains("soon"), "{err}");
 }
+
+#[test]
+fn components_on_one_site_are_asked_for_together() {
+    // Only s0 may reserve: both components of 4 go there, and each query asks for 8.
+    let mut sites = sites();
+    sites[1].manager.insert("reserve".into(), "false".into());
+    let mut s = Scheduler::new(reserving(), sites);
+    let (_, cmds) = submit(&mut s, 0, job(&[4, 4]));
+    let counts: Vec<(SiteId, u32)> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::ReserveQuery { site, count, .. } => Some((*site, *count)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts, vec![(0, 8), (0, 8)]);
+}

@@ -66,6 +66,10 @@ pub struct Metrics {
     /// VM leases asked for, and those that failed.
     pub leases: u64,
     pub lease_failures: u64,
+    /// Processor-time reserved for coalloc's components but not used by them (a window
+    /// before its component started, or after it ended early), as a share of the system's
+    /// processor-time (issue 31's utilisation lost to held windows); 0 without reservations.
+    pub reserved_idle: f64,
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -237,6 +241,7 @@ impl Metrics {
                 .sum(),
             leases: out.clouds.iter().map(|c| c.leases).sum(),
             lease_failures: out.clouds.iter().map(|c| c.lease_failures).sum(),
+            reserved_idle: share(out.usage.iter().map(|u| u.reserved).sum()),
         }
     }
 

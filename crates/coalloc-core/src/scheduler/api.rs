@@ -243,7 +243,9 @@ pub enum Command {
     ReleaseVm { site: SiteId, vm: VmId },
     /// Ask `site` for the earliest time, at or after `not_before`, at which it can hold
     /// `count` processors for `duration` for component `component` of job `job` (issue 31,
-    /// reserve claiming). Answer with [`Event::ReserveOffer`]. Makes nothing at the site.
+    /// reserve claiming); `count` is every processor the job's run places on that site
+    /// (its components there start together). Answer with [`Event::ReserveOffer`]. Makes
+    /// nothing at the site.
     ReserveQuery {
         reservation: ReservationId,
         job: JobId,

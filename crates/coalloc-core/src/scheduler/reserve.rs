@@ -217,6 +217,7 @@ impl Core {
                 start: None,
             },
         );
+        let mut asked = Vec::new();
         for (i, p) in placement.components.iter().enumerate() {
             if let Some(f) = p.file.as_ref().filter(|f| f.site != p.site) {
                 self.transfer(id, i, f.site, p.site, f.bytes);
@@ -238,6 +239,9 @@ impl Core {
                     held: true,
                 },
             );
+            asked.push(rid);
+        }
+        for rid in asked {
             self.ask(rid);
         }
         let sites = placement.components.iter().map(|p| p.site).collect();
@@ -251,17 +255,29 @@ impl Core {
         crate::queue::PassCtx::estimate(self, id)
     }
 
+    /// Ask reservation `rid`'s site for its earliest start. The count asked for is every
+    /// processor the run places on that site, not the component's alone: the components
+    /// start together, so a site that offers T for each of two components separately may
+    /// not hold both at T, and would refuse the second reservation at every try.
     fn ask(&mut self, rid: ReservationId) {
         let r = &self.reserve.table[&rid];
         let ResvState::Asking { not_before } = r.state else {
             return;
         };
+        let count = self
+            .reserve
+            .table
+            .values()
+            .filter(|o| o.job == r.job && o.generation == r.generation && o.site == r.site)
+            .filter(|o| o.state != ResvState::Abandoned)
+            .map(|o| o.count)
+            .sum();
         self.commands.push_back(Command::ReserveQuery {
             reservation: rid,
             job: r.job,
             component: r.component,
             site: r.site,
-            count: r.count,
+            count,
             duration: r.duration,
             not_before,
         });
