@@ -8,6 +8,10 @@
 //! optional `qmaster_port` and `execd_port` (else the settings file's, or the environment's);
 //! `queue` restricts submissions and the load to one cluster queue; `pe` is the parallel
 //! environment of components of more than one slot (required for them).
+//!
+//! `reserve = true` on a Slurm or Grid Engine site says that coalloc's user there may make
+//! advance reservations (a Slurm operator, a Grid Engine `arusers` member; issue 31): the
+//! core reads it to choose sites for reserving jobs, the backend to answer `may_reserve`.
 
 use super::BackendKind;
 use crate::gridengine::GridEngineConfig;
@@ -35,6 +39,7 @@ const GRIDENGINE_KEYS: &[&str] = &[
     "execd_port",
     "queue",
     "pe",
+    "reserve",
 ];
 
 /// The backend a site's `manager` table names.
@@ -61,6 +66,7 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "preempt_partition",
             "preempt_qos",
             "preempt_action",
+            "reserve",
             "provider",
             "lease_program",
             "release_program",
