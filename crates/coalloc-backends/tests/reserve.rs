@@ -150,7 +150,10 @@ fn slurm_refusals_say_why() {
     let plain = SlurmCluster::new(SlurmConfig::new("plain"));
     assert!(!plain.may_reserve());
     let e = plain.reserve("coalloc-J1-c0-0", 1, now_ms() + 60_000, 60_000);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains(NOT_RESERVING)), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains(NOT_RESERVING)),
+        "{e:?}"
+    );
     let Some(rig) = Rig::get("slurm_refusals_say_why") else {
         return;
     };
@@ -173,9 +176,15 @@ fn slurm_refusals_say_why() {
     });
     // A start in the past, and more processors than the cluster has.
     let e = b.reserve("coalloc-J1-c0-0", 1, now_ms() - 3_600_000, 60_000);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains("Invalid time")), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains("Invalid time")),
+        "{e:?}"
+    );
     let e = b.reserve_earliest(100_000, 60_000, 0);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains("never")), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains("never")),
+        "{e:?}"
+    );
 }
 
 fn ge_backend(rig: &GeRig, i: usize) -> GridEngineCell {
@@ -217,17 +226,29 @@ fn grid_engine_refusals_say_why() {
     let plain = rig.backend(1);
     assert!(!plain.may_reserve());
     let e = plain.reserve_earliest(1, 60_000, 0);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains(NOT_RESERVING)), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains(NOT_RESERVING)),
+        "{e:?}"
+    );
     let b = ge_backend(&rig, 1);
     let e = b.reserve("coalloc-J1-c0-0", 1, now_ms() - 3_600_000, 60_000);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains("in the past")), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains("in the past")),
+        "{e:?}"
+    );
     let e = b.reserve_earliest(100_000, 60_000, 0);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains("never")), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains("never")),
+        "{e:?}"
+    );
     // A name in use is refused (Grid Engine itself would make a second one).
     let start = now_ms() + 600_000;
     b.reserve("coalloc-J2-c0-0", 1, start, 60_000).unwrap();
     let e = b.reserve("coalloc-J2-c0-0", 1, start, 60_000);
-    assert!(matches!(&e, Err(BackendError::Rejected(m)) if m.contains("exists")), "{e:?}");
+    assert!(
+        matches!(&e, Err(BackendError::Rejected(m)) if m.contains("exists")),
+        "{e:?}"
+    );
     b.unreserve("coalloc-J2-c0-0").unwrap();
     assert_eq!(b.reservations().unwrap(), Vec::<String>::new());
 }
