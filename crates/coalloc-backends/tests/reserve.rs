@@ -17,7 +17,7 @@
 //! ([`QUIET`] for writing).
 
 use coalloc_backends::gridengine::GridEngineCell;
-use coalloc_backends::slurm::{SlurmCluster, SlurmConfig};
+use coalloc_backends::slurm::{Launch, SlurmCluster, SlurmConfig};
 use coalloc_backends::{Backend, BackendError, RemoteState, NOT_RESERVING};
 use coalloc_testkit::backend::{out_dir, request, until_final, QUIET};
 use coalloc_testkit::rig::gridengine::GeRig;
@@ -44,6 +44,8 @@ struct Site<'a> {
     listing: &'a dyn Fn() -> String,
     /// The tag the backend adds to names at the site.
     tag: &'a str,
+    /// The same site as another coalloc server sees it (another tag).
+    stranger: &'a dyn Backend,
 }
 
 fn cycle(site: &Site, dir: &std::path::Path) {
@@ -65,6 +67,14 @@ fn cycle(site: &Site, dir: &std::path::Path) {
     assert_eq!(b.reservations().unwrap(), [name]);
     let shown = (site.listing)();
     assert!(shown.contains(&format!("{name}-{}", site.tag)), "{shown}");
+    // Another server's reservation of the same core name is its own, not listed here.
+    site.stranger
+        .reserve(name, 1, start + 3_600_000, 60_000)
+        .unwrap();
+    assert_eq!(b.reservations().unwrap(), [name]);
+    assert_eq!(site.stranger.reservations().unwrap(), [name]);
+    site.stranger.unreserve(name).unwrap();
+    assert_eq!(site.stranger.reservations().unwrap(), Vec::<String>::new());
 
     // The rest of the free processors plus one: refused for that window, with the reason;
     // possible from the first reservation's end.
@@ -117,18 +127,19 @@ fn cycle(site: &Site, dir: &std::path::Path) {
     (site.cancel)(&foreign);
 }
 
-#[test]
-fn slurm_reservation_cycle() {
-    let Some(rig) = Rig::get("slurm_reservation_cycle") else {
+fn slurm_cycle(test: &str, i: usize, launch: Launch) {
+    let Some(rig) = Rig::get(test) else {
         return;
     };
     let _g = QUIET.write().unwrap_or_else(|e| e.into_inner());
-    let i = 1;
-    let b = SlurmCluster::new(SlurmConfig {
-        reserve: true,
-        name_tag: Some("rsvtest".into()),
-        ..rig.backend(i).config().clone()
-    });
+    let tagged = |tag: &str| {
+        SlurmCluster::new(SlurmConfig {
+            reserve: true,
+            name_tag: Some(tag.into()),
+            ..rig.launching(i, launch).config().clone()
+        })
+    };
+    let (b, stranger) = (tagged("rsvtest"), tagged("stranger"));
     let total = b.load().unwrap().total;
     cycle(
         &Site {
@@ -140,8 +151,23 @@ fn slurm_reservation_cycle() {
             },
             listing: &|| rig.slurm(i, "scontrol", &["show", "reservation", "-o"]),
             tag: "rsvtest",
+            stranger: &stranger,
         },
-        &out_dir(env!("CARGO_TARGET_TMPDIR"), "reserve", "slurm"),
+        &out_dir(env!("CARGO_TARGET_TMPDIR"), "reserve", test),
+    );
+}
+
+#[test]
+fn slurm_reservation_cycle() {
+    slurm_cycle("slurm_reservation_cycle", 1, Launch::Batch);
+}
+
+#[test]
+fn slurm_reservation_cycle_with_allocations() {
+    slurm_cycle(
+        "slurm_reservation_cycle_with_allocations",
+        0,
+        Launch::Allocation,
     );
 }
 
@@ -193,6 +219,12 @@ fn ge_backend(rig: &GeRig, i: usize) -> GridEngineCell {
     GridEngineCell::new(c)
 }
 
+fn ge_stranger(rig: &GeRig, i: usize) -> GridEngineCell {
+    let mut c = ge_backend(rig, i).config().clone();
+    c.name_tag = Some("stranger".into());
+    GridEngineCell::new(c)
+}
+
 #[test]
 fn grid_engine_reservation_cycle() {
     let Some(rig) = GeRig::get("grid_engine_reservation_cycle") else {
@@ -200,7 +232,7 @@ fn grid_engine_reservation_cycle() {
     };
     let _g = QUIET.write().unwrap_or_else(|e| e.into_inner());
     let i = 0;
-    let b = ge_backend(&rig, i);
+    let (b, stranger) = (ge_backend(&rig, i), ge_stranger(&rig, i));
     let total = b.load().unwrap().total;
     cycle(
         &Site {
@@ -212,6 +244,7 @@ fn grid_engine_reservation_cycle() {
             },
             listing: &|| rig.ge(i, "qrstat", &["-u", "*", "-xml"]),
             tag: "test",
+            stranger: &stranger,
         },
         &out_dir(env!("CARGO_TARGET_TMPDIR"), "reserve", "ge"),
     );
