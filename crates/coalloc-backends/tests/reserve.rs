@@ -55,11 +55,14 @@ fn cycle(site: &Site, dir: &std::path::Path) {
         b.unreserve(&name).unwrap();
     }
     let other = 8;
-    let foreign = (site.foreign)(other);
+    let _left = Cleanup {
+        site,
+        foreign: (site.foreign)(other),
+    };
     let free = site.total - other;
 
     // Free now: the earliest start is the one asked for, to the second.
-    let asked = now_ms() + 8_000;
+    let asked = now_ms() + 15_000;
     let start = b.reserve_earliest(4, 60_000, asked).unwrap();
     assert_eq!(start, (asked + 999) / 1000 * 1000);
     let name = "coalloc-J7-c0-1";
@@ -97,7 +100,11 @@ fn cycle(site: &Site, dir: &std::path::Path) {
     r.reservation = Some(name.to_owned());
     r.wall_time_ms = Some(30_000);
     let id = b.submit(&r).unwrap();
-    assert!(now_ms() < start - 2_000, "too slow to test the wait");
+    let ahead = start - now_ms();
+    assert!(
+        ahead > 1_000,
+        "submitted {ahead} ms before the start: too late to see it wait"
+    );
     let seen = until_final(b, &id, Duration::from_secs(40));
     assert_eq!(
         seen,
@@ -124,7 +131,24 @@ fn cycle(site: &Site, dir: &std::path::Path) {
     assert_eq!(b.reservations().unwrap(), Vec::<String>::new());
     let shown = (site.listing)();
     assert!(!shown.contains(name), "{shown}");
-    (site.cancel)(&foreign);
+}
+
+/// What [`cycle`] leaves at the site whatever happens: the foreign job is cancelled and
+/// every reservation of either tag deleted, also when an assertion fails.
+struct Cleanup<'a, 'b> {
+    site: &'a Site<'b>,
+    foreign: String,
+}
+
+impl Drop for Cleanup<'_, '_> {
+    fn drop(&mut self) {
+        (self.site.cancel)(&self.foreign);
+        for b in [self.site.backend, self.site.stranger] {
+            for name in b.reservations().unwrap_or_default() {
+                let _ = b.unreserve(&name);
+            }
+        }
+    }
 }
 
 fn slurm_cycle(test: &str, i: usize, launch: Launch) {
