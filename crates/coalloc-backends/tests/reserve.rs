@@ -308,4 +308,20 @@ fn grid_engine_refusals_say_why() {
     );
     b.unreserve("coalloc-J2-c0-0").unwrap();
     assert_eq!(b.reservations().unwrap(), Vec::<String>::new());
+    // A qmaster where none listens: unavailable, not rejected.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = b.config().clone();
+    c.qmaster_port = Some(free);
+    c.command_timeout = Duration::from_secs(2);
+    let dead = GridEngineCell::new(c);
+    let e = dead.reserve("coalloc-J3-c0-0", 1, start, 60_000);
+    assert!(matches!(e, Err(BackendError::Unavailable(_))), "{e:?}");
+    assert!(matches!(
+        dead.reservations(),
+        Err(BackendError::Unavailable(_))
+    ));
 }

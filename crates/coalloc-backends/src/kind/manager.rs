@@ -263,6 +263,40 @@ mod tests {
     }
 
     #[test]
+    fn the_reserve_setting_reaches_the_backend() {
+        for (manager, want) in [
+            (
+                "type = \"gridengine\", sge_root = \"/ge\", reserve = true",
+                true,
+            ),
+            ("type = \"gridengine\", sge_root = \"/ge\"", false),
+            (
+                "type = \"slurm\", slurm_conf = \"/s.conf\", reserve = true",
+                true,
+            ),
+            (
+                "type = \"slurm\", slurm_conf = \"/s.conf\", reserve = false",
+                false,
+            ),
+        ] {
+            let sites = parse_sites(&format!(
+                "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = {{ {manager} }}\n"
+            ))
+            .unwrap();
+            let kind = backend_of(&sites[0]).unwrap();
+            let parts = crate::kind::BackendParts {
+                index: 0,
+                work_dir: std::env::temp_dir(),
+                launcher: None,
+                cloud_on_demand: false,
+                name_tag: "t".into(),
+            };
+            let b = crate::kind::backend_for(&sites[0], &kind, parts).unwrap();
+            assert_eq!(b.may_reserve(), want, "{manager}");
+        }
+    }
+
+    #[test]
     fn bad_grid_engine_sites_name_the_field() {
         for (manager, want) in [
             ("", "manager.settings"),
