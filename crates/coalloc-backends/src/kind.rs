@@ -14,6 +14,7 @@ use crate::slurm::preempt::Preempt;
 use crate::slurm::{Launch, SlurmCluster, SlurmConfig};
 use crate::Backend;
 use coalloc_core::model::Millis;
+use coalloc_core::scheduler::reserve::may_reserve;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,11 +107,13 @@ pub fn backend_for(
             c.partition = partition.clone();
             c.preempt = preempt.clone();
             c.name_tag = Some(parts.name_tag);
+            c.reserve = may_reserve(site);
             Ok(Arc::new(SlurmCluster::new(c)))
         }
         BackendKind::GridEngine(c) => {
             let mut c = c.clone();
             c.name_tag = Some(parts.name_tag);
+            c.reserve = may_reserve(site);
             Ok(Arc::new(GridEngineCell::new(c)))
         }
         BackendKind::Agent { .. } => Err("an agent site runs no resource manager here".into()),

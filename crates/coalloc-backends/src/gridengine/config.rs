@@ -31,6 +31,10 @@ pub struct GridEngineConfig {
     pub bin_dir: Option<PathBuf>,
     /// Put in every job name, as for Slurm ([`crate::slurm::script::name_of`]).
     pub name_tag: Option<String>,
+    /// Whether coalloc may make advance reservations here (issue 31; the site's manager
+    /// setting `reserve = true`, which says its user is a manager, an operator or in
+    /// `arusers`): without it every reservation call is refused with the reason.
+    pub reserve: bool,
 }
 
 impl GridEngineConfig {
@@ -48,6 +52,7 @@ impl GridEngineConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             bin_dir: None,
             name_tag: None,
+            reserve: false,
         }
     }
 }

@@ -32,12 +32,15 @@
 //! - **load**: the same `qstat -f -xml`: slots of queue instances without a state flag,
 //!   their free slots, and the slots of running jobs not named `coalloc-`.
 //!
+//! - **reservations** (issue 31): `qrsub`, `qsub -ar`, `qrdel`, `qrstat`, see [`reserve`].
+//!
 //! Every command runs under [`GridEngineConfig::command_timeout`] and is killed past it
 //! ([`crate::run`]): a stopped qmaster makes `qstat` wait for minutes. The server calls each
 //! site's backend from its own worker, so one cell never holds up another.
 
 mod config;
 mod parse;
+pub mod reserve;
 mod state;
 
 pub use config::{settings_env, GridEngineConfig, DEFAULT_COMMAND_TIMEOUT};
@@ -101,11 +104,25 @@ impl GridEngineCell {
         args: &[&str],
         stdin: Option<Vec<u8>>,
     ) -> Result<Output, BackendError> {
+        self.call_with(program, args, stdin, &[])
+    }
+
+    /// [`GridEngineCell::call`] with more environment variables (`TZ` for reservations).
+    fn call_with(
+        &self,
+        program: &str,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+        env: &[(&str, &str)],
+    ) -> Result<Output, BackendError> {
         let mut c = match &self.config.bin_dir {
             Some(dir) => Command::new(dir.join(program)),
             None => Command::new(program),
         };
-        c.args(args).envs(self.environment()?).current_dir("/");
+        c.args(args)
+            .envs(self.environment()?)
+            .envs(env.iter().copied())
+            .current_dir("/");
         run::run(c, stdin, self.config.command_timeout)
             .map_err(|e| BackendError::Unavailable(format!("{}: {e}", self.config.name)))
     }
@@ -245,7 +262,10 @@ impl Backend for GridEngineCell {
             return Err(BackendError::Rejected("count must be at least 1".into()));
         }
         let body = script::batch_script(r).map_err(|e| BackendError::Rejected(e.to_string()))?;
-        let args = self.submit_args(r).map_err(BackendError::Rejected)?;
+        let mut args = self.submit_args(r).map_err(BackendError::Rejected)?;
+        if let Some(name) = &r.reservation {
+            args.extend(["-ar".into(), self.reservation_id(name)?]);
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         crate::run::make_output_dirs(r);
         let out = self.call("qsub", &args, Some(body.into_bytes()))?;
@@ -303,6 +323,37 @@ impl Backend for GridEngineCell {
         launch: u64,
     ) -> Result<(), BackendError> {
         self.delete(&self.name_of(job, component, launch))
+    }
+
+    fn may_reserve(&self) -> bool {
+        self.config.reserve
+    }
+
+    fn reserve_earliest(
+        &self,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    ) -> Result<i64, BackendError> {
+        self.earliest_start(count, duration_ms, not_before_ms)
+    }
+
+    fn reserve(
+        &self,
+        name: &str,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    ) -> Result<(), BackendError> {
+        self.reserve_at(name, count, start_ms, duration_ms)
+    }
+
+    fn unreserve(&self, name: &str) -> Result<(), BackendError> {
+        self.delete_reservation(name)
+    }
+
+    fn reservations(&self) -> Result<Vec<String>, BackendError> {
+        self.our_reservations()
     }
 
     fn load(&self) -> Result<SiteLoad, BackendError> {

@@ -8,6 +8,10 @@
 //! optional `qmaster_port` and `execd_port` (else the settings file's, or the environment's);
 //! `queue` restricts submissions and the load to one cluster queue; `pe` is the parallel
 //! environment of components of more than one slot (required for them).
+//!
+//! `reserve = true` on a Slurm or Grid Engine site says that coalloc's user there may make
+//! advance reservations (a Slurm operator, a Grid Engine `arusers` member; issue 31): the
+//! core reads it to choose sites for reserving jobs, the backend to answer `may_reserve`.
 
 use super::BackendKind;
 use crate::gridengine::GridEngineConfig;
@@ -35,6 +39,7 @@ const GRIDENGINE_KEYS: &[&str] = &[
     "execd_port",
     "queue",
     "pe",
+    "reserve",
 ];
 
 /// The backend a site's `manager` table names.
@@ -61,6 +66,7 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "preempt_partition",
             "preempt_qos",
             "preempt_action",
+            "reserve",
             "provider",
             "lease_program",
             "release_program",
@@ -254,6 +260,40 @@ mod tests {
             (c.queue.as_deref(), c.pe.as_deref(), c.cell.as_deref()),
             (Some("main.q"), Some("mpi"), Some("delta"))
         );
+    }
+
+    #[test]
+    fn the_reserve_setting_reaches_the_backend() {
+        for (manager, want) in [
+            (
+                "type = \"gridengine\", sge_root = \"/ge\", reserve = true",
+                true,
+            ),
+            ("type = \"gridengine\", sge_root = \"/ge\"", false),
+            (
+                "type = \"slurm\", slurm_conf = \"/s.conf\", reserve = true",
+                true,
+            ),
+            (
+                "type = \"slurm\", slurm_conf = \"/s.conf\", reserve = false",
+                false,
+            ),
+        ] {
+            let sites = parse_sites(&format!(
+                "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = {{ {manager} }}\n"
+            ))
+            .unwrap();
+            let kind = backend_of(&sites[0]).unwrap();
+            let parts = crate::kind::BackendParts {
+                index: 0,
+                work_dir: std::env::temp_dir(),
+                launcher: None,
+                cloud_on_demand: false,
+                name_tag: "t".into(),
+            };
+            let b = crate::kind::backend_for(&sites[0], &kind, parts).unwrap();
+            assert_eq!(b.may_reserve(), want, "{manager}");
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn path_text(path: &Path, what: &'static str) -> Result<String, script::ScriptEr
 /// salloc's arguments, then srun's and the step's.
 fn arguments(c: &SlurmCluster, r: &SubmitRequest) -> Result<Vec<String>, script::ScriptError> {
     let mut a = script::allocation_options(r, c.job_name(r), c.config.partition.as_deref());
+    a.extend(c.reservation_option(r));
     let srun = match &c.config.bin_dir {
         Some(dir) => path_text(&dir.join("srun"), "the Slurm bin directory")?,
         None => "srun".into(),

@@ -23,11 +23,13 @@
 //! step (`salloc` + `srun`, see [`alloc`]), which Slurm starts inside the request when the
 //! CPUs are free instead of at its next scheduling pass.
 
+pub(crate) mod advance;
 pub mod alloc;
 mod classify;
 pub mod parse;
 pub mod preempt;
 mod query;
+pub mod reserve;
 pub mod script;
 mod state;
 
@@ -95,6 +97,10 @@ pub struct SlurmConfig {
     /// The local jobs a global job may preempt at its deadline (GP, seed 001 §2.2); `None`:
     /// none, and a server refuses GP with this site.
     pub preempt: Option<preempt::Preempt>,
+    /// Whether coalloc may make advance reservations here (issue 31; the site's manager
+    /// setting `reserve = true`, which says its user is an operator): without it every
+    /// reservation call is refused with the reason ([`reserve`]).
+    pub reserve: bool,
 }
 
 impl SlurmConfig {
@@ -119,6 +125,7 @@ impl Default for SlurmConfig {
             launch: Launch::default(),
             name_tag: None,
             preempt: None,
+            reserve: false,
         }
     }
 }
@@ -246,7 +253,16 @@ impl SlurmCluster {
         a.extend(["-o".into(), script::output_path(&r.stdout, "stdout")?]);
         a.extend(["-e".into(), script::output_path(&r.stderr, "stderr")?]);
         a.extend(script::owner_options(r));
+        a.extend(self.reservation_option(r));
         Ok(a)
+    }
+
+    /// `--reservation=NAME` for a component submitted into a reservation (issue 31), its
+    /// name at this cluster ([`advance::site_name`]).
+    pub(crate) fn reservation_option(&self, r: &SubmitRequest) -> Option<String> {
+        r.reservation
+            .as_ref()
+            .map(|name| format!("--reservation={}", self.site_reservation(name)))
     }
 }
 
@@ -323,6 +339,37 @@ impl Backend for SlurmCluster {
 
     fn kill_local(&self, processors: u32) -> Result<u32, BackendError> {
         preempt::kill_local(self, processors)
+    }
+
+    fn may_reserve(&self) -> bool {
+        self.config.reserve
+    }
+
+    fn reserve_earliest(
+        &self,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    ) -> Result<i64, BackendError> {
+        self.earliest_start(count, duration_ms, not_before_ms)
+    }
+
+    fn reserve(
+        &self,
+        name: &str,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    ) -> Result<(), BackendError> {
+        self.reserve_at(name, count, start_ms, duration_ms)
+    }
+
+    fn unreserve(&self, name: &str) -> Result<(), BackendError> {
+        self.delete_reservation(&self.site_reservation(name))
+    }
+
+    fn reservations(&self) -> Result<Vec<String>, BackendError> {
+        self.our_reservations()
     }
 
     fn load(&self) -> Result<SiteLoad, BackendError> {
