@@ -8,15 +8,21 @@
 //! presents another certificate than the pinned one (DESIGN.md "Sites apart" §5), answers
 //! the server's calls on its backend, and relays its components' barrier and rendezvous
 //! calls ([`crate::relay`]), which carry the PMI traffic of `mpi` components too.
+//!
+//! Advance reservations (issue 31 item 3): the agent makes them with the rights its site
+//! grants it (a Slurm operator account, an `arusers` member). Its hello says whether its
+//! site may ([`Agent::reserving`]: the backend's `may_reserve` and the configuration's
+//! `reserve`); a site that may not refuses `ReserveEarliest` and `Reserve` with the reason,
+//! and still lists and deletes its reservations (those made before it was forbidden).
 
 use crate::config::AgentConfig;
 use crate::held::Held;
 use crate::relay::Relay;
 use coalloc_backends::kind::{backend_for, name_tag, BackendParts};
-use coalloc_backends::{Backend, BackendError, SubmitRequest};
+use coalloc_backends::{Backend, BackendError, SubmitRequest, NOT_RESERVING};
 use coalloc_link::proto::{
-    random_hex, Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Role, ToAgent,
-    VERSION,
+    random_hex, Answer, Call, CallError, EnrolToken, FromAgent, HeldLaunch, Hello, Reserving, Role,
+    ToAgent, VERSION,
 };
 use coalloc_link::pump::{self, text};
 use coalloc_link::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
@@ -69,15 +75,7 @@ impl Agent {
         state_dir: &Path,
         launcher: Option<coalloc_backends::local::LauncherCommand>,
     ) -> Result<Agent, AgentError> {
-        if token.site != config.site.name {
-            return Err(AgentError::Setup(format!(
-                "the token is for site `{}`, the configuration for site `{}`",
-                token.site, config.site.name
-            )));
-        }
-        let server = host_port(server.unwrap_or(&token.server));
-        let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
-        std::fs::create_dir_all(state_dir).map_err(setup)?;
+        same_site(&token, &config)?;
         let program = launcher.as_ref().map(|l| l.program.clone());
         let parts = BackendParts {
             index: 0,
@@ -88,6 +86,23 @@ impl Agent {
         };
         let backend = backend_for(&config.site, &config.backend, parts)
             .map_err(|e| AgentError::Setup(format!("site `{}`: {e}", config.site.name)))?;
+        Agent::with_backend(token, server, config, state_dir, backend, program)
+    }
+
+    /// Set up with a backend made by the caller (an embedding, a test's fake site);
+    /// `program` is this host's `coalloc`, for `mpi` components' PMI proxies.
+    pub fn with_backend(
+        token: EnrolToken,
+        server: Option<&str>,
+        config: AgentConfig,
+        state_dir: &Path,
+        backend: Arc<dyn Backend>,
+        program: Option<PathBuf>,
+    ) -> Result<Agent, AgentError> {
+        same_site(&token, &config)?;
+        let server = host_port(server.unwrap_or(&token.server));
+        let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
+        std::fs::create_dir_all(state_dir).map_err(setup)?;
         let held = Held::open(state_dir.join("launches.jsonl")).map_err(setup)?;
         Ok(Agent {
             token,
@@ -201,6 +216,7 @@ impl Agent {
             secret: self.token.secret.clone(),
             relay_url: self.config.relay_url.clone(),
             launches: self.held.all(),
+            reserve: self.reserving(),
         });
         if let Err(e) = ws.send(text(&hello)).await {
             return lost(format!("hello: {e}"));
@@ -283,6 +299,21 @@ impl Agent {
         tracing::warn!(site = %self.config.site.name, stopped = stopped.len(), of = all.len(), "launches stopped");
     }
 
+    /// Whether this agent's site may make advance reservations, and if not why: the
+    /// configuration's `reserve` first, then the backend's `may_reserve`.
+    pub fn reserving(&self) -> Reserving {
+        if !self.config.reserve {
+            Reserving::MayNot(format!(
+                "the agent of site `{}` is configured not to reserve (agent.reserve = false)",
+                self.config.site.name
+            ))
+        } else if !self.backend.may_reserve() {
+            Reserving::MayNot(format!("site `{}`: {NOT_RESERVING}", self.config.site.name))
+        } else {
+            Reserving::May
+        }
+    }
+
     /// Carry out one of the server's calls on the site's backend (blocking).
     fn execute(&self, call: Call) -> Result<Answer, CallError> {
         let err = call_error;
@@ -333,6 +364,47 @@ impl Agent {
             Call::File(op) => coalloc_backends::files::local(&self.state_dir, op)
                 .map(Answer::File)
                 .map_err(CallError::Rejected),
+            Call::ReserveEarliest {
+                count,
+                duration_ms,
+                not_before_ms,
+            } => {
+                self.may_reserve()?;
+                self.backend
+                    .reserve_earliest(count, duration_ms, not_before_ms)
+                    .map(Answer::Earliest)
+                    .map_err(err)
+            }
+            Call::Reserve {
+                name,
+                count,
+                start_ms,
+                duration_ms,
+            } => {
+                self.may_reserve()?;
+                self.backend
+                    .reserve(&name, count, start_ms, duration_ms)
+                    .map_err(err)?;
+                tracing::info!(site = %self.config.site.name, %name, count, start_ms, duration_ms, "reserved");
+                Ok(Answer::Done)
+            }
+            Call::Unreserve(name) => {
+                self.backend.unreserve(&name).map_err(err)?;
+                Ok(Answer::Done)
+            }
+            Call::Reservations => self
+                .backend
+                .reservations()
+                .map(Answer::Reservations)
+                .map_err(err),
+        }
+    }
+
+    /// A reservation call's refusal when this site may not reserve.
+    fn may_reserve(&self) -> Result<(), CallError> {
+        match self.reserving() {
+            Reserving::May => Ok(()),
+            Reserving::MayNot(why) => Err(CallError::Rejected(why)),
         }
     }
 
@@ -438,6 +510,17 @@ impl Agent {
     }
 }
 
+/// The token and the configuration name the same site.
+fn same_site(token: &EnrolToken, config: &AgentConfig) -> Result<(), AgentError> {
+    if token.site != config.site.name {
+        return Err(AgentError::Setup(format!(
+            "the token is for site `{}`, the configuration for site `{}`",
+            token.site, config.site.name
+        )));
+    }
+    Ok(())
+}
+
 /// A submission's launch: made before (its id answered again) or made now.
 enum Launched {
     Known(String),
@@ -475,13 +558,4 @@ fn jitter(max: Duration) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_addresses_are_read_from_urls() {
-        assert_eq!(host_port("wss://10.200.0.1:7443"), "10.200.0.1:7443");
-        assert_eq!(host_port("https://h:1/x"), "h:1");
-        assert_eq!(host_port("h:2"), "h:2");
-    }
-}
+mod tests;

@@ -20,6 +20,8 @@ use std::time::Duration;
 /// environment = { COALLOC_POISSON_HOST = "10.200.0.11" }   # added to every component
 /// stop_after = "10m"   # stop the site's launches after this long without the server
 ///                      # (heartbeat stop; off by default)
+/// reserve = false      # make no advance reservations even if the site's manager could
+///                      # (default true: whatever the backend may)
 ///
 /// [[site]]
 /// name = "s1"
@@ -37,6 +39,10 @@ pub struct AgentConfig {
     /// (`None`: never, the default). Give it no less than the site's `manager.grace` at
     /// the server, which re-places the jobs only after that.
     pub stop_after: Option<Duration>,
+    /// Whether this agent may make advance reservations on its site (issue 31 item 3), if
+    /// its backend can: `false` forbids them whatever the rights the site grants (the
+    /// hello says so, and the server's reservation calls are refused with the reason).
+    pub reserve: bool,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +61,7 @@ struct AgentDoc {
     #[serde(default)]
     environment: BTreeMap<String, String>,
     stop_after: Option<coalloc_core::spec::units::Scalar>,
+    reserve: Option<bool>,
 }
 
 impl AgentConfig {
@@ -108,6 +115,7 @@ impl AgentConfig {
             relay_url,
             environment: doc.agent.environment.into_iter().collect(),
             stop_after,
+            reserve: doc.agent.reserve.unwrap_or(true),
         })
     }
 }
@@ -130,6 +138,9 @@ mod tests {
         assert_eq!(c.stop_after, None, "heartbeat stop is off by default");
         let c = AgentConfig::parse(&format!("[agent]\nstop_after = \"10m\"\n{SITE}")).unwrap();
         assert_eq!(c.stop_after, Some(Duration::from_secs(600)));
+        assert!(c.reserve, "reservations as the backend may, by default");
+        let c = AgentConfig::parse(&format!("[agent]\nreserve = false\n{SITE}")).unwrap();
+        assert!(!c.reserve);
         let e = AgentConfig::parse(&format!("[agent]\nstop_after = \"soon\"\n{SITE}"))
             .unwrap_err()
             .to_string();

@@ -19,7 +19,9 @@ use sha2::{Digest, Sha256};
 /// The protocol version this build speaks. A hello with another one is refused.
 /// 2: file operations (`Call::File`) and binary frames for their bytes.
 /// 3: `Call::Discard`, launches whose job the server has dropped.
-pub const VERSION: u32 = 3;
+/// 4: advance reservations (issue 31): the hello's [`Hello::reserve`] and the calls
+/// `ReserveEarliest`, `Reserve`, `Unreserve`, `Reservations`.
+pub const VERSION: u32 = 4;
 
 /// Which end of a link a hello comes from: a hello from a "server" reaching a server is a
 /// mirrored request (two servers, or a reflected stream), refused.
@@ -52,6 +54,33 @@ pub struct Hello {
     /// Where this agent's components reach it (the relay's base URL).
     pub relay_url: String,
     pub launches: Vec<HeldLaunch>,
+    /// Whether the agent's site may make advance reservations (issue 31 item 3): its
+    /// backend's `may_reserve` and the agent's own `reserve` setting. A hello without it
+    /// (no agent of this version sends one) reads as "may not".
+    #[serde(default)]
+    pub reserve: Reserving,
+}
+
+/// What an agent says of its site's advance reservations in its hello.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reserving {
+    /// The site may reserve: the server's reservation calls are carried out.
+    May,
+    /// The site may not, and why; its reservation calls are refused with that reason.
+    MayNot(String),
+}
+
+impl Default for Reserving {
+    fn default() -> Self {
+        Reserving::MayNot("the agent did not say whether its site may reserve".into())
+    }
+}
+
+impl Reserving {
+    pub fn may(&self) -> bool {
+        matches!(self, Reserving::May)
+    }
 }
 
 /// A backend call the server makes on the agent's site.
@@ -76,6 +105,23 @@ pub enum Call {
     /// An operation on the site's files (transfers, outputs), relative paths under the
     /// agent's state directory.
     File(coalloc_backends::files::FileOp),
+    /// `Backend::reserve_earliest` (issue 31): answered by [`Answer::Earliest`].
+    ReserveEarliest {
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    },
+    /// `Backend::reserve`: answered by `Done`, or refused with the reason.
+    Reserve {
+        name: String,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    },
+    /// `Backend::unreserve`: answered by `Done`.
+    Unreserve(String),
+    /// `Backend::reservations`: answered by [`Answer::Reservations`].
+    Reservations,
 }
 
 /// A call's result.
@@ -88,6 +134,10 @@ pub enum Answer {
     Done,
     Load(SiteLoad),
     File(coalloc_backends::files::FileAnswer),
+    /// The earliest start a site can hold, ms since the Unix epoch.
+    Earliest(i64),
+    /// The names of the site's coalloc reservations.
+    Reservations(Vec<String>),
 }
 
 /// A call that failed at the site, in the backend's two classes.
@@ -342,6 +392,7 @@ mod tests {
             secret: secret.into(),
             relay_url: "http://10.201.2.1:7100".into(),
             launches: vec![],
+            reserve: Reserving::May,
         }
     }
 
@@ -398,6 +449,14 @@ mod tests {
                 id: 4,
                 result: Err(CallError::Rejected("too big".into())),
             },
+            FromAgent::Answer {
+                id: 6,
+                result: Ok(Answer::Earliest(1_790_000_000_000)),
+            },
+            FromAgent::Answer {
+                id: 7,
+                result: Ok(Answer::Reservations(vec!["coalloc-J3-c0-1".into()])),
+            },
             FromAgent::Relay {
                 id: 5,
                 method: "POST".into(),
@@ -426,6 +485,19 @@ mod tests {
                 offset: 3,
                 data: vec![0, 255, 7],
             }),
+            Call::ReserveEarliest {
+                count: 4,
+                duration_ms: 60_000,
+                not_before_ms: 1_790_000_000_000,
+            },
+            Call::Reserve {
+                name: "coalloc-J3-c0-1".into(),
+                count: 4,
+                start_ms: 1_790_000_060_000,
+                duration_ms: 60_000,
+            },
+            Call::Unreserve("coalloc-J3-c0-1".into()),
+            Call::Reservations,
         ];
         for call in calls {
             let m = ToAgent::Call { id: 9, call };
@@ -433,6 +505,32 @@ mod tests {
             assert_eq!(serde_json::from_str::<ToAgent>(&text).unwrap(), m);
         }
         assert!(serde_json::from_str::<ToAgent>("{\"type\":\"nonsense\"}").is_err());
+    }
+
+    #[test]
+    fn a_hello_says_whether_its_site_may_reserve_and_one_that_does_not_say_may_not() {
+        let mut h = hello("s1", "x");
+        h.reserve = Reserving::MayNot("agent.reserve = false".into());
+        let text = serde_json::to_string(&FromAgent::Hello(h.clone())).unwrap();
+        assert!(
+            text.contains("\"may_not\":\"agent.reserve = false\""),
+            "{text}"
+        );
+        assert_eq!(
+            serde_json::from_str::<FromAgent>(&text).unwrap(),
+            FromAgent::Hello(h)
+        );
+        // A hello of version 3 had no `reserve`: it reads as "may not", with a reason.
+        let old = r#"{"type":"hello","version":3,"role":"agent","site":"s1","secret":"x","relay_url":"","launches":[]}"#;
+        match serde_json::from_str::<FromAgent>(old).unwrap() {
+            FromAgent::Hello(h) => {
+                assert!(!h.reserve.may());
+                assert_eq!(h.reserve, Reserving::default());
+                assert_eq!(check_hello(&h, sites), Err(Refusal::Version(3)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Reserving::May.may());
     }
 
     #[test]

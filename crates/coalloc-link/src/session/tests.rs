@@ -5,7 +5,7 @@
 use super::agent::{AgentEvent, AgentSession, AgentSessionConfig};
 use super::server::{ServerEvent, ServerSession};
 use super::Transmit;
-use crate::proto::{Answer, Call, FromAgent, Role, ToAgent, VERSION};
+use crate::proto::{Answer, Call, CallError, FromAgent, Role, ToAgent, VERSION};
 use std::time::{Duration, Instant};
 
 const BEAT: Duration = Duration::from_secs(1);
@@ -241,7 +241,68 @@ fn a_refusal_and_a_second_hello_are_told_as_such() {
         secret: String::new(),
         relay_url: String::new(),
         launches: Vec::new(),
+        reserve: crate::proto::Reserving::May,
     };
     s.handle(t0, FromAgent::Hello(hello));
     assert!(matches!(s.poll_event(), Some(ServerEvent::Unexpected(m)) if m.contains("s1")));
+}
+
+#[test]
+fn reservation_calls_and_their_answers_and_refusals_cross_by_number() {
+    let mut p = Pair::new(AgentSessionConfig::default());
+    p.drive();
+    let calls = [
+        Call::ReserveEarliest {
+            count: 2,
+            duration_ms: 60_000,
+            not_before_ms: 1_000,
+        },
+        Call::Reserve {
+            name: "coalloc-J1-c0-1".into(),
+            count: 2,
+            start_ms: 5_000,
+            duration_ms: 60_000,
+        },
+        Call::Reservations,
+        Call::Unreserve("coalloc-J1-c0-1".into()),
+        Call::Reserve {
+            name: "coalloc-J2-c0-1".into(),
+            count: 99,
+            start_ms: 5_000,
+            duration_ms: 60_000,
+        },
+    ];
+    for (id, call) in (1..).zip(&calls) {
+        p.server.send(ToAgent::Call {
+            id,
+            call: call.clone(),
+        });
+    }
+    p.drive();
+    let got: Vec<(u64, Call)> = p
+        .agent_events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Call { id, call } => Some((*id, call.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, (1..).zip(calls).collect::<Vec<_>>());
+    // Answered out of order: each answer finds its call by number.
+    let answers = [
+        (5, Err(CallError::Rejected("2 of 99 processors".into()))),
+        (3, Ok(Answer::Reservations(vec!["coalloc-J1-c0-1".into()]))),
+        (1, Ok(Answer::Earliest(5_000))),
+        (2, Ok(Answer::Done)),
+        (4, Ok(Answer::Done)),
+    ];
+    for (id, result) in answers.clone() {
+        p.agent.answer(id, result);
+    }
+    p.drive();
+    let want: Vec<ServerEvent> = answers
+        .into_iter()
+        .map(|(id, result)| ServerEvent::Answered { id, result })
+        .collect();
+    assert_eq!(p.server_events, want);
 }

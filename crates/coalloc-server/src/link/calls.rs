@@ -4,7 +4,8 @@
 //! driver. It owns the calls' numbering, the calls kept while the link is down (delivered
 //! in order on the next connection), the launches watched, the discards batched, the
 //! site's polls (its load and its watched launches' states every monitor interval, as a
-//! site worker's, seed 003 §4.3.2) and the retries of failed cancels. No lock, no clock,
+//! site worker's, seed 003 §4.3.2), the retries of failed cancels, and the calls a
+//! thread waits for (file operations, the reservation calls of issue 31). No lock, no clock,
 //! no channel: the time is passed in, the session is lent by its owner
 //! ([`super::remote::AgentSite`]), and what the driver is to hear is taken with
 //! [`AgentCalls::poll_report`].
@@ -17,7 +18,6 @@
 use super::proto::{Answer, Call, CallError, ToAgent};
 use super::session::server::ServerSession;
 use crate::msg::{Report, SiteCall};
-use coalloc_backends::files::FileOp;
 use coalloc_backends::{BackendError, RemoteState, SiteLoad, SubmitRequest};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ pub const DISCARD_BATCH: usize = 256;
 /// that does not come must become a reading of "down" here (as a site worker's load call
 /// times out), or the site would stay healthy on its last reading for ever.
 pub const LOAD_LIMIT: Duration = Duration::from_secs(5);
-/// How long the rest of a poll (the launches' states) and a file operation may take, for
+/// How long the rest of a poll (the launches' states) and a waited call may take, for
 /// the same reason: the waiting side (the monitor, a transfer's thread) has no other way
 /// to learn that the answer is not coming while the agent itself still answers pings.
 pub const CALL_LIMIT: Duration = Duration::from_secs(60);
@@ -48,8 +48,8 @@ enum Pending {
     Load,
     /// The states of these launches.
     Query(Vec<u64>),
-    /// A file operation; failed at `due`.
-    File(Instant),
+    /// A call a thread waits for (a file operation, a reservation call); failed at `due`.
+    Waited(Instant),
 }
 
 /// The poll in flight.
@@ -84,7 +84,7 @@ pub struct AgentCalls {
     last_submit: Option<Instant>,
     postponed: bool,
     reports: VecDeque<Report>,
-    files: VecDeque<(u64, Result<Answer, CallError>)>,
+    waited: VecDeque<(u64, Result<Answer, CallError>)>,
 }
 
 impl AgentCalls {
@@ -106,7 +106,7 @@ impl AgentCalls {
             last_submit: None,
             postponed: false,
             reports: VecDeque::new(),
-            files: VecDeque::new(),
+            waited: VecDeque::new(),
         }
     }
 
@@ -159,7 +159,7 @@ impl AgentCalls {
 
     /// Connection `conn` ended. Submissions in flight on it fail (the driver cancels them
     /// by name: the agent may have taken them), cancels and discards go back in front of
-    /// the queue, the poll is dropped, file operations fail.
+    /// the queue, the poll is dropped, waited calls fail (Unavailable).
     pub fn disconnected(&mut self, conn: u64) {
         if self.conn == Some(conn) {
             self.conn = None;
@@ -196,7 +196,7 @@ impl AgentCalls {
                 }
                 Pending::Cancel(call, _) => again.push(call),
                 Pending::Discard(ids) => again.push(Call::Discard(ids)),
-                Pending::File(_) => self.files.push_back((
+                Pending::Waited(_) => self.waited.push_back((
                     id,
                     Err(CallError::Unavailable("the agent link closed".into())),
                 )),
@@ -252,12 +252,14 @@ impl AgentCalls {
         }
     }
 
-    /// A file operation on the link's `session`, failed at `now + CALL_LIMIT`; its number
-    /// (its answer comes out of [`AgentCalls::poll_file`]), or why it cannot go out.
-    pub fn file(
+    /// A call a thread waits for (a file operation, a reservation call) on the link's
+    /// `session`, failed at `now + CALL_LIMIT`; its number (its answer comes out of
+    /// [`AgentCalls::poll_waited`]), or why it cannot go out: not kept while the link is
+    /// down, it fails at once as Unavailable.
+    pub fn waited(
         &mut self,
         now: Instant,
-        op: FileOp,
+        call: Call,
         session: &mut ServerSession,
     ) -> Result<u64, BackendError> {
         let Some(conn) = self.conn else {
@@ -266,12 +268,7 @@ impl AgentCalls {
                 self.name
             )));
         };
-        self.send(
-            conn,
-            session,
-            Call::File(op),
-            Pending::File(now + CALL_LIMIT),
-        );
+        self.send(conn, session, call, Pending::Waited(now + CALL_LIMIT));
         Ok(self.next_id)
     }
 
@@ -336,7 +333,7 @@ impl AgentCalls {
                 }
                 self.poll_done(now);
             }
-            Pending::File(_) => self.files.push_back((id, result)),
+            Pending::Waited(_) => self.waited.push_back((id, result)),
         }
     }
 
@@ -377,7 +374,7 @@ impl AgentCalls {
     }
 
     /// When [`AgentCalls::handle_timeout`] is due: the next poll (or the one in flight's
-    /// limit), a retry, a file operation's limit. Nothing while the link is down.
+    /// limit), a retry, a waited call's limit. Nothing while the link is down.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.conn?;
         let poll = match &self.polling {
@@ -385,15 +382,15 @@ impl AgentCalls {
             None => self.next_poll,
         };
         let retry = self.retries.iter().map(|(at, _, _)| *at).min();
-        let file = self
+        let waited = self
             .pending
             .values()
             .filter_map(|(_, p)| match p {
-                Pending::File(due) => Some(*due),
+                Pending::Waited(due) => Some(*due),
                 _ => None,
             })
             .min();
-        [poll, retry, file].into_iter().flatten().min()
+        [poll, retry, waited].into_iter().flatten().min()
     }
 
     fn poll_limit(&self, p: &Poll) -> Instant {
@@ -420,7 +417,7 @@ impl AgentCalls {
         let late: Vec<u64> = self
             .pending
             .iter()
-            .filter(|(_, (_, p))| matches!(p, Pending::File(due) if *due <= now))
+            .filter(|(_, (_, p))| matches!(p, Pending::Waited(due) if *due <= now))
             .map(|(id, _)| *id)
             .collect();
         for id in late {
@@ -430,7 +427,8 @@ impl AgentCalls {
                 self.name,
                 CALL_LIMIT.as_secs()
             );
-            self.files.push_back((id, Err(CallError::Unavailable(why))));
+            self.waited
+                .push_back((id, Err(CallError::Unavailable(why))));
         }
         if let Some(p) = &self.polling {
             if now >= self.poll_limit(p) {
@@ -489,9 +487,9 @@ impl AgentCalls {
         self.reports.pop_front()
     }
 
-    /// A file operation's answer, by its number.
-    pub fn poll_file(&mut self) -> Option<(u64, Result<Answer, CallError>)> {
-        self.files.pop_front()
+    /// A waited call's answer, by its number.
+    pub fn poll_waited(&mut self) -> Option<(u64, Result<Answer, CallError>)> {
+        self.waited.pop_front()
     }
 }
 

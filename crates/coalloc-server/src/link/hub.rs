@@ -199,8 +199,9 @@ impl Hub {
             role: super::proto::Role::Server,
             heartbeat_ms: self.heartbeat.as_millis() as u64,
         };
+        site.announced(hello.reserve.clone());
         let mut pumped = site.connect(Instant::now(), self.heartbeat, welcome);
-        tracing::info!(%peer, site = %name, relay = %hello.relay_url, held = hello.launches.len(), "agent connected");
+        tracing::info!(%peer, site = %name, relay = %hello.relay_url, held = hello.launches.len(), reserve = ?hello.reserve, "agent connected");
         let _ = driver.send(Msg::Site(Report::AgentBack {
             site: index,
             held: hello.launches,

@@ -3,7 +3,8 @@
 //! connection whose pump runs ([`ServerSession`]) beside the site's calls
 //! ([`AgentCalls`]). Around it, [`AgentLink`] is the driver's [`SiteLink`] to the site,
 //! [`Pumped`] the hub's pump's handle on one connection, and [`AgentBackend`] the site's
-//! [`Backend`] for file operations (transfers and staging, on threads of their own).
+//! [`Backend`] for the calls a thread waits for: file operations (transfers and staging)
+//! and advance reservations (issue 31 item 3), carried out by the agent on its site.
 //!
 //! One hand-off each way (docs/design-link.md, "The submit path"): the driver's
 //! [`SiteLink::send`] puts the call in the site's [`AgentCalls`] and wakes the pump of the
@@ -17,7 +18,7 @@
 //! kept and go out in order on the next connection.
 
 use super::calls::{backend_error, AgentCalls};
-use super::proto::{Answer, CallError, FromAgent, ToAgent};
+use super::proto::{Answer, Call, CallError, FromAgent, Reserving, ToAgent};
 use super::pump::{Session, Transmit};
 use super::session::server::{ServerEvent, ServerSession};
 use crate::msg::{Msg, Report, SiteCall, SiteLink};
@@ -44,8 +45,11 @@ struct Inner {
     /// The connection of the moment: the driver's calls go out on it.
     current: Option<u64>,
     next_conn: u64,
-    /// Threads waiting for a file operation's answer, by call number.
-    files: BTreeMap<u64, oneshot::Sender<Result<Answer, CallError>>>,
+    /// Threads waiting for a call's answer (a file operation, a reservation call), by
+    /// call number.
+    waiting: BTreeMap<u64, oneshot::Sender<Result<Answer, CallError>>>,
+    /// What the site's agent last said of its reservations (in its hello).
+    reserving: Reserving,
 }
 
 /// One connection: its session, its pump's wake-up, the relayed calls it brought.
@@ -57,7 +61,7 @@ struct Conn {
 
 impl Inner {
     /// Take connection `conn`'s session events at `now`: answers into the calls, relayed
-    /// calls kept for the pump; then the answers of file operations to their threads.
+    /// calls kept for the pump; then the answers of waited calls to their threads.
     fn settle(&mut self, conn: u64, now: Instant) {
         if let Some(c) = self.conns.get_mut(&conn) {
             while let Some(e) = c.session.poll_event() {
@@ -69,8 +73,8 @@ impl Inner {
                 }
             }
         }
-        while let Some((id, result)) = self.calls.poll_file() {
-            if let Some(w) = self.files.remove(&id) {
+        while let Some((id, result)) = self.calls.poll_waited() {
+            if let Some(w) = self.waiting.remove(&id) {
                 let _ = w.send(result);
             }
         }
@@ -93,7 +97,10 @@ impl AgentSite {
                 conns: BTreeMap::new(),
                 current: None,
                 next_conn: 0,
-                files: BTreeMap::new(),
+                waiting: BTreeMap::new(),
+                reserving: Reserving::MayNot(format!(
+                    "the agent of site `{name}` has not connected since the server started"
+                )),
             }),
             name,
             index,
@@ -139,6 +146,17 @@ impl AgentSite {
         self.lock().current.is_some()
     }
 
+    /// The agent said in its hello whether its site may reserve (kept across its
+    /// disconnections until its next hello).
+    pub fn announced(&self, reserving: Reserving) {
+        self.lock().reserving = reserving;
+    }
+
+    /// What the site's agent last said of its reservations.
+    pub fn reserving(&self) -> Reserving {
+        self.lock().reserving.clone()
+    }
+
     /// A call of the driver, kept in the site's calls; the pump is woken to take it.
     fn call(&self, call: SiteCall) {
         let mut g = self.lock();
@@ -148,15 +166,17 @@ impl AgentSite {
         }
     }
 
-    /// A file operation, waited for (by the transfer's or the staging's own thread).
-    fn file(&self, op: FileOp) -> Result<Answer, BackendError> {
+    /// A call waited for (by the transfer's or the staging's own thread, by the thread
+    /// that makes a reservation): on the connection of the moment, Unavailable without
+    /// one. Blocking: never from an async task.
+    fn wait(&self, call: Call) -> Result<Answer, BackendError> {
         let rx = {
             let mut g = self.lock();
             let Inner {
                 calls,
                 conns,
                 current,
-                files,
+                waiting,
                 ..
             } = &mut *g;
             let session = current
@@ -168,9 +188,9 @@ impl AgentSite {
                     self.name
                 )));
             };
-            let id = calls.file(Instant::now(), op, session)?;
+            let id = calls.waited(Instant::now(), call, session)?;
             let (tx, rx) = oneshot::channel();
-            files.insert(id, tx);
+            waiting.insert(id, tx);
             g.wake_current();
             rx
         };
@@ -352,7 +372,8 @@ impl SiteLink for AgentLink {
     }
 }
 
-/// The [`Backend`] of an agent site: its file operations, carried out by its agent. The
+/// The [`Backend`] of an agent site: its file operations and its reservations, carried
+/// out by its agent (each call waited for, Unavailable while the link is down). The
 /// launches go over the site's [`AgentLink`], never through here.
 pub struct AgentBackend(pub Arc<AgentSite>);
 
@@ -360,6 +381,21 @@ impl AgentBackend {
     fn not_here(&self) -> BackendError {
         BackendError::Unavailable(format!(
             "site `{}`: an agent site's launches go over its link, not its backend",
+            self.0.name
+        ))
+    }
+
+    /// `call`, whose answer must be `Done`.
+    fn done(&self, call: Call) -> Result<(), BackendError> {
+        match self.0.wait(call)? {
+            Answer::Done => Ok(()),
+            other => Err(self.odd(other)),
+        }
+    }
+
+    fn odd(&self, answer: Answer) -> BackendError {
+        BackendError::Unavailable(format!(
+            "the agent of site `{}` answered with {answer:?}",
             self.0.name
         ))
     }
@@ -381,104 +417,56 @@ impl Backend for AgentBackend {
     /// File operations run at the agent, on the site's file system (`base` is the server's
     /// and means nothing there: the agent's own state directory is used).
     fn file(&self, _base: &std::path::Path, op: FileOp) -> Result<FileAnswer, BackendError> {
-        match self.0.file(op)? {
+        match self.0.wait(Call::File(op))? {
             Answer::File(a) => Ok(a),
-            other => Err(BackendError::Unavailable(format!(
-                "the agent answered a file operation with {other:?}"
-            ))),
+            other => Err(self.odd(other)),
+        }
+    }
+    /// What the agent said in its last hello (its backend's `may_reserve` and its own
+    /// `reserve` setting); `false` before its first.
+    fn may_reserve(&self) -> bool {
+        self.0.reserving().may()
+    }
+    fn reserve_earliest(
+        &self,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    ) -> Result<i64, BackendError> {
+        let call = Call::ReserveEarliest {
+            count,
+            duration_ms,
+            not_before_ms,
+        };
+        match self.0.wait(call)? {
+            Answer::Earliest(t) => Ok(t),
+            other => Err(self.odd(other)),
+        }
+    }
+    fn reserve(
+        &self,
+        name: &str,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    ) -> Result<(), BackendError> {
+        self.done(Call::Reserve {
+            name: name.to_owned(),
+            count,
+            start_ms,
+            duration_ms,
+        })
+    }
+    fn unreserve(&self, name: &str) -> Result<(), BackendError> {
+        self.done(Call::Unreserve(name.to_owned()))
+    }
+    fn reservations(&self) -> Result<Vec<String>, BackendError> {
+        match self.0.wait(Call::Reservations)? {
+            Answer::Reservations(names) => Ok(names),
+            other => Err(self.odd(other)),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::link::proto::Call;
-    use futures_util::FutureExt;
-
-    fn req(launch: u64) -> SubmitRequest {
-        SubmitRequest {
-            launch,
-            ..SubmitRequest::default()
-        }
-    }
-
-    /// The calls the pump has to write, with their numbers.
-    fn frames(p: &mut Pumped) -> Vec<(u64, Call)> {
-        let mut v = Vec::new();
-        while let Some(t) = p.poll_transmit() {
-            if let Transmit::Message(ToAgent::Call { id, call }) = t {
-                v.push((id, call));
-            }
-        }
-        v
-    }
-
-    #[test]
-    fn the_drivers_call_goes_out_when_the_pump_wakes_and_the_answer_comes_back_as_a_report() {
-        let site = Arc::new(AgentSite::new("s1".into(), 4, Duration::from_secs(60)));
-        let (tx, _rx) = std::sync::mpsc::channel();
-        let link = AgentLink {
-            site: site.clone(),
-            provider: None,
-            driver: tx,
-        };
-        // Made while the link is down: kept for the connection.
-        link.submit(req(1));
-        assert!(!site.connected());
-        let t0 = Instant::now();
-        let welcome = ToAgent::Refused {
-            reason: String::new(),
-        };
-        let mut p = site.connect(t0, Duration::from_secs(1), welcome);
-        assert!(site.connected());
-        let kept = frames(&mut p);
-        assert_eq!(kept.len(), 1);
-        assert_eq!(kept[0].1, Call::SubmitMany(vec![req(1)]));
-        // Out: the driver's call, then the pump's wake-up.
-        link.submit(req(2));
-        assert!(
-            p.wake.notified().now_or_never().is_some(),
-            "the pump is woken"
-        );
-        p.handle_timeout(t0);
-        let sent = frames(&mut p);
-        assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].1, Call::SubmitMany(vec![req(2)]));
-        // Back: the answer's frame, then the report the pump sends the driver.
-        p.handle(
-            t0,
-            FromAgent::Answer {
-                id: sent[0].0,
-                result: Ok(Answer::SubmittedMany(vec![Ok("R2".into())])),
-            },
-        );
-        let (reports, relays) = p.take();
-        assert!(relays.is_empty());
-        match &reports[..] {
-            [Report::SubmittedMany(all)] => {
-                assert_eq!(all.len(), 1);
-                assert_eq!(all[0].0, 2);
-                assert_eq!(all[0].1.as_ref().unwrap(), "R2");
-            }
-            _ => panic!("one report"),
-        }
-        // The connection ends with launch 1's burst unanswered: it fails.
-        let (reports, still_up) = p.end();
-        assert!(!still_up && !site.connected());
-        match &reports[..] {
-            [Report::SubmittedMany(all)] => {
-                assert_eq!(all[0].0, 1);
-                assert!(all[0].1.is_err());
-            }
-            _ => panic!("one report"),
-        }
-        let e = AgentBackend(site)
-            .file(
-                std::path::Path::new("/"),
-                FileOp::Remove { path: "x".into() },
-            )
-            .unwrap_err();
-        assert!(e.to_string().contains("not connected"), "{e}");
-    }
-}
+mod tests;

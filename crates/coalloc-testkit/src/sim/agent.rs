@@ -148,8 +148,8 @@ impl End {
                 }
             }
         }
-        // No file operation goes to an agent in this simulation.
-        while self.calls.poll_file().is_some() {}
+        // No waited call (file operation, reservation) goes to an agent in this simulation.
+        while self.calls.poll_waited().is_some() {}
         down
     }
 
@@ -236,6 +236,12 @@ impl World {
                 Ok(Answer::Done)
             }
             Call::File(_) => Err(CallError::Rejected("no files in this simulation".into())),
+            Call::ReserveEarliest { .. }
+            | Call::Reserve { .. }
+            | Call::Unreserve(_)
+            | Call::Reservations => Err(CallError::Rejected(
+                "no reservations through agents in this simulation".into(),
+            )),
         };
         self.log(|| format!("s{site}'s agent answers {result:?}"));
         self.rm_wake(site);

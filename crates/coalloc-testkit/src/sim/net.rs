@@ -37,7 +37,7 @@ use super::agent::{Agent, End};
 use super::plan::{Fault, Plan};
 use super::{Ev, World, MONITOR};
 use coalloc_core::model::Time;
-use coalloc_server::link::proto::{FromAgent, Hello, Role, ToAgent, VERSION};
+use coalloc_server::link::proto::{FromAgent, Hello, Reserving, Role, ToAgent, VERSION};
 use coalloc_server::link::session::agent::{AgentEvent, AgentSession, AgentSessionConfig};
 use coalloc_server::link::session::server::ServerSession;
 use coalloc_server::link::session::Transmit;
@@ -514,6 +514,7 @@ impl World {
             secret: "sim".into(),
             relay_url: "http://agent.sim.invalid".into(),
             launches: a.held.values().cloned().collect(),
+            reserve: Reserving::MayNot("no reservations in this simulation".into()),
         };
         self.send_frame(site, conn, true, Frame::FromAgent(FromAgent::Hello(hello)));
         self.at(now + 10_000, give_up("no welcome within 10 s"));

@@ -1,0 +1,111 @@
+//! The agent's pieces that need no server: addresses, and its reservation calls on fake
+//! sites that may and may not reserve.
+
+use super::*;
+
+/// A site whose backend can do nothing but say whether it may reserve (and, if it
+/// may, reserve anything: its reservations are not kept).
+struct Site(bool);
+
+impl Backend for Site {
+    fn submit(&self, _: &SubmitRequest) -> Result<String, BackendError> {
+        Err(BackendError::Rejected("no launches here".into()))
+    }
+    fn query(&self, _: &[String]) -> Result<Vec<coalloc_backends::RemoteState>, BackendError> {
+        Ok(Vec::new())
+    }
+    fn cancel(&self, _: &String) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn load(&self) -> Result<coalloc_backends::SiteLoad, BackendError> {
+        Ok(coalloc_backends::SiteLoad::default())
+    }
+    fn may_reserve(&self) -> bool {
+        self.0
+    }
+    fn reserve_earliest(&self, _: u32, _: i64, not_before_ms: i64) -> Result<i64, BackendError> {
+        Ok(not_before_ms + 1)
+    }
+    fn reserve(&self, _: &str, _: u32, _: i64, _: i64) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// A state directory of this test process, gone at its end.
+fn state_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("coalloc-agent-{name}-{}", std::process::id()))
+}
+
+fn agent(name: &str, backend_may: bool, config: &str) -> Agent {
+    let dir = state_dir(name);
+    let config = AgentConfig::parse(&format!(
+        "{config}[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = {{ type = \"local\" }}\n"
+    ))
+    .unwrap();
+    let token = EnrolToken {
+        server: "wss://127.0.0.1:1".into(),
+        fingerprint: "sha256:00".into(),
+        site: "s1".into(),
+        secret: "x".into(),
+    };
+    Agent::with_backend(token, None, config, &dir, Arc::new(Site(backend_may)), None).unwrap()
+}
+
+#[test]
+fn a_site_that_may_not_reserve_says_so_in_its_hello_and_refuses_with_the_reason() {
+    let reserve = Call::Reserve {
+        name: "coalloc-J1-c0-1".into(),
+        count: 2,
+        start_ms: 10,
+        duration_ms: 10,
+    };
+    let earliest = Call::ReserveEarliest {
+        count: 2,
+        duration_ms: 10,
+        not_before_ms: 5,
+    };
+    let may = agent("may", true, "");
+    assert_eq!(may.reserving(), Reserving::May);
+    assert_eq!(may.execute(earliest.clone()), Ok(Answer::Earliest(6)));
+    assert_eq!(may.execute(reserve.clone()), Ok(Answer::Done));
+    assert_eq!(
+        may.execute(Call::Reservations),
+        Ok(Answer::Reservations(vec![]))
+    );
+    let forbidden = agent("forbidden", true, "[agent]\nreserve = false\n");
+    let cannot = agent("cannot", false, "");
+    for (a, want) in [
+        (
+            &forbidden,
+            "configured not to reserve (agent.reserve = false)",
+        ),
+        (&cannot, NOT_RESERVING),
+    ] {
+        let Reserving::MayNot(why) = a.reserving() else {
+            panic!("may reserve")
+        };
+        assert!(why.contains(want) && why.contains("s1"), "{why}");
+        for call in [earliest.clone(), reserve.clone()] {
+            assert_eq!(a.execute(call), Err(CallError::Rejected(why.clone())));
+        }
+        // What was reserved before is still found and deleted.
+        assert_eq!(
+            a.execute(Call::Reservations),
+            Ok(Answer::Reservations(vec![]))
+        );
+        assert_eq!(
+            a.execute(Call::Unreserve("coalloc-J1-c0-1".into())),
+            Ok(Answer::Done)
+        );
+    }
+    for name in ["may", "forbidden", "cannot"] {
+        let _ = std::fs::remove_dir_all(state_dir(name));
+    }
+}
+
+#[test]
+fn server_addresses_are_read_from_urls() {
+    assert_eq!(host_port("wss://10.200.0.1:7443"), "10.200.0.1:7443");
+    assert_eq!(host_port("https://h:1/x"), "h:1");
+    assert_eq!(host_port("h:2"), "h:2");
+}
