@@ -605,7 +605,9 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
     // s1 takes reservations at most 10 minutes ahead, s0 at most an hour.
     let mut sites = sites();
     sites[0].manager.insert("reserve_ahead".into(), "1h".into());
-    sites[1].manager.insert("reserve_ahead".into(), "10m".into());
+    sites[1]
+        .manager
+        .insert("reserve_ahead".into(), "10m".into());
     let mut s = Scheduler::new(reserving(), sites);
     let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
     let q = queries(&cmds);
@@ -637,8 +639,13 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
 #[test]
 fn a_lead_time_that_is_not_a_duration_is_refused_with_the_site_named() {
     let text = "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { reserve_ahead = \"soon\" }\n";
-    let err = coalloc_core::spec::sites::parse_sites(text).unwrap_err().to_string();
-    assert!(err.contains("reserve_ahead") && err.contains("soon"), "{err}");
+    let err = coalloc_core::spec::sites::parse_sites(text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("reserve_ahead") && err.contains("soon"),
+        "{err}"
+    );
 }
 
 #[test]

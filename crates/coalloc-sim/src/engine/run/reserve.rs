@@ -66,7 +66,10 @@ impl Sim<'_> {
         let result = if !s.up {
             Err(format!("site {} does not answer", self.site_names[site]))
         } else if let Some(a) = ahead {
-            Err(format!("reservations are taken at most {} s ahead", a / 1000))
+            Err(format!(
+                "reservations are taken at most {} s ahead",
+                a / 1000
+            ))
         } else if s.calendar.fits(&busy, s.total, count, start, duration) {
             s.calendar.add(Window {
                 name,
