@@ -23,7 +23,7 @@ def coalloc_bin():
 
 
 class Server:
-    def __init__(self, state):
+    def __init__(self, state, config=None):
         self.bin = coalloc_bin()
         self.state = state
         self.log = open(state.parent / "serve.log", "w")
@@ -32,7 +32,8 @@ class Server:
                             "COALLOC_STATE_DIR")}
         # Components call `coalloc barrier`: this build's binary first on their PATH.
         env["PATH"] = os.path.dirname(self.bin) + os.pathsep + env.get("PATH", "")
-        self.proc = subprocess.Popen([self.bin, "serve", "--state-dir", str(state)],
+        extra = ["--config", str(config)] if config else []
+        self.proc = subprocess.Popen([self.bin, "serve", "--state-dir", str(state), *extra],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60
         while not (state / "server.json").exists():
@@ -44,10 +45,12 @@ class Server:
         self.token = (state / "token").read_text().strip()
 
     def cli(self, *args, env=None, check=True):
+        """`coalloc ARGS` with this server's state directory (unless ARGS give one)."""
         e = {k: v for k, v in os.environ.items()
              if k not in ("COALLOC_URL", "COALLOC_TOKEN", "COALLOC_SOCKET")}
         e.update(env or {})
-        r = subprocess.run([self.bin, *args, "--state-dir", str(self.state)],
+        state = [] if "--state-dir" in args else ["--state-dir", str(self.state)]
+        r = subprocess.run([self.bin, *args, *state],
                            capture_output=True, text=True, env=e, timeout=120)
         if check and r.returncode != 0:
             raise AssertionError(f"coalloc {args}: {r.returncode}\n{r.stdout}\n{r.stderr}")

@@ -1,93 +1,27 @@
-//! HTTPS to the server (issue 32 item 4): a ureq connector that speaks TLS with rustls and
-//! trusts exactly one certificate, the one whose SHA-256 fingerprint the user pinned
+//! HTTPS to the server (issue 32 item 4): ureq agents over `coalloc_pin`'s blocking TLS,
+//! which trusts exactly one certificate, the one whose SHA-256 fingerprint the user pinned
 //! (`coalloc login`, `COALLOC_FINGERPRINT`, or the state directory's `server.json` on the
-//! server's own host), as agents pin theirs (`coalloc_server::link::tls`). No CA is
+//! server's own host), as agents and components pin theirs. No CA is
 //! involved. The pins `coalloc login` stores live in `DIR/known-servers.json`, one
 //! fingerprint per URL.
 
 use crate::error::CliError;
-use crate::unix_http::{StreamTransport, TimedStream};
-use coalloc_server::link::tls;
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use coalloc_pin::blocking;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, TcpStream, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
-use ureq::unversioned::transport::{ConnectionDetails, Connector};
 
-const CONNECT: Duration = Duration::from_secs(10);
-
-impl TimedStream for StreamOwned<ClientConnection, TcpStream> {
-    const TLS: bool = true;
-
-    fn set_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> std::io::Result<()> {
-        self.sock.set_read_timeout(read)?;
-        self.sock.set_write_timeout(write)
-    }
-}
-
-/// Connects every request over TLS to a server whose certificate has the pinned fingerprint.
-#[derive(Debug)]
-pub struct PinnedConnector(Arc<ClientConfig>);
-
-/// A TCP connection to `addrs` with the TLS handshake done (a certificate other than the
-/// pinned one fails here, before a byte of the request is sent).
-fn handshake(
-    addrs: &[std::net::SocketAddr],
-    config: Arc<ClientConfig>,
-) -> std::io::Result<StreamOwned<ClientConnection, TcpStream>> {
-    let mut last = std::io::Error::other("no address");
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, CONNECT) {
-            Ok(tcp) => {
-                let _ = tcp.set_nodelay(true);
-                tcp.set_read_timeout(Some(CONNECT))?;
-                tcp.set_write_timeout(Some(CONNECT))?;
-                let name = ServerName::try_from(tls::SERVER_NAME).map_err(std::io::Error::other)?;
-                let conn = ClientConnection::new(config, name).map_err(std::io::Error::other)?;
-                let mut s = StreamOwned::new(conn, tcp);
-                while s.conn.is_handshaking() {
-                    s.conn.complete_io(&mut s.sock)?;
-                }
-                return Ok(s);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
-impl Connector<()> for PinnedConnector {
-    type Out = StreamTransport<StreamOwned<ClientConnection, TcpStream>>;
-
-    fn connect(
-        &self,
-        details: &ConnectionDetails,
-        _chained: Option<()>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
-        let addrs: Vec<_> = details.addrs.iter().copied().collect();
-        let s = handshake(&addrs, self.0.clone())?;
-        Ok(Some(StreamTransport::new(s, details)))
-    }
-}
+pub use blocking::is_loopback;
 
 /// An agent whose every request goes over TLS to the certificate `fingerprint`.
 pub fn agent(fingerprint: &str, config: ureq::config::Config) -> Result<ureq::Agent, CliError> {
-    let tls =
-        tls::agent_config(fingerprint).map_err(|e| CliError::Internal(format!("TLS: {e}")))?;
-    Ok(ureq::Agent::with_parts(
-        config,
-        PinnedConnector(tls),
-        ureq::unversioned::resolver::DefaultResolver::default(),
-    ))
+    blocking::agent(fingerprint, config).map_err(|e| CliError::Internal(format!("TLS: {e}")))
 }
 
 /// What a failed request says, with what to do when the pin refused the certificate.
 pub fn explain(url: &str, e: &dyn std::fmt::Display) -> String {
     let text = e.to_string();
-    if text.contains("certificate fingerprint mismatch") {
+    if coalloc_pin::is_pin_mismatch(&text) {
         format!(
             "refusing the server at {url}: its TLS certificate is not the pinned one ({text}); if its operator replaced the certificate, check the new fingerprint with them and run `coalloc login {url}` again"
         )
@@ -127,24 +61,12 @@ pub fn peek(url: &str) -> Result<String, CliError> {
         .to_socket_addrs()
         .map_err(|e| CliError::bad(format!("{url}: {e}")))?
         .collect();
-    let (config, seen) = tls::peek_config().map_err(|e| CliError::Internal(format!("TLS: {e}")))?;
-    let s = handshake(&addrs, config).map_err(|e| CliError::bad(explain(url, &e)))?;
+    let (config, seen) =
+        coalloc_pin::peek_config().map_err(|e| CliError::Internal(format!("TLS: {e}")))?;
+    let s = blocking::handshake(&addrs, config).map_err(|e| CliError::bad(explain(url, &e)))?;
     drop(s);
     let seen = seen.lock().ok().and_then(|s| s.clone());
     seen.ok_or_else(|| CliError::Internal(format!("{url}: the server presented no certificate")))
-}
-
-/// Whether a URL's host is this machine's loopback (127.0.0.0/8, ::1, `localhost`), where a
-/// token may go in clear.
-pub fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The pins `coalloc login` stored: URL to fingerprint.
@@ -169,23 +91,6 @@ pub fn remember(dir: &Path, url: &str, fingerprint: &str) -> Result<(), CliError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn loopback_is_127_slash_8_and_v6_one() {
-        let got: Vec<bool> = [
-            "http://127.0.0.1:80",
-            "http://127.3.4.5:1/x",
-            "http://[::1]:8",
-            "http://localhost:9",
-            "http://0.0.0.0:9",
-            "http://10.0.0.1:9",
-            "http://server.example.org:9",
-        ]
-        .iter()
-        .map(|u| is_loopback(u))
-        .collect();
-        assert_eq!(got, vec![true, true, true, true, false, false, false]);
-    }
 
     #[test]
     fn fingerprints_are_normalized() {

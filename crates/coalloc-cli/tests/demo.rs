@@ -2,9 +2,8 @@
 //! with the injected failure survives it, and the report's plots have data with a shape;
 //! the demo keeps the configuration it ran with, and `coalloc whatif` replays its history
 //! under it with every job within the tolerance (1 s + 10 % of its response), the aborted
-//! start and its 10 s back-off included (issue 34 item 4) — but for a job the history shows
-//! waiting at its site after placement, which the replay does not reproduce (`whatif`
-//! counts those apart).
+//! start and its 10 s back-off included (issue 34 item 4), and a job the history shows
+//! waiting at its site after placement (its observed start-up replayed).
 
 use coalloc_testkit::tools::temp_dir;
 use std::collections::BTreeSet;
@@ -98,16 +97,16 @@ fn the_demo_finishes_every_job_survives_its_injected_failure_and_plots_data() {
         );
     }
     assert_eq!(r["jobs_replayed"], 5, "{r:#}");
-    // Every job is within the tolerance but those whose history shows a component waiting
-    // at its site after placement (for processors the server had counted as free: another
-    // user's load took them first, or a monitor reading lagged behind a finish), which the
-    // replay does not reproduce.
+    // Every job is within the tolerance, those whose history shows a component waiting at
+    // its site after placement (for processors the server had counted as free: another
+    // user's load took them first, or a monitor reading lagged behind a finish) included:
+    // the replay gives them their observed start-up.
     let late = r["started_late_at_site"].as_u64().unwrap();
     eprintln!(
         "{} of 5 within the tolerance; {late} started late at a site",
         r["within_tolerance"]
     );
-    assert!(late <= 2, "{r:#}");
+    assert_eq!(r["within_tolerance"], 5, "{r:#}");
     assert_eq!(
         r["within_tolerance_of_the_others"].as_u64().unwrap(),
         5 - late,

@@ -5,7 +5,7 @@
 //! `COALLOC_EXPERIMENT_QUICK=1` (one seed, at most 20 jobs per run, one repetition of the
 //! real-server microbenchmarks). Each run must succeed, write its tables into the fresh
 //! `results-quick/` and leave the committed `results/` alone; a run that fails leaves the
-//! previous results as they were. Seed 004's runs read the traces of `../shared/traces`
+//! previous results as they were (the committed `results/` too, at full size). Seed 004's runs read the traces of `../shared/traces`
 //! (or `$COALLOC_TRACES`); when they are missing those two tests say so and pass, as
 //! coalloc-sim's `swf_shared` test does.
 
@@ -84,14 +84,23 @@ fn traces() -> Option<PathBuf> {
 
 /// `bash experiments/EXP/run.sh BINARY` from the sandbox's top, at the reduced size.
 fn run_sh(root: &Path, exp: &str, binary: &str) -> Output {
+    run_sh_sized(root, exp, binary, true)
+}
+
+/// `bash experiments/EXP/run.sh BINARY` from the sandbox's top, at the reduced size when
+/// `quick`, else at full size (into the committed `results/`).
+fn run_sh_sized(root: &Path, exp: &str, binary: &str, quick: bool) -> Output {
     let started = std::time::Instant::now();
     let mut cmd = Command::new("bash");
     cmd.arg(format!("experiments/{exp}/run.sh"))
         .arg(binary)
         .current_dir(root)
-        .env("COALLOC_EXPERIMENT_QUICK", "1")
+        .env_remove("COALLOC_EXPERIMENT_QUICK")
         .env_remove("COALLOC_EXPERIMENT_JOBS")
         .env_remove("JOBS");
+    if quick {
+        cmd.env("COALLOC_EXPERIMENT_QUICK", "1");
+    }
     if let Some(t) = traces() {
         cmd.env("COALLOC_TRACES", t);
     }
@@ -313,8 +322,9 @@ fn seed_004_cloud_run_sh_works_at_a_reduced_size() {
 }
 
 /// A run that fails leaves the previous results as they were and says where its partial
-/// output is; the next run that succeeds replaces them. A binary path that is not there is
-/// refused before anything is touched.
+/// output is: a full-size run the committed `results/`, a quick one `results-quick/`; the
+/// next run that succeeds replaces them. A binary path that is not there is refused before
+/// anything is touched.
 #[test]
 fn a_failed_run_leaves_the_previous_results_and_a_good_one_replaces_them() {
     let root = sandbox("replace");
@@ -326,6 +336,26 @@ fn a_failed_run_leaves_the_previous_results_and_a_good_one_replaces_them() {
     let broken = root.join("target/debug/broken");
     std::fs::write(&broken, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
     std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // At full size, the run that would replace the committed results/: they stay as they
+    // were, nothing of the run among them.
+    let committed = dir.join("results");
+    let out = run_sh_sized(&root, "seed-003", "target/debug/broken", false);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stopped (exit status 3): experiments/seed-003/results is as it was; this run's partial output is in experiments/seed-003/.results-new."),
+        "{err}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["committed.txt".to_string()]);
+    assert_eq!(
+        std::fs::read_to_string(committed.join("committed.txt")).unwrap(),
+        "committed\n"
+    );
+    assert!(quick.join("previous.txt").is_file());
     let out = run_sh(&root, "seed-003", "target/debug/broken");
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -355,5 +385,9 @@ fn a_failed_run_leaves_the_previous_results_and_a_good_one_replaces_them() {
     );
     assert!(!quick.join("previous.txt").exists());
     assert_eq!(csv_rows(&quick.join("dcs/runs.csv")).len(), 6);
+    assert_eq!(
+        std::fs::read_to_string(committed.join("committed.txt")).unwrap(),
+        "committed\n"
+    );
     let _ = std::fs::remove_dir_all(root);
 }

@@ -2,13 +2,15 @@
 //! loopback: inside a network namespace of its own (10.213.0.1 on its lo device, its traffic
 //! never leaving the namespace), the server serves HTTPS with a generated
 //! certificate; a user's token goes over it once `coalloc login` pinned the fingerprint;
-//! another pin is refused; plain HTTP with a token to that address is refused by the
+//! a job's components check in at the barrier and meet in the rendezvous store over HTTPS,
+//! pinning the certificate the server gives them (`COALLOC_SERVER_FINGERPRINT`), and the
+//! job commits; another pin is refused; plain HTTP with a token to that address is refused by the
 //! client; and `tls = "off"` with that bind is refused by the server. Needs root and `ip`
 //! (skipped otherwise, saying so).
 
 mod common;
 
-use coalloc_testkit::server::three_clusters;
+use coalloc_testkit::server::{barrier_component, job, three_clusters};
 use common::COALLOC;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -216,6 +218,65 @@ fn https_beyond_loopback_pins_the_certificate_and_plain_http_is_refused() {
         .collect();
     assert_eq!(named, vec![true, true, true], "{o}");
 
+    // A job of two components: each checks in at the barrier over HTTPS (the runtime pins
+    // the fingerprint the server put in its environment), then they swap a value through
+    // the rendezvous store; the job commits and finishes.
+    let marks = fresh("marks");
+    let m = marks.display();
+    let then = format!(
+        "\"$COALLOC\" kv put k$COALLOC_COMPONENT v$COALLOC_COMPONENT || exit 1; \
+         other=$((1 - COALLOC_COMPONENT)); \
+         got=$(\"$COALLOC\" kv get k$other --wait 60s) || exit 1; \
+         echo \"$COALLOC_URL $COALLOC_SERVER_FINGERPRINT $got\" > {m}/c$COALLOC_COMPONENT"
+    );
+    let spec = job(vec![
+        barrier_component(COALLOC, 1, "", &then),
+        barrier_component(COALLOC, 1, "", &then),
+    ]);
+    let file = bob.join("job.json");
+    std::fs::write(&file, spec.to_string()).unwrap();
+    let out = ns
+        .coalloc(
+            &as_bob,
+            &[
+                "submit",
+                "--parsable",
+                file.to_str().unwrap(),
+                "--state-dir",
+                bob_dir,
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let id = text(&out).0.trim().to_string();
+    let start = Instant::now();
+    let state = loop {
+        let out = ns
+            .coalloc(&as_bob, &["status", &id, "--json", "--state-dir", bob_dir])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+        let j: serde_json::Value = serde_json::from_str(&text(&out).0).unwrap();
+        let state = j["state"].as_str().unwrap_or_default().to_string();
+        if matches!(state.as_str(), "finished" | "failed") {
+            break j;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "job {id}: {j}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(state["state"], "finished", "{state}");
+    let seen: Vec<String> = (0..2)
+        .map(|c| std::fs::read_to_string(marks.join(format!("c{c}"))).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            format!("{url} {fingerprint} v1\n"),
+            format!("{url} {fingerprint} v0\n"),
+        ]
+    );
+
     // Another pin (the certificate "changed"): refused with the reason.
     let mut env = as_bob.to_vec();
     env.push(("COALLOC_FINGERPRINT", &wrong));
@@ -251,4 +312,5 @@ fn https_beyond_loopback_pins_the_certificate_and_plain_http_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&bob);
     let _ = std::fs::remove_dir_all(&off);
+    let _ = std::fs::remove_dir_all(&marks);
 }

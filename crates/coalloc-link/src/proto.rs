@@ -284,16 +284,7 @@ pub fn random_hex(n: usize) -> std::io::Result<String> {
     Ok(hex(&buf))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Equality of two strings in time that depends on their lengths only (`subtle`): used for
-/// every secret the server checks (agent credentials, the server's token, job secrets).
-pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    a.as_bytes().ct_eq(b.as_bytes()).into()
-}
+pub use coalloc_pin::{constant_time_eq, hex};
 
 /// Why a hello is refused; the text goes to the agent and to the server's log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -563,12 +554,5 @@ mod tests {
         for bad in ["", "hello", "coalloc-agent-1.!!!", "coalloc-agent-1.e30"] {
             assert!(EnrolToken::decode(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn constant_time_equality_is_equality() {
-        assert!(constant_time_eq("abc", "abc"));
-        assert!(!constant_time_eq("abc", "abd"));
-        assert!(!constant_time_eq("abc", "ab"));
     }
 }

@@ -30,7 +30,7 @@ pub fn barrier(
     ok: bool,
     reason: Option<&str>,
 ) -> Result<BarrierOutcome, RuntimeError> {
-    let agent = agent();
+    let agent = agent(cfg)?;
     let body = json!({
         "launch": cfg.launch,
         "local_rank": cfg.local_rank,

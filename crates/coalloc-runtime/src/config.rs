@@ -17,6 +17,9 @@ pub struct Config {
     pub url: String,
     /// The barrier check-in URL (`COALLOC_BARRIER_URL`).
     pub barrier_url: String,
+    /// The SHA-256 fingerprint (`sha256:HEX`) of the certificate the server presents when
+    /// its URL is `https://` (`COALLOC_SERVER_FINGERPRINT`): the only certificate trusted.
+    pub fingerprint: Option<String>,
     /// The job's secret, the bearer token of every call (`COALLOC_SECRET`).
     pub secret: String,
     /// The job's number (`COALLOC_JOB_ID`).
@@ -69,6 +72,9 @@ impl Config {
         let url = text("COALLOC_URL")?.trim_end_matches('/').to_owned();
         let barrier_url = text("COALLOC_BARRIER_URL")?;
         let secret = text("COALLOC_SECRET")?;
+        let fingerprint = get("COALLOC_SERVER_FINGERPRINT")
+            .map(|f| f.trim().to_owned())
+            .filter(|f| !f.is_empty());
         let job_id = number(&get, "COALLOC_JOB_ID")?;
         let launch = number(&get, "COALLOC_LAUNCH")?;
         let component: usize = number(&get, "COALLOC_COMPONENT")?;
@@ -88,6 +94,16 @@ impl Config {
         for (var, u) in [("COALLOC_URL", &url), ("COALLOC_BARRIER_URL", &barrier_url)] {
             if !u.starts_with("http://") && !u.starts_with("https://") {
                 return Err(bad(var, format!("`{u}` is not an http:// URL")));
+            }
+        }
+        if barrier_url.starts_with("https://") || url.starts_with("https://") {
+            match &fingerprint {
+                None => return Err(RuntimeError::MissingVar("COALLOC_SERVER_FINGERPRINT")),
+                Some(f) if !f.starts_with("sha256:") => {
+                    let why = format!("`{f}` is not a sha256: fingerprint");
+                    return Err(bad("COALLOC_SERVER_FINGERPRINT", why));
+                }
+                Some(_) => {}
             }
         }
         if components == 0 {
@@ -111,6 +127,7 @@ impl Config {
         Ok(Config {
             url,
             barrier_url,
+            fingerprint,
             secret,
             job_id,
             launch,
@@ -234,6 +251,21 @@ mod tests {
     }
 
     #[test]
+    fn https_needs_the_servers_fingerprint() {
+        let mut m = vars();
+        m.insert("COALLOC_URL", "https://10.0.0.1:4417".into());
+        let e = parse(&m).unwrap_err();
+        assert!(
+            matches!(e, RuntimeError::MissingVar("COALLOC_SERVER_FINGERPRINT")),
+            "{e}"
+        );
+        let pin = format!("sha256:{}", "ab".repeat(32));
+        m.insert("COALLOC_SERVER_FINGERPRINT", pin.clone());
+        assert_eq!(parse(&m).unwrap().fingerprint, Some(pin));
+        assert_eq!(parse(&vars()).unwrap().fingerprint, None);
+    }
+
+    #[test]
     fn per_process_variables_default() {
         let mut m = vars();
         m.remove("COALLOC_LOCAL_RANK");
@@ -261,8 +293,12 @@ mod tests {
             ("COALLOC_LOCAL_RANK", "8"),
             ("COALLOC_URL", "ftp://x"),
             ("COALLOC_COMPONENTS", "0"),
+            ("COALLOC_SERVER_FINGERPRINT", "md5:ab"),
         ] {
             let mut m = vars();
+            if var == "COALLOC_SERVER_FINGERPRINT" {
+                m.insert("COALLOC_URL", "https://10.0.0.1:4417".into());
+            }
             m.insert(var, value.into());
             match parse(&m) {
                 Err(RuntimeError::BadVar { var: v, .. }) => assert_eq!(v, var, "{value}"),

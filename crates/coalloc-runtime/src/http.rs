@@ -1,4 +1,4 @@
-//! The HTTP exchange under every runtime call: the bearer token, the retry of an unreachable
+//! The HTTP exchange under every runtime call: plain or pinned TLS, the bearer token, the retry of an unreachable
 //! server with a back-off (seed 002 §3.3: the co-allocator may restart while components wait),
 //! the mapping of refusals to [`RuntimeError`], and the percent-encoding of rendezvous keys.
 
@@ -31,12 +31,14 @@ pub(crate) struct Answer {
 /// defaults are zeroed on every connection (a tenth of a check-in's CPU).
 const BUFFER: usize = 16 * 1024;
 
-/// An agent that reports every status as an answer rather than as an error.
+/// An agent that reports every status as an answer rather than as an error, over TLS to
+/// the pinned certificate ([`Config::fingerprint`], `coalloc_pin`) when the server's URL is
+/// `https://` (a server bound beyond loopback, issue 32 item 4), else plain HTTP.
 ///
 /// Every phase of a call but the host lookup has the [`CALL_TIMEOUT`]: a lookup with a timeout
 /// runs on a thread of its own, which cost a component one thread per check-in, and the URL is
 /// almost always an address (the server's own `bind`).
-pub(crate) fn agent() -> ureq::Agent {
+pub(crate) fn agent(cfg: &Config) -> Result<ureq::Agent, RuntimeError> {
     let t = Some(CALL_TIMEOUT);
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -49,7 +51,13 @@ pub(crate) fn agent() -> ureq::Agent {
         .output_buffer_size(BUFFER)
         .max_response_header_size(BUFFER)
         .build();
-    ureq::Agent::new_with_config(config)
+    match &cfg.fingerprint {
+        Some(pin) if cfg.barrier_url.starts_with("https://") => {
+            coalloc_pin::blocking::agent(pin, config)
+                .map_err(|e| RuntimeError::Transport(format!("TLS: {e}")))
+        }
+        _ => Ok(ureq::Agent::new_with_config(config)),
+    }
 }
 
 /// One request, repeated while the server cannot be reached (connection refused or reset, a
@@ -69,6 +77,10 @@ pub(crate) fn exchange(
             Ok(a) if (200..300).contains(&a.status) || a.status == 404 => return Ok(a),
             Ok(a) if matches!(a.status, 502..=504) => refusal(a.status, &a.body).to_string(),
             Ok(a) => return Err(refusal(a.status, &a.body)),
+            // Another certificate than the pinned one: no retry can make it the server.
+            Err(e) if coalloc_pin::is_pin_mismatch(&e) => {
+                return Err(RuntimeError::Transport(e.to_string()))
+            }
             Err(e) if transient(&e) => e.to_string(),
             Err(e) => return Err(RuntimeError::Transport(e.to_string())),
         };

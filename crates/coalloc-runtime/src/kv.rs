@@ -17,7 +17,7 @@ pub fn kv_put(cfg: &Config, key: &str, value: &[u8]) -> Result<(), RuntimeError>
     let url = cfg.kv_url(key);
     let answer = exchange(
         cfg,
-        &agent(),
+        &agent(cfg)?,
         Method::Put,
         &url,
         Some((value, "application/octet-stream")),
@@ -31,7 +31,7 @@ pub fn kv_put(cfg: &Config, key: &str, value: &[u8]) -> Result<(), RuntimeError>
 /// The value under `key`, waiting up to `wait` for it to appear; `None` when it is still
 /// missing after that. Long waits are split into calls of at most 25 s each.
 pub fn kv_get(cfg: &Config, key: &str, wait: Duration) -> Result<Option<Vec<u8>>, RuntimeError> {
-    let agent = agent();
+    let agent = agent(cfg)?;
     let base = cfg.kv_url(key);
     let deadline = Instant::now() + wait;
     loop {

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | `COALLOC_URL` | the server's base URL, e.g. `http://127.0.0.1:4417` |
 //! | `COALLOC_BARRIER_URL` | `{COALLOC_URL}/v1/jobs/{job}/barrier` |
+//! | `COALLOC_SERVER_FINGERPRINT` | when the URLs are `https://` (a server bound beyond loopback): the `sha256:HEX` fingerprint of the server's certificate, the only one trusted |
 //! | `COALLOC_SECRET` | the job's own secret: the bearer token of barrier and rendezvous calls |
 //! | `COALLOC_JOB_ID` | the job's number |
 //! | `COALLOC_LAUNCH` | this start of this component (a number unique in the server's life) |
@@ -46,7 +47,8 @@
 //! - [`pmi`]: MPICH's PMI-1 served to an `mpi` component's processes (`coalloc pmi-proxy`),
 //!   its barrier the start barrier, its KVS the rendezvous store.
 //!
-//! Every call is blocking (plain HTTP through `ureq`); connection failures are retried with
+//! Every call is blocking (HTTP through `ureq`, over rustls with the pinned certificate
+//! when the server speaks HTTPS; no async runtime); connection failures are retried with
 //! a back-off for [`Config::patience`] (5 minutes by default) because the server may be
 //! restarting. Nothing here panics on what the environment or the server says.
 

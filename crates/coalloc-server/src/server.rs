@@ -297,7 +297,15 @@ pub async fn serve(
     let backends = site_parts(&config, &state, hub.as_deref())?;
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
-    let (driver, shared) = Driver::start(config, backends, state.clone(), url.clone(), tx.clone())?;
+    let fingerprint = api_tls.as_ref().map(|t| t.fingerprint.clone());
+    let (driver, shared) = Driver::start(
+        config,
+        backends,
+        state.clone(),
+        url.clone(),
+        fingerprint,
+        tx.clone(),
+    )?;
     let history = crate::history::History::open(&state.journal()).map_err(|e| {
         ServeError::State(state_dir.display().to_string(), std::io::Error::other(e))
     })?;

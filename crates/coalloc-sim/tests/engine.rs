@@ -377,7 +377,7 @@ fn scripted_cancels_and_program_failures_happen_when_the_history_says() {
 }
 
 /// What `coalloc whatif` replays from a history (issue 34 item 4): a site's own start
-/// latency, a component that ends before the others of its job (its processors go to the
+/// latency, a job's own start-up, a component that ends before the others of its job (its processors go to the
 /// next job then), and an aborted start, which the core backs off from as configured.
 #[test]
 fn site_latency_component_run_times_and_aborted_starts_are_replayed() {
@@ -408,6 +408,16 @@ fn site_latency_component_run_times_and_aborted_starts_are_replayed() {
     };
     let out = simulate(sites(&[8]), config("fcfs"), &work, &whole).unwrap();
     assert_eq!(out.jobs[1].record.as_ref().unwrap().start(), Some(11_000));
+    // A job's own start-up (one that waited at its site in the history) instead of the
+    // site's: A reaches the barrier 3 s after its placement, so B's turn comes 2.5 s later.
+    let own = SimParams {
+        job_start_latency: [(0, 3 * SECOND)].into_iter().collect(),
+        ..params.clone()
+    };
+    let out = simulate(sites(&[8]), config("fcfs"), &work, &own).unwrap();
+    let r = |i: usize| out.jobs[i].record.as_ref().unwrap();
+    assert_eq!((r(0).start(), r(0).end()), (Some(3_000), Some(13_000)));
+    assert_eq!((r(1).start(), r(1).end()), (Some(5_500), Some(6_500)));
 
     // An aborted start: A's first start fails (its program, not the site), the core waits
     // its back-off of 10 s and starts it again; B, on the other site, is left alone.

@@ -11,6 +11,13 @@ running server. The client finds its server as the ``coalloc`` CLI does over HTT
    its ``server.json`` for the address and its ``token`` for the admin's token.
 
 (The CLI's Unix socket is not spoken here: a local user without a token uses the CLI.)
+
+An ``https://`` server (one bound beyond loopback) is trusted as the CLI trusts it, by its
+certificate's pinned fingerprint: ``fingerprint``, else ``COALLOC_FINGERPRINT``, else the pin
+``coalloc login URL`` stored in the state directory's ``known-servers.json``, else the
+``server.json`` of the server's own state directory. Without a pin, ``ca_file`` (else
+``COALLOC_CA_FILE``) or the system's CAs vouch for it (an operator's certificate). A token
+is never sent over plain HTTP beyond this machine's loopback.
 """
 
 import json
@@ -21,6 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from . import _tls
 from .errors import BadInput, CoallocError, ServerError, from_status
 
 #: Every (method, path) this client calls, as the OpenAPI document spells them.
@@ -72,7 +80,10 @@ def _job_id(job):
 class Client:
     """A connection to a running ``coalloc serve``."""
 
-    def __init__(self, url=None, token=None, state_dir=None, timeout=60.0):
+    def __init__(self, url=None, token=None, state_dir=None, timeout=60.0,
+                 fingerprint=None, ca_file=None, allow_plain_http=False):
+        """``allow_plain_http``: send the token over plain HTTP beyond loopback too (only a
+        component's runtime, whose agent relay is plain HTTP inside its site)."""
         env = lambda k: os.environ.get(k) or None  # noqa: E731
         dir_ = _state_dir(state_dir)
         token = token or env("COALLOC_TOKEN")
@@ -85,19 +96,33 @@ class Client:
                     f"no token: set COALLOC_TOKEN (from `coalloc user add`), or give the state "
                     f"directory of a server whose `token` you may read (not {dir_})"
                 ) from None
+        def read_json(name):
+            try:
+                with open(os.path.join(dir_, name)) as f:
+                    return json.load(f)
+            except (OSError, ValueError):
+                return None
+
+        served = read_json("server.json") or {}
         url = url or env("COALLOC_URL")
         if url is None:
-            try:
-                with open(os.path.join(dir_, "server.json")) as f:
-                    url = json.load(f)["url"]
-            except (OSError, ValueError, KeyError):
+            url = served.get("url")
+            if not url:
                 raise BadInput(
                     f"no server is running with state directory {dir_} "
                     f"(start one with `coalloc serve --state-dir {dir_}`)"
-                ) from None
+                )
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        pin = fingerprint or env("COALLOC_FINGERPRINT")
+        if pin is None and self.url.startswith("https://"):
+            pin = (read_json("known-servers.json") or {}).get(self.url)
+            if pin is None and (served.get("url") or "").rstrip("/") == self.url:
+                pin = served.get("fingerprint")
+        self.fingerprint = _tls.normalize(pin) if pin else None
+        self._opener = _tls.opener(self.url, self.fingerprint,
+                                   ca_file or env("COALLOC_CA_FILE"), allow_plain_http)
 
     # -- HTTP ------------------------------------------------------------------------------
 
@@ -115,7 +140,7 @@ class Client:
         if content_type:
             req.add_header("Content-Type", content_type)
         try:
-            return urllib.request.urlopen(req, timeout=timeout or self.timeout)
+            return self._open(req, timeout or self.timeout)
         except urllib.error.HTTPError as e:
             text = e.read().decode(errors="replace")
             try:
@@ -125,7 +150,12 @@ class Client:
             raise from_status(e.code, message) from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
-            raise BadInput(f"cannot reach the server at {self.url}: {reason}") from None
+            raise BadInput(_tls.explain(self.url, reason)) from None
+
+    def _open(self, req, timeout):
+        """Send a request over this server's connection (pinned TLS, TLS or plain HTTP);
+        urllib's errors as they are."""
+        return self._opener.open(req, timeout=timeout)
 
     def _json(self, method, path, **kw):
         with self._request(method, path, **kw) as r:

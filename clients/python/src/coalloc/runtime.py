@@ -49,7 +49,11 @@ class Component:
         self.secret = env["COALLOC_SECRET"]
         timeout = env.get("COALLOC_BARRIER_TIMEOUT_MS")
         self.barrier_timeout = int(timeout) / 1000 if timeout and timeout.isdigit() else None
-        self._client = Client(url=self.url, token=self.secret)
+        # HTTPS to a server bound beyond loopback, pinning the certificate it named; plain
+        # HTTP to an agent's relay inside the site.
+        self._client = Client(url=self.url, token=self.secret,
+                              fingerprint=env.get("COALLOC_SERVER_FINGERPRINT") or None,
+                              allow_plain_http=True)
 
     @classmethod
     def from_env(cls, env=None):
@@ -71,7 +75,7 @@ class Component:
             req.add_header("Authorization", f"Bearer {self.secret}")
             req.add_header("Content-Type", "application/json")
             try:
-                with urllib.request.urlopen(req, timeout=60) as r:
+                with self._client._open(req, 60) as r:
                     state = json.loads(r.read().decode()).get("state")
                 delay = 0.1
                 if state == "released":
@@ -81,7 +85,9 @@ class Component:
             except urllib.error.HTTPError as e:
                 text = e.read().decode(errors="replace")
                 raise CoallocError(f"barrier: {e.code} {text.strip()}", e.code) from None
-            except (urllib.error.URLError, OSError):
+            except (urllib.error.URLError, OSError) as e:
+                if "certificate fingerprint mismatch" in str(getattr(e, "reason", e)):
+                    raise CoallocError(f"barrier: {e}") from None
                 # The server may be restarting: try again with a back-off.
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)

@@ -6,7 +6,8 @@
 //!
 //! What is replayed and what is approximated is in [`input`] (each component's own end in
 //! [`ends`]); how the configuration is made, in [`config`]. With the server's own configuration the replay reproduces what
-//! happened within [`TOLERANCE_MS`] plus [`TOLERANCE_SHARE`] of each job's observed response.
+//! happened within [`TOLERANCE_MS`] plus [`TOLERANCE_SHARE`] of each job's observed response,
+//! a job that waited at its site after placement included (its observed start-up replayed).
 
 pub mod config;
 pub mod ends;
@@ -15,11 +16,13 @@ pub mod input;
 use crate::plot::Series;
 use crate::report::{chart, draw};
 use crate::LabError;
+use coalloc_core::model::Millis;
 use coalloc_core::SpecError;
 use coalloc_sim::engine::{simulate, Failures, JobFate, Outcome, SimParams};
 use config::{load, Overrides};
 use input::{observed_utilization, read, History, Treatment};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The reproduction check's tolerance: a replayed wait or response may differ from the
@@ -107,6 +110,7 @@ pub fn replay(
     let h = read(dir, &names, &local, config.monitor_interval)?;
     let params = SimParams {
         site_start_latency: h.site_latency.iter().copied().enumerate().collect(),
+        job_start_latency: late_start_ups(&h, &names),
         aborted_starts: h.aborted_starts.clone(),
         component_runtimes: h.component_runtimes.clone(),
         monitor_interval: Some(config.monitor_interval),
@@ -132,9 +136,10 @@ pub const START_SLACK_MS: i64 = 1_000;
 /// release took more than its sites' start latency plus [`START_SLACK_MS`], i.e. one of its
 /// components waited at its site for processors the server had counted as free (another
 /// user's load took them first, or the monitor's reading lagged behind a finish). The
-/// replay, whose sites hold what the readings said, does not reproduce that wait.
+/// replay's sites hold what the readings said, so they cannot make that wait: the replay
+/// gives such a job its observed start-up instead ([`late_start_ups`]).
 fn started_late(h: &History, r: &coalloc_server::logs::ResultRecord, names: &[String]) -> bool {
-    let Some(startup) = r.barrier_release.zip(r.placed).map(|(b, p)| b - p) else {
+    let Some(startup) = start_up(r) else {
         return false;
     };
     let latency = r
@@ -145,6 +150,25 @@ fn started_late(h: &History, r: &coalloc_server::logs::ResultRecord, names: &[St
         .max()
         .unwrap_or(0);
     startup > latency + START_SLACK_MS
+}
+
+/// A run's start-up in the history: placement to barrier release.
+fn start_up(r: &coalloc_server::logs::ResultRecord) -> Option<Millis> {
+    r.barrier_release.zip(r.placed).map(|(b, p)| b - p)
+}
+
+/// The observed start-up of every job that [`started_late`], by index in the workload's
+/// jobs: the engine's start of its run takes that long (`SimParams::job_start_latency`).
+fn late_start_ups(h: &History, names: &[String]) -> BTreeMap<usize, Millis> {
+    h.workload
+        .jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| {
+            let r = h.observed.get(&(j.tag as u64))?;
+            started_late(h, r, names).then_some((i, start_up(r)?))
+        })
+        .collect()
 }
 
 /// The side-by-side comparison as JSON, and its plots.
@@ -158,7 +182,7 @@ fn compare(
     let (mut obs_all, mut sim_all) = (Vec::new(), Vec::new());
     let mut reproduced = 0;
     let (mut late_at_site, mut reproduced_on_time) = (0, 0);
-    let mut counts = std::collections::BTreeMap::new();
+    let mut counts = BTreeMap::new();
     for name in [
         "finished",
         "cancelled",

@@ -170,6 +170,9 @@ impl Driver {
             ("COALLOC_SITE".into(), site),
             ("COALLOC_PROCESSES".into(), processes.to_string()),
         ]);
+        if let Some(f) = &self.fingerprint {
+            env.push(("COALLOC_SERVER_FINGERPRINT".into(), f.clone()));
+        }
         if let Some(t) = s.barrier_timeout {
             env.push(("COALLOC_BARRIER_TIMEOUT_MS".into(), t.to_string()));
         }

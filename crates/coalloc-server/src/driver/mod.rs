@@ -103,6 +103,9 @@ pub struct Driver {
     now: Time,
     state: StateDir,
     url: String,
+    /// The fingerprint of the API's certificate when `url` is `https://`: components get it
+    /// (`COALLOC_SERVER_FINGERPRINT`) to pin the server they check in with.
+    fingerprint: Option<String>,
     config: ServerConfig,
     /// Each site's link (`workers[site]`).
     workers: Vec<Box<dyn SiteLink>>,
@@ -227,12 +230,14 @@ pub enum StartError {
 impl Driver {
     /// Start on the state directory with the site workers of `coalloc serve`: the SQLite
     /// journal, [`Driver::open`] and [`Driver::resume`] on the wall clock.
-    /// `tx` is the sender of the channel [`Driver::run`] will read.
+    /// `tx` is the sender of the channel [`Driver::run`] will read; `fingerprint` is the
+    /// API certificate's when `url` is `https://`.
     pub fn start(
         config: ServerConfig,
         parts: Vec<crate::server::SiteParts>,
         state: StateDir,
         url: String,
+        fingerprint: Option<String>,
         tx: Sender<Msg>,
     ) -> Result<(Driver, Shared), StartError> {
         let journal = Journal::open(&state.journal())?;
@@ -269,6 +274,7 @@ impl Driver {
             inline_snapshots: false,
         };
         let (mut d, shared) = Driver::open(config, parts, state, url)?;
+        d.fingerprint = fingerprint;
         d.resume(wall_ms());
         Ok((d, shared))
     }
@@ -303,6 +309,7 @@ impl Driver {
             surveillance: JsonLines::new(&state.surveillance_log()),
             state,
             url,
+            fingerprint: None,
             workers: sites,
             launches: BTreeMap::new(),
             rv: rendezvous::Rendezvous::default(),

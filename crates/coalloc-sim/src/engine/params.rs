@@ -258,6 +258,11 @@ pub struct SimParams {
     /// A site's own start latency, by site index, instead of `start_latency` (`coalloc
     /// whatif`: what the server observed there, or zero for a local site).
     pub site_start_latency: BTreeMap<SiteId, Millis>,
+    /// A job's own start-up, from its start command to its report at the barrier, by index
+    /// in the workload's jobs, instead of its site's for the start that is not aborted
+    /// (`coalloc whatif`: a job whose history shows a component waiting at its site after
+    /// placement, for processors another user's load took first).
+    pub job_start_latency: BTreeMap<usize, Millis>,
     /// Aborted starts of some jobs, by index in the workload's jobs (`coalloc whatif`: the
     /// history's aborted starts): each of the job's first starts, one per reason, has one
     /// component fail before the barrier with that reason, as its own program's failure
@@ -285,6 +290,7 @@ impl Default for SimParams {
             give_up_after: 365 * 24 * 3_600_000,
             scripted: BTreeMap::new(),
             site_start_latency: BTreeMap::new(),
+            job_start_latency: BTreeMap::new(),
             aborted_starts: BTreeMap::new(),
             component_runtimes: BTreeMap::new(),
         }

@@ -953,12 +953,21 @@ impl Sim<'_> {
             return;
         };
         l.state = LState::Starting;
-        let latency = self
+        let site_latency = self
             .params
             .site_start_latency
             .get(&l.site)
             .copied()
             .unwrap_or(self.params.start_latency);
+        let (job, doomed) = (l.job, l.doomed);
+        let own = self
+            .index(job)
+            .and_then(|i| self.params.job_start_latency.get(&i).copied())
+            .filter(|_| !doomed);
+        let Some(l) = self.launches.get_mut(&launch) else {
+            return;
+        };
+        let latency = own.unwrap_or(site_latency);
         let at_once = latency <= 0 && !l.doomed;
         self.follow.push(Event::ComponentStarted { launch });
         if at_once {
