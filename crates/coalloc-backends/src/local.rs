@@ -268,8 +268,7 @@ impl Shared {
                         let why = format!("its reservation `{name}` is gone");
                         let state = RemoteState::Lost(why);
                         self.log.ended(r.launch, &state);
-                        inner.launches.get_mut(&id).expect("looked up").phase =
-                            Phase::Done(state);
+                        inner.launches.get_mut(&id).expect("looked up").phase = Phase::Done(state);
                         inner.queue.remove(i);
                         continue;
                     }
@@ -339,8 +338,7 @@ fn reaper(shared: &Shared) {
         if inner.stopping {
             return;
         }
-        if shared.reap(&mut inner) || !inner.queue.is_empty() || !inner.reservations.is_empty()
-        {
+        if shared.reap(&mut inner) || !inner.queue.is_empty() || !inner.reservations.is_empty() {
             shared.start_queued(&mut inner);
         }
         let running = inner

@@ -63,10 +63,11 @@ fn start_ms(t: &str) -> Result<i64, CliError> {
                 .map_or(0, |d| d.as_millis() as i64);
             Ok(now + parse_duration(&Scalar::Str(d.to_owned())).map_err(bad)?)
         }
-        None => t
-            .parse::<i64>()
-            .map(|s| s * 1_000)
-            .map_err(|e| bad(format!("expected +DURATION or seconds since the epoch ({e})"))),
+        None => t.parse::<i64>().map(|s| s * 1_000).map_err(|e| {
+            bad(format!(
+                "expected +DURATION or seconds since the epoch ({e})"
+            ))
+        }),
     }
 }
 
@@ -294,7 +295,10 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
                 println!();
                 print!(
                     "{}",
-                    table::render(&["comp", "reservation", "state", "promised start (ms)"], &rows)
+                    table::render(
+                        &["comp", "reservation", "state", "promised start (ms)"],
+                        &rows
+                    )
                 );
             }
             if let Some(t) = j["transfers"].as_array().filter(|t| !t.is_empty()) {

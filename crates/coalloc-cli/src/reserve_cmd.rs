@@ -54,16 +54,32 @@ pub fn reservations(args: ReservationsArgs) -> Result<(), CliError> {
     let rows: Vec<Vec<String>> = all
         .iter()
         .map(|r| {
-            ["job", "component", "site", "count", "reservation", "state", "promised_start"]
-                .iter()
-                .map(|k| text(&r[*k]))
-                .collect()
+            [
+                "job",
+                "component",
+                "site",
+                "count",
+                "reservation",
+                "state",
+                "promised_start",
+            ]
+            .iter()
+            .map(|k| text(&r[*k]))
+            .collect()
         })
         .collect();
     print!(
         "{}",
         table::render(
-            &["job", "comp", "site", "count", "reservation", "state", "start (ms)"],
+            &[
+                "job",
+                "comp",
+                "site",
+                "count",
+                "reservation",
+                "state",
+                "start (ms)"
+            ],
             &rows
         )
     );

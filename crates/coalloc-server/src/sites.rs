@@ -14,7 +14,7 @@
 //! the poll's commands (`sinfo`, `squeue` on a Slurm site) would compete with the launch for
 //! the controller and the CPUs.
 
-use crate::msg::{Msg, ReserveCall, ReserveReport, Report, SiteCall, SiteLink};
+use crate::msg::{Msg, Report, ReserveCall, ReserveReport, SiteCall, SiteLink};
 use coalloc_backends::provider::Provider;
 use coalloc_backends::{Backend, BackendError, SubmitRequest};
 use std::collections::BTreeMap;

@@ -4,8 +4,8 @@
 //! while nobody watched, and the `exits` file tells how; one that never started is queued
 //! again, in launch order. The advance reservations the log holds are held again.
 
-use super::process::{self, Log, Record};
 use super::calendar::Resv;
+use super::process::{self, Log, Record};
 use super::{Inner, Launch, Phase};
 use crate::{RemoteState, SubmitRequest};
 use std::collections::BTreeMap;

@@ -50,7 +50,10 @@ fn holds(inner: &Inner, now: i64) -> Vec<Hold> {
             continue;
         };
         let r = &launch.request;
-        if r.reservation.as_ref().is_some_and(|n| inner.reservations.contains_key(n)) {
+        if r.reservation
+            .as_ref()
+            .is_some_and(|n| inner.reservations.contains_key(n))
+        {
             continue;
         }
         out.push(Hold {

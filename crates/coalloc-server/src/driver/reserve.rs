@@ -49,9 +49,11 @@ impl Driver {
                 duration,
                 name,
             } => {
-                self.emit(json!({"event": "reserving", "job": job, "component": component,
+                self.emit(
+                    json!({"event": "reserving", "job": job, "component": component,
                     "site": self.config.sites[site].name, "reservation": name,
-                    "start": start, "duration": duration}));
+                    "start": start, "duration": duration}),
+                );
                 (
                     site,
                     ReserveCall::Make {
@@ -70,8 +72,10 @@ impl Driver {
                     self.count_reservation("rolled_back");
                     "rolled_back"
                 };
-                self.emit(json!({"event": "unreserved", "site": self.config.sites[site].name,
-                    "reservation": name, "outcome": outcome}));
+                self.emit(
+                    json!({"event": "unreserved", "site": self.config.sites[site].name,
+                    "reservation": name, "outcome": outcome}),
+                );
                 (site, ReserveCall::Delete(name))
             }
             _ => return,
@@ -113,9 +117,11 @@ impl Driver {
                     self.count_reservation("made");
                 }
                 let (name, job, site) = self.reservation_names(reservation);
-                self.emit(json!({"event": if result.is_ok() { "reserved" } else { "reservation_refused" },
+                self.emit(
+                    json!({"event": if result.is_ok() { "reserved" } else { "reservation_refused" },
                     "job": job, "site": site, "reservation": name,
-                    "reason": result.as_ref().err()}));
+                    "reason": result.as_ref().err()}),
+                );
                 Entry::Reserved {
                     reservation,
                     result,
