@@ -18,8 +18,12 @@
 //! working directory. The wall time is enforced by killing the process group. The "other
 //! users" of the cluster are a background load of slots taken outside coalloc
 //! ([`LocalCluster::set_background_slots`], or a varying load from [`BackgroundLoad`]).
+//!
+//! The cluster takes advance reservations (issue 31) on a calendar of its slots
+//! ([`calendar`]); a launch submitted into one waits for its start, ahead of the queue.
 
 mod adopt;
+mod calendar;
 pub mod launcher;
 mod link;
 mod process;
@@ -92,6 +96,8 @@ struct Inner {
     exits: Exits,
     /// Ended launches the server discarded since the log was last compacted.
     discarded: usize,
+    /// Advance reservations, by name.
+    reservations: BTreeMap<String, calendar::Resv>,
 }
 
 #[derive(Debug)]
@@ -189,10 +195,21 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Refuse more processors than the cluster ever has.
+    fn too_big(&self, count: u32) -> Result<(), BackendError> {
+        if count > self.slots {
+            return Err(BackendError::Rejected(format!(
+                "{count} processors asked, cluster `{}` has {}",
+                self.name, self.slots
+            )));
+        }
+        Ok(())
+    }
+
     /// Rewrite the launch log from the launches kept, and empty `exits` if none runs (its
     /// codes are all used then; see `process`).
     fn compact(&self, inner: &mut Inner) -> std::io::Result<()> {
-        let mut records = Vec::new();
+        let mut records = calendar::records(inner);
         for launch in inner.launches.values() {
             let id = launch.request.launch;
             records.push(process::Record::Request(launch.request.clone()));
@@ -221,19 +238,48 @@ impl Shared {
         Ok(())
     }
 
-    /// Start queued launches in FIFO order while the head fits.
+    /// Start queued launches: ordinary ones in FIFO order while the head fits (until its
+    /// wall time ends, so that it does not run into a reservation's window), and those of
+    /// reservations whose window has begun, ahead of the queue ([`calendar`]).
     fn start_queued(&self, inner: &mut Inner) {
-        while let Some(id) = inner.queue.front().cloned() {
+        let now = process::now_ms();
+        calendar::expire(inner, &self.log, now);
+        // An ordinary launch waits: those behind it wait too (FIFO).
+        let mut blocked = false;
+        let mut i = 0;
+        while let Some(id) = inner.queue.get(i).cloned() {
             let Some(launch) = inner.launches.get(&id) else {
-                inner.queue.pop_front();
+                inner.queue.remove(i);
                 continue;
             };
-            let count = launch.request.count;
-            let free = inner.slots.saturating_sub(inner.busy + inner.background);
-            if count > free {
-                return;
+            let r = &launch.request;
+            let count = r.count;
+            let startable = match &r.reservation {
+                None => {
+                    let until = r.wall_time_ms.map(|w| now + w);
+                    !blocked && calendar::fits(inner, now, count, now, until)
+                }
+                Some(name) => match inner.reservations.get(name) {
+                    Some(resv) => {
+                        now >= resv.start_ms
+                            && count <= resv.count.saturating_sub(calendar::used_by(inner, name))
+                    }
+                    None => {
+                        let why = format!("its reservation `{name}` is gone");
+                        let state = RemoteState::Lost(why);
+                        self.log.ended(r.launch, &state);
+                        inner.launches.get_mut(&id).expect("looked up").phase = Phase::Done(state);
+                        inner.queue.remove(i);
+                        continue;
+                    }
+                },
+            };
+            if !startable {
+                blocked |= r.reservation.is_none();
+                i += 1;
+                continue;
             }
-            inner.queue.pop_front();
+            inner.queue.remove(i);
             let launch = inner.launches.get_mut(&id).expect("looked up above");
             match process::start(&launch.request, &self.log, self.link.as_ref()) {
                 Ok(running) => {
@@ -292,18 +338,25 @@ fn reaper(shared: &Shared) {
         if inner.stopping {
             return;
         }
-        if shared.reap(&mut inner) {
+        // With reservations, what may start changes with the time too.
+        if shared.reap(&mut inner) || !inner.reservations.is_empty() {
             shared.start_queued(&mut inner);
         }
         let running = inner
             .launches
             .values()
             .any(|l| matches!(l.phase, Phase::Running(_)));
-        let wait = if running {
+        let mut wait = if running {
             REAP_EVERY
         } else {
             Duration::from_secs(1)
         };
+        // A reservation's window begins or ends: its launches start then, or the ordinary
+        // ones it held back.
+        let now = process::now_ms();
+        if let Some(t) = calendar::next_change(&inner, now) {
+            wait = wait.min(Duration::from_millis((t - now).max(1) as u64));
+        }
         inner = shared
             .wake
             .wait_timeout(inner, wait)
@@ -356,12 +409,7 @@ impl Backend for LocalCluster {
 
     fn submit(&self, request: &SubmitRequest) -> Result<RemoteId, BackendError> {
         let shared = &self.shared;
-        if request.count > shared.slots {
-            return Err(BackendError::Rejected(format!(
-                "{} processors asked, cluster `{}` has {}",
-                request.count, shared.name, shared.slots
-            )));
-        }
+        shared.too_big(request.count)?;
         if request.processes == 0 {
             return Err(BackendError::Rejected("no process to start".into()));
         }
@@ -438,8 +486,11 @@ impl Backend for LocalCluster {
 
     fn load(&self) -> Result<SiteLoad, BackendError> {
         let inner = self.shared.lock();
+        let held = calendar::held_idle(&inner, process::now_ms());
         Ok(SiteLoad {
-            idle: inner.slots.saturating_sub(inner.busy + inner.background),
+            idle: inner
+                .slots
+                .saturating_sub(inner.busy + inner.background + held),
             total: inner.slots,
             other: inner.background,
         })
@@ -458,6 +509,98 @@ impl Backend for LocalCluster {
     /// Launches start one after another under the cluster's lock anyway.
     fn submits_in_parallel(&self) -> bool {
         false
+    }
+
+    fn may_reserve(&self) -> bool {
+        true
+    }
+
+    fn reserve_earliest(
+        &self,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    ) -> Result<i64, BackendError> {
+        self.shared.too_big(count)?;
+        let inner = self.shared.lock();
+        let now = process::now_ms();
+        calendar::earliest(&inner, now, count, duration_ms, not_before_ms).ok_or_else(|| {
+            BackendError::Rejected(format!(
+                "{count} slots of `{}` are never free for {duration_ms} ms (launches without \
+                 a wall time hold them)",
+                self.shared.name
+            ))
+        })
+    }
+
+    fn reserve(
+        &self,
+        name: &str,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    ) -> Result<(), BackendError> {
+        self.shared.too_big(count)?;
+        let shared = &self.shared;
+        let mut inner = shared.lock();
+        let now = process::now_ms();
+        calendar::expire(&mut inner, &shared.log, now);
+        let resv = calendar::Resv {
+            count,
+            start_ms,
+            end_ms: start_ms + duration_ms.max(1),
+        };
+        if let Some(old) = inner.reservations.get(name) {
+            // The same reservation asked for again (a server that restarted before it
+            // heard back) is made already; another under its name is refused.
+            return if *old == resv {
+                Ok(())
+            } else {
+                Err(BackendError::Rejected(format!(
+                    "a reservation `{name}` exists on `{}` already",
+                    shared.name
+                )))
+            };
+        }
+        if resv.end_ms <= now {
+            return Err(BackendError::Rejected(format!(
+                "reservation `{name}` would end before now"
+            )));
+        }
+        if !calendar::fits(&inner, now, count, start_ms.max(now), Some(resv.end_ms)) {
+            return Err(BackendError::Rejected(format!(
+                "{count} slots of `{}` are not free from {start_ms} for {duration_ms} ms",
+                shared.name
+            )));
+        }
+        shared.log.append(&process::Record::Reserved {
+            name: name.to_owned(),
+            count,
+            start_ms,
+            duration_ms: resv.end_ms - start_ms,
+        })?;
+        inner.reservations.insert(name.to_owned(), resv);
+        shared.wake.notify_all();
+        Ok(())
+    }
+
+    fn unreserve(&self, name: &str) -> Result<(), BackendError> {
+        let mut inner = self.shared.lock();
+        if calendar::remove(&mut inner, &self.shared.log, name) {
+            self.shared.start_queued(&mut inner);
+        }
+        Ok(())
+    }
+
+    fn reservations(&self) -> Result<Vec<String>, BackendError> {
+        let mut inner = self.shared.lock();
+        calendar::expire(&mut inner, &self.shared.log, process::now_ms());
+        Ok(inner
+            .reservations
+            .keys()
+            .filter(|n| n.starts_with(crate::RESERVATION_PREFIX))
+            .cloned()
+            .collect())
     }
 
     fn resize(&self, processors: i64) {

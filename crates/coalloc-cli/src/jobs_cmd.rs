@@ -7,7 +7,9 @@ use crate::list_args::ListArgs;
 use crate::load::load_all;
 use crate::table;
 use clap::Args;
+use coalloc_core::model::ReserveRequest;
 use coalloc_core::spec::native;
+use coalloc_core::spec::units::{parse_duration, Scalar};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -30,6 +32,15 @@ pub struct SubmitArgs {
     /// component sees its element's index in COALLOC_ARRAY_INDEX.
     #[arg(long, value_name = "A-B")]
     pub array: Option<String>,
+    /// Co-allocate by advance reservation (issue 31): every component is reserved at a
+    /// common start on its site, then submitted into its reservation (as `reserve = true`
+    /// in the spec).
+    #[arg(long)]
+    pub reserve: bool,
+    /// With `--reserve`: the earliest common start, `+DURATION` from now (`+30s`, `+10m`)
+    /// or seconds since the Unix epoch.
+    #[arg(long, requires = "reserve", value_name = "T")]
+    pub start: Option<String>,
     /// Print JSON.
     #[arg(long, conflicts_with = "parsable")]
     pub json: bool,
@@ -41,6 +52,25 @@ pub struct SubmitArgs {
     pub state: StateArgs,
 }
 
+/// `--start`: `+DURATION` from now, or seconds since the Unix epoch; in ms since the epoch
+/// (the server's clock).
+fn start_ms(t: &str) -> Result<i64, CliError> {
+    let bad = |e: String| CliError::bad(format!("--start {t}: {e}"));
+    match t.strip_prefix('+') {
+        Some(d) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            Ok(now + parse_duration(&Scalar::Str(d.to_owned())).map_err(bad)?)
+        }
+        None => t.parse::<i64>().map(|s| s * 1_000).map_err(|e| {
+            bad(format!(
+                "expected +DURATION or seconds since the epoch ({e})"
+            ))
+        }),
+    }
+}
+
 pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
     let loaded = load_all(&args.files);
     let bad: Vec<String> = loaded
@@ -50,6 +80,7 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
     if !bad.is_empty() {
         return Err(CliError::BadInput(bad));
     }
+    let start = args.start.as_deref().map(start_ms).transpose()?;
     let client = Client::connect(&args.state)?;
     if args.policy.is_some() || args.fit.is_some() {
         let s = client.get("/v1/sites")?;
@@ -66,7 +97,11 @@ pub fn submit(args: SubmitArgs) -> Result<(), CliError> {
     }
     let mut out = Vec::new();
     for l in loaded {
-        let job = l.job.expect("checked above");
+        let mut job = l.job.expect("checked above");
+        if args.reserve {
+            let start = start.or(job.extra().reserve.and_then(|r| r.start));
+            job = job.with(|e| e.reserve = Some(ReserveRequest { start }));
+        }
         let body = native::to_json(&job);
         let name = l.path.display().to_string();
         let path = match &args.array {
@@ -242,6 +277,30 @@ pub fn status(args: StatusArgs) -> Result<(), CliError> {
                     &rows
                 )
             );
+            let resv = crate::reserve_cmd::reservations_of(std::slice::from_ref(&j));
+            if !resv.is_empty() {
+                let rows: Vec<Vec<String>> = resv
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r["component"].to_string(),
+                            r["reservation"].as_str().unwrap_or("-").to_string(),
+                            r["state"].as_str().unwrap_or("-").to_string(),
+                            r["promised_start"]
+                                .as_i64()
+                                .map_or("-".into(), |t| t.to_string()),
+                        ]
+                    })
+                    .collect();
+                println!();
+                print!(
+                    "{}",
+                    table::render(
+                        &["comp", "reservation", "state", "promised start (ms)"],
+                        &rows
+                    )
+                );
+            }
             if let Some(t) = j["transfers"].as_array().filter(|t| !t.is_empty()) {
                 println!();
                 print!("{}", transfers_table(t));

@@ -19,6 +19,7 @@ mod man_cmd;
 mod place_cmd;
 mod replay_cmd;
 mod report_cmd;
+mod reserve_cmd;
 mod runtime_cmd;
 mod serve_cmd;
 mod sim_cmd;
@@ -129,6 +130,9 @@ enum Command {
     /// Sites of the running server: processors in all, idle, held by coalloc and by other
     /// users, state and error counts.
     Sites(jobs_cmd::SitesArgs),
+    /// Advance reservations of the active jobs (`--reserve`, issue 31): each component's
+    /// site, reservation, where it stands and the common start promised.
+    Reservations(reserve_cmd::ReservationsArgs),
     /// Standard output (or error) of a job's components, every launch; `--follow` as it is
     /// written.
     ///
@@ -254,6 +258,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Edit(args) => txn_cmd::edit(args),
         Command::Commit(args) => txn_cmd::commit(args),
         Command::Sites(args) => jobs_cmd::sites(args),
+        Command::Reservations(args) => reserve_cmd::reservations(args),
         Command::Logs(args) => jobs_cmd::logs(args),
         Command::File(cmd) => file_cmd::run(cmd),
         Command::Site(cmd) => agent_cmd::site(cmd),

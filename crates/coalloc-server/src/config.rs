@@ -295,7 +295,6 @@ impl ServerConfig {
             .map(|(s, b)| provider_of(s, b))
             .collect::<Result<Vec<_>, _>>()?;
         checks::gp_preempts_everywhere(&scheduler, &sites, &backends)?;
-        checks::reserve_not_served(&scheduler)?;
         checks::run_as_owner_everywhere(doc.server.run_as_owner == Some(true), &sites, &backends)?;
         let dur = |name: &str, v: &Option<Scalar>, default: Millis| -> Result<Millis, SpecError> {
             match v {
@@ -450,14 +449,15 @@ mod tests {
     }
 
     #[test]
-    fn reserve_claiming_is_refused_until_the_server_makes_reservations() {
-        let e = ServerConfig::parse(
+    fn reserve_claiming_is_served() {
+        let c = ServerConfig::parse(
             "[scheduler]\nclaiming = \"reserve\"\n[[site]]\nname = \"a\"\nprocessors = 4\n",
         )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("scheduler.claiming"), "{e}");
-        assert!(e.contains("coalloc sim"), "{e}");
+        .unwrap();
+        assert!(matches!(
+            c.scheduler.claiming,
+            coalloc_core::scheduler::Claiming::Reserve(_)
+        ));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use coalloc_core::model::Job;
 use coalloc_core::scheduler::sites::SiteControl;
-use coalloc_core::scheduler::{Edit, Event, Fault, LaunchId};
+use coalloc_core::scheduler::{Edit, Event, Fault, LaunchId, ReservationId};
 use coalloc_core::spec::edit::one_component;
 use coalloc_core::spec::native;
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,21 @@ pub enum Entry {
     ReplicaRemoved {
         site: usize,
         name: String,
+    },
+    /// A site's earliest start for a reservation (issue 31), or why it has none.
+    ReserveOffer {
+        reservation: u64,
+        earliest: Result<i64, String>,
+    },
+    /// A site made a reservation, or refused it.
+    Reserved {
+        reservation: u64,
+        result: Result<(), String>,
+    },
+    /// After a restart: the reservations a site holds under coalloc's names.
+    ReservationsFound {
+        site: usize,
+        names: Vec<String>,
     },
     /// Bookkeeping: the resource manager accepted a launch under this handle.
     Launched {
@@ -254,6 +269,24 @@ impl Entry {
                 reason: reason.clone(),
             },
             Entry::VmReleased { vm, .. } => Event::VmReleased { vm: VmId(*vm) },
+            Entry::ReserveOffer {
+                reservation,
+                earliest,
+            } => Event::ReserveOffer {
+                reservation: ReservationId(*reservation),
+                earliest: earliest.clone(),
+            },
+            Entry::Reserved {
+                reservation,
+                result,
+            } => Event::Reserved {
+                reservation: ReservationId(*reservation),
+                result: result.clone(),
+            },
+            Entry::ReservationsFound { site, names } => Event::ReservationsFound {
+                site: *site,
+                names: names.clone(),
+            },
             Entry::Launched { .. }
             | Entry::KvPut { .. }
             | Entry::Forget { .. }

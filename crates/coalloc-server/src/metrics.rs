@@ -41,6 +41,8 @@ pub struct Metrics {
     pub site_healthy: Family<Labels, Gauge>,
     pub journal_commit: Histogram,
     pub transfers: Counter,
+    /// Advance reservations (issue 31) by outcome ([`RESERVATION_OUTCOMES`]).
+    pub reservations: Family<Labels, Counter>,
     pub cloud_vms: Family<Labels, Gauge>,
     pub cloud_cost: Family<Labels, FloatGauge>,
     pub cloud_vm_hours: Family<Labels, Gauge>,
@@ -62,6 +64,10 @@ pub const ABORT_CLASSES: [&str; 5] = [
     "runtime_limit",
     "preempted",
 ];
+
+/// The outcomes of `coalloc_reservations_total`: a reservation a site made, one a
+/// component was started into, one deleted before its job ended (a roll back).
+pub const RESERVATION_OUTCOMES: [&str; 3] = ["made", "honoured", "rolled_back"];
 
 /// The job states of `coalloc_jobs`, as the API names them.
 pub const JOB_STATES: [&str; 6] = [
@@ -91,6 +97,7 @@ impl Metrics {
             // 50 µs to about 1.6 s.
             journal_commit: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
             transfers: Counter::default(),
+            reservations: Family::default(),
             cloud_vms: Family::default(),
             cloud_cost: Family::default(),
             cloud_vm_hours: Family::default(),
@@ -171,6 +178,12 @@ impl Metrics {
             "transfers",
             "Input file transfers started",
             m.transfers.clone(),
+        );
+        r.register(
+            "reservations",
+            "Advance reservations at sites (issue 31), by outcome: made, honoured (a component \
+             was started into it), rolled_back (deleted before its job ended)",
+            m.reservations.clone(),
         );
         r.register(
             "cloud_vms",

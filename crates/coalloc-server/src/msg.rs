@@ -206,6 +206,8 @@ pub enum Report {
     },
     /// A transfer's progress or end.
     Transfer(crate::transfer::TransferReport),
+    /// What came of a reservation call ([`SiteCall::Reserve`]).
+    Reservation(ReserveReport),
     /// A poll of the site: its load, and the states of the launches asked about.
     Polled {
         site: usize,
@@ -247,6 +249,53 @@ pub enum SiteCall {
     Lease(u64),
     /// Release a VM through the site's provider ([`Report::Released`]).
     Release { vm: u64, node: String },
+    /// An advance-reservation call (issue 31, reserve claiming): [`Report::Reservation`].
+    Reserve(ReserveCall),
+}
+
+/// An advance-reservation call to a site's backend (issue 31; the core's
+/// `Command::ReserveQuery`, `Reserve` and `Unreserve`, and the restart's look for what the
+/// site holds). Times are ms since the Unix epoch, the server core's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReserveCall {
+    /// The earliest start for `count` processors for `duration_ms` at or after
+    /// `not_before_ms`: [`ReserveReport::Offer`].
+    Earliest {
+        reservation: u64,
+        count: u32,
+        duration_ms: i64,
+        not_before_ms: i64,
+    },
+    /// Make reservation `name`: [`ReserveReport::Made`].
+    Make {
+        reservation: u64,
+        name: String,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    },
+    /// Delete reservation `name` (tried again while the manager cannot be reached); no
+    /// report.
+    Delete(String),
+    /// The reservations the site holds under coalloc's names: [`ReserveReport::Found`].
+    List,
+}
+
+/// What a site said to a [`ReserveCall`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReserveReport {
+    Offer {
+        reservation: u64,
+        earliest: Result<i64, String>,
+    },
+    Made {
+        reservation: u64,
+        result: Result<(), String>,
+    },
+    Found {
+        site: usize,
+        names: Result<Vec<String>, String>,
+    },
 }
 
 /// The driver's link to one site: [`SiteLink::send`] returns at once. The other methods

@@ -14,7 +14,7 @@
 //! the poll's commands (`sinfo`, `squeue` on a Slurm site) would compete with the launch for
 //! the controller and the CPUs.
 
-use crate::msg::{Msg, Report, SiteCall, SiteLink};
+use crate::msg::{Msg, Report, ReserveCall, ReserveReport, SiteCall, SiteLink};
 use coalloc_backends::provider::Provider;
 use coalloc_backends::{Backend, BackendError, SubmitRequest};
 use std::collections::BTreeMap;
@@ -183,6 +183,9 @@ impl SiteWorker {
                         Ok(Some(SiteCall::Release { vm, node })) => {
                             release(site, vm, node, provider.clone(), driver.clone())
                         }
+                        Ok(Some(SiteCall::Reserve(call))) => {
+                            reserve(site, call, backend.clone(), driver.clone())
+                        }
                         Ok(None) | Err(RecvTimeoutError::Disconnected) => return,
                         Err(RecvTimeoutError::Timeout) => {
                             let after_launch = last_submit.map(|t| t + interval);
@@ -227,6 +230,58 @@ impl SiteWorker {
         SiteWorker {
             tx,
             thread: Some(thread),
+        }
+    }
+}
+
+/// Carry out a reservation call on a thread of its own ([`Report::Reservation`]); a
+/// deletion is tried again while the manager cannot be reached, as a cancel is.
+pub(crate) fn reserve(site: usize, call: ReserveCall, b: Arc<dyn Backend>, d: Sender<Msg>) {
+    let report = move |r: ReserveReport| {
+        let _ = d.send(Msg::Site(Report::Reservation(r)));
+    };
+    let text = |e: BackendError| e.to_string();
+    match call {
+        ReserveCall::Delete(name) => {
+            let what = format!("deleting reservation {name} failed");
+            cancel_until_taken(site, what, move || b.unreserve(&name));
+        }
+        ReserveCall::Earliest {
+            reservation,
+            count,
+            duration_ms,
+            not_before_ms,
+        } => {
+            std::thread::spawn(move || {
+                let earliest = b
+                    .reserve_earliest(count, duration_ms, not_before_ms)
+                    .map_err(text);
+                report(ReserveReport::Offer {
+                    reservation,
+                    earliest,
+                });
+            });
+        }
+        ReserveCall::Make {
+            reservation,
+            name,
+            count,
+            start_ms,
+            duration_ms,
+        } => {
+            std::thread::spawn(move || {
+                let result = b.reserve(&name, count, start_ms, duration_ms).map_err(text);
+                report(ReserveReport::Made {
+                    reservation,
+                    result,
+                });
+            });
+        }
+        ReserveCall::List => {
+            std::thread::spawn(move || {
+                let names = b.reservations().map_err(text);
+                report(ReserveReport::Found { site, names });
+            });
         }
     }
 }

@@ -173,6 +173,15 @@ pub struct ComponentView {
     pub executable: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Under reserve claiming (issue 31): the name of the component's reservation at its
+    /// site, where it stands (asking, offered, requested, made, started, refused), and the
+    /// common start promised to every component (ms since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promised_start: Option<i64>,
 }
 
 /// A job as the API shows it; times are milliseconds since the Unix epoch. The fields after

@@ -2,8 +2,9 @@
 //! server. A launch whose end is recorded keeps its state; one with a process group that still
 //! has a live process runs on and is watched again; one whose processes are all gone ended
 //! while nobody watched, and the `exits` file tells how; one that never started is queued
-//! again, in launch order.
+//! again, in launch order. The advance reservations the log holds are held again.
 
+use super::calendar::Resv;
 use super::process::{self, Log, Record};
 use super::{Inner, Launch, Phase};
 use crate::{RemoteState, SubmitRequest};
@@ -36,6 +37,22 @@ pub(super) fn adopt(work_dir: &Path, log: &Log, inner: &mut Inner) {
             }
             Record::Ended { launch, outcome } => {
                 found.entry(launch).or_default().ended = Some(outcome.state())
+            }
+            Record::Reserved {
+                name,
+                count,
+                start_ms,
+                duration_ms,
+            } => {
+                let r = Resv {
+                    count,
+                    start_ms,
+                    end_ms: start_ms + duration_ms,
+                };
+                inner.reservations.insert(name, r);
+            }
+            Record::Unreserved { name } => {
+                inner.reservations.remove(&name);
             }
         }
     }

@@ -74,6 +74,15 @@ pub(super) enum Record {
     Killing { launch: u64, reason: String },
     /// The backend saw it end.
     Ended { launch: u64, outcome: Final },
+    /// An advance reservation was made ([`super::calendar`]).
+    Reserved {
+        name: String,
+        count: u32,
+        start_ms: i64,
+        duration_ms: i64,
+    },
+    /// It was deleted (or its window passed).
+    Unreserved { name: String },
 }
 
 /// How a launch ended.
@@ -290,7 +299,7 @@ pub(super) struct Running {
     pub killed: Option<String>,
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -501,6 +510,11 @@ fn kill_group(pgid: i32) {
 }
 
 impl Running {
+    /// When its wall time ends (`None`: it may run for ever).
+    pub fn until_ms(&self) -> Option<i64> {
+        self.deadline_ms
+    }
+
     /// The log's records of this start (and of its kill, if it was killed).
     pub fn records(&self, launch: u64) -> Vec<Record> {
         let mut out = vec![Record::Started {

@@ -1,13 +1,12 @@
 //! Configurations the server refuses at startup with the reason: GP where a site cannot
 //! preempt its local jobs (seed 001 §2.2), and `run_as_owner` with a site that cannot run a
-//! component as another user (issue 20 items 6 and 8), and reserve claiming, which only the
-//! simulator carries out so far (issue 31).
+//! component as another user (issue 20 items 6 and 8).
 
 use super::BackendKind;
 use coalloc_core::error::SpecError;
 use coalloc_core::model::Site;
 use coalloc_core::queue::rpp::GlobalPriority;
-use coalloc_core::scheduler::{Claiming, QueueConfig, SchedulerConfig};
+use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
 
 /// GP (RPP with `priority = "gp"`) kills local jobs at a global job's deadline; every site
 /// must be able to: a local cluster preempts its other users' load, a Slurm site the jobs
@@ -57,22 +56,6 @@ pub fn run_as_owner_everywhere(
                 "site `{}` is a Grid Engine cell: qsub cannot submit as another user, so its components could not run as their owner",
                 site.name
             ),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// What the server says of advance reservation until it carries reservations out: the
-/// core and the simulator have reserve claiming (issue 31), the server's sites do not yet
-/// make reservations, so a reserving run would only wait out its answer timeout.
-pub const RESERVE_NOT_SERVED: &str = "advance reservation (reserve claiming) runs in `coalloc sim` only: this server does not make reservations at its sites yet";
-
-/// Refuse `claiming = "reserve"` in a served configuration ([`RESERVE_NOT_SERVED`]).
-pub fn reserve_not_served(scheduler: &SchedulerConfig) -> Result<(), SpecError> {
-    match scheduler.claiming {
-        Claiming::Reserve(_) => Err(SpecError::invalid(
-            "scheduler.claiming",
-            RESERVE_NOT_SERVED.to_owned(),
         )),
         _ => Ok(()),
     }

@@ -70,20 +70,10 @@ impl Driver {
                         json!({"event": "local_preempted", "site": name, "processors": processors}),
                     );
                 }
-                // Reserve claiming (issue 31): the core's side is built, this driver's is
-                // not yet. Unanswered, a reserving run rolls back at the core's answer
-                // timeout (`ReserveParams::answer_timeout`) and the job goes back to its
-                // queue with the reason.
-                Command::ReserveQuery { job, site, .. } | Command::Reserve { job, site, .. } => {
-                    if !self.replaying {
-                        tracing::warn!(
-                            job,
-                            site,
-                            "advance reservation is not carried out by this server yet"
-                        );
-                    }
-                }
-                Command::Unreserve { .. } => {}
+                // Reserve claiming (issue 31): calls to the site's worker (`reserve`).
+                c @ (Command::ReserveQuery { .. }
+                | Command::Reserve { .. }
+                | Command::Unreserve { .. }) => self.reserve_command(c),
                 Command::Notify(n) => self.notice(n),
                 Command::LeaseVm { site, vm } => self.lease_vm(site, vm.0),
                 Command::ReleaseVm { site, vm } => self.release_vm(site, vm.0),
@@ -123,6 +113,7 @@ impl Driver {
                 auto_ready,
             },
         );
+        self.started_into(&s);
         if self.replaying {
             return;
         }
@@ -366,6 +357,7 @@ impl Driver {
         self.cancel_superseded_again();
         self.resume_vms();
         self.resume_transfers();
+        self.resume_reservations();
         self.turn();
     }
 

@@ -40,6 +40,7 @@ mod metrics;
 mod rendezvous;
 mod reports;
 mod requests;
+mod reserve;
 mod results;
 mod secrets;
 mod snapfile;
@@ -173,6 +174,8 @@ pub struct Driver {
     /// The journal could not be written: nothing more may be done (a restart replays what
     /// was committed).
     fatal: Option<String>,
+    /// Reservations a component was started into (`reserve`): deleting one is no roll back.
+    honoured: BTreeSet<String>,
 }
 
 /// What the driver is given to work with besides its configuration.
@@ -341,6 +344,7 @@ impl Driver {
             snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots),
             config,
             fatal: None,
+            honoured: BTreeSet::new(),
         };
         // The snapshot, if any, then the journal's entries after it. The journal is lent to
         // the thread that reads it, one record at a time.
@@ -508,11 +512,6 @@ impl Driver {
     /// handed to the core as it is instead of read back from the entry's JSON (the same
     /// job: the native spec is lossless; issue 23, item 5).
     pub(crate) fn submit(&mut self, job: Job, secret: String) -> Result<CoreReply, Rejected> {
-        if job.extra().reserve.is_some() {
-            return Err(Rejected::Invalid(
-                crate::config::checks::RESERVE_NOT_SERVED.to_owned(),
-            ));
-        }
         let entry = Entry::submit(&job, secret);
         self.apply_event(entry, Event::Submit(Box::new(job)))
     }

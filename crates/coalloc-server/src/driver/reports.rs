@@ -27,6 +27,7 @@ impl Driver {
             Report::AgentBack { site, held } => self.agent_back(site, &held),
             Report::AgentGone { site } => self.agent_gone(site),
             Report::Transfer(t) => self.transfer_report(t),
+            Report::Reservation(r) => self.reservation_report(r),
             Report::Statted {
                 site,
                 name,

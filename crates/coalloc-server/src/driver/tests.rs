@@ -5,7 +5,9 @@ use super::{Driver, Parts};
 use crate::config::ServerConfig;
 use crate::history::HistoryRow;
 use crate::journal::{JournalError, MemJournal, Record, ReplayError, Store};
-use crate::msg::{BarrierAnswer, Msg, Report, Request, SiteCall, SiteLink};
+use crate::msg::{
+    BarrierAnswer, Msg, Report, Request, ReserveCall, ReserveReport, SiteCall, SiteLink,
+};
 use crate::state::StateDir;
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
 use std::sync::{Arc, Mutex};
@@ -189,16 +191,87 @@ fn a_check_in_answered_in_a_turn_that_then_aborts_the_run_hears_aborted() {
     }
 }
 
+/// The reservation calls made since the last look: (site, call).
+fn reserve_calls(calls: &Calls) -> Vec<(usize, ReserveCall)> {
+    let mut c = calls.lock().expect("calls");
+    let out = c
+        .iter()
+        .filter_map(|(site, call)| match call {
+            SiteCall::Reserve(r) => Some((*site, r.clone())),
+            _ => None,
+        })
+        .collect();
+    c.retain(|(_, call)| !matches!(call, SiteCall::Reserve(_)));
+    out
+}
+
 #[test]
-fn a_reserving_job_is_refused_with_the_reason_until_the_server_makes_reservations() {
-    let (mut d, calls) = driver("reserve-refused");
-    let answer = submit(
-        &mut d,
-        "name = \"r\"\nreserve = true\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n",
+fn a_reserving_job_is_queried_reserved_and_submitted_into_its_reservation() {
+    let (mut d, calls) = driver("reserve-served");
+    // The restart's look for what each site holds.
+    assert_eq!(
+        reserve_calls(&calls),
+        vec![(0, ReserveCall::List), (1, ReserveCall::List)]
     );
-    let e = format!("{:?}", answer.expect_err("refused"));
-    assert!(e.contains("coalloc sim"), "{e}");
-    assert!(submitted(&calls).is_empty());
+    let (id, _) = submit(
+        &mut d,
+        "name = \"r\"\nreserve = true\nmax_wall_time = 60\n\n[[component]]\nexecutable = \"sim\"\ncount = 1\n",
+    )
+    .expect("taken");
+    let asked = reserve_calls(&calls);
+    let [(
+        site,
+        ReserveCall::Earliest {
+            reservation,
+            count: 1,
+            not_before_ms,
+            ..
+        },
+    )] = asked.as_slice()
+    else {
+        panic!("one query: {asked:?}");
+    };
+    assert!(*not_before_ms >= 1_000);
+    let offer = ReserveReport::Offer {
+        reservation: *reservation,
+        earliest: Ok(5_000),
+    };
+    d.step(1_010, vec![Msg::Site(Report::Reservation(offer))])
+        .expect("step");
+    let made = reserve_calls(&calls);
+    let name = format!("coalloc-J{id}-c0-");
+    let [(
+        s2,
+        ReserveCall::Make {
+            start_ms: 5_000,
+            name: n,
+            ..
+        },
+    )] = made.as_slice()
+    else {
+        panic!("one reservation: {made:?}");
+    };
+    assert_eq!(s2, site);
+    assert!(n.starts_with(&name), "{n}");
+    assert!(
+        submitted(&calls).is_empty(),
+        "nothing submitted before it is made"
+    );
+    let ok = ReserveReport::Made {
+        reservation: *reservation,
+        result: Ok(()),
+    };
+    d.step(1_020, vec![Msg::Site(Report::Reservation(ok))])
+        .expect("step");
+    let c = calls.lock().expect("calls");
+    let into: Vec<Option<String>> = c
+        .iter()
+        .filter_map(|(_, call)| match call {
+            SiteCall::Submit(r) => Some(r.reservation.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(into, vec![Some(n.clone())]);
 }
 
 /// A journal in memory that records how each commit was made: `sync` (durable), `lazy`

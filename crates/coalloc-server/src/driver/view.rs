@@ -86,6 +86,7 @@ impl Driver {
                     .launch
                     .and_then(|l| self.launches.get(&l.0))
                     .filter(|_| full);
+                let resv = self.reservation_of(j.id, j.generation, i);
                 ComponentView {
                     index: i,
                     count: c.count.max(spec.map_or(0, |s| s.count)),
@@ -101,6 +102,9 @@ impl Driver {
                     label: spec
                         .filter(|_| full)
                         .and_then(|s| s.label().map(str::to_owned)),
+                    reservation: resv.as_ref().map(|r| r.0.clone()),
+                    reservation_state: resv.as_ref().map(|r| r.1.to_owned()),
+                    promised_start: resv.and_then(|r| r.2),
                 }
             })
             .collect();

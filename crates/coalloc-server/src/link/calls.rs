@@ -139,7 +139,11 @@ impl AgentCalls {
                     self.queued.push_back(Call::Discard(all));
                 }
             }
-            SiteCall::KillLocal(_) | SiteCall::Lease(_) | SiteCall::Release { .. } => {}
+            // Advance reservation through an agent is not carried over the link here.
+            SiteCall::KillLocal(_)
+            | SiteCall::Lease(_)
+            | SiteCall::Release { .. }
+            | SiteCall::Reserve(_) => {}
         }
     }
 

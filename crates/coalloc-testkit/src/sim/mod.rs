@@ -619,7 +619,8 @@ impl World {
                         s.watched[site].remove(&launch);
                     }
                 }
-                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } => {}
+                // The harness's managers take no reservation (its plans never reserve).
+                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Reserve(_) => {}
                 c => {
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
