@@ -297,10 +297,17 @@ pub async fn serve(
     let backends = site_parts(&config, &state, hub.as_deref())?;
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
-    let (driver, shared) = Driver::start(config, backends, state.clone(), url.clone(), tx.clone())?;
-    let history = crate::history::History::open(&state.journal()).map_err(|e| {
-        ServeError::State(state_dir.display().to_string(), std::io::Error::other(e))
-    })?;
+    let storage = crate::journal::open(&config.journal, &state)
+        .map_err(crate::driver::StartError::from)?;
+    let history = storage.history;
+    let (driver, shared) = Driver::start(
+        config,
+        backends,
+        state.clone(),
+        url.clone(),
+        tx.clone(),
+        storage.journal,
+    )?;
     let thread = std::thread::Builder::new()
         .name("driver".into())
         .spawn(move || driver.run(rx))?;
@@ -321,7 +328,7 @@ pub async fn serve(
         hold,
         stopping,
         hub,
-        history: Arc::new(history),
+        history,
         users: Arc::new(users),
         output: state.root.join("output"),
     });
