@@ -26,7 +26,7 @@ mod sqlite;
 
 pub use memory::MemJournal;
 pub use place::{FilePlace, SnapshotBytes, SnapshotPlace};
-pub use postgres::PgJournal;
+pub use postgres::{PgHistory, PgJournal};
 pub use sqlite::Journal;
 
 use crate::entry::Entry;
