@@ -104,10 +104,7 @@ pub(crate) fn state_list(f: &JobFilter) -> String {
 
 /// A page of `(job, view)` rows read in order, at most `limit + 1` of them: the views, and
 /// the cursor of the next page if there were more.
-pub(crate) fn page_of(
-    rows: impl IntoIterator<Item = (i64, String)>,
-    limit: usize,
-) -> JobList {
+pub(crate) fn page_of(rows: impl IntoIterator<Item = (i64, String)>, limit: usize) -> JobList {
     let mut jobs = Vec::new();
     let mut next = None;
     for (job, text) in rows {
@@ -153,7 +150,6 @@ impl History {
             message: source.to_string(),
         }
     }
-
 }
 
 impl HistoryRead for History {
@@ -193,7 +189,9 @@ impl HistoryRead for History {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(|e| self.err(e))?;
-        let rows = rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))?;
+        let rows = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
         Ok(page_of(rows, f.limit))
     }
 }

@@ -297,8 +297,8 @@ pub async fn serve(
     let backends = site_parts(&config, &state, hub.as_deref())?;
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
-    let storage = crate::journal::open(&config.journal, &state)
-        .map_err(crate::driver::StartError::from)?;
+    let storage =
+        crate::journal::open(&config.journal, &state).map_err(crate::driver::StartError::from)?;
     let history = storage.history;
     let (driver, shared) = Driver::start(
         config,

@@ -74,7 +74,9 @@ impl Cluster {
                 !required(),
                 "COALLOC_REQUIRE_POSTGRES=1 but no PostgreSQL binaries (/usr/lib/postgresql/N/bin or COALLOC_PG_BIN)"
             );
-            eprintln!("skipped: no PostgreSQL binaries (install postgresql, or set COALLOC_PG_BIN)");
+            eprintln!(
+                "skipped: no PostgreSQL binaries (install postgresql, or set COALLOC_PG_BIN)"
+            );
             return None;
         };
         let dir = std::env::temp_dir().join(format!("coalloc-pg-{tag}-{}", std::process::id()));
@@ -150,7 +152,15 @@ impl Cluster {
         ok(
             "createdb",
             Command::new(self.bin.join("createdb"))
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "coalloc", db])
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "coalloc",
+                    db,
+                ])
                 .output(),
         );
         self.url(db)
@@ -161,7 +171,14 @@ impl Cluster {
         let out = ok(
             "psql",
             Command::new(self.bin.join("psql"))
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "coalloc"])
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "coalloc",
+                ])
                 .args(["-d", db, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql])
                 .output(),
         );

@@ -61,7 +61,10 @@ fn the_postgres_journal_keeps_the_store_contract_fences_deposed_writers_and_keep
     assert_eq!(pg.psql("fence", "SELECT count(*) FROM history"), "0");
     new.append(&[tick(3)], &[]).unwrap();
     assert_eq!(
-        pg.psql("fence", "SELECT string_agg(seq || ':' || epoch, ',' ORDER BY seq) FROM journal"),
+        pg.psql(
+            "fence",
+            "SELECT string_agg(seq || ':' || epoch, ',' ORDER BY seq) FROM journal"
+        ),
         format!("1:{e},2:{e},3:{n}", e = old.epoch(), n = new.epoch())
     );
     // The deposed one's snapshot is refused too; the leader's is kept, whole, and replaces
@@ -76,12 +79,18 @@ fn the_postgres_journal_keeps_the_store_contract_fences_deposed_writers_and_keep
     let e = old_place.publish(&tmp, 2).unwrap_err();
     assert!(e.contains("deposed"), "{e}");
     place.publish(&tmp, 2).unwrap();
-    assert!(!tmp.exists(), "the temporary file is removed once published");
+    assert!(
+        !tmp.exists(),
+        "the temporary file is removed once published"
+    );
     assert_eq!(&*place.load().unwrap().unwrap(), &bytes[..]);
     std::fs::write(&tmp, b"the next one").unwrap();
     place.publish(&tmp, 3).unwrap();
     assert_eq!(&*place.load().unwrap().unwrap(), b"the next one");
-    assert_eq!(pg.psql("fence", "SELECT count(DISTINCT seq) FROM snapshot"), "1");
+    assert_eq!(
+        pg.psql("fence", "SELECT count(DISTINCT seq) FROM snapshot"),
+        "1"
+    );
 
     // The history: written with the journal's entries, read by the API's reader.
     let view = |id: u64, state: &str| {

@@ -333,11 +333,7 @@ impl Driver {
             transfers: BTreeMap::new(),
             staging: BTreeMap::new(),
             work,
-            snapshots: snapshot::Snapshots::new(
-                &state_for_snapshots,
-                inline_snapshots,
-                place,
-            ),
+            snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots, place),
             config,
             fatal: None,
         };
