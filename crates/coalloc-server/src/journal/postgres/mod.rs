@@ -81,7 +81,7 @@ const SCHEMA: &str = r#"
 
 /// The advisory lock that makes the tables (two servers starting at once would race on
 /// `CREATE TABLE IF NOT EXISTS`).
-const SCHEMA_LOCK: i64 = 0x636f_616c_6c6f_63;
+const SCHEMA_LOCK: i64 = 0x0063_6f61_6c6c_6f63;
 
 /// A connection string as messages show it: without its password.
 pub fn shown(url: &str) -> String {
