@@ -425,6 +425,27 @@ mod tests {
     use coalloc_backends::slurm::Launch;
 
     #[test]
+    fn the_journal_is_sqlite_or_a_postgres_url_and_a_bad_one_is_shown_without_its_password() {
+        use crate::journal::Backing;
+        assert_eq!(ServerConfig::embedded().journal, Backing::Sqlite);
+        let with = |j: &str| {
+            ServerConfig::parse(&format!(
+                "[server]\njournal = \"{j}\"\n[[site]]\nname = \"a\"\nprocessors = 1\nmanager = {{ type = \"local\" }}\n"
+            ))
+        };
+        assert_eq!(with("sqlite").unwrap().journal, Backing::Sqlite);
+        assert_eq!(
+            with("postgres://coalloc@db/coalloc").unwrap().journal,
+            Backing::Postgres("postgres://coalloc@db/coalloc".into())
+        );
+        let e = with("mysql://ann:s3cret@db/x").unwrap_err().to_string();
+        assert!(
+            e.contains("mysql://ann@db/x") && !e.contains("s3cret"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn the_embedded_default_has_three_local_clusters() {
         let c = ServerConfig::embedded();
         assert_eq!(c.sites.len(), 3);
