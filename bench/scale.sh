@@ -6,6 +6,8 @@
 #
 #   bash bench/scale.sh                                  # 1,000,000 queued, 100,000 aged
 #   bash bench/scale.sh --jobs 200000 --single 50000 --aged 20000
+#   bash bench/scale.sh --postgres       # the journal in PostgreSQL (issue 32): a throwaway
+#                                        # cluster of Debian's postgresql, started and stopped
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nice -n 10 cargo build --release --bin coalloc --example scale_bench -p coalloc-cli >&2

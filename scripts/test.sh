@@ -2,7 +2,8 @@
 # The whole test suite: what CI runs and what a developer runs, on a fresh machine.
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh; Grid Engine,
 # through scripts/gridengine/up.sh; both use apt-get when they are missing; Prometheus and
-# Chromium for the observability tests; MPICH for the MPI tests), brings up the three-cluster
+# Chromium for the observability tests; MPICH for the MPI tests; PostgreSQL for the
+# PostgreSQL journal's tests), brings up the three-cluster
 # Slurm rig, the two-cell Grid Engine rig and the agent rig (network namespaces), runs every
 # test of the workspace, builds the guide (mdbook, installed with cargo) and checks its links,
 # runs the Python client's tests (a virtual environment in target/py-venv, packages from
@@ -90,6 +91,20 @@ if ! command -v mpicc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 fi
 if command -v mpicc >/dev/null 2>&1; then
     export COALLOC_REQUIRE_MPI=1
+fi
+
+# PostgreSQL (Debian's server binaries, /usr/lib/postgresql/N/bin) for the PostgreSQL
+# journal's tests (crates/coalloc-testkit/tests/postgres_store.rs,
+# crates/coalloc-cli/tests/postgres_journal.rs): installed when missing, as root; each test
+# starts a throwaway cluster of its own (coalloc_testkit::postgres) and stops it, and fails
+# rather than skips when the binaries are there.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing postgresql (the PostgreSQL journal's tests run a throwaway cluster)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+fi
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    export COALLOC_REQUIRE_POSTGRES=1
 fi
 
 if [ "${NO_GE:-0}" != 1 ]; then

@@ -10,12 +10,16 @@
 //!    `coalloc history` finding them.
 //!
 //! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M] [--snapshot-every E]
-//! (`server.snapshot_every` of part 1; the server's default, 25,000, if not given)
+//! [--postgres] (`server.snapshot_every` of part 1; the server's default, 25,000, if not
+//! given). With `--postgres` (issue 32), the journal, snapshots and history are in
+//! PostgreSQL: a throwaway cluster on this machine (coalloc_testkit::postgres, Debian's
+//! binaries), a database for each part; the journal's size is then its tables'.
 
 #[path = "shared/args.rs"]
 mod args;
 
 use args::arg;
+use coalloc_testkit::postgres::Cluster;
 use coalloc_testkit::server::Server;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -113,10 +117,18 @@ fn main() {
     let single = arg(&args, "--single", 100_000).min(n);
     let aged = arg(&args, "--aged", 100_000);
     let every = arg(&args, "--snapshot-every", 25_000);
-    let queue_config = CONFIG.replace(
-        "[server]\n",
-        &format!("[server]\nsnapshot_every = {every}\n"),
-    );
+    let pg = args.iter().any(|a| a == "--postgres").then(|| {
+        Cluster::start("scale")
+            .expect("--postgres: PostgreSQL's binaries (apt-get install postgresql)")
+    });
+    // The configuration of a part: with its own database when on PostgreSQL.
+    let config = |part: &str, extra: &str| {
+        let journal = pg.as_ref().map_or(String::new(), |c| {
+            format!("journal = \"{}\"\n", c.create_db(part))
+        });
+        CONFIG.replace("[server]\n", &format!("[server]\n{journal}{extra}"))
+    };
+    let queue_config = config("queue", &format!("snapshot_every = {every}\n"));
     let base = std::env::temp_dir().join(format!("coalloc-scale-{}", std::process::id()));
 
     // 1. The queue.
@@ -128,7 +140,8 @@ fn main() {
     let many = submit(&s, single, n, true);
     std::thread::sleep(Duration::from_millis(500));
     let queued = rss_kib(s.pid().unwrap());
-    println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every})");
+    let on = if pg.is_some() { "PostgreSQL" } else { "SQLite" };
+    println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every}; journal on {on})");
     println!(
         "- durable submissions, one job per request (16 threads, {single} jobs): {one:.0} jobs/s"
     );
@@ -151,8 +164,13 @@ fn main() {
         mib(listed),
         (listed - empty) as f64 * 1024.0 / n as f64
     );
-    let journal =
-        file_size(&s.dir.join("journal.sqlite")) + file_size(&s.dir.join("journal.sqlite-wal"));
+    let sql = |q: &str| pg.as_ref().map(|c| c.psql("queue", q));
+    let journal = match sql("SELECT pg_total_relation_size('journal')") {
+        Some(bytes) => bytes.parse().unwrap_or(0),
+        None => {
+            file_size(&s.dir.join("journal.sqlite")) + file_size(&s.dir.join("journal.sqlite-wal"))
+        }
+    };
     println!(
         "- journal: {} ({:.0} B per job)",
         mib(journal / 1024),
@@ -160,12 +178,21 @@ fn main() {
     );
     // What a restart will read: the last snapshot (`snapshot.bin`, written every
     // `snapshot_every` entries) and the journal's entries after it.
-    let rows: i64 = rusqlite::Connection::open(s.dir.join("journal.sqlite"))
-        .and_then(|c| c.query_row("SELECT count(*) FROM journal", [], |r| r.get(0)))
-        .unwrap_or(-1);
+    let (rows, snapshot): (i64, u64) = match (
+        sql("SELECT count(*) FROM journal"),
+        sql("SELECT coalesce(sum(length(bytes)), 0) FROM snapshot"),
+    ) {
+        (Some(rows), Some(bytes)) => (rows.parse().unwrap_or(-1), bytes.parse().unwrap_or(0)),
+        _ => (
+            rusqlite::Connection::open(s.dir.join("journal.sqlite"))
+                .and_then(|c| c.query_row("SELECT count(*) FROM journal", [], |r| r.get(0)))
+                .unwrap_or(-1),
+            file_size(&s.dir.join("snapshot.bin")),
+        ),
+    };
     println!(
         "- at the kill: snapshot {}, journal entries kept {rows}",
-        mib(file_size(&s.dir.join("snapshot.bin")) / 1024),
+        mib(snapshot / 1024),
     );
     // SIGKILL, then restart on the same directory: until the API answers.
     s.kill();
@@ -186,7 +213,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(base.join("queue"));
 
     // 2. Jobs that end and age out.
-    let s = Server::start_in(&coalloc, &base.join("aged"), CONFIG);
+    let s = Server::start_in(&coalloc, &base.join("aged"), &config("aged", ""));
     hold(&s);
     std::thread::sleep(Duration::from_millis(500));
     let empty = rss_kib(s.pid().unwrap());
@@ -238,4 +265,5 @@ fn main() {
     println!("- `coalloc history`: {t_hist:.2} s, {lines} lines; with --user --state --since: {t_user:.2} s");
     drop(s);
     let _ = std::fs::remove_dir_all(&base);
+    drop(pg);
 }

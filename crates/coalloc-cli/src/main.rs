@@ -100,8 +100,8 @@ enum Command {
     /// Run the server: it drives the scheduler with the wall clock, runs components on the
     /// configured sites, and serves the HTTP API, the barrier and the rendezvous store.
     ///
-    /// Every accepted input is journaled in SQLite (STATE_DIR/journal.sqlite) before it takes
-    /// effect; a restart replays the journal and adopts the components that still run. The
+    /// Every accepted input is journaled in SQLite (STATE_DIR/journal.sqlite), or in
+    /// PostgreSQL with `[server] journal = "postgres://..."`, before it takes effect; a restart replays the journal and adopts the components that still run. The
     /// address and a bearer token (mode 0600) are written to the state directory, where the
     /// client commands find them. Stops on Ctrl-C or SIGTERM.
     Serve(serve_cmd::ServeArgs),

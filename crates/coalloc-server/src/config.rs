@@ -24,6 +24,9 @@
 //!                               # `coalloc login` pins
 //! min_job_age = "5m"            # an ended job leaves memory this long after its end (like
 //!                               # Slurm's MinJobAge); `coalloc history` still finds it
+//! journal = "postgres://coalloc@db.example.org/coalloc"   # the journal, snapshots and
+//!                               # history in PostgreSQL (default: journal.sqlite and
+//!                               # snapshot.bin in the state directory; see journal)
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
 //!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
@@ -113,6 +116,7 @@ struct ServerDoc {
     tls_key: Option<String>,
     min_job_age: Option<Scalar>,
     snapshot_every: Option<u64>,
+    journal: Option<String>,
     cache_limit: Option<Scalar>,
     transfer_timeout: Option<Scalar>,
 }
@@ -175,6 +179,10 @@ pub struct ServerConfig {
     /// Journal entries after the last snapshot that make the driver take a new one and
     /// compact the journal (`server.snapshot_every`, default 25,000; 0: never).
     pub snapshot_every: u64,
+    /// Where the journal, the snapshots and the history are kept (`server.journal`:
+    /// `"sqlite"`, the default, in the state directory; or a `postgres://` connection
+    /// string).
+    pub journal: crate::journal::Backing,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -366,6 +374,21 @@ impl ServerConfig {
             barrier_hold: dur("barrier_hold", &s.barrier_hold, 25_000)?.max(10),
             min_job_age: dur("min_job_age", &s.min_job_age, 300_000)?,
             snapshot_every: s.snapshot_every.unwrap_or(25_000),
+            journal: match s.journal.as_deref() {
+                None | Some("sqlite") => crate::journal::Backing::Sqlite,
+                Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                    crate::journal::Backing::Postgres(url.to_string())
+                }
+                Some(other) => {
+                    return Err(SpecError::invalid(
+                        "server.journal",
+                        format!(
+                            "`{}` is neither \"sqlite\" nor a postgres:// connection string",
+                            crate::journal::postgres::shown(other)
+                        ),
+                    ))
+                }
+            },
             sites,
             backends,
             providers,
@@ -399,6 +422,27 @@ impl ServerConfig {
 mod tests {
     use super::*;
     use coalloc_backends::slurm::Launch;
+
+    #[test]
+    fn the_journal_is_sqlite_or_a_postgres_url_and_a_bad_one_is_shown_without_its_password() {
+        use crate::journal::Backing;
+        assert_eq!(ServerConfig::embedded().journal, Backing::Sqlite);
+        let with = |j: &str| {
+            ServerConfig::parse(&format!(
+                "[server]\njournal = \"{j}\"\n[[site]]\nname = \"a\"\nprocessors = 1\nmanager = {{ type = \"local\" }}\n"
+            ))
+        };
+        assert_eq!(with("sqlite").unwrap().journal, Backing::Sqlite);
+        assert_eq!(
+            with("postgres://coalloc@db/coalloc").unwrap().journal,
+            Backing::Postgres("postgres://coalloc@db/coalloc".into())
+        );
+        let e = with("mysql://ann:s3cret@db/x").unwrap_err().to_string();
+        assert!(
+            e.contains("mysql://ann@db/x") && !e.contains("s3cret"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_embedded_default_has_three_local_clusters() {

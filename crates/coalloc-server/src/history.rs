@@ -5,7 +5,10 @@
 //! here, never lost and never in both.
 //!
 //! The API reads the table through a connection of its own ([`History`]): WAL mode lets it
-//! read while the driver writes, and a history query never holds the driver up.
+//! read while the driver writes, and a history query never holds the driver up. It sees
+//! the reader through [`HistoryRead`], the storage seam's part for the history (issue 32,
+//! item 1): with a PostgreSQL journal the table is the database's, and so is its reader
+//! (`journal::postgres::PgHistory`).
 
 use crate::listing::{JobFilter, STATES};
 use crate::views::{JobList, JobView};
@@ -74,10 +77,47 @@ pub fn insert(tx: &Transaction, rows: &[HistoryRow]) -> rusqlite::Result<()> {
 
 /// Why the history could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("history {path}: {source}")]
+#[error("history {path}: {message}")]
 pub struct HistoryError {
-    path: String,
-    source: rusqlite::Error,
+    pub path: String,
+    pub message: String,
+}
+
+/// What the API asks of the history.
+pub trait HistoryRead: Send + Sync {
+    /// One ended job, if the history has it.
+    fn get(&self, job: u64) -> Result<Option<JobView>, HistoryError>;
+    /// One page of the ended jobs that pass `f`, by number.
+    fn page(&self, f: &JobFilter) -> Result<JobList, HistoryError>;
+}
+
+/// The states `f` wants, as an SQL list of the listing's own words (never the client's
+/// text): `'queued','running'`.
+pub(crate) fn state_list(f: &JobFilter) -> String {
+    let states: Vec<String> = f
+        .states
+        .iter()
+        .map(|&i| format!("'{}'", STATES[i]))
+        .collect();
+    states.join(",")
+}
+
+/// A page of `(job, view)` rows read in order, at most `limit + 1` of them: the views, and
+/// the cursor of the next page if there were more.
+pub(crate) fn page_of(rows: impl IntoIterator<Item = (i64, String)>, limit: usize) -> JobList {
+    let mut jobs = Vec::new();
+    let mut next = None;
+    for (job, text) in rows {
+        if jobs.len() == limit {
+            next = jobs.last().map(|j: &JobView| j.id);
+            break;
+        }
+        match serde_json::from_str::<JobView>(&text) {
+            Ok(v) => jobs.push(v),
+            Err(e) => tracing::warn!(job, "history: a row that does not read: {e}"),
+        }
+    }
+    JobList { jobs, next }
 }
 
 /// The API's reader of the history table.
@@ -96,7 +136,7 @@ impl History {
         )
         .map_err(|source| HistoryError {
             path: p.clone(),
-            source,
+            message: source.to_string(),
         })?;
         Ok(History {
             conn: Mutex::new(conn),
@@ -107,12 +147,13 @@ impl History {
     fn err(&self, source: rusqlite::Error) -> HistoryError {
         HistoryError {
             path: self.path.clone(),
-            source,
+            message: source.to_string(),
         }
     }
+}
 
-    /// One ended job, if the history has it.
-    pub fn get(&self, job: u64) -> Result<Option<JobView>, HistoryError> {
+impl HistoryRead for History {
+    fn get(&self, job: u64) -> Result<Option<JobView>, HistoryError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let text: Option<String> = conn
             .query_row(
@@ -125,21 +166,14 @@ impl History {
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
     }
 
-    /// One page of the ended jobs that pass `f`, by number.
-    pub fn page(&self, f: &JobFilter) -> Result<JobList, HistoryError> {
-        // The states are the listing's own words, never the client's text.
-        let states: Vec<String> = f
-            .states
-            .iter()
-            .map(|&i| format!("'{}'", STATES[i]))
-            .collect();
+    fn page(&self, f: &JobFilter) -> Result<JobList, HistoryError> {
         let sql = format!(
             "SELECT job, view FROM history
              WHERE job > ?1 AND state IN ({})
                AND (?2 IS NULL OR user = ?2) AND (?3 IS NULL OR name = ?3)
                AND (?4 IS NULL OR submit >= ?4)
              ORDER BY job LIMIT ?5",
-            states.join(",")
+            state_list(f)
         );
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
@@ -155,19 +189,9 @@ impl History {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(|e| self.err(e))?;
-        let mut jobs = Vec::new();
-        let mut next = None;
-        for row in rows {
-            let (job, text) = row.map_err(|e| self.err(e))?;
-            if jobs.len() == f.limit {
-                next = jobs.last().map(|j: &JobView| j.id);
-                break;
-            }
-            match serde_json::from_str::<JobView>(&text) {
-                Ok(v) => jobs.push(v),
-                Err(e) => tracing::warn!(job, "history: a row that does not read: {e}"),
-            }
-        }
-        Ok(JobList { jobs, next })
+        let rows = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(page_of(rows, f.limit))
     }
 }

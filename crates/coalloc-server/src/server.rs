@@ -298,6 +298,9 @@ pub async fn serve(
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
     let fingerprint = api_tls.as_ref().map(|t| t.fingerprint.clone());
+    let storage =
+        crate::journal::open(&config.journal, &state).map_err(crate::driver::StartError::from)?;
+    let history = storage.history;
     let (driver, shared) = Driver::start(
         config,
         backends,
@@ -305,10 +308,8 @@ pub async fn serve(
         url.clone(),
         fingerprint,
         tx.clone(),
+        storage.journal,
     )?;
-    let history = crate::history::History::open(&state.journal()).map_err(|e| {
-        ServeError::State(state_dir.display().to_string(), std::io::Error::other(e))
-    })?;
     let thread = std::thread::Builder::new()
         .name("driver".into())
         .spawn(move || driver.run(rx))?;
@@ -329,7 +330,7 @@ pub async fn serve(
         hold,
         stopping,
         hub,
-        history: Arc::new(history),
+        history,
         users: Arc::new(users),
         output: state.root.join("output"),
     });

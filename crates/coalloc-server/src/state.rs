@@ -5,6 +5,8 @@
 //! DIR/journal.sqlite      the journal (and its -wal, -shm files)
 //! DIR/snapshot.bin       the state at a journal entry (driver::snapshot); the journal
 //!                         keeps the entries after it
+//!                         (neither file with `server.journal = "postgres://..."`: the
+//!                         journal, snapshot and history are the database's tables)
 //! DIR/token               the API's bearer token, mode 0600, made on first start
 //! DIR/server.json         {"url": ..., "pid": ...} while the server runs
 //! DIR/logs/result.jsonl   one record per finished job (seed 003 appendix A.5)

@@ -12,6 +12,7 @@
 //! - [`rig`]: the real resource managers of scripts/ (Slurm clusters, Grid Engine cells,
 //!   sites in network namespaces), skipped when not there; [`backend`]: what the backends'
 //!   tests share whatever the resource manager.
+//! - [`postgres`]: a throwaway PostgreSQL cluster for the PostgreSQL journal's tests.
 //! - [`mpi`] and [`tools`]: the MPI test programs, and the outside programs (Prometheus, a
 //!   browser) some tests drive.
 //!
@@ -20,6 +21,7 @@
 pub mod agent;
 pub mod backend;
 pub mod mpi;
+pub mod postgres;
 pub mod rig;
 pub mod server;
 pub mod sim;

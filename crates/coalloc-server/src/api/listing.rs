@@ -4,7 +4,7 @@
 
 use super::auth::own_listing;
 use super::AppState;
-use crate::history::{History, HistoryError};
+use crate::history::{HistoryError, HistoryRead};
 use crate::listing::{JobFilter, JobsQuery};
 use crate::msg::{ApiError, Request};
 use crate::users::Caller;
@@ -61,10 +61,10 @@ pub async fn history(
 /// Read the history on a blocking thread (a query never holds up the async workers).
 pub(super) async fn read_history<T: Send + 'static>(
     s: &AppState,
-    read: impl FnOnce(&History) -> Result<T, HistoryError> + Send + 'static,
+    read: impl FnOnce(&dyn HistoryRead) -> Result<T, HistoryError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let history = s.history.clone();
-    tokio::task::spawn_blocking(move || read(&history))
+    tokio::task::spawn_blocking(move || read(&*history))
         .await
         .map_err(|e| ApiError::new(500, e.to_string()))?
         .map_err(|e| ApiError::new(500, e.to_string()))

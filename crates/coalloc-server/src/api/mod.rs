@@ -46,7 +46,7 @@ pub struct AppState {
     /// The site agents' links, when some site is reached through an agent.
     pub hub: Option<std::sync::Arc<crate::link::hub::Hub>>,
     /// The history of ended jobs that left memory.
-    pub history: std::sync::Arc<crate::history::History>,
+    pub history: std::sync::Arc<dyn crate::history::HistoryRead>,
     /// The users the admin issued tokens to.
     pub users: std::sync::Arc<crate::users::Users>,
     /// Where the components' output is (the state directory's `output`: `JOB/C.LN.out|err`).

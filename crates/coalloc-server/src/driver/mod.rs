@@ -54,7 +54,7 @@ pub mod work;
 
 use crate::config::ServerConfig;
 use crate::entry::Entry;
-use crate::journal::{Journal, JournalError, Record, ReplayError, Store};
+use crate::journal::{JournalError, Record, ReplayError, Store};
 use crate::logs::JsonLines;
 use crate::metrics::Metrics;
 use crate::msg::{self, Msg, Request, SiteCall, SiteLink};
@@ -231,8 +231,9 @@ pub enum StartError {
 }
 
 impl Driver {
-    /// Start on the state directory with the site workers of `coalloc serve`: the SQLite
-    /// journal, [`Driver::open`] and [`Driver::resume`] on the wall clock.
+    /// Start on the state directory with the site workers of `coalloc serve`: `journal`
+    /// (SQLite's or PostgreSQL's, [`crate::journal::open`]), [`Driver::open`] and
+    /// [`Driver::resume`] on the wall clock.
     /// `tx` is the sender of the channel [`Driver::run`] will read; `fingerprint` is the
     /// API certificate's when `url` is `https://`.
     pub fn start(
@@ -242,8 +243,8 @@ impl Driver {
         url: String,
         fingerprint: Option<String>,
         tx: Sender<Msg>,
+        journal: Box<dyn Store>,
     ) -> Result<(Driver, Shared), StartError> {
-        let journal = Journal::open(&state.journal())?;
         let interval = Duration::from_millis(config.monitor_interval as u64);
         let backends: Vec<Arc<dyn Backend>> = parts.iter().map(|p| p.backend.clone()).collect();
         let sites = parts
@@ -269,7 +270,7 @@ impl Driver {
             })
             .collect();
         let parts = Parts {
-            journal: Box::new(journal),
+            journal,
             sites,
             backends,
             work: Box::new(work::Threads { tx: tx.clone() }),
@@ -299,6 +300,7 @@ impl Driver {
             inline_snapshots,
         } = parts;
         let state_for_snapshots = state.clone();
+        let place = journal.snapshot_place();
         let core = Scheduler::new(config.scheduler.clone(), config.sites.clone());
         let (events, _) = broadcast::channel(4096);
         let n = config.sites.len();
@@ -341,7 +343,7 @@ impl Driver {
             transfers: BTreeMap::new(),
             staging: BTreeMap::new(),
             work,
-            snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots),
+            snapshots: snapshot::Snapshots::new(&state_for_snapshots, inline_snapshots, place),
             config,
             fatal: None,
             honoured: BTreeSet::new(),

@@ -7,12 +7,13 @@
 //! bookkeeping (launches and their handles, secrets, rendezvous values, aborts, VMs,
 //! replicas, transfers, staging, arrays, jobs waiting to age out). A forked child
 //! ([`super::forked`]) writes it ([`super::snapfile`]) to `snapshot.bin.tmp` and syncs it, so the
-//! driver stops only for the fork; a thread waits for the child, renames the file to
-//! `snapshot.bin` and syncs the directory; then the driver deletes the journal's entries
-//! before `S`. At a stop, or if forking fails, the driver streams the state to the file
+//! driver stops only for the fork; a thread waits for the child and hands the file to the
+//! journal's [`SnapshotPlace`] (the state directory's: renamed to `snapshot.bin`, the
+//! directory synced; PostgreSQL's: copied into the database in one transaction); then the
+//! driver deletes the journal's entries before `S`. At a stop, or if forking fails, the driver streams the state to the file
 //! itself (through a 1 MiB buffer, not one of the whole state) and a thread syncs it.
 //!
-//! A restart reads `snapshot.bin`, if there is one, and replays only the entries after
+//! A restart reads the place's newest snapshot, if there is one, and replays only the entries after
 //! `S`. A kill at any moment loses nothing: until the rename, the previous snapshot and the
 //! entries after it are all there (the journal is compacted only up to a snapshot already
 //! on disk); after it, the new one is, and entries it covers that are still in the journal
@@ -25,6 +26,7 @@ use super::staging::Staging;
 use super::transfers::TransferRun;
 use super::{Driver, LaunchInfo, StartError};
 use crate::catalog::Catalog;
+use crate::journal::{FilePlace, SnapshotPlace};
 use crate::logs::Abort;
 use coalloc_core::model::Time;
 use coalloc_core::scheduler::snapshot::{Snapshot, SnapshotRef};
@@ -38,8 +40,10 @@ use std::sync::Arc;
 
 /// The driver's snapshot bookkeeping.
 pub(crate) struct Snapshots {
-    /// `DIR/snapshot.bin`.
+    /// `DIR/snapshot.bin`: the temporary file is this with `.tmp`.
     path: PathBuf,
+    /// Where the snapshots are kept (the journal's, or `path`).
+    place: Arc<dyn SnapshotPlace>,
     /// The journal entry the newest snapshot on disk covers up to (0: none).
     saved: Arc<AtomicI64>,
     /// A snapshot is being written.
@@ -58,9 +62,15 @@ pub(crate) struct Snapshots {
 }
 
 impl Snapshots {
-    pub(crate) fn new(state: &crate::state::StateDir, inline: bool) -> Snapshots {
+    pub(crate) fn new(
+        state: &crate::state::StateDir,
+        inline: bool,
+        place: Option<Arc<dyn SnapshotPlace>>,
+    ) -> Snapshots {
+        let path = state.root.join("snapshot.bin");
         Snapshots {
-            path: state.root.join("snapshot.bin"),
+            place: place.unwrap_or_else(|| Arc::new(FilePlace { path: path.clone() })),
+            path,
             saved: Arc::new(AtomicI64::new(0)),
             busy: Arc::new(AtomicBool::new(false)),
             taken: 0,
@@ -268,8 +278,9 @@ impl Driver {
         }
         let t = std::time::Instant::now();
         let pause = pause_ms();
-        let (path, saved, busy) = (
+        let (path, place, saved, busy) = (
             self.snapshots.path.clone(),
+            self.snapshots.place.clone(),
             self.snapshots.saved.clone(),
             self.snapshots.busy.clone(),
         );
@@ -333,7 +344,7 @@ impl Driver {
         busy.store(true, Ordering::Release);
         let no_fork = self.snapshots.no_fork.clone();
         let write = move || {
-            match finish().and_then(|()| publish(&tmp, &path).map_err(|e| e.to_string())) {
+            match finish().and_then(|()| place.publish(&tmp, last)) {
                 Ok(()) => {
                     tracing::info!(
                         seq = last,
@@ -348,7 +359,7 @@ impl Driver {
                     );
                     no_fork.store(true, Ordering::Release);
                 }
-                Err(e) => tracing::warn!("writing the snapshot {}: {e}", path.display()),
+                Err(e) => tracing::warn!("writing the snapshot {}: {e}", place.describe()),
             }
             busy.store(false, Ordering::Release);
         };
@@ -370,18 +381,12 @@ impl Driver {
     /// Restore the state of the snapshot on disk, if there is one; the journal entry it
     /// covers up to (0: none).
     pub(crate) fn restore_snapshot(&mut self) -> Result<i64, StartError> {
-        let path = self.snapshots.path.clone();
-        let bad = |m: String| StartError::Snapshot(path.display().to_string(), m);
+        let place = self.snapshots.place.clone();
+        let bad = |m: String| StartError::Snapshot(place.describe(), m);
         let t = std::time::Instant::now();
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(bad(e.to_string())),
+        let Some(bytes) = place.load().map_err(bad)? else {
+            return Ok(0);
         };
-        // SAFETY: `snapshot.bin` is never written in place, only replaced by a rename
-        // (`publish`), so the mapped file does not change under the map.
-        let bytes = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
-            .map_err(|e| bad(e.to_string()))?;
         let read_ms = t.elapsed().as_millis() as u64;
         let (s, runs): (State, _) =
             super::snapfile::read(&bytes).map_err(|e| bad(e.to_string()))?;
@@ -438,13 +443,6 @@ fn pause_ms() -> Option<u64> {
     std::env::var("COALLOC_SNAPSHOT_PAUSE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-}
-
-/// `tmp`, written and synced, becomes `path`: renamed, and the directory synced, so that
-/// `path` holds either its old content or all of the new.
-fn publish(tmp: &Path, path: &Path) -> std::io::Result<()> {
-    std::fs::rename(tmp, path)?;
-    std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
 
 impl Driver {

@@ -164,6 +164,26 @@ mod tests {
         }
     }
 
+    /// In-memory journals by tag; reopening one is a clone of its handle.
+    #[derive(Default)]
+    struct Mem(std::collections::BTreeMap<String, MemJournal>);
+
+    impl crate::journal::contract::Subject for Mem {
+        fn fresh(&mut self, tag: &str) -> Box<dyn Store> {
+            let j = MemJournal::default();
+            self.0.insert(tag.into(), j.clone());
+            Box::new(j)
+        }
+        fn reopen(&mut self, tag: &str) -> Box<dyn Store> {
+            Box::new(self.0[tag].clone())
+        }
+    }
+
+    #[test]
+    fn the_store_contract_holds() {
+        crate::journal::contract::all(&mut Mem::default());
+    }
+
     #[test]
     fn a_cut_append_keeps_nothing_and_the_next_one_goes_on_numbering() {
         let mut j = MemJournal::default();

@@ -7,14 +7,26 @@
 //! directory); [`MemJournal`] keeps it in memory for the simulation harness, where a crash
 //! drops the append it cuts short, as a power cut drops an un-synced write.
 //!
+//! PostgreSQL (issue 32, item 1; `server.journal = "postgres://..."`): [`PgJournal`] keeps
+//! the journal, the history of ended jobs and the snapshots in one PostgreSQL database
+//! (`journal::postgres`), with the same promise (a durable append has committed when it
+//! returns). The snapshots' place and the history's reader are the rest of the seam:
+//! [`SnapshotPlace`] (a file in the state directory, or rows beside the journal) and
+//! [`crate::history::HistoryRead`]; [`open`] opens all three for `coalloc serve`.
+//!
 //! Compaction (issue 23, item 4): once a snapshot of the state after entry `S` is on disk
 //! (`driver::snapshot`), the entries before `S` are deleted; a restart reads the snapshot
 //! and replays the entries after `S` only.
 
+pub mod contract;
 mod memory;
+mod place;
+pub mod postgres;
 mod sqlite;
 
 pub use memory::MemJournal;
+pub use place::{FilePlace, SnapshotBytes, SnapshotPlace};
+pub use postgres::{PgHistory, PgJournal};
 pub use sqlite::Journal;
 
 use crate::entry::Entry;
@@ -29,6 +41,15 @@ pub enum JournalError {
         path: String,
         source: rusqlite::Error,
     },
+    #[error("journal {url}: {source}")]
+    Postgres {
+        url: String,
+        source: ::postgres::Error,
+    },
+    /// Another server took the journal's lease since this one opened it (its fencing
+    /// number, the lease's `epoch`, is no longer the lease's): nothing of the write is kept.
+    #[error("journal {url}: deposed: this server's lease is epoch {mine}, the journal's is now {now}; nothing more is written")]
+    Fenced { url: String, mine: i64, now: i64 },
     /// A write that did not reach the disk (the in-memory journal's crash).
     #[error("journal {path}: {message}")]
     Lost { path: String, message: String },
@@ -95,6 +116,54 @@ pub trait Store: Send {
 
     /// Delete the entries numbered below `seq` (a snapshot covers them); how many went.
     fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError>;
+
+    /// Where the snapshots of the state this journal holds are kept; `None`: the state
+    /// directory's `snapshot.bin` ([`FilePlace`]).
+    fn snapshot_place(&self) -> Option<std::sync::Arc<dyn SnapshotPlace>> {
+        None
+    }
+}
+
+/// Where `coalloc serve` keeps its journal (`server.journal`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backing {
+    /// `journal.sqlite` in the state directory (the embedded default).
+    Sqlite,
+    /// A PostgreSQL database, by its connection string (`postgres://user@host/db`).
+    Postgres(String),
+}
+
+/// The journal, the snapshots' place and the history's reader of a server.
+pub struct Storage {
+    pub journal: Box<dyn Store>,
+    pub history: std::sync::Arc<dyn crate::history::HistoryRead>,
+}
+
+/// Open the storage `backing` names, for the state directory `state`.
+pub fn open(backing: &Backing, state: &crate::state::StateDir) -> Result<Storage, JournalError> {
+    Ok(match backing {
+        Backing::Sqlite => {
+            let journal = Journal::open(&state.journal())?;
+            let history = crate::history::History::open(&state.journal()).map_err(|e| {
+                JournalError::Lost {
+                    path: state.journal().display().to_string(),
+                    message: e.to_string(),
+                }
+            })?;
+            Storage {
+                journal: Box::new(journal),
+                history: std::sync::Arc::new(history),
+            }
+        }
+        Backing::Postgres(url) => {
+            let journal = PgJournal::open(url)?;
+            let history = postgres::PgHistory::open(url)?;
+            Storage {
+                journal: Box::new(journal),
+                history: std::sync::Arc::new(history),
+            }
+        }
+    })
 }
 
 /// A journal that holds nothing: what the driver keeps while its own is lent to the thread

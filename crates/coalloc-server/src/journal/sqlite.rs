@@ -409,44 +409,32 @@ mod tests {
         dir.join("journal.sqlite")
     }
 
+    /// SQLite's journals, each in a scratch directory of its own.
+    struct Sqlite;
+
+    impl crate::journal::contract::Subject for Sqlite {
+        fn fresh(&mut self, tag: &str) -> Box<dyn Store> {
+            Box::new(Journal::open(&scratch(&format!("-contract-{tag}"))).unwrap())
+        }
+        fn reopen(&mut self, tag: &str) -> Box<dyn Store> {
+            let dir = std::env::temp_dir().join(format!(
+                "coalloc-journal-contract-{tag}-{}",
+                std::process::id()
+            ));
+            Box::new(Journal::open(&dir.join("journal.sqlite")).unwrap())
+        }
+    }
+
     #[test]
-    fn records_survive_a_reopen_in_order() {
-        let path = scratch("");
-        let dir = path.parent().unwrap().to_path_buf();
-        let mut j = Journal::open(&path).unwrap();
-        assert_eq!(j.replay(|_| Ok::<_, String>(())).unwrap(), 0);
-        let recs = vec![
-            Record {
-                at: 5,
-                entry: Entry::Tick,
-            },
-            Record {
-                at: 7,
-                entry: Entry::Cancel { job: 3 },
-            },
-        ];
-        j.append(&recs, &[]).unwrap();
-        j.append(
-            &[Record {
-                at: 9,
-                entry: Entry::Started { launch: 4 },
-            }],
-            &[],
-        )
-        .unwrap();
-        drop(j);
-        let mut back = Vec::new();
-        Journal::open(&path)
-            .unwrap()
-            .replay(|r| {
-                back.push(r);
-                Ok::<_, String>(())
-            })
-            .unwrap();
-        assert_eq!(back.len(), 3);
-        assert_eq!(back[..2], recs[..]);
-        assert_eq!(back[2].entry, Entry::Started { launch: 4 });
-        std::fs::remove_dir_all(&dir).unwrap();
+    fn the_store_contract_holds() {
+        crate::journal::contract::all(&mut Sqlite);
+        for tag in ["reopen", "unsynced", "compact", "history", "refused"] {
+            let dir = std::env::temp_dir().join(format!(
+                "coalloc-journal-contract-{tag}-{}",
+                std::process::id()
+            ));
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 
     #[test]
@@ -528,42 +516,6 @@ mod tests {
             )
             .unwrap();
         assert_eq!(secrets, 0, "no secret is kept");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn row(job: u64) -> HistoryRow {
-        HistoryRow {
-            job,
-            user: None,
-            name: None,
-            state: "cancelled".into(),
-            submit: 0,
-            end: Some(1),
-            view: "{}".into(),
-        }
-    }
-
-    /// The number of the last entry stays the journal's when the same commit writes more
-    /// history rows than there are entries (the last rowid then was a history row's).
-    #[test]
-    fn history_rows_in_the_same_commit_do_not_move_the_last_entry_number() {
-        let path = scratch("-h");
-        let dir = path.parent().unwrap().to_path_buf();
-        let mut j = Journal::open(&path).unwrap();
-        let forget = |jobs: Vec<u64>| Record {
-            at: 1,
-            entry: Entry::Forget { jobs },
-        };
-        let rows: Vec<HistoryRow> = (1..=50).map(row).collect();
-        j.append(&[forget((1..=50).collect())], &rows).unwrap();
-        assert_eq!(j.last_seq(), 1);
-        j.append(&[], &[row(51)]).unwrap();
-        assert_eq!(j.last_seq(), 1);
-        j.append(&[forget(vec![52]), forget(vec![53])], &[row(52), row(53)])
-            .unwrap();
-        assert_eq!(j.last_seq(), 3);
-        drop(j);
-        assert_eq!(Journal::open(&path).unwrap().last_seq(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

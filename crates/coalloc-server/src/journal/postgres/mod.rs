@@ -1,0 +1,397 @@
+//! The PostgreSQL journal (issue 32, item 1): `server.journal = "postgres://user@host/db"`.
+//! One database holds what the state directory holds with SQLite: the journal, the jobs a
+//! compaction took out of it (`submitted`), the history of ended jobs (`history`, written in
+//! the journal's transactions) and the newest snapshot (`snapshot`, [`snapshots`]).
+//!
+//! Durability: a durable append ([`PgJournal::append`]) is one transaction committed with
+//! `synchronous_commit = on` (the session's setting, made so at connect): PostgreSQL has
+//! flushed its WAL when the commit returns, so a submission is acknowledged only after it is
+//! on the database's disk, as with SQLite's `synchronous = FULL`. One transaction holds the
+//! whole batch of the driver's turn (group commit, as with SQLite). An unsynced append
+//! ([`PgJournal::append_unsynced`]) is a transaction with `SET LOCAL synchronous_commit =
+//! off`: committed and visible at once, and kept if the server dies, but lost if the
+//! database's host does before its WAL writer flushes (within `wal_writer_delay`, 200 ms by
+//! default), the last ones first. [`PgJournal::sync`] makes them durable with a durable
+//! commit of its own (the lease's heartbeat, below): flushing the WAL up to that commit
+//! flushes everything before it. So the promise is SQLite's: what was told to anyone was
+//! durable first.
+//!
+//! Fencing (for issue 32, item 2): the `lease` table's one row carries a fencing number,
+//! `epoch`. [`PgJournal::open`] takes the lease by raising it, and every write (append,
+//! sync, compaction, snapshot) checks, in its transaction, that the lease is still at the
+//! number it took (`SELECT ... FOR SHARE`: a writer that raises the number waits for the
+//! transactions that checked it, and every later check sees the new one). A server whose
+//! lease another took is refused ([`JournalError::Fenced`]) and writes nothing more; its
+//! driver stops as on any journal error. Each entry also records the epoch it was written
+//! under. Item 2 will add the lease's expiry (a standby takes it only when the leader's
+//! heartbeats stop); today opening takes it unconditionally, which is what a restart needs.
+//!
+//! Entries are numbered by the journal (`seq`, one after the last), not by a sequence: a
+//! second writer's numbers would collide with the primary key even without the fence.
+
+mod conn;
+mod history;
+mod snapshots;
+
+pub use history::PgHistory;
+
+use super::{JournalError, Record, ReplayError, SnapshotPlace, Store};
+use crate::history::HistoryRow;
+use conn::{Conn, Gone};
+use std::sync::Arc;
+
+/// The tables (made by the first server to open the database).
+const SCHEMA: &str = r#"
+    CREATE TABLE IF NOT EXISTS lease (
+        id     INT PRIMARY KEY CHECK (id = 1),
+        epoch  BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        since  TIMESTAMPTZ NOT NULL DEFAULT now(),
+        beat   TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    INSERT INTO lease (id, epoch, holder) VALUES (1, 0, '') ON CONFLICT (id) DO NOTHING;
+    CREATE TABLE IF NOT EXISTS journal (
+        seq   BIGINT PRIMARY KEY,
+        at    BIGINT NOT NULL,
+        entry TEXT NOT NULL,
+        epoch BIGINT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS submitted (
+        job  BIGSERIAL PRIMARY KEY,
+        at   BIGINT NOT NULL,
+        spec TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS history (
+        job    BIGINT PRIMARY KEY,
+        "user" TEXT,
+        name   TEXT,
+        state  TEXT NOT NULL,
+        submit BIGINT NOT NULL,
+        end_at BIGINT,
+        view   TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS history_user ON history ("user", job);
+    CREATE TABLE IF NOT EXISTS snapshot (
+        seq   BIGINT NOT NULL,
+        part  INT NOT NULL,
+        bytes BYTEA NOT NULL,
+        PRIMARY KEY (seq, part)
+    );
+"#;
+
+/// The advisory lock that makes the tables (two servers starting at once would race on
+/// `CREATE TABLE IF NOT EXISTS`).
+const SCHEMA_LOCK: i64 = 0x0063_6f61_6c6c_6f63;
+
+/// A connection string as messages show it: without its password.
+pub fn shown(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if let Some((userinfo, host)) = rest.rsplit_once('@') {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            return format!("{scheme}://{user}@{host}");
+        }
+        return url.to_string();
+    }
+    url.split_whitespace()
+        .filter(|w| !w.starts_with("password="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The open journal in PostgreSQL.
+pub struct PgJournal {
+    conn: Conn,
+    /// The connection string without its password.
+    shown: String,
+    /// The number of the last entry committed (0: none yet).
+    last: i64,
+    /// The lease's fencing number this journal took at its opening.
+    epoch: i64,
+    /// Commits made without waiting for the WAL's flush since the last that waited.
+    unsynced: bool,
+    place: Arc<snapshots::PgPlace>,
+}
+
+/// What a fenced transaction ends with: done, or refused by the lease's number now.
+type Fenced<T> = Result<T, i64>;
+
+/// Check, inside a transaction, that the lease is still at `epoch`, and hold it there until
+/// the commit; the lease's number if it is not.
+fn fence(tx: &mut postgres::Transaction<'_>, epoch: i64) -> Result<Fenced<()>, postgres::Error> {
+    let now: i64 = tx
+        .query_one("SELECT epoch FROM lease WHERE id = 1 FOR SHARE", &[])?
+        .get(0);
+    Ok(if now == epoch { Ok(()) } else { Err(now) })
+}
+
+/// Make the tables if needed, and take the lease: its new fencing number.
+fn take_lease(c: &mut postgres::Client, holder: &str) -> Result<i64, postgres::Error> {
+    c.batch_execute("SET synchronous_commit = on")?;
+    let mut tx = c.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    tx.batch_execute(SCHEMA)?;
+    let epoch = tx
+        .query_one(
+            "UPDATE lease SET epoch = epoch + 1, holder = $1, since = now(), beat = now()
+             WHERE id = 1 RETURNING epoch",
+            &[&holder],
+        )?
+        .get(0);
+    tx.commit()?;
+    Ok(epoch)
+}
+
+impl PgJournal {
+    /// Connect to `url`, make the tables if needed, and take the journal's lease (any
+    /// journal opened on the database before is deposed: its next write is refused).
+    pub fn open(url: &str) -> Result<PgJournal, JournalError> {
+        let shown = shown(url);
+        let err = |source| JournalError::Postgres {
+            url: shown.clone(),
+            source,
+        };
+        let conn = Conn::open(url).map_err(err)?;
+        let holder = format!(
+            "{}:{}",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .unwrap_or_default()
+                .trim(),
+            std::process::id()
+        );
+        let (epoch, last) = conn
+            .call(move |c| {
+                let epoch = take_lease(c, &holder)?;
+                let last: i64 = c
+                    .query_one("SELECT coalesce(max(seq), 0)::int8 FROM journal", &[])?
+                    .get(0);
+                Ok((epoch, last))
+            })
+            .map_err(|Gone| gone(&shown))?
+            .map_err(err)?;
+        tracing::info!(journal = %shown, epoch, last, "PostgreSQL journal opened; lease taken");
+        Ok(PgJournal {
+            conn,
+            place: Arc::new(snapshots::PgPlace::new(url, shown.clone(), epoch)),
+            shown,
+            last,
+            epoch,
+            unsynced: false,
+        })
+    }
+
+    /// The lease's fencing number this journal writes under.
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    /// Every job submitted, in order: `(time, native spec)` of those a compaction moved to
+    /// table `submitted`, then of the `submit` entries still in the journal (as
+    /// [`super::Journal::submissions`]).
+    pub fn submissions(&self) -> Result<Vec<(i64, String)>, ReplayError<String>> {
+        let mut out: Vec<(i64, String)> = self
+            .conn
+            .call(|c| {
+                let rows = c.query("SELECT at, spec FROM submitted ORDER BY job", &[])?;
+                Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            })
+            .map_err(|Gone| gone(&self.shown))?
+            .map_err(|source| self.err(source))?;
+        self.replay_after(0, &mut |_, r| {
+            if let crate::entry::Entry::Submit { job, .. } = r.entry {
+                out.push((r.at, job));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn err(&self, source: postgres::Error) -> JournalError {
+        JournalError::Postgres {
+            url: self.shown.clone(),
+            source,
+        }
+    }
+
+    /// Run `f` in a transaction on the connection's thread, fenced by the lease; `sync`:
+    /// its commit waits for the WAL's flush.
+    fn fenced<R: Send + 'static>(
+        &self,
+        sync: bool,
+        f: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<R, postgres::Error> + Send + 'static,
+    ) -> Result<R, JournalError> {
+        let epoch = self.epoch;
+        let out = self
+            .conn
+            .call(move |c| -> Result<Fenced<R>, postgres::Error> {
+                let mut tx = c.transaction()?;
+                if !sync {
+                    tx.batch_execute("SET LOCAL synchronous_commit = off")?;
+                }
+                if let Err(now) = fence(&mut tx, epoch)? {
+                    return Ok(Err(now));
+                }
+                let r = f(&mut tx)?;
+                tx.commit()?;
+                Ok(Ok(r))
+            })
+            .map_err(|Gone| gone(&self.shown))?
+            .map_err(|source| self.err(source))?;
+        out.map_err(|now| JournalError::Fenced {
+            url: self.shown.clone(),
+            mine: self.epoch,
+            now,
+        })
+    }
+
+    /// One transaction of `records` (numbered after the last) and `history`.
+    fn commit(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+        sync: bool,
+    ) -> Result<(), JournalError> {
+        let n = records.len() as i64;
+        let seqs: Vec<i64> = (self.last + 1..=self.last + n).collect();
+        let ats: Vec<i64> = records.iter().map(|r| r.at).collect();
+        let entries: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(&r.entry).expect("entries serialize"))
+            .collect();
+        let rows = history::Rows::of(history);
+        let epoch = self.epoch;
+        self.fenced(sync, move |tx| {
+            if !seqs.is_empty() {
+                tx.execute(
+                    "INSERT INTO journal (seq, at, entry, epoch)
+                     SELECT s, a, e, $4 FROM unnest($1::int8[], $2::int8[], $3::text[]) AS t(s, a, e)",
+                    &[&seqs, &ats, &entries, &epoch],
+                )?;
+            }
+            rows.insert(tx)
+        })?;
+        self.last += n;
+        Ok(())
+    }
+}
+
+/// The connection's thread is gone.
+fn gone(shown: &str) -> JournalError {
+    JournalError::Lost {
+        path: shown.to_string(),
+        message: "the connection's thread is gone".into(),
+    }
+}
+
+impl Store for PgJournal {
+    fn last_seq(&self) -> i64 {
+        self.last
+    }
+
+    fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
+        if records.is_empty() && history.is_empty() {
+            return self.sync();
+        }
+        self.commit(records, history, true)?;
+        // Its commit's flush of the WAL covers the commits before it.
+        self.unsynced = false;
+        Ok(())
+    }
+
+    fn append_unsynced(
+        &mut self,
+        records: &[Record],
+        history: &[HistoryRow],
+    ) -> Result<(), JournalError> {
+        if records.is_empty() && history.is_empty() {
+            return Ok(());
+        }
+        self.commit(records, history, false)?;
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// A durable commit of the lease's heartbeat, fenced like any write: its WAL's flush
+    /// makes the unsynced commits before it durable.
+    fn sync(&mut self) -> Result<(), JournalError> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        self.fenced(true, |tx| {
+            tx.execute("UPDATE lease SET beat = now() WHERE id = 1", &[])
+                .map(|_| ())
+        })?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    fn replay_after(
+        &self,
+        after: i64,
+        each: &mut dyn FnMut(i64, Record) -> Result<(), String>,
+    ) -> Result<usize, ReplayError<String>> {
+        type Batch = Result<Vec<(i64, i64, String)>, postgres::Error>;
+        // The connection's thread reads the rows a batch at a time (a cursor: the journal
+        // is never held in memory whole) while this one decodes and hands them on.
+        let (rows, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
+        self.conn
+            .spawn(move |c| {
+                let read = (|| -> Result<(), postgres::Error> {
+                    let mut tx = c.transaction()?;
+                    let portal = tx.bind(
+                        "SELECT seq, at, entry FROM journal WHERE seq > $1 ORDER BY seq",
+                        &[&after],
+                    )?;
+                    loop {
+                        let got = tx.query_portal(&portal, 4096)?;
+                        if got.is_empty() {
+                            return Ok(());
+                        }
+                        let batch = got.iter().map(|r| (r.get(0), r.get(1), r.get(2)));
+                        if rows.send(Ok(batch.collect())).is_err() {
+                            // The reader stopped at a record it refused.
+                            return Ok(());
+                        }
+                    }
+                })();
+                if let Err(e) = read {
+                    let _ = rows.send(Err(e));
+                }
+            })
+            .map_err(|Gone| gone(&self.shown))?;
+        let mut n = 0;
+        for batch in batches {
+            for (seq, at, text) in batch.map_err(|source| self.err(source))? {
+                let entry = serde_json::from_str(&text).map_err(|e| {
+                    ReplayError::Journal(JournalError::Corrupt {
+                        path: self.shown.clone(),
+                        seq,
+                        message: e.to_string(),
+                    })
+                })?;
+                n += 1;
+                each(seq, Record { at, entry }).map_err(|e| ReplayError::Record(seq, e))?;
+            }
+        }
+        Ok(n)
+    }
+
+    /// As SQLite's: the jobs submitted by the entries that go are kept in `submitted` (no
+    /// secret), in one transaction with the deletion; entry `seq` itself stays.
+    fn compact_before(&mut self, seq: i64) -> Result<usize, JournalError> {
+        let n = self.fenced(true, move |tx| {
+            tx.execute(
+                "INSERT INTO submitted (at, spec)
+                     SELECT at, entry::jsonb ->> 'job' FROM journal
+                     WHERE seq < $1 AND entry::jsonb ->> 'e' = 'submit' ORDER BY seq",
+                &[&seq],
+            )?;
+            tx.execute("DELETE FROM journal WHERE seq < $1", &[&seq])
+        })?;
+        self.unsynced = false;
+        Ok(n as usize)
+    }
+
+    fn snapshot_place(&self) -> Option<Arc<dyn SnapshotPlace>> {
+        Some(self.place.clone())
+    }
+}

@@ -1,0 +1,215 @@
+//! A throwaway PostgreSQL cluster for the tests of the PostgreSQL journal (issue 32): `initdb`
+//! into a folder of its own under the system's temporary folder, `pg_ctl start` on a free
+//! loopback port with its Unix socket in that folder, trust authentication for the role
+//! `coalloc`, and an immediate stop and the folder removed when dropped. As root (CI), the
+//! cluster runs as the `postgres` user (`runuser`): PostgreSQL refuses to run as root.
+//!
+//! The binaries are Debian's (`/usr/lib/postgresql/N/bin`, the newest N), or those of
+//! `COALLOC_PG_BIN`. Without them, [`Cluster::start`] says so and gives `None` (the test
+//! skips), unless `COALLOC_REQUIRE_POSTGRES=1` (CI, where scripts/test.sh installs them):
+//! then it panics.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A running cluster.
+pub struct Cluster {
+    /// The cluster's folder: `data/`, the socket, `log`.
+    dir: PathBuf,
+    bin: PathBuf,
+    pub port: u16,
+    /// The user the server runs as (`None`: this process's).
+    run_as: Option<String>,
+    running: bool,
+}
+
+/// The folder of PostgreSQL's binaries, if there is one.
+pub fn binaries() -> Option<PathBuf> {
+    if let Ok(dir) = std::env::var("COALLOC_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let v = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+/// PostgreSQL is required (`COALLOC_REQUIRE_POSTGRES=1`).
+fn required() -> bool {
+    std::env::var("COALLOC_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
+}
+
+/// This process runs as root.
+fn root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn ok(what: &str, out: std::io::Result<Output>) -> Output {
+    let out = out.unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl Cluster {
+    /// Start a cluster named `tag` (its folder's name); `None` when PostgreSQL is not
+    /// installed and not required.
+    pub fn start(tag: &str) -> Option<Cluster> {
+        let Some(bin) = binaries() else {
+            assert!(
+                !required(),
+                "COALLOC_REQUIRE_POSTGRES=1 but no PostgreSQL binaries (/usr/lib/postgresql/N/bin or COALLOC_PG_BIN)"
+            );
+            eprintln!(
+                "skipped: no PostgreSQL binaries (install postgresql, or set COALLOC_PG_BIN)"
+            );
+            return None;
+        };
+        let dir = std::env::temp_dir().join(format!("coalloc-pg-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let run_as = root().then(|| "postgres".to_string());
+        if let Some(user) = &run_as {
+            ok(
+                "chown the cluster's folder",
+                Command::new("chown").arg(user).arg(&dir).output(),
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut c = Cluster {
+            dir,
+            bin,
+            port,
+            run_as,
+            running: false,
+        };
+        let data = c.dir.join("data");
+        ok(
+            "initdb",
+            c.pg("initdb")
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "coalloc", "--auth=trust", "-E", "UTF8", "--no-sync"])
+                .output(),
+        );
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on",
+            c.dir.display()
+        );
+        ok(
+            "pg_ctl start",
+            c.pg("pg_ctl")
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(c.dir.join("log"))
+                .args(["-w", "-t", "60", "-o", &options, "start"])
+                .output(),
+        );
+        c.running = true;
+        Some(c)
+    }
+
+    /// A command of the cluster's binaries, run as the cluster's user.
+    fn pg(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(path);
+                c.current_dir(&self.dir);
+                c
+            }
+            None => Command::new(path),
+        }
+    }
+
+    /// The connection string of database `db` (as the role `coalloc`, over TCP on loopback).
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://coalloc@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// Make database `db`; its connection string.
+    pub fn create_db(&self, db: &str) -> String {
+        ok(
+            "createdb",
+            Command::new(self.bin.join("createdb"))
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "coalloc",
+                    db,
+                ])
+                .output(),
+        );
+        self.url(db)
+    }
+
+    /// Run SQL on database `db` with `psql`: what it printed (unaligned, tuples only).
+    pub fn psql(&self, db: &str, sql: &str) -> String {
+        let out = ok(
+            "psql",
+            Command::new(self.bin.join("psql"))
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "coalloc",
+                ])
+                .args(["-d", db, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql])
+                .output(),
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The cluster's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stop the cluster (immediately: nothing of it is kept).
+    pub fn stop(&mut self) {
+        if !std::mem::take(&mut self.running) {
+            return;
+        }
+        let out = self
+            .pg("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        if !out.as_ref().is_ok_and(|o| o.status.success()) {
+            eprintln!("pg_ctl stop: {out:?}");
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
