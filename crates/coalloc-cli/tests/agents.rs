@@ -526,3 +526,71 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The reservations named in a local site's launch log: (made, deleted).
+fn reservation_log(log: &Path) -> (Vec<String>, Vec<String>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let (mut made, mut deleted) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(n) = v["reserved"]["name"].as_str() {
+            made.push(n.to_owned());
+        }
+        if let Some(n) = v["unreserved"]["name"].as_str() {
+            deleted.push(n.to_owned());
+        }
+    }
+    (made, deleted)
+}
+
+#[test]
+fn a_reserving_job_reserves_on_agent_sites_through_their_agents_and_leaves_nothing() {
+    // Issue 31 item 3: s1 and s2 are agent sites that may reserve (their agents run local
+    // clusters, which can); alpha is a local site.
+    let config = config([4, 4, 4], GRACE).replace(
+        "type = \"agent\", grace",
+        "type = \"agent\", reserve = \"true\", grace",
+    );
+    let s = Server::start(COALLOC, "agent-reserve", &config);
+    let a1 = AgentProc::start(&s, "s1", &agent_config("s1", 4), None);
+    let a2 = AgentProc::start(&s, "s2", &agent_config("s2", 4), None);
+    wait_link(&s, "s1", true, 20);
+    wait_link(&s, "s2", true, 20);
+    let mark = mark_dir(&s);
+    let mut spec = job((0..3).map(|_| comp(&mark, 4, false, "true")).collect());
+    spec["reserve"] = json!(true);
+    let id = s.submit(&spec);
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}");
+    let st = starts(&mark);
+    let mut sites: Vec<String> = st.values().map(|v| v[0].1.clone()).collect();
+    sites.sort();
+    assert_eq!(sites, ["alpha", "s1", "s2"], "{st:?}");
+    assert!(st.values().all(|v| v.len() == 1), "started once: {st:?}");
+    // Each agent's cluster made the job's reservation of its component and deleted it
+    // after the job ended.
+    for (a, site) in [(&a1, "s1"), (&a2, "s2")] {
+        let log = a.dir.join(format!("state/sites/{site}/launches.jsonl"));
+        let t = std::time::Instant::now();
+        loop {
+            let (made, deleted) = reservation_log(&log);
+            let mine = |names: &[String]| {
+                names
+                    .iter()
+                    .filter(|n| n.starts_with(&format!("coalloc-J{id}-c")))
+                    .count()
+            };
+            if mine(&made) == 1 && mine(&deleted) == 1 {
+                break;
+            }
+            assert!(
+                t.elapsed().as_secs() < 10,
+                "{site}: made {made:?}, deleted {deleted:?} ({})",
+                log.display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

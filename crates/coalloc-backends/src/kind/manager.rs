@@ -40,6 +40,7 @@ const GRIDENGINE_KEYS: &[&str] = &[
     "queue",
     "pe",
     "reserve",
+    "reserve_ahead",
 ];
 
 /// The backend a site's `manager` table names.
@@ -49,6 +50,8 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
     let known: &[&str] = match get("type").as_deref().unwrap_or("local") {
         "local" => &[
             "type",
+            "reserve",
+            "reserve_ahead",
             "background",
             "background_max",
             "background_period",
@@ -67,12 +70,13 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "preempt_qos",
             "preempt_action",
             "reserve",
+            "reserve_ahead",
             "provider",
             "lease_program",
             "release_program",
             "provider_timeout",
         ],
-        "agent" => &["type", "grace"],
+        "agent" => &["type", "grace", "reserve", "reserve_ahead"],
         "gridengine" => {
             let known = |k: &str| GRIDENGINE_KEYS.contains(&k) || PROVIDER_KEYS.contains(&k);
             if let Some(k) = site.manager.keys().find(|k| !known(k)) {

@@ -139,7 +139,7 @@ impl AgentCalls {
                     self.queued.push_back(Call::Discard(all));
                 }
             }
-            // Advance reservation through an agent is not carried over the link here.
+            // The link's owner ([`super::remote::AgentLink`]) carries these out.
             SiteCall::KillLocal(_)
             | SiteCall::Lease(_)
             | SiteCall::Release { .. }

@@ -342,7 +342,8 @@ impl Session for Pumped {
 }
 
 /// The driver's [`SiteLink`] to an agent site: calls go into the site's link state; a
-/// cloud site's leases and releases go to its provider, as a site worker's.
+/// cloud site's leases and releases go to its provider, and reservations to its
+/// [`AgentBackend`], as a site worker's.
 pub struct AgentLink {
     pub site: Arc<AgentSite>,
     pub provider: Option<Arc<dyn Provider>>,
@@ -358,6 +359,12 @@ impl SiteLink for AgentLink {
             }
             SiteCall::Release { vm, node } => {
                 crate::sites::release(site, vm, node, self.provider.clone(), self.driver.clone())
+            }
+            // Reservations are the agent's to make, each call waited for on a thread of
+            // its own, as a site worker's are (issue 31 item 3).
+            SiteCall::Reserve(call) => {
+                let backend: Arc<dyn Backend> = Arc::new(AgentBackend(self.site.clone()));
+                crate::sites::reserve(site, call, backend, self.driver.clone())
             }
             SiteCall::KillLocal(processors) => {
                 // Refused at startup (GP needs sites that can preempt), so never sent.
