@@ -17,35 +17,7 @@ fn local(submit_s: i64, size: u32, runtime_s: i64) -> Local {
 
 #[test]
 fn components_start_together_at_the_reservation_and_local_jobs_keep_out() {
-    let sites = vec![Site::cluster("s0", 8), Site::cluster("s1", 8)];
-    let mut job = Job::new(
-        JobKind::Unordered,
-        vec![Component::new(4), Component::new(4)],
-    );
-    job.submit = Some(5 * SECOND);
-    job.max_wall_time = Some(200 * SECOND);
-    let work = Workload {
-        jobs: vec![SimJob {
-            tag: 1,
-            job,
-            runtime: 100 * SECOND,
-        }],
-        local: vec![
-            // s0: 6 processors for 400 s from 10 s would overlap the reservation of 4.
-            vec![local(10, 6, 400)],
-            // s1: full until 300 s; then a full job that must wait for the reservation.
-            vec![local(0, 8, 300), local(10, 8, 50)],
-        ],
-    };
-    let config = SchedulerConfig {
-        claiming: Claiming::from_name("reserve").unwrap(),
-        ..SchedulerConfig::default()
-    };
-    let params = SimParams {
-        window_end: Some(1_000 * SECOND),
-        ..SimParams::default()
-    };
-    let out = simulate(sites, config, &work, &params).unwrap();
+    let out = with_lead(None);
     let j = &out.jobs[0];
     assert_eq!(j.fate, JobFate::Finished);
     let rec = j.record.as_ref().unwrap();
@@ -118,7 +90,9 @@ fn sites_ahead(ahead: Option<&str>) -> Vec<Site> {
     sites
 }
 
-/// The first test's job and local jobs, under a lead-time limit: the outcome.
+/// One job of two 4-processor components submitted at 5 s on two 8-processor sites with
+/// other users' jobs, under reserve claiming and a lead-time limit (`None`: none): the
+/// outcome.
 fn with_lead(ahead: Option<&str>) -> coalloc_sim::engine::Outcome {
     let mut job = Job::new(
         JobKind::Unordered,
@@ -133,7 +107,9 @@ fn with_lead(ahead: Option<&str>) -> coalloc_sim::engine::Outcome {
             runtime: 100 * SECOND,
         }],
         local: vec![
+            // s0: 6 processors for 400 s from 10 s would overlap the reservation of 4.
             vec![local(10, 6, 400)],
+            // s1: full until 300 s; then a full job that must wait for the reservation.
             vec![local(0, 8, 300), local(10, 8, 50)],
         ],
     };
