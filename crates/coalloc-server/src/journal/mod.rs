@@ -78,6 +78,23 @@ pub struct Record {
     pub entry: Entry,
 }
 
+/// Hand one stored entry (`seq`, `at`, its JSON `text`) of the journal at `path` to a
+/// replay's `each`: what every [`Store::replay_after`] does with the rows it reads.
+fn replay_row<E, F: FnMut(i64, Record) -> Result<(), E> + ?Sized>(
+    path: &str,
+    (seq, at, text): (i64, Time, &str),
+    each: &mut F,
+) -> Result<(), ReplayError<E>> {
+    let entry = serde_json::from_str(text).map_err(|e| {
+        ReplayError::Journal(JournalError::Corrupt {
+            path: path.to_owned(),
+            seq,
+            message: e.to_string(),
+        })
+    })?;
+    each(seq, Record { at, entry }).map_err(|e| ReplayError::Record(seq, e))
+}
+
 /// Where the driver's journal is kept: what it appends, replays, and compacts.
 pub trait Store: Send {
     /// The number of the last entry committed (0: none yet).

@@ -241,15 +241,8 @@ impl Journal {
                     Box::new(e),
                 ))
             })?;
-            let entry = serde_json::from_str(text).map_err(|e| {
-                ReplayError::Journal(JournalError::Corrupt {
-                    path: self.path.clone(),
-                    seq,
-                    message: e.to_string(),
-                })
-            })?;
+            super::replay_row(&self.path, (seq, at, text), &mut each)?;
             n += 1;
-            each(seq, Record { at, entry }).map_err(|e| ReplayError::Record(seq, e))?;
         }
         Ok(n)
     }

@@ -361,15 +361,8 @@ impl Store for PgJournal {
         let mut n = 0;
         for batch in batches {
             for (seq, at, text) in batch.map_err(|source| self.err(source))? {
-                let entry = serde_json::from_str(&text).map_err(|e| {
-                    ReplayError::Journal(JournalError::Corrupt {
-                        path: self.shown.clone(),
-                        seq,
-                        message: e.to_string(),
-                    })
-                })?;
+                super::replay_row(&self.shown, (seq, at, &text), each)?;
                 n += 1;
-                each(seq, Record { at, entry }).map_err(|e| ReplayError::Record(seq, e))?;
             }
         }
         Ok(n)
