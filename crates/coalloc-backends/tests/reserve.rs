@@ -95,8 +95,9 @@ fn cycle(site: &Site, dir: &std::path::Path) {
     );
     assert_eq!(b.reservations().unwrap(), [name], "no probe left behind");
 
-    // A component in the reservation: queued until the start, then runs.
-    let mut r = request(dir, 1, 4, 1, "/bin/sh", &["-c", "date +%s%N"]);
+    // A component in the reservation: queued until the start, then runs (for a second, so
+    // that the 50 ms poll sees it running: a bare `date` could end between two polls).
+    let mut r = request(dir, 1, 4, 1, "/bin/sh", &["-c", "date +%s%N; sleep 1"]);
     r.reservation = Some(name.to_owned());
     r.wall_time_ms = Some(30_000);
     let id = b.submit(&r).unwrap();
