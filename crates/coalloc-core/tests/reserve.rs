@@ -615,10 +615,15 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
     // s1 offers 20 minutes and is asked again from 30.
     let cmds = offer(&mut s, 2, q[1].0, Ok(20 * MINUTE));
     assert_eq!(queries(&cmds), vec![(q[1].0, 1, 30 * MINUTE)]);
-    // Agreed on 30 minutes, but nothing is reserved until 20 minutes (s1's lead), past the
-    // answer timeout (5 minutes), which does not roll the agreed run back.
+    // Agreed on 30 minutes: s0 (within its hour) reserves at once; s1 not until 20 minutes
+    // (its lead), past the answer timeout (5 minutes), which does not roll the run back.
     let cmds = offer(&mut s, 3, q[1].0, Ok(30 * MINUTE));
-    assert!(reserves(&cmds).is_empty(), "{cmds:?}");
+    let early = reserves(&cmds);
+    assert_eq!(
+        early.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 30 * MINUTE)]
+    );
+    assert!(answer(&mut s, 4, early[0].0, Ok(())).is_empty());
     s.handle(20 * MINUTE - 1, Event::Tick).unwrap();
     let cmds = drain(&mut s);
     assert!(reserves(&cmds).is_empty() && unreserves(&cmds).is_empty());
@@ -628,10 +633,10 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
     let r = reserves(&drain(&mut s));
     assert_eq!(
         r.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
-        vec![(0, 30 * MINUTE), (1, 30 * MINUTE)]
+        vec![(1, 30 * MINUTE)]
     );
     // A refusal then (the site's other users took the processors) rolls back as usual.
-    let cmds = answer(&mut s, 20 * MINUTE + 1, r[1].0, Err("taken"));
+    let cmds = answer(&mut s, 20 * MINUTE + 1, r[0].0, Err("taken"));
     assert_eq!(unreserves(&cmds), vec![(0, "coalloc-J1-c0-0".to_owned())]);
     assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
 }
@@ -663,4 +668,87 @@ fn components_on_one_site_are_asked_for_together() {
         })
         .collect();
     assert_eq!(counts, vec![(0, 8), (0, 8)]);
+}
+
+#[test]
+fn a_site_with_a_start_delay_reserves_that_much_before_the_common_start() {
+    // s1 is a batch manager that may take 3 s (its default) to start a job in a
+    // reservation; s0 starts at once (`start_delay = "0s"`, as local sites by default).
+    let mut sites = sites();
+    sites[0].manager.insert("type".into(), "local".into());
+    sites[1].manager.insert("type".into(), "slurm".into());
+    sites[1].manager.insert("reserve".into(), "true".into());
+    assert_eq!(reserve::start_delay(&sites[0]), 0);
+    assert_eq!(reserve::start_delay(&sites[1]), 3_000);
+    let mut s = Scheduler::new(reserving(), sites);
+    let (id, cmds) = submit(&mut s, 0, job(&[8, 8]));
+    let q = queries(&cmds);
+    // s1 is asked for its own start, 3 s ahead of the common one, and not before now.
+    assert_eq!(
+        q.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 0), (1, 0)]
+    );
+    let durations: Vec<Millis> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::ReserveQuery { duration, .. } => Some(*duration),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(durations, vec![60_000, 63_000]);
+    // s0 can start at 10 s; s1's window can begin at 8 s, so its component runs by 11 s:
+    // the common start is 11 s, and s0 is asked again from there.
+    assert!(reserves(&offer(&mut s, 1, q[0].0, Ok(10_000))).is_empty());
+    let again = offer(&mut s, 2, q[1].0, Ok(8_000));
+    assert_eq!(queries(&again), vec![(q[0].0, 0, 11_000)]);
+    let cmds = offer(&mut s, 3, q[0].0, Ok(11_000));
+    let r = reserves(&cmds);
+    assert_eq!(
+        r.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 11_000), (1, 8_000)]
+    );
+    let windows: Vec<Millis> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Reserve { duration, .. } => Some(*duration),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(windows, vec![60_000, 63_000]);
+    answer(&mut s, 4, r[0].0, Ok(()));
+    let st = starts(&answer(&mut s, 5, r[1].0, Ok(())));
+    // Both promise the common start, and the barrier holds s1's early start until then.
+    assert!(st
+        .iter()
+        .all(|st| st.reservation.as_ref().unwrap().start == 11_000));
+    s.handle(
+        8_500,
+        Event::ComponentReady {
+            launch: st[1].launch,
+        },
+    )
+    .unwrap();
+    s.handle(
+        9_000,
+        Event::ComponentReady {
+            launch: st[0].launch,
+        },
+    )
+    .unwrap();
+    assert!(!drain(&mut s).contains(&Command::ReleaseBarrier { job: id }));
+    s.handle(11_000, Event::Tick).unwrap();
+    assert!(drain(&mut s).contains(&Command::ReleaseBarrier { job: id }));
+    assert_eq!(s.job(id).unwrap().record.start(), Some(11_000));
+}
+
+#[test]
+fn a_start_delay_that_is_not_a_duration_is_refused_with_the_site_named() {
+    let text = "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { start_delay = \"later\" }\n";
+    let err = coalloc_core::spec::sites::parse_sites(text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("start_delay") && err.contains("later"),
+        "{err}"
+    );
 }

@@ -18,8 +18,8 @@
 //!   next scheduling pass (about 1 s after the start on the rig).
 //! - **unreserve**: `scontrol delete reservationname=NAME`; `Requested reservation is
 //!   invalid` (none of that name, or it ended: Slurm drops reservations at their end) is
-//!   success. A reservation with a running job is `Requested reservation is in use`
-//!   (rejected: the job must end first).
+//!   success. A reservation with a job in it is `Requested reservation is in use`: its
+//!   jobs are cancelled and the deletion tried again, for up to 10 s.
 //! - **reservations**: `scontrol show reservation -o` (`No reservations in the system`
 //!   when empty; no `--json` in 22.05's scontrol), the names of this server's.
 //! - **reserve_earliest**: trial reservations ([`advance::earliest`]) at `not_before` and at
@@ -34,6 +34,9 @@ use super::parse::ParseError;
 use super::SlurmCluster;
 use crate::run::{self, Output};
 use crate::{BackendError, NOT_RESERVING};
+
+/// How long a deletion waits for the jobs in its reservation to end.
+const IN_USE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What `scontrol show reservation -o` says of one reservation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,13 +251,28 @@ impl SlurmCluster {
         }
     }
 
-    /// `scontrol delete reservationname=SITE_NAME`; none of that name is success.
+    /// `scontrol delete reservationname=SITE_NAME`; none of that name is success. A
+    /// reservation still in use (its component was cancelled a moment ago and has not
+    /// ended yet, or a cancel was lost) has every job in it cancelled (only coalloc's run
+    /// in its reservations, and a reservation is deleted only once its run is over) and is
+    /// deleted again, for up to [`IN_USE_WAIT`].
     pub(super) fn delete_reservation(&self, site_name: &str) -> Result<(), BackendError> {
-        let out = self.scontrol_utc(&["delete", &format!("reservationname={site_name}")])?;
-        if out.status.success() || out.message().contains("Requested reservation is invalid") {
-            Ok(())
-        } else {
-            Err(self.scontrol_refused(&out))
+        let t0 = std::time::Instant::now();
+        loop {
+            let out = self.scontrol_utc(&["delete", &format!("reservationname={site_name}")])?;
+            let message = out.message();
+            if out.status.success() || message.contains("Requested reservation is invalid") {
+                return Ok(());
+            }
+            if !message.contains("in use") || t0.elapsed() > IN_USE_WAIT {
+                return Err(self.scontrol_refused(&out));
+            }
+            let jobs = self.call("squeue", &["-h", "-R", site_name, "-o", "%i"], None)?;
+            let ids: Vec<&str> = jobs.stdout.split_whitespace().collect();
+            if !ids.is_empty() {
+                let _ = self.call("scancel", &ids, None)?;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
         }
     }
 

@@ -16,12 +16,15 @@
 //! 3. **Agree**: the common start T is the latest offer (and the floor). Sites that offered
 //!    earlier are asked again from T, up to [`ReserveParams::rounds`] rounds, until every
 //!    site offers T.
-//! 4. **Prepare**: reserve on every site at T ([`Command::Reserve`] / [`Event::Reserved`]),
+//! 4. **Prepare**: reserve on every site at T ([`Command::Reserve`] / [`Event::Reserved`];
+//!    each site's window begins its [`start_delay`] before T, so that a batch manager's
+//!    scheduling pass has started the component by T, and the barrier holds it until T),
 //!    under a name that can be found again (`coalloc-J<job>-c<i>-<generation>`). A site
 //!    that takes reservations only so far ahead (its manager's `reserve_ahead`, the
-//!    one-hour horizon of flux-sched #284) is asked once T is within that lead of now; the
-//!    processors stay held in the core's counts meanwhile, but the site's other users may
-//!    take them, and a refusal then rolls the run back (step 6).
+//!    one-hour horizon of flux-sched #284) is asked once its window is within that lead of
+//!    now, the others at once; the processors stay held in the core's counts meanwhile,
+//!    but the site's other users may take them, and a refusal then rolls the run back,
+//!    deleting what the other sites made (step 6).
 //! 5. **Commit**: once every reservation is made, each component is started into its own
 //!    ([`Start::reservation`]); the barrier (seed 002 §3.2) is held until T and still checks
 //!    that every component really runs.
@@ -83,6 +86,28 @@ pub fn may_reserve(site: &Site) -> bool {
 pub fn reserve_ahead(site: &Site) -> Option<Millis> {
     let v = site.manager.get("reserve_ahead")?;
     crate::spec::units::parse_duration(&crate::spec::units::Scalar::Str(v.clone())).ok()
+}
+
+/// How long after a reservation begins `site`'s manager may take to start a component in
+/// it (its manager's `start_delay`, a duration). A batch manager starts a job in a
+/// reservation only on its next scheduling pass (Slurm's background loop runs once a
+/// second, its backfill every `bf_interval`; Grid Engine's scheduler every
+/// `schedule_interval`), so a reservation that begins exactly at the common start T
+/// would start its component up to a pass or two late. Each site's reservation therefore
+/// begins this much before T (and lasts this much longer), and the barrier holds every
+/// component until T (seed 002 §3.2): the components run from T together, whichever
+/// manager was slowest. Default: none on local and simulated sites (they start a
+/// component at once), 3 s on every other (measured: a Slurm job in a reservation started
+/// 0.1–2.1 s after it began on the rigs, bench/RESULTS.md).
+pub fn start_delay(site: &Site) -> Millis {
+    if let Some(v) = site.manager.get("start_delay") {
+        let v = crate::spec::units::Scalar::Str(v.clone());
+        return crate::spec::units::parse_duration(&v).unwrap_or(0);
+    }
+    match site.manager.get("type").map(String::as_str) {
+        None | Some("local" | "sim" | "simulated") => 0,
+        Some(_) => 3 * crate::model::SECOND,
+    }
 }
 
 /// The name a reservation is made under at its site.
@@ -272,14 +297,16 @@ impl Core {
             .filter(|o| o.state != ResvState::Abandoned)
             .map(|o| o.count)
             .sum();
+        // The site is asked for its own start, [`start_delay`] ahead of the common one.
+        let delay = start_delay(&self.sites.sites[r.site]);
         self.commands.push_back(Command::ReserveQuery {
             reservation: rid,
             job: r.job,
             component: r.component,
             site: r.site,
             count,
-            duration: r.duration,
-            not_before,
+            duration: r.duration + delay,
+            not_before: (not_before - delay).max(self.now),
         });
     }
 
@@ -368,8 +395,9 @@ impl Core {
                 self.abort(id, format!("site `{site}` cannot reserve: {why}"), false);
             }
             Ok(t) => {
+                let delay = start_delay(&self.sites.sites[r.site]);
                 let r = self.reserve.table.get_mut(&rid).expect("looked up");
-                r.state = ResvState::Offered(t.max(not_before));
+                r.state = ResvState::Offered((t + delay).max(not_before));
                 self.agree(id);
             }
         }
@@ -409,56 +437,67 @@ impl Core {
         let j = self.jobs.get_mut(&id).expect("reserving");
         j.hold_until = Some(start);
         j.record.run_mut().last_jst = Some(start);
-        let lead = offers
-            .iter()
-            .filter_map(|&(rid, _)| reserve_ahead(&self.sites.sites[self.reserve.table[&rid].site]))
-            .min();
-        match lead {
-            Some(lead) if start - lead > self.now => {
-                let generation = self.jobs[&id].generation;
-                let timer = Timer::ReserveDue {
-                    job: id,
-                    generation,
-                };
-                self.timers.insert((start - lead, timer));
-            }
-            _ => self.request_all(id, start),
-        }
+        self.request_due(id, start);
     }
 
-    /// The common start of run `id` came within its sites' lead: reserve now (step 4).
+    /// A site of run `id` takes its reservation: now (a timer, [`Self::request_due`]).
     pub(super) fn reserve_due(&mut self, id: JobId, generation: u64) {
         let live = self
             .jobs
             .get(&id)
             .is_some_and(|j| j.generation == generation && j.phase == Phase::Claiming);
         if let (true, Some(start)) = (live, self.reserve.runs.get(&id).and_then(|r| r.start)) {
-            self.request_all(id, start);
+            self.request_due(id, start);
             self.arm_answer(id);
         }
     }
 
-    /// Ask every site of run `id` to reserve at `start`.
-    fn request_all(&mut self, id: JobId, start: Time) {
-        let offered: Vec<ReservationId> = self
+    /// Ask every site of run `id` whose turn has come to reserve at `start` (step 4): a
+    /// site without a lead at once, one with a lead once its own window's start (the
+    /// common start less its [`start_delay`]) is within that lead of now. The earliest
+    /// site still to come arms [`Timer::ReserveDue`]. Each site reserves as early as it
+    /// allows, so that the others' users cannot take its processors meanwhile.
+    fn request_due(&mut self, id: JobId, start: Time) {
+        let offered: Vec<(ReservationId, Time)> = self
             .run_resvs(id)
             .filter(|(_, r)| matches!(r.state, ResvState::Offered(_)))
-            .map(|(rid, _)| rid)
+            .map(|(rid, r)| {
+                let site = &self.sites.sites[r.site];
+                let own = start - start_delay(site);
+                (
+                    rid,
+                    reserve_ahead(site).map_or(Time::MIN, |lead| own - lead),
+                )
+            })
             .collect();
-        for rid in offered {
+        let mut next: Option<Time> = None;
+        for (rid, due) in offered {
+            if due > self.now {
+                next = Some(next.map_or(due, |n| n.min(due)));
+                continue;
+            }
             let r = self.reserve.table.get_mut(&rid).expect("listed");
             r.state = ResvState::Requested;
             let r = r.clone();
+            let delay = start_delay(&self.sites.sites[r.site]);
             self.commands.push_back(Command::Reserve {
                 reservation: rid,
                 job: id,
                 component: r.component,
                 site: r.site,
                 count: r.count,
-                start,
-                duration: r.duration,
+                start: start - delay,
+                duration: r.duration + delay,
                 name: r.name,
             });
+        }
+        if let Some(due) = next {
+            let generation = self.jobs[&id].generation;
+            let timer = Timer::ReserveDue {
+                job: id,
+                generation,
+            };
+            self.timers.insert((due, timer));
         }
     }
 

@@ -165,8 +165,11 @@ pub fn sites_from_docs(docs: &[SiteDoc]) -> Result<Vec<Site>, SpecError> {
                 parse_size(v).map_err(|r| SpecError::invalid(f(&format!("bandwidth.{to}")), r))?;
             bandwidth.insert(to.clone(), bps);
         }
-        if let Some(v) = d.manager.get("reserve_ahead") {
-            parse_duration(v).map_err(|r| SpecError::invalid(f("manager.reserve_ahead"), r))?;
+        for key in ["reserve_ahead", "start_delay"] {
+            if let Some(v) = d.manager.get(key) {
+                parse_duration(v)
+                    .map_err(|r| SpecError::invalid(f(&format!("manager.{key}")), r))?;
+            }
         }
         sites.push(Site {
             name: d.name.clone(),

@@ -199,10 +199,11 @@ impl GeRig {
         );
     }
 
-    /// `qdel -f` every job of every cell.
+    /// `qdel -f` every job and `qrdel` every advance reservation of every cell.
     pub fn delete_all(&self) {
         for i in 0..self.cells.len() {
             let _ = self.run(i, "qdel", &["-f", "-u", "*"]);
+            let _ = self.run(i, "qrdel", &["-f", "-u", "*"]);
         }
     }
 

@@ -511,7 +511,8 @@ impl Rig {
         }
     }
 
-    /// `scancel` every queued or running job of every cluster.
+    /// `scancel` every queued or running job and delete every reservation of every
+    /// cluster (a reserved node is not idle).
     pub fn cancel_all(&self) {
         for i in 0..self.clusters.len() {
             if let Ok(jobs) = self.active_jobs(i) {
@@ -519,6 +520,18 @@ impl Rig {
                 if !ids.is_empty() {
                     let _ = self.run(i, "scancel", &ids);
                 }
+            }
+            let shown = self.run(i, "scontrol", &["show", "reservation", "-o"]);
+            for name in String::from_utf8_lossy(&shown.stdout)
+                .lines()
+                .filter_map(|l| l.strip_prefix("ReservationName="))
+                .filter_map(|l| l.split_whitespace().next())
+            {
+                let _ = self.run(
+                    i,
+                    "scontrol",
+                    &["delete", &format!("reservationname={name}")],
+                );
             }
         }
     }
