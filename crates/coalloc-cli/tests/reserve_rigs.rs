@@ -214,6 +214,23 @@ fn assert_started_together(starts: &Path, id: u64, t: i64) {
     }
 }
 
+/// `coalloc_reservations_total` by outcome: made, honoured, rolled back.
+fn counted(s: &Server) -> [u64; 3] {
+    let text = ureq::get(format!("{}/metrics", s.url))
+        .header("Authorization", format!("Bearer {}", s.token))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    ["made", "honoured", "rolled_back"].map(|o| {
+        let key = format!("coalloc_reservations_total{{outcome=\"{o}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    })
+}
+
 fn dir_of(s: &Server) -> PathBuf {
     s.dir.parent().unwrap().to_path_buf()
 }
@@ -240,6 +257,7 @@ fn a_reserved_job_starts_together_on_two_slurm_clusters_and_a_grid_engine_cell()
     assert_started_together(&starts, id, t);
     rigs.assert_nothing_held(id);
     assert_eq!(s.cli_ok(&["reservations", "--json"]).trim(), "[]");
+    assert_eq!(counted(&s), [3, 3, 0]);
 }
 
 #[test]
@@ -273,6 +291,7 @@ fn a_site_whose_processors_were_taken_refuses_and_every_manager_is_left_with_not
     assert_eq!(j["state"], "queued", "{j}");
     rigs.assert_nothing_held(id);
     assert_eq!(starts_of(&starts), vec![]);
+    assert_eq!(counted(&s), [2, 0, 2]);
     s.cli_ok(&["cancel", &id.to_string()]);
     rigs.assert_nothing_held(id);
     let t = Instant::now();

@@ -181,8 +181,9 @@ impl Metrics {
         );
         r.register(
             "reservations",
-            "Advance reservations at sites (issue 31), by outcome: made, honoured (a component \
-             was started into it), rolled_back (deleted before its job ended)",
+            "Advance reservations at sites (issue 31), by outcome: made, honoured (its job's \
+             barrier was released with the component started into it), rolled_back (deleted \
+             before that)",
             m.reservations.clone(),
         );
         r.register(

@@ -49,7 +49,7 @@ impl Driver {
                     }
                 }
                 // The job's `committed` event goes out with its Notice::Committed.
-                Command::ReleaseBarrier { .. } => {}
+                Command::ReleaseBarrier { job } => self.reservations_honoured(job),
                 Command::StartTransfer {
                     transfer,
                     job,

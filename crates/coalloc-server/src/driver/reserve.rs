@@ -83,16 +83,15 @@ impl Driver {
         self.workers[call.0].send(SiteCall::Reserve(call.1));
     }
 
-    /// A component is started into its reservation: the reservation is honoured.
+    /// A component is started into its reservation (an event; it is honoured once the
+    /// barrier releases its job, [`Driver::reservations_honoured`]).
     pub(crate) fn started_into(&mut self, s: &Start) {
         let Some(r) = &s.reservation else {
             return;
         };
-        self.honoured.insert(r.name.clone());
         if self.replaying {
             return;
         }
-        self.count_reservation("honoured");
         self.emit(json!({"event": "started_into_reservation", "job": s.job,
             "component": s.component, "launch": s.launch.0,
             "site": self.config.sites[s.site].name, "reservation": r.name,
@@ -137,6 +136,21 @@ impl Driver {
         };
         if let Err(e) = self.apply(entry) {
             tracing::warn!("the core refused a reservation report: {e}");
+        }
+    }
+
+    /// Job `job`'s barrier was released: each reservation its run started a component into
+    /// was honoured (the site ran the component by the promised start). A later deletion of
+    /// it is a release, not a roll back.
+    pub(crate) fn reservations_honoured(&mut self, job: u64) {
+        let names: Vec<String> = (self.core.reservations().table.values())
+            .filter(|r| r.job == job && r.state == ResvState::Started)
+            .map(|r| r.name.clone())
+            .collect();
+        for name in names {
+            if self.honoured.insert(name) {
+                self.count_reservation("honoured");
+            }
         }
     }
 
