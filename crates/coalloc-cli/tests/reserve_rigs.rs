@@ -260,18 +260,16 @@ fn a_reserved_job_starts_together_on_two_slurm_clusters_and_a_grid_engine_cell()
     assert_eq!(counted(&s), [3, 3, 0]);
 }
 
-#[test]
-fn a_site_whose_processors_were_taken_refuses_and_every_manager_is_left_with_nothing() {
-    let Some(rigs) = Rigs::begin("reserve-rigs-refused") else {
+/// beta takes reservations only 10 s ahead, so it is asked last, after the others hold
+/// theirs; meanwhile `take` makes it refuse. The others are rolled back and no manager lists
+/// anything of the job, then or after a cancel; nothing started. `mend` undoes `take` before
+/// the managers are read.
+fn refused_at_beta(test: &str, why: &str, take: impl Fn(&Rigs), mend: impl Fn(&Rigs)) {
+    let Some(rigs) = Rigs::begin(test) else {
         return;
     };
     rigs.other_users();
-    // beta takes reservations only 10 s ahead: it is asked last, after the others hold theirs.
-    let s = Server::start(
-        COALLOC,
-        "reserve-rigs-refused",
-        &rigs.config(", reserve_ahead = \"10s\""),
-    );
+    let s = Server::start(COALLOC, test, &rigs.config(", reserve_ahead = \"10s\""));
     let starts = dir_of(&s).join("starts.log");
     let file = job_file(&dir_of(&s), &starts, &rigs.names());
     let id = submit_reserved(&s, &file, "+25s");
@@ -280,15 +278,15 @@ fn a_site_whose_processors_were_taken_refuses_and_every_manager_is_left_with_not
     });
     assert_eq!(in_state(&j, "offered"), 1, "{j}");
     assert_eq!(rigs.held_of(id).len(), 2);
-    // Meanwhile other users take every processor beta has left.
-    let beta = rigs.slurm.rig.clusters[1].cpus - 8;
-    rigs.slurm.rig.foreign_job(1, &beta.to_string(), 3600);
+    take(&rigs);
     let j = s.wait_for(id, 40, "rolled back", |j| {
         j["last_abort"]
             .as_str()
             .is_some_and(|a| a.contains("refused the reservation"))
     });
+    assert!(j["last_abort"].as_str().unwrap().contains(why), "{j}");
     assert_eq!(j["state"], "queued", "{j}");
+    mend(&rigs);
     rigs.assert_nothing_held(id);
     assert_eq!(starts_of(&starts), vec![]);
     assert_eq!(counted(&s), [2, 0, 2]);
@@ -299,6 +297,30 @@ fn a_site_whose_processors_were_taken_refuses_and_every_manager_is_left_with_not
         assert!(t.elapsed() < Duration::from_secs(10), "still listed");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn a_site_whose_processors_were_taken_refuses_and_every_manager_is_left_with_nothing() {
+    // Other users take every processor beta has left.
+    refused_at_beta(
+        "reserve-rigs-refused",
+        "rejected: beta: scontrol: cannot reserve 4 processors",
+        |rigs| {
+            let left = rigs.slurm.rig.clusters[1].cpus - 8;
+            rigs.slurm.rig.foreign_job(1, &left.to_string(), 3600);
+        },
+        |_| {},
+    );
+}
+
+#[test]
+fn a_site_whose_manager_is_down_refuses_and_every_manager_is_left_with_nothing() {
+    refused_at_beta(
+        "reserve-rigs-down",
+        "resource manager unavailable: beta",
+        |rigs| rigs.slurm.rig.stop_controller(1),
+        |rigs| rigs.slurm.rig.restart_missing(1).unwrap(),
+    );
 }
 
 #[test]

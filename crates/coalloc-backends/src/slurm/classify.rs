@@ -17,6 +17,8 @@ const UNREACHABLE: &[&str] = &[
     "protocol authentication error",
     "munge",
     "transport endpoint",
+    // `scontrol create reservation` with its controller stopped (seen on the rig, 22.05).
+    "unexpected message received",
 ];
 
 pub(super) fn unreachable(message: &str) -> bool {
@@ -37,6 +39,9 @@ mod tests {
         assert!(unreachable("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"));
         assert!(unreachable(
             "squeue: error: Socket timed out on send/recv operation"
+        ));
+        assert!(unreachable(
+            "Error creating the reservation: Unexpected message received"
         ));
         assert!(!unreachable(
             "sbatch: error: Batch job submission failed: More processors requested than permitted"
