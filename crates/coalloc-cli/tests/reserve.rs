@@ -86,36 +86,6 @@ fn starts_of(starts: &Path) -> Vec<(String, i64)> {
         .collect()
 }
 
-fn submit_reserved(s: &Server, file: &Path, start: &str) -> u64 {
-    let out = s.cli_ok(&[
-        "submit",
-        "--reserve",
-        "--start",
-        start,
-        "--parsable",
-        file.to_str().unwrap(),
-    ]);
-    out.trim().parse().unwrap()
-}
-
-/// The promised start of a job once every component is started into its reservation.
-fn promised(s: &Server, id: u64) -> i64 {
-    let j = s.wait_for(id, 30, "started into its reservations", |j| {
-        j["components"].as_array().is_some_and(|c| {
-            c.iter()
-                .all(|c| c["reservation_state"] == "started" && c["promised_start"].is_i64())
-        })
-    });
-    let starts: Vec<i64> = j["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["promised_start"].as_i64().unwrap())
-        .collect();
-    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{j}");
-    starts[0]
-}
-
 fn assert_started_once_near(starts: &Path, id: u64, promised: i64) {
     let all = starts_of(starts);
     let mut who: Vec<&str> = all.iter().map(|(w, _)| w.as_str()).collect();
@@ -140,8 +110,8 @@ fn a_reserved_job_starts_every_component_at_the_promised_start() {
     let starts = s.dir.parent().unwrap().join("starts.log");
     let file = job_file(&s, &starts, 1);
     let asked = now_ms() + 4_000;
-    let id = submit_reserved(&s, &file, "+4s");
-    let t = promised(&s, id);
+    let id = s.submit_reserved(&file, "+4s");
+    let t = s.promised_start(id, 30);
     assert!(t >= asked - 1_000, "promised {t}, asked for {asked}");
     // Reserved and waiting for the start: shown by `status` and `reservations`.
     let listed: Value = serde_json::from_str(&s.cli_ok(&["reservations", "--json"])).unwrap();
@@ -164,13 +134,7 @@ fn a_reserved_job_starts_every_component_at_the_promised_start() {
     assert_nothing_held(&s);
     let listed = s.cli_ok(&["reservations", "--json"]);
     assert_eq!(listed.trim(), "[]");
-    let text = ureq::get(format!("{}/metrics", s.url))
-        .header("Authorization", format!("Bearer {}", s.token))
-        .call()
-        .unwrap()
-        .into_body()
-        .read_to_string()
-        .unwrap();
+    let text = s.metrics();
     assert!(
         text.contains("coalloc_reservations_total{outcome=\"made\"} 3"),
         "{text}"
@@ -191,7 +155,7 @@ fn a_site_that_cannot_reserve_rolls_the_others_back() {
     let s = Server::start(COALLOC, "reserve-refused", &config);
     let starts = s.dir.parent().unwrap().join("starts.log");
     let file = job_file(&s, &starts, 1);
-    let id = submit_reserved(&s, &file, "+2s");
+    let id = s.submit_reserved(&file, "+2s");
     let j = s.wait_for(id, 30, "rolled back", |j| {
         j["last_abort"]
             .as_str()
@@ -255,8 +219,8 @@ fn kill_9_between_prepare_and_commit_leaves_nothing_behind_and_starts_nothing_tw
     );
     let starts = s.dir.parent().unwrap().join("starts.log");
     let file = job_file(&s, &starts, 1);
-    let id = submit_reserved(&s, &file, "+8s");
-    promised(&s, id);
+    let id = s.submit_reserved(&file, "+8s");
+    s.promised_start(id, 30);
     s.kill();
     assert!(back_to_prepare(&s, id) >= 3);
     // And a reservation under coalloc's name that no live job owns.
@@ -269,7 +233,7 @@ fn kill_9_between_prepare_and_commit_leaves_nothing_behind_and_starts_nothing_tw
     std::fs::write(&log, text).unwrap();
     assert!(held(&s, "alpha").contains(&"coalloc-J99-c0-1".to_owned()));
     s.restart();
-    let t = promised(&s, id);
+    let t = s.promised_start(id, 30);
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");
     assert_started_once_near(&starts, id, t);
@@ -285,10 +249,10 @@ fn kill_9_after_commit_leaves_nothing_behind_and_starts_nothing_twice() {
     );
     let starts = s.dir.parent().unwrap().join("starts.log");
     let file = job_file(&s, &starts, 1);
-    let id = submit_reserved(&s, &file, "+6s");
-    let t = promised(&s, id);
+    let id = s.submit_reserved(&file, "+6s");
+    let t = s.promised_start(id, 30);
     s.kill_and_restart();
-    assert_eq!(promised(&s, id), t);
+    assert_eq!(s.promised_start(id, 30), t);
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}");
     assert_started_once_near(&starts, id, t);

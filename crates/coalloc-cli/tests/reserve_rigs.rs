@@ -136,38 +136,11 @@ fn job_file(dir: &Path, starts: &Path, sites: &[String; 3]) -> PathBuf {
     path
 }
 
-fn submit_reserved(s: &Server, file: &Path, start: &str) -> u64 {
-    let out = s.cli_ok(&[
-        "submit",
-        "--reserve",
-        "--start",
-        start,
-        "--parsable",
-        file.to_str().unwrap(),
-    ]);
-    out.trim().parse().unwrap()
-}
-
 /// Components whose reservation is in `state`.
 fn in_state(j: &Value, state: &str) -> usize {
     j["components"].as_array().map_or(0, |c| {
         c.iter().filter(|c| c["reservation_state"] == state).count()
     })
-}
-
-/// The promised start once every component is started into its reservation.
-fn promised(s: &Server, id: u64) -> i64 {
-    let j = s.wait_for(id, 60, "started into its reservations", |j| {
-        in_state(j, "started") == 3
-    });
-    let starts: Vec<i64> = j["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["promised_start"].as_i64().unwrap())
-        .collect();
-    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{j}");
-    starts[0]
 }
 
 /// `(what, JOB.C, ms)` of every line written.
@@ -216,13 +189,7 @@ fn assert_started_together(starts: &Path, id: u64, t: i64) {
 
 /// `coalloc_reservations_total` by outcome: made, honoured, rolled back.
 fn counted(s: &Server) -> [u64; 3] {
-    let text = ureq::get(format!("{}/metrics", s.url))
-        .header("Authorization", format!("Bearer {}", s.token))
-        .call()
-        .unwrap()
-        .into_body()
-        .read_to_string()
-        .unwrap();
+    let text = s.metrics();
     ["made", "honoured", "rolled_back"].map(|o| {
         let key = format!("coalloc_reservations_total{{outcome=\"{o}\"}} ");
         text.lines()
@@ -245,8 +212,8 @@ fn a_reserved_job_starts_together_on_two_slurm_clusters_and_a_grid_engine_cell()
     let starts = dir_of(&s).join("starts.log");
     let file = job_file(&dir_of(&s), &starts, &rigs.names());
     let asked = now_ms() + 20_000;
-    let id = submit_reserved(&s, &file, "+20s");
-    let t = promised(&s, id);
+    let id = s.submit_reserved(&file, "+20s");
+    let t = s.promised_start(id, 60);
     assert!(t >= asked - 1_000, "promised {t}, asked for {asked}");
     // Each manager holds its reservation, under the job's names, before the start.
     let held = rigs.held_of(id);
@@ -272,7 +239,7 @@ fn refused_at_beta(test: &str, why: &str, take: impl Fn(&Rigs), mend: impl Fn(&R
     let s = Server::start(COALLOC, test, &rigs.config(", reserve_ahead = \"10s\""));
     let starts = dir_of(&s).join("starts.log");
     let file = job_file(&dir_of(&s), &starts, &rigs.names());
-    let id = submit_reserved(&s, &file, "+25s");
+    let id = s.submit_reserved(&file, "+25s");
     let j = s.wait_for(id, 30, "reserved on two sites", |j| {
         in_state(j, "made") == 2
     });
@@ -336,14 +303,14 @@ fn kill_9_while_reserving_and_after_commit_leaves_nothing_behind_and_starts_noth
     );
     let starts = dir_of(&s).join("starts.log");
     let file = job_file(&dir_of(&s), &starts, &rigs.names());
-    let id = submit_reserved(&s, &file, "+30s");
+    let id = s.submit_reserved(&file, "+30s");
     // Prepared on two sites, the third not yet asked, nothing committed: kill -9.
     s.wait_for(id, 30, "reserved on two sites", |j| {
         in_state(j, "made") == 2
     });
     s.kill_and_restart();
     // The restart keeps both reservations, makes the third at its time and commits.
-    let t = promised(&s, id);
+    let t = s.promised_start(id, 60);
     assert!(now_ms() < t - DELAY, "committed too late to see the wait");
     assert_eq!(rigs.held_of(id).len(), 3);
     // Committed (every component submitted into its reservation, each manager's id known),
@@ -355,7 +322,7 @@ fn kill_9_while_reserving_and_after_commit_leaves_nothing_behind_and_starts_noth
     });
     assert!(now_ms() < t - DELAY, "submitted too late to see the wait");
     s.kill_and_restart();
-    assert_eq!(promised(&s, id), t);
+    assert_eq!(s.promised_start(id, 60), t);
     let j = s.wait_ended(id, 90);
     assert_eq!(j["state"], "finished", "{j}");
     assert_started_together(&starts, id, t);

@@ -312,7 +312,11 @@ fn on_slurm_with_run_as_owner_a_component_runs_as_its_jobs_owner() {
     let config = sc
         .rig
         .config("policy = \"fcfs\"")
-        .replace("[server]\n", "[server]\nrun_as_owner = true\n");
+        .replace("[server]\n", "[server]\nrun_as_owner = true\n")
+        .replace(
+            "launch = \"batch\" }",
+            "launch = \"batch\", reserve = true }",
+        );
     let s = Server::start(COALLOC, "run-as-slurm", &config);
     let socket = s.dir.join("coalloc.sock");
     let mut comp = barrier_component(COALLOC, 1, "", "id -u; id -g");
@@ -320,17 +324,34 @@ fn on_slurm_with_run_as_owner_a_component_runs_as_its_jobs_owner() {
     let job = json!({ "kind": "unordered", "max_wall_time": "5m", "component": [comp] });
     let job_file = s.dir.parent().unwrap().join("job.json");
     std::fs::write(&job_file, job.to_string()).unwrap();
-    let out = cli(
-        &s,
-        &[("COALLOC_SOCKET", socket.to_str().unwrap())],
-        &["submit", "--parsable", job_file.to_str().unwrap()],
-    )
-    .uid(65534)
-    .gid(65534)
-    .output()
-    .unwrap();
-    let id: u64 = ok(out).trim().parse().unwrap();
+    // `coalloc submit ARGS... JOB_FILE` as nobody: the job's id.
+    let submit_as_nobody = |args: &[&str]| -> u64 {
+        let args = [
+            &["submit", "--parsable"],
+            args,
+            &[job_file.to_str().unwrap()],
+        ]
+        .concat();
+        let out = cli(&s, &[("COALLOC_SOCKET", socket.to_str().unwrap())], &args)
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        ok(out).trim().parse().unwrap()
+    };
+    let id = submit_as_nobody(&[]);
     let j = s.wait_ended(id, 60);
     assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
     assert_eq!(s.output(id, 0), "65534\n65534\n");
+    // Into a reservation (issue 31), made for the server's own user: the owner is added to
+    // its users before the component is submitted into it.
+    let id = submit_as_nobody(&["--reserve"]);
+    let j = s.wait_ended(id, 60);
+    assert_eq!(j["state"], "finished", "{j}\n{}", s.log());
+    assert_eq!(s.output(id, 0), "65534\n65534\n");
+    let metrics = s.metrics();
+    assert!(
+        metrics.contains("coalloc_reservations_total{outcome=\"honoured\"} 1"),
+        "{metrics}"
+    );
 }

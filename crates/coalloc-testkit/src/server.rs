@@ -348,6 +348,46 @@ impl Server {
         )
     }
 
+    /// `GET /metrics`: the Prometheus text.
+    pub fn metrics(&self) -> String {
+        match self.call("GET", "/metrics", &self.token, None) {
+            (200, Value::String(text)) => text,
+            (code, v) => panic!("/metrics: {code} {v}"),
+        }
+    }
+
+    /// `coalloc submit --reserve --start START --parsable FILE` (issue 31): the job's id.
+    pub fn submit_reserved(&self, file: &Path, start: &str) -> u64 {
+        let out = self.cli_ok(&[
+            "submit",
+            "--reserve",
+            "--start",
+            start,
+            "--parsable",
+            file.to_str().unwrap(),
+        ]);
+        out.trim().parse().unwrap()
+    }
+
+    /// The promised start of reserving job `id` once every component is started into its
+    /// reservation (within `secs`); every component promises the same.
+    pub fn promised_start(&self, id: u64, secs: u64) -> i64 {
+        let j = self.wait_for(id, secs, "started into its reservations", |j| {
+            j["components"].as_array().is_some_and(|c| {
+                c.iter()
+                    .all(|c| c["reservation_state"] == "started" && c["promised_start"].is_i64())
+            })
+        });
+        let starts: Vec<i64> = j["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["promised_start"].as_i64().unwrap())
+            .collect();
+        assert!(starts.windows(2).all(|w| w[0] == w[1]), "{j}");
+        starts[0]
+    }
+
     /// Mark every site unusable, so that what is submitted next stays queued.
     pub fn hold_the_queue(&self) {
         let sites = self.get("/v1/sites");

@@ -282,6 +282,7 @@ impl Backend for SlurmCluster {
         let reject = |e: script::ScriptError| BackendError::Rejected(e.to_string());
         let body = script::batch_script(r).map_err(reject)?;
         let args = self.submit_args(r).map_err(reject)?;
+        self.admit_owner(r)?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         crate::run::make_output_dirs(r);
         let out = self.call("sbatch", &args, Some(body.into_bytes()))?;

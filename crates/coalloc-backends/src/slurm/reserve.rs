@@ -13,7 +13,10 @@
 //!   cores are held in that window by running jobs (to their time limits) or other
 //!   reservations, or when the cluster has fewer (rejected); a start in the past is
 //!   `Invalid time specified`, a name in use `Duplicate reservation name` (rejected).
-//! - **submit into it**: `sbatch --reservation=NAME` (or `salloc --reservation=NAME`); the
+//! - **submit into it**: `sbatch --reservation=NAME` (or `salloc --reservation=NAME`);
+//!   a component run as its owner (`--uid`) first has the owner added to the reservation's
+//!   users (`scontrol update reservationname=NAME users+=OWNER`), since it is made for
+//!   coalloc's own user; the
 //!   job waits `PENDING` with reason `Reservation` until the start and is started by the
 //!   next scheduling pass (about 1 s after the start on the rig).
 //! - **unreserve**: `scontrol delete reservationname=NAME`; `Requested reservation is
@@ -273,6 +276,25 @@ impl SlurmCluster {
                 let _ = self.call("scancel", &ids, None)?;
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
+    /// A component run as its owner (`sbatch --uid`) may use a reservation made for
+    /// coalloc's own user only once the owner is among its users: `scontrol update
+    /// reservationname=NAME users+=OWNER`, before the component is submitted into it.
+    pub(super) fn admit_owner(&self, r: &crate::SubmitRequest) -> Result<(), BackendError> {
+        let (Some(name), Some(owner)) = (&r.reservation, &r.owner) else {
+            return Ok(());
+        };
+        let out = self.scontrol_utc(&[
+            "update",
+            &format!("reservationname={}", self.site_reservation(name)),
+            &format!("users+={owner}"),
+        ])?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(self.scontrol_refused(&out))
         }
     }
 
