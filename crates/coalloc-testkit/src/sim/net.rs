@@ -425,6 +425,7 @@ impl World {
         for r in reports {
             self.at(self.now, Ev::Report(self.epoch, r));
         }
+        self.reserve_answers(site);
         if let Some(why) = down {
             self.server_conn_down(site, conn, why);
         }
@@ -446,6 +447,7 @@ impl World {
         for r in reports {
             self.at(self.now, Ev::Report(self.epoch, r));
         }
+        self.reserve_answers(site);
         if !still_up {
             self.at(self.now, Ev::Report(self.epoch, Report::AgentGone { site }));
         }
@@ -514,7 +516,10 @@ impl World {
             secret: "sim".into(),
             relay_url: "http://agent.sim.invalid".into(),
             launches: a.held.values().cloned().collect(),
-            reserve: Reserving::MayNot("no reservations in this simulation".into()),
+            reserve: match self.plan.sites[site].reserve {
+                Some(_) => Reserving::May,
+                None => Reserving::MayNot("the site's plan does not reserve".into()),
+            },
         };
         self.send_frame(site, conn, true, Frame::FromAgent(FromAgent::Hello(hello)));
         self.at(now + 10_000, give_up("no welcome within 10 s"));
