@@ -41,7 +41,7 @@ const GRIDENGINE_KEYS: &[&str] = &[
     "pe",
     "reserve",
     "reserve_ahead",
-            "start_delay",
+    "start_delay",
 ];
 
 /// The backend a site's `manager` table names.

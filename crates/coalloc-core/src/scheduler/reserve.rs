@@ -542,7 +542,8 @@ impl Core {
                 // whose answer was lost (a time-out, a link that closed) holds it all the
                 // same. Deleting one that does not exist is no error (simulation harness,
                 // seed 51: a time-out left a reservation behind).
-                self.commands.push_back(Command::Unreserve { site: at, name });
+                self.commands
+                    .push_back(Command::Unreserve { site: at, name });
             }
             Ok(()) => {
                 self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Made;

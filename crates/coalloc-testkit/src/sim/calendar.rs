@@ -62,7 +62,11 @@ impl Rm {
             };
             let until = (since + l.wall).max(now + 1);
             // Inside its window, the window holds its slots; past it, the launch.
-            let from = match l.reservation.as_ref().and_then(|(n, _)| self.windows.get(n)) {
+            let from = match l
+                .reservation
+                .as_ref()
+                .and_then(|(n, _)| self.windows.get(n))
+            {
                 Some(w) => w.end.max(now),
                 None => now,
             };
@@ -134,7 +138,12 @@ impl Rm {
         self.reserving(now)?;
         let from = not_before.max(now);
         let mut candidates: Vec<Time> = std::iter::once(from)
-            .chain(self.holds(now).iter().map(|h| h.until).filter(|&u| u > from))
+            .chain(
+                self.holds(now)
+                    .iter()
+                    .map(|h| h.until)
+                    .filter(|&u| u > from),
+            )
             .collect();
         candidates.sort_unstable();
         candidates
@@ -260,7 +269,9 @@ mod tests {
         rm.unreserve(1_100, "a").unwrap();
         assert_eq!(rm.launches[&3].state, St::Cancelled);
         assert!(rm.reservations(1_100).unwrap().is_empty());
-        assert!(rm.submit(1_100, &req(4, 1, 10, Some("a")), 0, false, false).is_err());
+        assert!(rm
+            .submit(1_100, &req(4, 1, 10, Some("a")), 0, false, false)
+            .is_err());
     }
 
     #[test]

@@ -147,9 +147,9 @@ enum Ev {
     CancelUnrecorded(usize, u64, u32),
     /// A worker retries a cancel that failed (`attempt` from 1), as `SiteWorker` does.
     CancelAgain(usize, String, u32),
-    /// The server of incarnation `epoch` tries deleting a reservation at a site again
-    /// (`attempt` from 2).
-    Unreserve(u64, usize, String, u32),
+    /// The server of incarnation `epoch` tries a reservation call at a site again (a
+    /// deletion or a list; `attempt` from 2).
+    ReserveAgain(u64, usize, coalloc_server::msg::ReserveCall, u32),
     /// The worker of incarnation `epoch` hears an answer and reports it.
     Report(u64, Report),
     Poll(u64, usize),
@@ -827,8 +827,8 @@ impl World {
                 }
                 self.rm_wake(site);
             }
-            Ev::Unreserve(epoch, site, name, attempt) => {
-                self.unreserve_again(epoch, site, name, attempt)
+            Ev::ReserveAgain(epoch, site, call, attempt) => {
+                self.reserve_again(epoch, site, call, attempt)
             }
             Ev::CancelUnrecorded(site, launch, attempt) => {
                 if attempt == 1 {

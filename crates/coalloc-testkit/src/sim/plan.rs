@@ -219,7 +219,10 @@ fn reservations(p: &mut Plan) {
         }
         // Every component fits any site when empty ([`classic`]).
         let fits = match j.kind {
-            Kind::Ordered => j.comps.iter().all(|c| c.site.is_some_and(|s| may.contains(&s))),
+            Kind::Ordered => j
+                .comps
+                .iter()
+                .all(|c| c.site.is_some_and(|s| may.contains(&s))),
             Kind::Unordered => j.comps.len() <= may.len(),
             Kind::Total => true,
             Kind::Flexible { .. } => false,

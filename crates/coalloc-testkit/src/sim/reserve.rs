@@ -10,10 +10,10 @@
 //!   waited calls, as `AgentBackend` makes them): it fails at once without one, or when
 //!   the link ends before the answer, or past the calls' limit; the agent carries it out on
 //!   its manager ([`super::agent`]);
-//! - a deletion is tried again after [`super::retry_after`] while the manager or the agent
-//!   cannot be reached, as `cancel_until_taken` does, until the server that asked dies
-//!   (its thread dies with it: a restart lists the site's reservations and deletes those
-//!   no live run owns);
+//! - a deletion, and a restart's list of what a site holds, are tried again after
+//!   [`super::retry_after`] while the manager or the agent cannot be reached, as
+//!   `cancel_until_taken` does, until the server that asked dies (its thread dies with it:
+//!   the next restart lists the site's reservations and deletes those no live run owns);
 //! - the answers come back as [`Report::Reservation`] for the incarnation that asked.
 
 use super::{retry_after, Ev, World};
@@ -80,7 +80,9 @@ impl World {
             }
             Call::Unreserve(name) => self.rms[site].unreserve(now, name).map(|()| Answer::Done),
             Call::Reservations => self.rms[site].reservations(now).map(Answer::Reservations),
-            other => Err(BackendError::Rejected(format!("not a reservation call: {other:?}"))),
+            other => Err(BackendError::Rejected(format!(
+                "not a reservation call: {other:?}"
+            ))),
         };
         self.log(|| format!("s{site}'s manager: {call:?} -> {result:?}"));
         self.rm_wake(site);
@@ -98,10 +100,7 @@ impl World {
         let result = self.rm_reserve(site, &to_link(&call));
         let lost = self.rng.random_range(0..1000) < self.rms[site].plan.lost_answer;
         let (result, back) = match result {
-            Ok(_) if lost => (
-                Err(BackendError::Unavailable("timed out".into())),
-                5_000,
-            ),
+            Ok(_) if lost => (Err(BackendError::Unavailable("timed out".into())), 5_000),
             other => (other, self.delay()),
         };
         self.reserve_answered(epoch, site, call, attempt, result, self.now + back);
@@ -109,7 +108,13 @@ impl World {
 
     /// An agent site's reservation call (try `attempt` of a deletion), waited for on its
     /// link of the moment.
-    pub(super) fn agent_reserve(&mut self, epoch: u64, site: usize, call: ReserveCall, attempt: u32) {
+    pub(super) fn agent_reserve(
+        &mut self,
+        epoch: u64,
+        site: usize,
+        call: ReserveCall,
+        attempt: u32,
+    ) {
         let inst = self.net.inst(self.now);
         let Some(end) = self.net.ends[site].as_mut() else {
             return;
@@ -141,14 +146,17 @@ impl World {
         result: Result<Answer, BackendError>,
         at: Time,
     ) {
+        self.log(|| format!("s{site}: {call:?} (try {attempt}) -> {result:?}"));
         let odd = |a: Answer| format!("the site answered with {a:?}");
-        let report = match call {
-            ReserveCall::Delete(name) => {
-                if let (Err(BackendError::Unavailable(_)), Some(t)) = (&result, retry_after(attempt)) {
-                    self.at(at + t, Ev::Unreserve(epoch, site, name, attempt + 1));
-                }
+        // A deletion and a list are tried again while the site cannot be reached.
+        if matches!(call, ReserveCall::Delete(_) | ReserveCall::List) {
+            if let (Err(BackendError::Unavailable(_)), Some(t)) = (&result, retry_after(attempt)) {
+                self.at(at + t, Ev::ReserveAgain(epoch, site, call, attempt + 1));
                 return;
             }
+        }
+        let report = match call {
+            ReserveCall::Delete(_) => return,
             ReserveCall::Earliest { reservation, .. } => ReserveReport::Offer {
                 reservation,
                 earliest: match result {
@@ -189,12 +197,18 @@ impl World {
         }
     }
 
-    /// A deletion's next try, by the thread of incarnation `epoch` (gone with it).
-    pub(super) fn unreserve_again(&mut self, epoch: u64, site: usize, name: String, attempt: u32) {
+    /// A deletion's or a list's next try, by the thread of incarnation `epoch` (gone with
+    /// it).
+    pub(super) fn reserve_again(
+        &mut self,
+        epoch: u64,
+        site: usize,
+        call: ReserveCall,
+        attempt: u32,
+    ) {
         if epoch != self.epoch || self.server.is_none() {
             return;
         }
-        let call = ReserveCall::Delete(name);
         if self.net.is_agent(site) {
             self.agent_reserve(epoch, site, call, attempt);
         } else {
