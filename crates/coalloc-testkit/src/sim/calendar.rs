@@ -84,6 +84,10 @@ impl Rm {
     /// Whether `count` more slots are free over `[from, until)` (the use of slots only
     /// rises where a hold begins: checked there and at `from`).
     pub(super) fn fits(&self, now: Time, count: u32, from: Time, until: Time) -> bool {
+        if self.windows.is_empty() && from <= now {
+            // No window: what runs now is all that holds (the plans without reservations).
+            return self.used() + count <= self.capacity();
+        }
         let holds = self.holds(now);
         let cap = self.capacity();
         std::iter::once(from)
