@@ -257,8 +257,9 @@ mod tests {
         assert_eq!(rm.reserve_earliest(0, 1, 500, 0).unwrap(), 0);
         assert!(rm.reserve(0, "a", 2, 500, 500, false).is_err(), "taken");
         rm.reserve(0, "a", 2, 1_000, 500, false).unwrap();
-        // An ordinary launch that would run into the window waits; a short one does not.
-        rm.submit(0, &req(2, 2, 2_000, None), 0, false, false)
+        // An ordinary launch that would run into the window waits, even once the running
+        // one ended.
+        rm.submit(0, &req(2, 3, 2_000, None), 0, false, false)
             .unwrap();
         assert_eq!(rm.schedule(0), Vec::<u64>::new());
         // One into the window waits for its start, then runs on its slots.
@@ -269,10 +270,13 @@ mod tests {
         assert_eq!(rm.next_ready(999), Some(1_000));
         assert_eq!(rm.schedule(1_000), vec![3]);
         assert_eq!(rm.reservations(1_000).unwrap(), vec!["a".to_string()]);
+        assert_eq!(rm.load(1_000).unwrap().idle, 2);
         // Deleting it ends the launch in it.
         rm.unreserve(1_100, "a").unwrap();
         assert_eq!(rm.launches[&3].state, St::Cancelled);
         assert!(rm.reservations(1_100).unwrap().is_empty());
+        // The window gone, the ordinary launch runs.
+        assert_eq!(rm.schedule(1_100), vec![2]);
         assert!(rm
             .submit(1_100, &req(4, 1, 10, Some("a")), 0, false, false)
             .is_err());
