@@ -10,8 +10,13 @@
 //! reaches them through their agent over a seeded network with delay, loss and partitions,
 //! each end running the link's real sans-IO session ([`net`], [`agent`]); agents crash and
 //! restart. With `--files`, in about a third, jobs take input files, whose transfers are
-//! played on the clock and cut half-way ([`files`]). `--classic` runs a seed's plan
-//! without either, as before they came.
+//! played on the clock and cut half-way ([`files`]). In about half, some sites may reserve
+//! and some jobs ask for advance reservation (issue 31, [`plan`]): the managers keep a
+//! calendar of reservations ([`calendar`]), the driver's reservation calls reach them as
+//! its site workers make them, with the managers' and the link's faults ([`reserve`]), and
+//! [`check`] sees that no launch runs before its window, no barrier is released before
+//! its run's promised start, and nothing is left at any manager. `--classic` runs a
+//! seed's plan without agents, files or reservations, as before they came.
 //!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
