@@ -130,10 +130,14 @@ pub enum Entry {
         reservation: u64,
         result: Result<(), String>,
     },
-    /// After a restart: the reservations a site holds under coalloc's names.
+    /// After a restart: the reservations a site holds under coalloc's names, and those
+    /// asked for and not answered when the list was asked for (`None` in entries written
+    /// before it was kept: every one).
     ReservationsFound {
         site: usize,
         names: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pending: Option<Vec<String>>,
     },
     /// Bookkeeping: the resource manager accepted a launch under this handle.
     Launched {
@@ -283,9 +287,14 @@ impl Entry {
                 reservation: ReservationId(*reservation),
                 result: result.clone(),
             },
-            Entry::ReservationsFound { site, names } => Event::ReservationsFound {
+            Entry::ReservationsFound {
+                site,
+                names,
+                pending,
+            } => Event::ReservationsFound {
                 site: *site,
                 names: names.clone(),
+                pending: pending.clone(),
             },
             Entry::Launched { .. }
             | Entry::KvPut { .. }

@@ -277,10 +277,34 @@ pub(crate) fn reserve(site: usize, call: ReserveCall, b: Arc<dyn Backend>, d: Se
                 });
             });
         }
+        // Tried again while the manager (or the agent) cannot be reached, as a deletion is:
+        // a restart learns only from it what the site holds, and deletes what no live run
+        // owns (simulation harness, seed 72: a site out of reach at a restart kept a
+        // reservation of a job rolled back for ever).
         ReserveCall::List => {
             std::thread::spawn(move || {
-                let names = b.reservations().map_err(text);
-                report(ReserveReport::Found { site, names });
+                let mut attempt = 1;
+                loop {
+                    match b.reservations() {
+                        Err(e @ BackendError::Unavailable(_)) => {
+                            tracing::warn!(site, attempt, "listing the reservations failed: {e}");
+                            match cancel_retry_after(attempt) {
+                                Some(wait) => std::thread::sleep(wait),
+                                None => {
+                                    return report(ReserveReport::Found {
+                                        site,
+                                        names: Err(text(e)),
+                                    })
+                                }
+                            }
+                            attempt += 1;
+                        }
+                        names => {
+                            let names = names.map_err(text);
+                            return report(ReserveReport::Found { site, names });
+                        }
+                    }
+                }
             });
         }
     }
@@ -352,6 +376,49 @@ mod tests {
         assert_eq!(waits, vec![1, 2, 4, 8, 16, 16, 16, 16]);
         // Past the 15 s the five tries used to last, and much later still.
         assert_eq!(cancel_retry_after(1_000), Some(Duration::from_secs(16)));
+    }
+
+    /// A site that cannot be reached when a restart lists its reservations is asked again
+    /// until it answers.
+    #[test]
+    fn a_list_of_reservations_is_tried_again_while_the_site_cannot_be_reached() {
+        struct Down(Mutex<u32>);
+        impl Backend for Down {
+            fn submit(&self, _: &SubmitRequest) -> Result<RemoteId, BackendError> {
+                unreachable!()
+            }
+            fn query(&self, _: &[RemoteId]) -> Result<Vec<RemoteState>, BackendError> {
+                unreachable!()
+            }
+            fn cancel(&self, _: &RemoteId) -> Result<(), BackendError> {
+                unreachable!()
+            }
+            fn load(&self) -> Result<SiteLoad, BackendError> {
+                unreachable!()
+            }
+            fn reservations(&self) -> Result<Vec<String>, BackendError> {
+                let mut tries = self.0.lock().unwrap();
+                *tries += 1;
+                match *tries {
+                    1 => Err(BackendError::Unavailable("down".into())),
+                    _ => Ok(vec!["coalloc-J1-c0-0".into()]),
+                }
+            }
+        }
+        let backend = Arc::new(Down(Mutex::new(0)));
+        let (tx, rx) = channel();
+        reserve(3, ReserveCall::List, backend.clone(), tx);
+        match rx.recv_timeout(Duration::from_secs(10)).expect("a report") {
+            Msg::Site(Report::Reservation(r)) => assert_eq!(
+                r,
+                ReserveReport::Found {
+                    site: 3,
+                    names: Ok(vec!["coalloc-J1-c0-0".into()])
+                }
+            ),
+            _ => panic!("another report"),
+        }
+        assert_eq!(*backend.0.lock().unwrap(), 2);
     }
 
     /// A backend that records its submissions and answers at once.

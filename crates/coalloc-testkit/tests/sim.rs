@@ -1,7 +1,7 @@
 //! The simulation harness in the test suite: 500 seeds of the plans without agent sites
-//! (`--classic`), the seeds among the first 500 whose plans have agent sites, and those
-//! whose plans have input files (`--files`) (`COALLOC_SIM_SEEDS` for more), every failure
-//! printed with the command that replays it.
+//! (`--classic`), the seeds among the first 500 whose plans have agent sites, those whose
+//! plans have input files (`--files`), and those with reserving jobs and no agent sites
+//! (`COALLOC_SIM_SEEDS` for more), every failure printed with the command that replays it.
 
 use coalloc_testkit::sim::{self, Outcome, Violation};
 
@@ -11,7 +11,16 @@ use coalloc_testkit::sim::{self, Outcome, Violation};
 /// "link down" only at the next turn, and a crash before it left the next restart with the
 /// links up: `resume` now ends with a turn. 71 and 235 pass since the fixes of the
 /// one-hour run's failures.) A seed put here must say why.
-const KNOWN: &[u64] = &[];
+///
+/// 211 (agent sites; no reserving job): a submission made while its agent site's link was
+/// down waits in the site's `AgentCalls` and goes out on the next connection, 29 s later,
+/// after its job was re-placed on other sites and had left the server's memory; the agent
+/// runs it (its barrier aborts it), and the server, hearing an id for a launch it no
+/// longer knows (`driver/reports.rs`, `submitted`: unknown launch, return), neither
+/// cancels nor discards it: the launch stays in the manager's log. Not a reservation bug:
+/// the restart's reservation lists (agent calls since the harness plays reservations)
+/// moved this seed's timings onto it. A fix needs the site in `Report::Submitted`.
+const KNOWN: &[u64] = &[211];
 
 /// A way to run a seed: [`sim::run`], [`sim::run_classic`] or [`sim::run_files`].
 type Run = fn(u64, bool) -> Result<Outcome, Violation>;
@@ -94,6 +103,28 @@ fn the_seeds_with_input_files_keep_every_invariant() {
     assert!(
         o.len() as u64 > n / 5 && transfers > o.len() as u32 && cut > 0,
         "the seeds exercise input files, their transfers and cut transfers"
+    );
+}
+
+/// The seeds among the first 500 whose plans have jobs that ask for advance reservation and
+/// no agent sites (those with agent sites run above; issue 31): every reservation's window
+/// respected, no barrier released before its promised start, nothing left at a manager.
+#[test]
+fn the_seeds_with_reservations_keep_every_invariant() {
+    let n = seeds();
+    let reserving = |s: &u64| {
+        let p = sim::plan::plan(*s);
+        p.jobs.iter().any(|j| j.reserve.is_some()) && p.sites.iter().all(|s| s.agent.is_none())
+    };
+    let runs = (0..n).filter(reserving).map(|s| (s, sim::run as Run));
+    let o = assert_none_failed("reservations", runs);
+    let jobs: usize = o.iter().map(|o| o.reserving_jobs).sum();
+    let made: u32 = o.iter().map(|o| o.reservations).sum();
+    let ran: u32 = o.iter().map(|o| o.reserved_runs).sum();
+    eprintln!("{jobs} reserving jobs, {made} reservations made, {ran} launches run in them");
+    assert!(
+        o.len() as u64 > n / 10 && made > o.len() as u32 && ran > o.len() as u32,
+        "the seeds exercise reservations made and launches run in them"
     );
 }
 

@@ -41,6 +41,7 @@ const GRIDENGINE_KEYS: &[&str] = &[
     "pe",
     "reserve",
     "reserve_ahead",
+    "start_delay",
 ];
 
 /// The backend a site's `manager` table names.
@@ -52,6 +53,7 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "type",
             "reserve",
             "reserve_ahead",
+            "start_delay",
             "background",
             "background_max",
             "background_period",
@@ -71,12 +73,13 @@ pub fn backend_of(site: &Site) -> Result<BackendKind, SpecError> {
             "preempt_action",
             "reserve",
             "reserve_ahead",
+            "start_delay",
             "provider",
             "lease_program",
             "release_program",
             "provider_timeout",
         ],
-        "agent" => &["type", "grace", "reserve", "reserve_ahead"],
+        "agent" => &["type", "grace", "reserve", "reserve_ahead", "start_delay"],
         "gridengine" => {
             let known = |k: &str| GRIDENGINE_KEYS.contains(&k) || PROVIDER_KEYS.contains(&k);
             if let Some(k) = site.manager.keys().find(|k| !known(k)) {
@@ -264,6 +267,26 @@ mod tests {
             (c.queue.as_deref(), c.pe.as_deref(), c.cell.as_deref()),
             (Some("main.q"), Some("mpi"), Some("delta"))
         );
+    }
+
+    /// The core reads `start_delay` beside `reserve_ahead` (`scheduler::reserve`, checked
+    /// as a duration by `parse_sites`): every kind of manager table takes both (the
+    /// simulation harness's seeds with a `start_delay` found the server refusing them).
+    #[test]
+    fn every_manager_takes_the_reservation_keys() {
+        for manager in [
+            "type = \"local\"",
+            "type = \"slurm\", slurm_conf = \"/s.conf\"",
+            "type = \"gridengine\", sge_root = \"/ge\"",
+            "type = \"agent\"",
+        ] {
+            let sites = parse_sites(&format!(
+                "[[site]]\nname = \"s\"\nprocessors = 8\nmanager = {{ {manager}, reserve = true, \
+                 reserve_ahead = \"1h\", start_delay = \"3s\" }}\n"
+            ))
+            .unwrap();
+            assert!(backend_of(&sites[0]).is_ok(), "{manager}");
+        }
     }
 
     #[test]

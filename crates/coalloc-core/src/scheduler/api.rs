@@ -163,8 +163,14 @@ pub enum Event {
     },
     /// After a restart: the reservations under coalloc's names (`coalloc-J…`) that `site`
     /// holds. The core keeps those of live jobs and asks ([`Command::Unreserve`]) to delete
-    /// the others.
-    ReservationsFound { site: SiteId, names: Vec<String> },
+    /// the others. `pending`: the names of the site's reservations that were asked for
+    /// and not answered when the list was asked for (the others were asked for since, and
+    /// their answers are still to come); `None`, every one.
+    ReservationsFound {
+        site: SiteId,
+        names: Vec<String>,
+        pending: Option<Vec<String>>,
+    },
     /// Time passed; nothing else happened.
     Tick,
 }

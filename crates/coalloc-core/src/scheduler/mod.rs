@@ -363,9 +363,13 @@ impl Scheduler {
                 reservation,
                 result,
             } => core.reserved(reservation, result).map(|()| Reply::Done),
-            Event::ReservationsFound { site, names } => {
-                core.reservations_found(site, names).map(|()| Reply::Done)
-            }
+            Event::ReservationsFound {
+                site,
+                names,
+                pending,
+            } => core
+                .reservations_found(site, names, pending)
+                .map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
         }
     }

@@ -30,8 +30,9 @@
 //!    that every component really runs.
 //! 6. **Roll back**: a refusal, a missing answer past [`ReserveParams::answer_timeout`], or
 //!    any other end of the run (abort, cancel, failure, the job's end) deletes every
-//!    reservation made or asked for ([`Command::Unreserve`]); an `ok` that comes after its
-//!    run was rolled back is deleted when it comes. The job goes back to its queue with the
+//!    reservation made or asked for ([`Command::Unreserve`]), the refused one too (an
+//!    error may be a lost answer of a manager that made it); an answer that comes after
+//!    its run was rolled back, `ok` or not, is deleted when it comes. The job goes back to its queue with the
 //!    usual back-off and limits.
 //!
 //! The state lives in the core's snapshot (form 6); after a restart the driver reports what
@@ -511,14 +512,13 @@ impl Core {
             return self.forgotten(rid);
         };
         if r.state == ResvState::Abandoned {
-            // Rolled back before its answer came: delete what the late `ok` made.
+            // Rolled back before its answer came: delete what the late answer made, an
+            // error too (a refusal may hide a reservation made, below).
             let r = self.reserve.table.remove(&rid).expect("looked up");
-            if result.is_ok() {
-                self.commands.push_back(Command::Unreserve {
-                    site: r.site,
-                    name: r.name,
-                });
-            }
+            self.commands.push_back(Command::Unreserve {
+                site: r.site,
+                name: r.name,
+            });
             return Ok(());
         }
         if r.state != ResvState::Requested {
@@ -530,12 +530,20 @@ impl Core {
         let site = self.sites.sites[r.site].name.clone();
         match result {
             Err(why) => {
-                self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Refused;
+                let r = self.reserve.table.get_mut(&rid).expect("looked up");
+                r.state = ResvState::Refused;
+                let (at, name) = (r.site, r.name.clone());
                 self.abort(
                     id,
                     format!("site `{site}` refused the reservation: {why}"),
                     false,
                 );
+                // An error is not always a refusal: a manager that took the reservation and
+                // whose answer was lost (a time-out, a link that closed) holds it all the
+                // same. Deleting one that does not exist is no error (simulation harness,
+                // seed 51: a time-out left a reservation behind).
+                self.commands
+                    .push_back(Command::Unreserve { site: at, name });
             }
             Ok(()) => {
                 self.reserve.table.get_mut(&rid).expect("looked up").state = ResvState::Made;

@@ -176,6 +176,9 @@ pub struct Driver {
     fatal: Option<String>,
     /// Reservations a component was started into (`reserve`): deleting one is no roll back.
     honoured: BTreeSet<String>,
+    /// Per site, while a restart's list of its reservations is under way: those asked for
+    /// and not answered when it was asked for (`driver/reserve.rs`).
+    listing: BTreeMap<usize, Vec<String>>,
 }
 
 /// What the driver is given to work with besides its configuration.
@@ -347,6 +350,7 @@ impl Driver {
             config,
             fatal: None,
             honoured: BTreeSet::new(),
+            listing: BTreeMap::new(),
         };
         // The snapshot, if any, then the journal's entries after it. The journal is lent to
         // the thread that reads it, one record at a time.

@@ -127,7 +127,11 @@ impl Driver {
                 }
             }
             ReserveReport::Found { site, names } => match names {
-                Ok(names) => Entry::ReservationsFound { site, names },
+                Ok(names) => Entry::ReservationsFound {
+                    site,
+                    names,
+                    pending: self.listing.remove(&site),
+                },
                 Err(e) => {
                     tracing::warn!(site, "listing the site's reservations failed: {e}");
                     return;
@@ -210,6 +214,14 @@ impl Driver {
     /// for and not answered is settled by what the site holds).
     pub(crate) fn resume_reservations(&mut self) {
         for site in 0..self.config.sites.len() {
+            // What the list will judge: the reservations asked for before it (by the
+            // process before the restart), not those asked for while it is under way.
+            let pending = (self.core.reservations().table.values())
+                .filter(|r| r.site == site)
+                .filter(|r| matches!(r.state, ResvState::Requested | ResvState::Abandoned))
+                .map(|r| r.name.clone())
+                .collect();
+            self.listing.insert(site, pending);
             self.workers[site].send(SiteCall::Reserve(ReserveCall::List));
         }
         let asking: Vec<_> = self

@@ -32,7 +32,7 @@ use coalloc_server::link::calls::AgentCalls;
 use coalloc_server::link::proto::{Answer, Call, CallError, HeldLaunch};
 use coalloc_server::link::session::agent::{AgentSession, AgentSessionConfig};
 use coalloc_server::link::session::server::{ServerEvent, ServerSession};
-use coalloc_server::msg::{Report, SiteCall};
+use coalloc_server::msg::{Report, ReserveCall, SiteCall};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,10 @@ pub struct End {
     /// Since when the link of the moment is up.
     pub(super) up_since: Time,
     pub(super) calls: AgentCalls,
+    /// Reservation calls waited for (`AgentBackend`'s), by call number, with their try.
+    pub(super) reserving: BTreeMap<u64, (ReserveCall, u32)>,
+    /// Their answers, for [`World::reserve_answered`].
+    pub(super) answered: Vec<(ReserveCall, u32, Result<Answer, CallError>)>,
 }
 
 impl End {
@@ -93,6 +97,8 @@ impl End {
             conn: None,
             up_since: now,
             calls: AgentCalls::new(site, name, interval),
+            reserving: BTreeMap::new(),
+            answered: Vec::new(),
         }
     }
 
@@ -148,9 +154,18 @@ impl End {
                 }
             }
         }
-        // No waited call (file operation, reservation) goes to an agent in this simulation.
-        while self.calls.poll_waited().is_some() {}
+        self.take_waited();
         down
+    }
+
+    /// The waited calls' answers: a reservation call's for [`End::answered`] (no file
+    /// operation goes to an agent in this simulation).
+    fn take_waited(&mut self) {
+        while let Some((id, result)) = self.calls.poll_waited() {
+            if let Some((call, attempt)) = self.reserving.remove(&id) {
+                self.answered.push((call, attempt, result));
+            }
+        }
     }
 
     /// `Pumped::end`: connection `conn` leaves the site (its calls in flight fail or are
@@ -162,6 +177,7 @@ impl End {
             self.conn = None;
         }
         self.calls.disconnected(conn);
+        self.take_waited();
         self.conn.is_some()
     }
 
@@ -236,12 +252,10 @@ impl World {
                 Ok(Answer::Done)
             }
             Call::File(_) => Err(CallError::Rejected("no files in this simulation".into())),
-            Call::ReserveEarliest { .. }
+            call @ (Call::ReserveEarliest { .. }
             | Call::Reserve { .. }
             | Call::Unreserve(_)
-            | Call::Reservations => Err(CallError::Rejected(
-                "no reservations through agents in this simulation".into(),
-            )),
+            | Call::Reservations) => self.rm_reserve(site, &call).map_err(call_error),
         };
         self.log(|| format!("s{site}'s agent answers {result:?}"));
         self.rm_wake(site);

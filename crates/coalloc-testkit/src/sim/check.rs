@@ -25,7 +25,12 @@
 //!   [`DISCARD_GRACE`] of the last job's leaving ([`World::discards_settled`]), but for
 //!   those whose id the server never heard or did not record (an answer lost, a commit
 //!   cut: it cancels them by launch number, or as orphans an agent reports) and those
-//!   whose discard a server crash took with it (an agent site's, not yet sent).
+//!   whose discard a server crash took with it (an agent site's, not yet sent);
+//! - reservations (issue 31): a launch submitted into a reservation is its own job's and
+//!   component's (by the reservation's name) and does not run before the window it was
+//!   submitted into begins; the barrier of a reserving run is never released before the
+//!   run's promised start; once the run is over, no manager holds any reservation, within
+//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes).
 
 use super::{Violation, World};
 use coalloc_core::model::StartType;
@@ -45,6 +50,12 @@ const AGE_EVERY: coalloc_core::model::Time = 1_000;
 /// is up; a lossy network resets links now and then, and their reconnection backs off.
 const DISCARD_GRACE: coalloc_core::model::Time = 60_000;
 
+/// How long past the run's being over a reservation may still be at its manager: a
+/// deletion is tried again every 16 s at most, and at an agent site fails while its link is
+/// down, which on a lossy network (connections reset every few seconds) may be most of the
+/// time (seed 469 took more than 60 s).
+const RESERVE_GRACE: coalloc_core::model::Time = 300_000;
+
 /// A process of launch `id` at `site` heard `released`: its job runs, and every required
 /// component's current launch has had every process check in.
 pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation> {
@@ -61,6 +72,17 @@ pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation>
             "launch {} released while job {} is {:?}",
             l.launch, l.job, job.phase
         )));
+    }
+    let reserve = s.driver.core().reservations();
+    if let Some(t) = reserve.runs.get(&l.job).and_then(|r| r.start) {
+        if w.now < t {
+            return Err(w.violation(format!(
+                "launch {} of job {} released {} ms before its run's promised start",
+                l.launch,
+                l.job,
+                t - w.now
+            )));
+        }
     }
     for (i, c) in job.comps.iter().enumerate() {
         // A flexible job's components are made at its placement: all required.
@@ -160,6 +182,7 @@ impl World {
                 }
             }
         }
+        self.check_reserved()?;
         let mut past_barrier: BTreeMap<(u64, usize), Vec<(usize, u64)>> = BTreeMap::new();
         for (site, rm) in self.rms.iter().enumerate() {
             for l in rm.launches.values().filter(|l| l.running() && l.released) {
@@ -195,6 +218,69 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Every launch submitted into a reservation: the reservation is its own job's and
+    /// component's, and it did not start before the window it was submitted into.
+    fn check_reserved(&self) -> Result<(), Violation> {
+        for (site, rm) in self.rms.iter().enumerate() {
+            for (id, l) in &rm.launches {
+                let Some((name, start)) = &l.reservation else {
+                    continue;
+                };
+                let own = format!("coalloc-J{}-c{}-", l.job, l.component);
+                if !name.starts_with(&own) {
+                    return Err(self.violation(format!(
+                        "R{id} at s{site} (job {} component {}) was submitted into another's reservation {name}",
+                        l.job, l.component
+                    )));
+                }
+                if let super::rm::St::Running { since } = l.state {
+                    if since < *start {
+                        return Err(self.violation(format!(
+                            "R{id} at s{site} (job {} launch {}) runs from +{} ms, before its reservation {name} begins at +{} ms",
+                            l.job,
+                            l.launch,
+                            since - super::plan::T0,
+                            start - super::plan::T0
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Once the run is over ([`World::done`]): whether no manager holds a reservation; an
+    /// error listing them once they have had [`RESERVE_GRACE`] to be deleted.
+    pub(super) fn reservations_settled(&mut self) -> Result<bool, Violation> {
+        let left: Vec<String> = self
+            .rms
+            .iter()
+            .enumerate()
+            .flat_map(|(site, rm)| {
+                rm.windows.iter().map(move |(name, w)| {
+                    format!(
+                        "{name} at s{site} ({} processors over +{}..+{} ms)",
+                        w.count,
+                        w.start - super::plan::T0,
+                        w.end - super::plan::T0
+                    )
+                })
+            })
+            .collect();
+        if left.is_empty() {
+            return Ok(true);
+        }
+        let since = *self.reservations_over.get_or_insert(self.now);
+        if self.now < since + RESERVE_GRACE {
+            return Ok(false);
+        }
+        Err(self.violation(format!(
+            "reservations left behind at their managers {} s after every job ended: {}",
+            (self.now - since) / 1000,
+            left.join("; ")
+        )))
     }
 
     /// Once the run is over ([`World::done`]): whether every ended launch has left its

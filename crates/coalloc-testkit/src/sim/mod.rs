@@ -10,8 +10,13 @@
 //! reaches them through their agent over a seeded network with delay, loss and partitions,
 //! each end running the link's real sans-IO session ([`net`], [`agent`]); agents crash and
 //! restart. With `--files`, in about a third, jobs take input files, whose transfers are
-//! played on the clock and cut half-way ([`files`]). `--classic` runs a seed's plan
-//! without either, as before they came.
+//! played on the clock and cut half-way ([`files`]). In about half, some sites may reserve
+//! and some jobs ask for advance reservation (issue 31, [`plan`]): the managers keep a
+//! calendar of reservations ([`calendar`]), the driver's reservation calls reach them as
+//! its site workers make them, with the managers' and the link's faults ([`reserve`]), and
+//! [`check`] sees that no launch runs before its window, no barrier is released before
+//! its run's promised start, and nothing is left at any manager. `--classic` runs a
+//! seed's plan without agents, files or reservations, as before they came.
 //!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
@@ -20,11 +25,13 @@
 //! endpoints.
 
 mod agent;
+mod calendar;
 pub mod check;
 mod files;
 mod link;
 mod net;
 pub mod plan;
+mod reserve;
 mod rm;
 
 use coalloc_backends::{Backend, BackendError, RemoteId, RemoteState, SiteLoad, SubmitRequest};
@@ -78,6 +85,11 @@ pub struct Outcome {
     /// Input-file transfers started, and those cut half-way.
     pub transfers: u32,
     pub cut_transfers: u32,
+    /// Jobs that asked for advance reservation, reservations the managers made, and
+    /// launches that ran in their reservation's window.
+    pub reserving_jobs: usize,
+    pub reservations: u32,
+    pub reserved_runs: u32,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
@@ -140,6 +152,9 @@ enum Ev {
     CancelUnrecorded(usize, u64, u32),
     /// A worker retries a cancel that failed (`attempt` from 1), as `SiteWorker` does.
     CancelAgain(usize, String, u32),
+    /// The server of incarnation `epoch` tries a reservation call at a site again (a
+    /// deletion or a list; `attempt` from 2).
+    ReserveAgain(u64, usize, coalloc_server::msg::ReserveCall, u32),
     /// The worker of incarnation `epoch` hears an answer and reports it.
     Report(u64, Report),
     Poll(u64, usize),
@@ -223,6 +238,9 @@ struct World {
     discards_lost: Vec<std::collections::BTreeSet<String>>,
     /// Since when every job is over and every fault past (`check::undiscarded`).
     quiet_since: Option<Time>,
+    /// Since when the run is over with reservations still at some manager
+    /// (`check::reservations_settled`).
+    reservations_over: Option<Time>,
     out: Outcome,
 }
 
@@ -271,10 +289,12 @@ impl World {
             discards_unsent: vec![Default::default(); plan.sites.len()],
             discards_lost: vec![Default::default(); plan.sites.len()],
             quiet_since: None,
+            reservations_over: None,
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
                 agent_sites: plan.sites.iter().filter(|s| s.agent.is_some()).count(),
+                reserving_jobs: plan.jobs.iter().filter(|j| j.reserve.is_some()).count(),
                 ..Outcome::default()
             },
             plan,
@@ -364,13 +384,18 @@ impl World {
                 self.step(inputs)?;
             }
             self.check()?;
-            if self.done() && self.discards_settled()? {
+            if self.done() && self.discards_settled()? && self.reservations_settled()? {
                 break;
             }
         }
         self.out.length = self.now - plan::T0;
         self.out.launches = self.rms.iter().map(|r| r.launches.len()).sum();
         (self.out.transfers, self.out.cut_transfers) = (self.files.transfers, self.files.cut);
+        self.out.reservations = self.rms.iter().map(|r| r.made).sum();
+        self.out.reserved_runs = (self.rms.iter())
+            .flat_map(|r| r.launches.values())
+            .filter(|l| l.reservation.is_some() && !matches!(l.state, rm::St::Pending { .. }))
+            .count() as u32;
         Ok(self.out)
     }
 
@@ -600,6 +625,11 @@ impl World {
         let epoch = self.epoch;
         let mut to_agents: BTreeMap<usize, Vec<Call>> = BTreeMap::new();
         for (site, call) in calls {
+            // Reservation calls go on threads of their own, at every kind of site.
+            if let Call::Reserve(rc) = call {
+                self.reserve_sent(epoch, site, rc);
+                continue;
+            }
             // An agent site's calls all go to its link (`AgentLink`).
             if self.net.is_agent(site) {
                 if let Call::Discard(remote) = &call {
@@ -619,8 +649,7 @@ impl World {
                         s.watched[site].remove(&launch);
                     }
                 }
-                // The harness's managers take no reservation (its plans never reserve).
-                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } | Call::Reserve(_) => {}
+                Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } => {}
                 c => {
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
@@ -803,6 +832,9 @@ impl World {
                 }
                 self.rm_wake(site);
             }
+            Ev::ReserveAgain(epoch, site, call, attempt) => {
+                self.reserve_again(epoch, site, call, attempt)
+            }
             Ev::CancelUnrecorded(site, launch, attempt) => {
                 if attempt == 1 {
                     self.rms[site].asked_to_cancel(self.now, None, Some(launch));
@@ -977,6 +1009,7 @@ impl World {
             }
             // The site worker hands it to the backend on its own thread.
             Call::Discard(remote) => self.rms[site].discard(&[remote]),
+            Call::Reserve(rc) => self.direct_reserve(epoch, site, rc, 1),
             _ => {}
         }
     }

@@ -10,7 +10,10 @@
 //! - Every message is written as JSON and read back on its way.
 //! - A partition of one site ([`Fault::Partition`]) drops every frame sent or arriving
 //!   while it lasts, without a close: both ends hear silence, and the sessions' heartbeat
-//!   ends the link. A connection attempt during a partition times out after 5 s.
+//!   ends the link. A stream never skips a frame: once one of a connection's frames is
+//!   dropped, the connection stays silent after the partition too (a stalled stream),
+//!   so that no call is lost on a link that lives on. A connection attempt during a
+//!   partition times out after 5 s.
 //! - Each end runs the real sans-IO session of `coalloc-link`: the server's
 //!   [`ServerSession`] (one per connection, as the hub keeps one per accepted socket) and
 //!   the agent's [`AgentSession`] (one per agent process, across its connections), pumped
@@ -43,7 +46,7 @@ use coalloc_server::link::session::server::ServerSession;
 use coalloc_server::link::session::Transmit;
 use coalloc_server::msg::Report;
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// What crosses a connection.
@@ -107,6 +110,8 @@ pub struct Net {
     cut_until: Vec<Time>,
     /// When the last frame of each (connection, towards the server) arrives.
     fifo: BTreeMap<(u64, bool), Time>,
+    /// Connections a partition dropped a frame of: silent from then on.
+    stalled: BTreeSet<u64>,
     next_conn: u64,
     pub(super) heartbeat: Duration,
 }
@@ -125,6 +130,7 @@ impl Net {
             ends: plan.sites.iter().map(|_| None).collect(),
             cut_until: vec![0; plan.sites.len()],
             fifo: BTreeMap::new(),
+            stalled: BTreeSet::new(),
             next_conn: 0,
             heartbeat: Duration::from_millis(plan.net.heartbeat.max(50) as u64),
         }
@@ -236,6 +242,10 @@ impl World {
     /// resets the connection).
     fn send_frame(&mut self, site: usize, conn: u64, to_server: bool, frame: Frame) {
         if self.now < self.net.cut_until[site] {
+            self.net.stalled.insert(conn);
+            return;
+        }
+        if self.net.stalled.contains(&conn) {
             return;
         }
         let p = self.plan.net;
@@ -290,6 +300,10 @@ impl World {
                 frame,
             } => {
                 if self.now < self.net.cut_until[site] {
+                    self.net.stalled.insert(conn);
+                    return;
+                }
+                if self.net.stalled.contains(&conn) {
                     return;
                 }
                 if to_server {
@@ -425,6 +439,7 @@ impl World {
         for r in reports {
             self.at(self.now, Ev::Report(self.epoch, r));
         }
+        self.reserve_answers(site);
         if let Some(why) = down {
             self.server_conn_down(site, conn, why);
         }
@@ -446,6 +461,7 @@ impl World {
         for r in reports {
             self.at(self.now, Ev::Report(self.epoch, r));
         }
+        self.reserve_answers(site);
         if !still_up {
             self.at(self.now, Ev::Report(self.epoch, Report::AgentGone { site }));
         }
@@ -514,7 +530,10 @@ impl World {
             secret: "sim".into(),
             relay_url: "http://agent.sim.invalid".into(),
             launches: a.held.values().cloned().collect(),
-            reserve: Reserving::MayNot("no reservations in this simulation".into()),
+            reserve: match self.plan.sites[site].reserve {
+                Some(_) => Reserving::May,
+                None => Reserving::MayNot("the site's plan does not reserve".into()),
+            },
         };
         self.send_frame(site, conn, true, Frame::FromAgent(FromAgent::Hello(hello)));
         self.at(now + 10_000, give_up("no welcome within 10 s"));

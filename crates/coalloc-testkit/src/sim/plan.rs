@@ -28,6 +28,17 @@ pub struct SitePlan {
     pub lost_answer: u32,
     /// Reached through an agent over the simulated network (`super::agent`), not directly.
     pub agent: Option<AgentPlan>,
+    /// It may make advance reservations (`reserve = "true"`), and how (issue 31).
+    pub reserve: Option<ReservePlan>,
+}
+
+/// A site's advance reservations: the manager's `reserve_ahead` and `start_delay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReservePlan {
+    /// It takes a reservation only this long (ms) before its window.
+    pub ahead: Option<Time>,
+    /// Its window begins this long (ms) before the common start.
+    pub start_delay: Option<Time>,
 }
 
 /// How a site's agent behaves.
@@ -101,6 +112,9 @@ pub struct JobPlan {
     pub array: u32,
     /// Its input file (an index of [`Plan::files`]).
     pub input: Option<usize>,
+    /// It asks for advance reservation (`reserve = true`), no earlier than this start if
+    /// one is given (issue 31).
+    pub reserve: Option<Option<Time>>,
 }
 
 /// A logical file registered at the start, that jobs take as their input.
@@ -174,7 +188,49 @@ pub fn plan(seed: u64) -> Plan {
     agents(&mut p);
     aging(&mut p);
     slow_cancels(&mut p);
+    reservations(&mut p);
     p
+}
+
+/// Sites that may reserve, some taking reservations only so far ahead and some starting a
+/// component a while into its window, and jobs that ask for reservation (some from a start
+/// of their own), in about half the seeds, drawn from a stream of their own (issue 31).
+/// Only jobs the reserving sites can hold ask (another is refused at submission, rightly),
+/// with a wall time, so that their windows are as long as they run.
+fn reservations(p: &mut Plan) {
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0x7e5e_7a71_0e5e);
+    if !r.random_bool(0.5) {
+        return;
+    }
+    let n = p.sites.len();
+    let first = r.random_range(0..n);
+    for (i, s) in p.sites.iter_mut().enumerate() {
+        if i == first || r.random_bool(0.6) {
+            s.reserve = Some(ReservePlan {
+                ahead: r.random_bool(0.3).then(|| r.random_range(1_000..20_000)),
+                start_delay: r.random_bool(0.5).then(|| r.random_range(0..3_000)),
+            });
+        }
+    }
+    let may: Vec<usize> = (0..n).filter(|i| p.sites[*i].reserve.is_some()).collect();
+    for j in &mut p.jobs {
+        if !r.random_bool(0.3) {
+            continue;
+        }
+        // Every component fits any site when empty ([`classic`]).
+        let fits = match j.kind {
+            Kind::Ordered => j
+                .comps
+                .iter()
+                .all(|c| c.site.is_some_and(|s| may.contains(&s))),
+            Kind::Unordered => j.comps.len() <= may.len(),
+            Kind::Total => true,
+            Kind::Flexible { .. } => false,
+        };
+        if fits {
+            j.reserve = Some(r.random_bool(0.4).then(|| j.at + r.random_range(0..20_000)));
+        }
+    }
 }
 
 /// Managers of direct sites that fail cancels for a while, in about a third of the seeds,
@@ -312,6 +368,7 @@ pub fn classic(seed: u64) -> Plan {
                 lose: [0, 0, 10, 50][r.random_range(0..4)],
                 lost_answer: [0, 0, 10, 50][r.random_range(0..4)],
                 agent: None,
+                reserve: None,
             }
         })
         .collect();
@@ -378,6 +435,7 @@ pub fn classic(seed: u64) -> Plan {
                 array,
                 comps,
                 input: None,
+                reserve: None,
             }
         })
         .collect();
@@ -458,11 +516,24 @@ impl Plan {
                 ),
             );
         }
+        let reserving = self.sites.iter().any(|s| s.reserve.is_some());
         for s in &self.sites {
-            let manager = match s.agent {
+            let mut manager = match s.agent {
                 Some(_) => format!("type = \"agent\", grace = \"{}ms\"", self.net.grace),
                 None => "type = \"local\"".into(),
             };
+            // A local site may reserve unless it says not (`may_reserve`).
+            if reserving {
+                manager += &format!(", reserve = \"{}\"", s.reserve.is_some());
+            }
+            if let Some(rp) = s.reserve {
+                if let Some(t) = rp.ahead {
+                    manager += &format!(", reserve_ahead = \"{t}ms\"");
+                }
+                if let Some(t) = rp.start_delay {
+                    manager += &format!(", start_delay = \"{t}ms\"");
+                }
+            }
             c += &format!(
                 "[[site]]\nname = \"{}\"\nprocessors = {}\nmanager = {{ {manager} }}\n",
                 s.name, s.processors
@@ -507,6 +578,16 @@ impl Plan {
         }
         if j.commit_at.is_some() {
             t += "hold_at_barrier = true\n";
+        }
+        if let Some(start) = j.reserve {
+            t += &format!(
+                "reserve = true\nmax_wall_time = \"{}ms\"\n",
+                j.runtime + super::rm::DEFAULT_WALL
+            );
+            // Whole seconds since the epoch.
+            if let Some(s) = start {
+                t += &format!("start = {}\n", (s + 999) / 1000);
+            }
         }
         if let Some(f) = j.input.map(|f| &self.files[f]) {
             t += &format!("\n[input_file]\nname = \"{}\"\nsize = {}\n", f.name, f.size);

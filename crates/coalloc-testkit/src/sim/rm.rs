@@ -4,8 +4,10 @@
 //! [`coalloc_backends::Backend`] would, in virtual time. Like the local launcher's launch
 //! log (`coalloc-backends`' `local`, issue 23 item 4) it keeps every launch it took until
 //! the server discards it once ended ([`Rm::discard`]); what is never discarded is a log
-//! that grows for ever.
+//! that grows for ever. A manager whose plan lets it reserve keeps a calendar of advance
+//! reservations (issue 31; [`super::calendar`]).
 
+use super::calendar::Window;
 use super::plan::SitePlan;
 use coalloc_backends::{BackendError, RemoteState, SiteLoad, SubmitRequest};
 use coalloc_core::model::Time;
@@ -53,7 +55,16 @@ pub struct Launch {
     pub told: bool,
     /// Cancelled by its launch number: the server did not record its id.
     pub by_number: bool,
+    /// How long it holds its processors in the manager's calendar: its wall time, or the
+    /// site's default limit past its runtime ([`DEFAULT_WALL`]).
+    pub wall: Time,
+    /// The reservation it was submitted into, and that reservation's start then.
+    pub reservation: Option<(String, Time)>,
 }
+
+/// A launch's wall time past its runtime when its request gives none: the site's default
+/// limit, longer than the barrier's wait (20 s in the plans).
+pub const DEFAULT_WALL: Time = 30_000;
 
 impl Launch {
     pub fn running(&self) -> bool {
@@ -76,6 +87,11 @@ pub struct Rm {
     pub down_until: Time,
     /// Fails every cancel until then (`Fault::SlowCancels`).
     pub slow_cancels_until: Time,
+    /// Its advance reservations, by name; a deleted one leaves, one whose window passed
+    /// stays listed (holding nothing) until deleted, so that one left behind is seen.
+    pub windows: BTreeMap<String, Window>,
+    /// Reservations made.
+    pub made: u32,
 }
 
 fn remote(id: u64) -> String {
@@ -95,6 +111,8 @@ impl Rm {
             next: 1,
             down_until: 0,
             slow_cancels_until: 0,
+            windows: BTreeMap::new(),
+            made: 0,
         }
     }
 
@@ -102,7 +120,7 @@ impl Rm {
         now >= self.down_until
     }
 
-    fn down_error() -> BackendError {
+    pub(super) fn down_error() -> BackendError {
         BackendError::Unavailable("the manager does not answer".into())
     }
 
@@ -128,6 +146,18 @@ impl Rm {
             .first()
             .and_then(|a| a.parse().ok())
             .unwrap_or(1000);
+        // `sbatch --reservation` of one that does not exist: refused.
+        let reservation = match &r.reservation {
+            None => None,
+            Some(name) => match self.windows.get(name) {
+                Some(w) => Some((name.clone(), w.start)),
+                None => {
+                    return Err(BackendError::Rejected(format!(
+                        "sbatch: Requested reservation {name} is invalid"
+                    )))
+                }
+            },
+        };
         let id = self.next;
         self.next += 1;
         self.launches.insert(
@@ -150,6 +180,8 @@ impl Rm {
                 told: false,
                 cancel_asked: None,
                 by_number: false,
+                wall: r.wall_time_ms.unwrap_or(runtime + DEFAULT_WALL),
+                reservation,
             },
         );
         Ok(remote(id))
@@ -163,36 +195,55 @@ impl Rm {
             .sum()
     }
 
-    /// Start what may start now, in order; the launches started.
+    /// Start what may start now: ordinary launches in FIFO order where their processors stay
+    /// free for their wall time (so none runs into a reservation's window), and launches
+    /// submitted into a reservation once its window has begun, on its processors; the
+    /// launches started.
     pub fn schedule(&mut self, now: Time) -> Vec<u64> {
-        let mut free = self.plan.processors - self.plan.other - self.used();
         let mut started = Vec::new();
-        for (id, l) in self.launches.iter_mut() {
-            if let St::Pending { ready } = l.state {
-                if ready > now {
-                    continue;
+        let mut blocked = false;
+        let ready: Vec<u64> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| matches!(l.state, St::Pending { ready } if ready <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ready {
+            let l = &self.launches[&id];
+            let window = l
+                .reservation
+                .as_ref()
+                .and_then(|(n, _)| Some((n, self.windows.get(n)?)));
+            let ok = match window {
+                // Its reservation was deleted: `unreserve` ended it.
+                None if l.reservation.is_some() => false,
+                Some((_, w)) if now < w.start => false,
+                Some((name, w)) if now < w.end => self.used_by(name) + l.count <= w.count,
+                // An ordinary launch, or one whose window has passed.
+                _ => {
+                    let fits = !blocked && self.fits(now, l.count, now, now + l.wall);
+                    blocked |= !fits && l.reservation.is_none();
+                    fits
                 }
-                if l.count > free {
-                    // FIFO: nothing overtakes the head.
-                    break;
-                }
-                free -= l.count;
+            };
+            if ok {
+                let l = self.launches.get_mut(&id).expect("listed");
                 l.state = St::Running { since: now };
-                started.push(*id);
+                started.push(id);
             }
         }
         started
     }
 
-    /// The earliest time a pending launch becomes ready, if one waits for its delay.
+    /// When the manager looks again by itself: a pending launch's delay over, a
+    /// reservation's window beginning or ending.
     pub fn next_ready(&self, now: Time) -> Option<Time> {
-        self.launches
-            .values()
-            .filter_map(|l| match l.state {
-                St::Pending { ready } if ready > now => Some(ready),
-                _ => None,
-            })
-            .min()
+        let ready = self.launches.values().filter_map(|l| match l.state {
+            St::Pending { ready } if ready > now => Some(ready),
+            _ => None,
+        });
+        let windows = self.windows.values().flat_map(|w| [w.start, w.end]);
+        ready.chain(windows.filter(|t| *t > now)).min()
     }
 
     /// Until when a cancel cannot be taken: the manager down, or its cancels failing.
@@ -200,7 +251,7 @@ impl Rm {
         self.down_until.max(self.slow_cancels_until)
     }
 
-    fn cancels_taken(&self, now: Time) -> Result<(), BackendError> {
+    pub(super) fn cancels_taken(&self, now: Time) -> Result<(), BackendError> {
         if !self.up(now) {
             return Err(Self::down_error());
         }
@@ -282,10 +333,11 @@ impl Rm {
         if !self.up(now) {
             return Err("the manager does not answer".into());
         }
-        let used = self.used();
+        // Launches past their wall time may overrun a window: never below none idle.
+        let taken = self.used() + self.held_idle(now);
         Ok(SiteLoad {
             total: self.plan.processors,
-            idle: self.plan.processors - self.plan.other - used,
+            idle: (self.plan.processors - self.plan.other).saturating_sub(taken),
             other: self.plan.other,
         })
     }
