@@ -27,6 +27,10 @@
 //! journal = "postgres://coalloc@db.example.org/coalloc"   # the journal, snapshots and
 //!                               # history in PostgreSQL (default: journal.sqlite and
 //!                               # snapshot.bin in the state directory; see journal)
+//! lease = "3s"                  # PostgreSQL only: the leader renews its lease on the
+//!                               # journal every quarter of this; a standby server on the
+//!                               # same database takes over once it has run out
+//!                               # (journal::postgres::lease)
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
 //!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
@@ -117,6 +121,7 @@ struct ServerDoc {
     min_job_age: Option<Scalar>,
     snapshot_every: Option<u64>,
     journal: Option<String>,
+    lease: Option<Scalar>,
     cache_limit: Option<Scalar>,
     transfer_timeout: Option<Scalar>,
 }
@@ -183,6 +188,9 @@ pub struct ServerConfig {
     /// `"sqlite"`, the default, in the state directory; or a `postgres://` connection
     /// string).
     pub journal: crate::journal::Backing,
+    /// The term of the leader's lease on a PostgreSQL journal (`server.lease`, default 3 s,
+    /// at least 200 ms): a standby takes over this long after the leader's last renewal.
+    pub lease: Millis,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -389,6 +397,7 @@ impl ServerConfig {
                     ))
                 }
             },
+            lease: dur("lease", &s.lease, 3_000)?.max(200),
             sites,
             backends,
             providers,

@@ -273,6 +273,14 @@ pub async fn serve(
     } else {
         None
     };
+    let scheme = if api_tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{bound}");
+    // On PostgreSQL, a standby waits here (answering 503s) until the journal's lease is its
+    // own; SQLite goes on at once.
+    let tls_config = api_tls.as_ref().map(|t| t.config.clone());
+    let led = crate::standby::lead(&config, &state.root, &url, &listener, tls_config)
+        .await
+        .map_err(StartError::from)?;
     let socket_path = config
         .socket
         .clone()
@@ -287,8 +295,6 @@ pub async fn serve(
     };
     let users = crate::users::Users::open(state.root.join("users.json"))
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
-    let scheme = if api_tls.is_some() { "https" } else { "http" };
-    let url = format!("{scheme}://{bound}");
     let agents = match &config.agents {
         Some(a) => Some(agent_hub(&config, a, &state).await?),
         None => None,
@@ -298,8 +304,7 @@ pub async fn serve(
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
     let fingerprint = api_tls.as_ref().map(|t| t.fingerprint.clone());
-    let storage =
-        crate::journal::open(&config.journal, &state).map_err(crate::driver::StartError::from)?;
+    let storage = crate::journal::open(&config.journal, &state, led).map_err(StartError::from)?;
     let history = storage.history;
     let (driver, shared) = Driver::start(
         config,
