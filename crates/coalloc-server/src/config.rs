@@ -446,6 +446,20 @@ mod tests {
             with("postgres://coalloc@db/coalloc").unwrap().journal,
             Backing::Postgres("postgres://coalloc@db/coalloc".into())
         );
+        // The lease's term: 3 s by default, at least 200 ms.
+        assert_eq!(ServerConfig::embedded().lease, 3_000);
+        let lease = |l: &str| {
+            ServerConfig::parse(&format!(
+                "[server]\nlease = \"{l}\"\n[[site]]\nname = \"a\"\nprocessors = 1\nmanager = {{ type = \"local\" }}\n"
+            ))
+            .map(|c| c.lease)
+        };
+        assert_eq!(lease("10s").unwrap(), 10_000);
+        assert_eq!(lease("50ms").unwrap(), 200);
+        assert!(lease("soon")
+            .unwrap_err()
+            .to_string()
+            .contains("server.lease"));
         let e = with("mysql://ann:s3cret@db/x").unwrap_err().to_string();
         assert!(
             e.contains("mysql://ann@db/x") && !e.contains("s3cret"),
