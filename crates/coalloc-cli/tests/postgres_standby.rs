@@ -58,6 +58,20 @@ fn assert_standby_of(s: &Server, leader: &Server) {
     );
 }
 
+/// `coalloc status ID` with `COALLOC_URL` listing `urls` (the CLI follows the leader):
+/// whether it succeeded, and what it printed.
+fn status_via(urls: &[&str], token: &str, id: u64) -> (bool, String) {
+    let out = std::process::Command::new(COALLOC)
+        .args(["status", &id.to_string(), "--state-dir", "/nonexistent"])
+        .env("COALLOC_URL", urls.join(","))
+        .env("COALLOC_TOKEN", token)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
 /// A job whose one component writes `JOB.COMPONENT` into `dir/starts`, checks in at the
 /// barrier, writes `dir/passed`, runs `secs` seconds and writes `JOB` into `dir/ends`.
 fn marked(dir: &Path, secs: u32) -> serde_json::Value {
@@ -102,6 +116,18 @@ fn a_standby_takes_over_from_a_dead_leader_and_a_deposed_one_writes_nothing() {
         assert!(t.elapsed() < Duration::from_secs(30), "{}", a.log());
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The CLI, given both servers, talks to the leader whichever comes first; given the
+    // standby alone, it says who leads.
+    let (ok, text) = status_via(&[&b.url, &a.url], &a.token, id);
+    assert!(ok && text.contains("running"), "{text}");
+    let (ok, text) = status_via(&[&b.url], &a.token, id);
+    assert!(
+        !ok && text.contains(&format!(
+            "this server is a standby; the leader is {}",
+            a.url
+        )),
+        "{text}"
+    );
     let killed = Instant::now();
     a.kill();
     let first = taken_over(&b, id, killed);
@@ -116,6 +142,8 @@ fn a_standby_takes_over_from_a_dead_leader_and_a_deposed_one_writes_nothing() {
     );
     b.wait_leading(5);
     assert_eq!(pg.psql("coalloc", "SELECT epoch FROM lease"), "2");
+    let (ok, text) = status_via(&[&a.url, &b.url], &a.token, id);
+    assert!(ok, "{text}");
     // The job it adopted ends, started once; and it schedules what comes next.
     assert_eq!(b.wait_ended(id, 60)["state"], "finished", "{}", b.log());
     let next = b.submit(&marked(&marks, 0));
