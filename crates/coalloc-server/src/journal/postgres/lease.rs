@@ -38,7 +38,8 @@ pub struct LeaseTerms {
     /// This server, across restarts (`HOST:STATE-DIRECTORY`): the same owner takes the lease
     /// at once.
     pub owner: String,
-    /// Where this server's API answers (standbys name it).
+    /// Where this server's API answers (standbys name it): the bound address, with the host's
+    /// name for an unspecified one (`0.0.0.0`, `[::]`).
     pub url: String,
 }
 
@@ -54,13 +55,24 @@ impl LeaseTerms {
             ttl,
             holder: format!("{host}:{}", std::process::id()),
             owner: format!("{host}:{}", dir.display()),
-            url: url.to_string(),
+            url: advertised(url, &host),
         }
     }
 
     fn ttl_ms(&self) -> i64 {
         self.ttl.as_millis().max(1) as i64
     }
+}
+
+/// `url` (`SCHEME://ADDRESS:PORT`) with `host` for an unspecified address: what other hosts
+/// can reach.
+fn advertised(url: &str, host: &str) -> String {
+    for any in ["://0.0.0.0:", "://[::]:"] {
+        if !host.is_empty() && url.contains(any) {
+            return url.replacen(any, &format!("://{host}:"), 1);
+        }
+    }
+    url.to_string()
 }
 
 /// Who holds the lease, as a standby sees it.
@@ -259,5 +271,28 @@ impl Drop for Renewer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unspecified_address_is_advertised_by_the_hosts_name_and_a_standby_polls_a_tenth_of_a_term(
+    ) {
+        assert_eq!(advertised("https://0.0.0.0:8443", "a"), "https://a:8443");
+        assert_eq!(advertised("https://[::]:8443", "a"), "https://a:8443");
+        assert_eq!(
+            advertised("http://127.0.0.1:4417", "a"),
+            "http://127.0.0.1:4417"
+        );
+        assert_eq!(
+            advertised("https://0.0.0.0:8443", ""),
+            "https://0.0.0.0:8443"
+        );
+        assert_eq!(poll(Duration::from_secs(3)), Duration::from_millis(250));
+        assert_eq!(poll(Duration::from_secs(1)), Duration::from_millis(100));
+        assert_eq!(poll(Duration::from_millis(200)), Duration::from_millis(50));
     }
 }
