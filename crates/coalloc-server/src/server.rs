@@ -281,6 +281,10 @@ pub async fn serve(
     let led = crate::standby::lead(&config, &state.root, &url, &listener, tls_config)
         .await
         .map_err(StartError::from)?;
+    let state = match led.as_ref().and_then(|j| j.name_tag()) {
+        Some(tag) => state.shared_tag(tag.to_string()),
+        None => state,
+    };
     let socket_path = config
         .socket
         .clone()

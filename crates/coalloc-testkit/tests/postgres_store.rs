@@ -155,6 +155,7 @@ fn terms(owner: &str, holder: &str) -> LeaseTerms {
         holder: holder.into(),
         owner: owner.into(),
         url: format!("http://{owner}"),
+        name_tag: format!("tag-{owner}"),
     }
 }
 
@@ -214,6 +215,8 @@ fn a_standby_waits_while_the_leader_renews_and_takes_over_when_it_stops() {
         }]
     );
     assert_eq!((b.epoch(), b.last_seq()), (2, 1));
+    // The first server's tag in launches' names is every server's.
+    assert_eq!(b.name_tag(), Some("tag-a"));
     assert!(a_lost.try_recv().is_err(), "a clean stop is no loss");
     assert_eq!(pg.psql("lease", "SELECT holder FROM lease"), "b:2");
 

@@ -41,6 +41,11 @@ pub struct LeaseTerms {
     /// Where this server's API answers (standbys name it): the bound address, with the host's
     /// name for an unspecified one (`0.0.0.0`, `[::]`).
     pub url: String,
+    /// This server's tag in its launches' names at the resource managers
+    /// ([`coalloc_backends::kind::name_tag`]): the first server's is kept in the database
+    /// (table `tag`) for all, so that a standby finds the launches of the leader it
+    /// replaces by their names, as a restart does.
+    pub name_tag: String,
 }
 
 impl LeaseTerms {
@@ -56,6 +61,7 @@ impl LeaseTerms {
             holder: format!("{host}:{}", std::process::id()),
             owner: format!("{host}:{}", dir.display()),
             url: advertised(url, &host),
+            name_tag: coalloc_backends::kind::name_tag(state),
         }
     }
 
@@ -155,6 +161,16 @@ pub(super) fn take(
         holder: row.get(1),
         url: row.get(2),
     }))
+}
+
+/// The tag of the servers of this database: the first one's `mine`.
+pub(super) fn shared_tag(c: &mut postgres::Client, mine: &str) -> Result<String, postgres::Error> {
+    c.execute(
+        "INSERT INTO tag (id, name_tag) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+        &[&mine],
+    )?;
+    Ok(c.query_one("SELECT name_tag FROM tag WHERE id = 1", &[])?
+        .get(0))
 }
 
 /// A lock wait given up (`lock_timeout`): the lease is busy, try again.

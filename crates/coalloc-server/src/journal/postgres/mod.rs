@@ -1,7 +1,8 @@
 //! The PostgreSQL journal (issue 32, item 1): `server.journal = "postgres://user@host/db"`.
 //! One database holds what the state directory holds with SQLite: the journal, the jobs a
 //! compaction took out of it (`submitted`), the history of ended jobs (`history`, written in
-//! the journal's transactions) and the newest snapshot (`snapshot`, [`snapshots`]).
+//! the journal's transactions), the newest snapshot (`snapshot`, [`snapshots`]), and the
+//! lease and the tag in launches' names that its servers share (`lease`, `tag`: [`lease`]).
 //!
 //! Durability: a durable append ([`PgJournal::append`]) is one transaction committed with
 //! `synchronous_commit = on` (the session's setting, made so at connect): PostgreSQL has
@@ -77,6 +78,10 @@ const SCHEMA: &str = r#"
         view   TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS history_user ON history ("user", job);
+    CREATE TABLE IF NOT EXISTS tag (
+        id       INT PRIMARY KEY CHECK (id = 1),
+        name_tag TEXT NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS snapshot (
         seq   BIGINT NOT NULL,
         part  INT NOT NULL,
@@ -118,6 +123,8 @@ pub struct PgJournal {
     place: Arc<snapshots::PgPlace>,
     /// The lease's renewals (a journal that leads, [`PgJournal::lead`]).
     renewer: Option<lease::Renewer>,
+    /// The launches' name tag of the servers of this database (one that leads).
+    name_tag: Option<String>,
 }
 
 /// What a fenced transaction ends with: done, or refused by the lease's number now.
@@ -214,10 +221,16 @@ impl PgJournal {
             }
             std::thread::sleep(lease::poll(ttl));
         };
+        let mine = terms.name_tag.clone();
+        let tag = conn
+            .call(move |c| lease::shared_tag(c, &mine))
+            .map_err(|Gone| gone(&shown))?
+            .map_err(err)?;
         let renewer =
             lease::Renewer::start(url, shown.clone(), epoch, ttl, on_lost).map_err(err)?;
         let mut j = PgJournal::opened(url, shown, conn, epoch, Some(ttl))?;
         j.renewer = Some(renewer);
+        j.name_tag = Some(tag);
         Ok(j)
     }
 
@@ -248,7 +261,14 @@ impl PgJournal {
             epoch,
             unsynced: false,
             renewer: None,
+            name_tag: None,
         })
+    }
+
+    /// The tag in launches' names that every server of this database uses (the first
+    /// one's, [`LeaseTerms::name_tag`]); `None` for a journal that does not lead.
+    pub fn name_tag(&self) -> Option<&str> {
+        self.name_tag.as_deref()
     }
 
     /// The lease's fencing number this journal writes under.
