@@ -128,6 +128,13 @@ fn a_standby_takes_over_from_a_dead_leader_and_a_deposed_one_writes_nothing() {
         )),
         "{text}"
     );
+    // On the standby's host, `coalloc` finds it by its state directory and hears the same.
+    let out = b.cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && text.contains(&format!("the leader is {}", a.url)),
+        "{text}"
+    );
     let killed = Instant::now();
     a.kill();
     let first = taken_over(&b, id, killed);

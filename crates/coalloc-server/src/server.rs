@@ -277,8 +277,7 @@ pub async fn serve(
     let url = format!("{scheme}://{bound}");
     // On PostgreSQL, a standby waits here (answering 503s) until the journal's lease is its
     // own; SQLite goes on at once.
-    let tls_config = api_tls.as_ref().map(|t| t.config.clone());
-    let led = crate::standby::lead(&config, &state.root, &url, &listener, tls_config)
+    let led = crate::standby::lead(&config, &state, &url, &listener, api_tls.as_ref())
         .await
         .map_err(StartError::from)?;
     let state = match led.as_ref().and_then(|j| j.name_tag()) {

@@ -3,7 +3,8 @@
 //! nothing (no backend, no agent listener, no local socket, no driver: it schedules
 //! nothing), and its API answers every call, `/v1/health` included, with 503 and the
 //! leader's address: `{"error": "...", "leader": URL}` and the header `Coalloc-Leader: URL`,
-//! so that a client or a load balancer turns to the leader. Once the lease is its own, the
+//! so that a client or a load balancer turns to the leader; its `server.json` says so
+//! (`"standby": true`, `"leader"`), so that the CLI on its host hears the same. Once the lease is its own, the
 //! answering stops and the server starts as a restart does: the snapshot read, the journal's
 //! tail replayed, running components adopted (`crate::driver`).
 //!
@@ -30,15 +31,15 @@ pub fn deposed(why: String) {
 /// if given) answering 503s meanwhile. `None` for SQLite, at once.
 pub async fn lead(
     config: &ServerConfig,
-    state: &std::path::Path,
+    state: &crate::state::StateDir,
     url: &str,
     listener: &TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<&crate::api_tls::Identity>,
 ) -> Result<Option<PgJournal>, JournalError> {
     if config.journal == crate::journal::Backing::Sqlite {
         return Ok(None);
     }
-    let terms = LeaseTerms::of(Duration::from_millis(config.lease as u64), state, url);
+    let terms = LeaseTerms::of(Duration::from_millis(config.lease as u64), &state.root, url);
     let (tell, mut told) = watch::channel::<Option<Leader>>(None);
     let backing = config.journal.clone();
     let mut leading = tokio::task::spawn_blocking(move || {
@@ -54,14 +55,19 @@ pub async fn lead(
     let led = tokio::select! {
         r = &mut leading => r,
         Ok(()) = told.changed() => {
-            if let Some(l) = told.borrow().clone() {
+            let leader = told.borrow().clone();
+            if let Some(l) = &leader {
                 eprintln!(
                     "coalloc serve: standby on {url}: the journal's lease is held by {} ({}, epoch {}); this server takes over when it runs out",
                     l.holder, l.url, l.epoch
                 );
             }
+            let info = serde_json::json!({ "url": url, "pid": std::process::id(),
+                "fingerprint": tls.map(|t| &t.fingerprint), "standby": true,
+                "leader": leader.map(|l| l.url) });
+            let _ = std::fs::write(state.server_file(), format!("{info}\n"));
             let answering = match dup(listener) {
-                Ok(l) => Some(answer(l, tls, told.clone())),
+                Ok(l) => Some(answer(l, tls.map(|t| t.config.clone()), told.clone())),
                 Err(e) => {
                     tracing::warn!("standby: cannot answer on the API's listener: {e}");
                     None
@@ -71,6 +77,7 @@ pub async fn lead(
             if let Some(a) = answering {
                 a.stop().await;
             }
+            let _ = std::fs::remove_file(state.server_file());
             if matches!(r, Ok(Ok(_))) {
                 eprintln!("coalloc serve: the journal's lease is this server's now: taking over");
             }

@@ -220,15 +220,19 @@ impl Server {
         self.child = Some(child);
     }
 
-    /// Wait up to `limit` for the server to serve (its `server.json`); then its URL and
-    /// token are known.
+    /// Wait up to `limit` for the server to serve (its `server.json`, not a standby's); then
+    /// its URL and token are known.
     fn wait_served(&mut self, limit: Duration) {
         let t = Instant::now();
         loop {
             if let Ok(text) = std::fs::read_to_string(self.dir.join("server.json")) {
-                if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    self.url = v["url"].as_str().unwrap().to_string();
-                    break;
+                match serde_json::from_str::<Value>(&text) {
+                    // A standby's (issue 32, item 2) says it waits.
+                    Ok(v) if v["standby"] != true => {
+                        self.url = v["url"].as_str().unwrap().to_string();
+                        break;
+                    }
+                    _ => {}
                 }
             }
             assert!(
