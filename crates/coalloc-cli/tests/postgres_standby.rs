@@ -105,6 +105,10 @@ fn a_standby_takes_over_from_a_dead_leader_and_a_deposed_one_writes_nothing() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_standby_of(&b, &a);
+    // The leader started twice on its own state directory is refused (it would take its
+    // own lease at once, as a restart does).
+    let e = a.serve_refused();
+    assert!(e.contains("another server answers on this socket"), "{e}");
     assert_eq!(pg.psql("coalloc", "SELECT epoch FROM lease"), "1");
 
     // A job runs on the leader; the leader dies with it past the barrier.

@@ -209,18 +209,28 @@ async fn agent_hub(
     Ok((Arc::new(hub), listener, tls))
 }
 
+/// Refuse to start when a server answers on the Unix socket at `path` (the same state
+/// directory's).
+fn refuse_if_served(path: &Path) -> Result<(), ServeError> {
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(ServeError::Bind(
+            path.display().to_string(),
+            std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another server answers on this socket",
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Listen on the Unix socket at `path` (a stale socket file of a past run is replaced),
 /// open to every local user: the server tells them apart by their uid.
 fn listen_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     let bind_err = |e| ServeError::Bind(path.display().to_string(), e);
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(bind_err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                "another server answers on this socket",
-            )));
-        }
+        refuse_if_served(path)?;
         std::fs::remove_file(path).map_err(bind_err)?;
     }
     let l = tokio::net::UnixListener::bind(path).map_err(bind_err)?;
@@ -275,8 +285,16 @@ pub async fn serve(
     };
     let scheme = if api_tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{bound}");
+    let socket_path = config
+        .socket
+        .clone()
+        .unwrap_or_else(|| state.root.join("coalloc.sock"));
     // On PostgreSQL, a standby waits here (answering 503s) until the journal's lease is its
-    // own; SQLite goes on at once.
+    // own; SQLite goes on at once. The same server started twice is refused first: the
+    // second would take the lease at once (a restart's right) from the first.
+    if config.journal != crate::journal::Backing::Sqlite {
+        refuse_if_served(&socket_path)?;
+    }
     let led = crate::standby::lead(&config, &state, &url, &listener, api_tls.as_ref())
         .await
         .map_err(StartError::from)?;
@@ -284,10 +302,6 @@ pub async fn serve(
         Some(tag) => state.shared_tag(tag.to_string()),
         None => state,
     };
-    let socket_path = config
-        .socket
-        .clone()
-        .unwrap_or_else(|| state.root.join("coalloc.sock"));
     // A socket's path holds at most 107 bytes: a deep state directory goes without the
     // default one (with a warning); a configured one must work.
     let socket = if config.socket.is_none() && socket_path.as_os_str().len() > 107 {

@@ -192,7 +192,15 @@ fn a_standby_waits_while_the_leader_renews_and_takes_over_when_it_stops() {
             let (b, seen, b_lost) = lead(&url, &terms("b", "b:2"));
             (b, seen, b_lost, Instant::now())
         });
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(700));
+        // The standby's connection is cut (the database restarted): it connects again.
+        let cut = pg.psql(
+            "lease",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'coalloc journal b:2'",
+        );
+        assert_eq!(cut, "1");
+        std::thread::sleep(Duration::from_millis(800));
         assert!(!b.is_finished(), "the standby took a live lease");
         a.append(&[tick(1)], &[]).unwrap();
         let stopped = Instant::now();

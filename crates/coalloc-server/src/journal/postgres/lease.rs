@@ -14,7 +14,9 @@
 //!   ([`super::PgJournal::lead`]): it tries again every [`poll`] and takes the lease once it
 //!   has expired, raising the epoch. A leader killed with `kill -9` is replaced within a term
 //!   and a poll of its last renewal; one stopped cleanly releases the lease (its expiry set
-//!   to now) so that a standby takes it at once.
+//!   to now) so that a standby takes it at once. A standby whose connection is lost (the
+//!   database restarted) connects again and waits on; its session is named `coalloc journal
+//!   HOST:PID` in `pg_stat_activity`.
 //! - The same server started again (same `owner`: host and state directory) takes the lease
 //!   at once, live or not, as a restart always has: a restart need not wait out its own
 //!   lease.
@@ -122,6 +124,21 @@ pub(super) fn leader_session(
         "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = {}",
         ttl.as_millis().max(1)
     ))
+}
+
+/// A leading (or standing by) journal's session: [`leader_session`], named `coalloc journal
+/// HOLDER` (`application_name`, as `pg_stat_activity` shows it).
+pub(super) fn journal_session(
+    c: &mut postgres::Client,
+    ttl: Duration,
+    holder: &str,
+) -> Result<(), postgres::Error> {
+    leader_session(c, ttl)?;
+    c.query_one(
+        "SELECT set_config('application_name', $1, false)",
+        &[&format!("coalloc journal {holder}")],
+    )?;
+    Ok(())
 }
 
 /// Take the lease, if `force` or if it is free (expired, never held, or this owner's):

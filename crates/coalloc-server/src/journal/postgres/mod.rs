@@ -192,10 +192,11 @@ impl PgJournal {
     ) -> Result<PgJournal, JournalError> {
         let shown = shown(url);
         let err = |source| pg_err(&shown, source);
-        let conn = Conn::open(url).map_err(err)?;
+        let mut conn = Conn::open(url).map_err(err)?;
         let ttl = terms.ttl;
+        let holder = terms.holder.clone();
         conn.call(move |c| {
-            lease::leader_session(c, ttl)?;
+            lease::journal_session(c, ttl, &holder)?;
             schema(c)
         })
         .map_err(|Gone| gone(&shown))?
@@ -217,6 +218,21 @@ impl PgJournal {
                     }
                 }
                 Err(e) if lease::busy(&e) => {}
+                // A standby outlives the database's restarts: it connects again.
+                Err(e) if seen.is_some() => {
+                    tracing::warn!(journal = %shown, "standby: {e}; trying again");
+                    if e.is_closed() {
+                        let holder = terms.holder.clone();
+                        let again = Conn::open(url).and_then(|c| {
+                            c.call(move |c| lease::journal_session(c, ttl, &holder))
+                                .map_err(|Gone| e)??;
+                            Ok(c)
+                        });
+                        if let Ok(c) = again {
+                            conn = c;
+                        }
+                    }
+                }
                 Err(e) => return Err(err(e)),
             }
             std::thread::sleep(lease::poll(ttl));
