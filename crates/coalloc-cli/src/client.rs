@@ -8,6 +8,12 @@
 //! 3. the state directory's `token`, when this user may read it (the admin): over HTTP;
 //! 4. the server's Unix socket (`server.json`'s `socket`, else `DIR/coalloc.sock`).
 //!
+//! `COALLOC_URL` may list several servers, comma-separated: an active server and its
+//! standbys on one PostgreSQL journal (issue 32, item 2). The client asks each in turn for
+//! `/v1/health` and talks to the first that answers 200 (a standby answers 503, naming the
+//! leader), trying again for up to [`TAKEOVER`] while none does (a takeover under way). A
+//! request is not repeated at another server once sent: a submission is never made twice.
+//!
 //! An `https://` server is trusted by its certificate's fingerprint (see
 //! [`crate::tls_http`]): `COALLOC_FINGERPRINT`, else the pin `coalloc login` stored, else
 //! `server.json`'s on the server's own host. A token never goes over plain HTTP beyond
@@ -45,6 +51,10 @@ pub fn resolve_state_dir(given: Option<PathBuf>) -> PathBuf {
                 .join(".coalloc")
         })
 }
+
+/// How long a client given several servers waits for one of them to lead: a standby takes
+/// over within 5 s of the leader's death.
+pub const TAKEOVER: Duration = Duration::from_secs(10);
 
 /// A connection to a running server.
 pub struct Client {
@@ -110,10 +120,71 @@ impl Client {
             }
             return Ok(over_socket(socket));
         };
-        let url = match env("COALLOC_URL") {
-            Some(u) => u.trim_end_matches('/').to_string(),
-            None => info()?["url"].as_str().ok_or_else(not_running)?.to_string(),
+        let urls: Vec<String> = match env("COALLOC_URL") {
+            Some(u) => u
+                .split(',')
+                .map(|u| u.trim().trim_end_matches('/').to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
+            None => vec![info()?["url"].as_str().ok_or_else(not_running)?.to_string()],
         };
+        let connect = |url: &String| Client::over_http(dir, url, &token, &info, config());
+        match &urls[..] {
+            [] => Err(not_running()),
+            [one] => connect(one),
+            many => Client::leader(many, connect),
+        }
+    }
+
+    /// The client of the first of `urls` whose `/v1/health` answers 200, asking again for up
+    /// to [`TAKEOVER`] while none does.
+    fn leader(
+        urls: &[String],
+        connect: impl Fn(&String) -> Result<Client, CliError>,
+    ) -> Result<Client, CliError> {
+        let t = std::time::Instant::now();
+        loop {
+            let mut seen = Vec::new();
+            for url in urls {
+                let c = match connect(url) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        seen.push(format!("{url}: {e}"));
+                        continue;
+                    }
+                };
+                match c.agent.get(format!("{url}/v1/health")).call() {
+                    Ok(r) if r.status().as_u16() == 200 => return Ok(c),
+                    Ok(mut r) => {
+                        let text = r.body_mut().read_to_string().unwrap_or_default();
+                        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        let why = v["error"].as_str().unwrap_or(&text).to_string();
+                        seen.push(format!("{url}: {} {why}", r.status().as_u16()));
+                    }
+                    Err(e) => seen.push(tls_http::explain(url, &e)),
+                }
+            }
+            if t.elapsed() >= TAKEOVER {
+                return Err(CliError::bad(format!(
+                    "none of the servers in COALLOC_URL leads:\n  {}",
+                    seen.join("\n  ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The client of the server at `url` over HTTP(S) with `token`; `info`: the state
+    /// directory `dir`'s `server.json`.
+    fn over_http(
+        dir: &std::path::Path,
+        url: &str,
+        token: &str,
+        info: &dyn Fn() -> Result<Value, CliError>,
+        config: ureq::config::Config,
+    ) -> Result<Client, CliError> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let url = url.to_string();
         let fingerprint = if url.starts_with("https://") {
             let served = info().ok().filter(|v| v["url"].as_str() == Some(&url));
             let pin = match env("COALLOC_FINGERPRINT") {
@@ -135,13 +206,13 @@ impl Client {
             )));
         };
         let agent = match &fingerprint {
-            Some(f) => tls_http::agent(f, config())?,
-            None => config().new_agent(),
+            Some(f) => tls_http::agent(f, config)?,
+            None => config.new_agent(),
         };
         Ok(Client {
             url,
             socket: None,
-            token,
+            token: token.to_string(),
             fingerprint,
             agent,
         })

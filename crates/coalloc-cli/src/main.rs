@@ -104,6 +104,10 @@ enum Command {
     /// PostgreSQL with `[server] journal = "postgres://..."`, before it takes effect; a restart replays the journal and adopts the components that still run. The
     /// address and a bearer token (mode 0600) are written to the state directory, where the
     /// client commands find them. Stops on Ctrl-C or SIGTERM.
+    ///
+    /// On PostgreSQL, several servers may share one database: one leads by a lease on the
+    /// journal (`[server] lease`, 3 s); the others wait as standbys, answering 503 with the
+    /// leader's address, and one takes over when the leader's lease runs out.
     Serve(serve_cmd::ServeArgs),
     /// Submit job files to the running server (RSL, .uno, .bat, TOML, JSON).
     Submit(jobs_cmd::SubmitArgs),

@@ -27,6 +27,10 @@
 //! journal = "postgres://coalloc@db.example.org/coalloc"   # the journal, snapshots and
 //!                               # history in PostgreSQL (default: journal.sqlite and
 //!                               # snapshot.bin in the state directory; see journal)
+//! lease = "3s"                  # PostgreSQL only: the leader renews its lease on the
+//!                               # journal every quarter of this; a standby server on the
+//!                               # same database takes over once it has run out
+//!                               # (journal::postgres::lease)
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
 //!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
@@ -117,6 +121,7 @@ struct ServerDoc {
     min_job_age: Option<Scalar>,
     snapshot_every: Option<u64>,
     journal: Option<String>,
+    lease: Option<Scalar>,
     cache_limit: Option<Scalar>,
     transfer_timeout: Option<Scalar>,
 }
@@ -183,6 +188,9 @@ pub struct ServerConfig {
     /// `"sqlite"`, the default, in the state directory; or a `postgres://` connection
     /// string).
     pub journal: crate::journal::Backing,
+    /// The term of the leader's lease on a PostgreSQL journal (`server.lease`, default 3 s,
+    /// at least 200 ms): a standby takes over this long after the leader's last renewal.
+    pub lease: Millis,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -389,6 +397,7 @@ impl ServerConfig {
                     ))
                 }
             },
+            lease: dur("lease", &s.lease, 3_000)?.max(200),
             sites,
             backends,
             providers,
@@ -437,6 +446,20 @@ mod tests {
             with("postgres://coalloc@db/coalloc").unwrap().journal,
             Backing::Postgres("postgres://coalloc@db/coalloc".into())
         );
+        // The lease's term: 3 s by default, at least 200 ms.
+        assert_eq!(ServerConfig::embedded().lease, 3_000);
+        let lease = |l: &str| {
+            ServerConfig::parse(&format!(
+                "[server]\nlease = \"{l}\"\n[[site]]\nname = \"a\"\nprocessors = 1\nmanager = {{ type = \"local\" }}\n"
+            ))
+            .map(|c| c.lease)
+        };
+        assert_eq!(lease("10s").unwrap(), 10_000);
+        assert_eq!(lease("50ms").unwrap(), 200);
+        assert!(lease("soon")
+            .unwrap_err()
+            .to_string()
+            .contains("server.lease"));
         let e = with("mysql://ann:s3cret@db/x").unwrap_err().to_string();
         assert!(
             e.contains("mysql://ann@db/x") && !e.contains("s3cret"),

@@ -11,7 +11,8 @@
 //! - [`journal`], [`entry`]: the event journal; [`history`]: ended jobs out of memory; [`logs`]: result and surveillance logs;
 //! - [`listing`]: the filters and cursor of the job listings;
 //! - [`metrics`]: the Prometheus metrics;
-//! - [`state`]: the state directory; [`server`]: putting it all together;
+//! - [`state`]: the state directory; [`server`]: putting it all together; [`standby`]: a
+//!   server that waits for the PostgreSQL journal's lease;
 //! - [`link`]: the server's end of the links to site agents (`coalloc-agent`);
 //! - [`catalog`]: the replica catalog; [`transfer`]: moving input files between sites.
 
@@ -30,6 +31,7 @@ pub mod metrics;
 pub mod msg;
 pub mod server;
 pub mod sites;
+pub mod standby;
 pub mod state;
 pub mod transfer;
 pub mod users;

@@ -209,18 +209,28 @@ async fn agent_hub(
     Ok((Arc::new(hub), listener, tls))
 }
 
+/// Refuse to start when a server answers on the Unix socket at `path` (the same state
+/// directory's).
+fn refuse_if_served(path: &Path) -> Result<(), ServeError> {
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(ServeError::Bind(
+            path.display().to_string(),
+            std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another server answers on this socket",
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Listen on the Unix socket at `path` (a stale socket file of a past run is replaced),
 /// open to every local user: the server tells them apart by their uid.
 fn listen_unix(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     let bind_err = |e| ServeError::Bind(path.display().to_string(), e);
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(bind_err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                "another server answers on this socket",
-            )));
-        }
+        refuse_if_served(path)?;
         std::fs::remove_file(path).map_err(bind_err)?;
     }
     let l = tokio::net::UnixListener::bind(path).map_err(bind_err)?;
@@ -273,10 +283,25 @@ pub async fn serve(
     } else {
         None
     };
+    let scheme = if api_tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{bound}");
     let socket_path = config
         .socket
         .clone()
         .unwrap_or_else(|| state.root.join("coalloc.sock"));
+    // On PostgreSQL, a standby waits here (answering 503s) until the journal's lease is its
+    // own; SQLite goes on at once. The same server started twice is refused first: the
+    // second would take the lease at once (a restart's right) from the first.
+    if config.journal != crate::journal::Backing::Sqlite {
+        refuse_if_served(&socket_path)?;
+    }
+    let led = crate::standby::lead(&config, &state, &url, &listener, api_tls.as_ref())
+        .await
+        .map_err(StartError::from)?;
+    let state = match led.as_ref().and_then(|j| j.name_tag()) {
+        Some(tag) => state.shared_tag(tag.to_string()),
+        None => state,
+    };
     // A socket's path holds at most 107 bytes: a deep state directory goes without the
     // default one (with a warning); a configured one must work.
     let socket = if config.socket.is_none() && socket_path.as_os_str().len() > 107 {
@@ -287,8 +312,6 @@ pub async fn serve(
     };
     let users = crate::users::Users::open(state.root.join("users.json"))
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
-    let scheme = if api_tls.is_some() { "https" } else { "http" };
-    let url = format!("{scheme}://{bound}");
     let agents = match &config.agents {
         Some(a) => Some(agent_hub(&config, a, &state).await?),
         None => None,
@@ -298,8 +321,7 @@ pub async fn serve(
     let hold = Duration::from_millis(config.barrier_hold as u64);
     let (tx, rx) = std::sync::mpsc::channel();
     let fingerprint = api_tls.as_ref().map(|t| t.fingerprint.clone());
-    let storage =
-        crate::journal::open(&config.journal, &state).map_err(crate::driver::StartError::from)?;
+    let storage = crate::journal::open(&config.journal, &state, led).map_err(StartError::from)?;
     let history = storage.history;
     let (driver, shared) = Driver::start(
         config,

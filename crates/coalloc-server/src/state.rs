@@ -25,13 +25,26 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct StateDir {
     pub root: PathBuf,
+    /// The tag that servers sharing a PostgreSQL journal share ([`StateDir::shared_tag`]).
+    tag: Option<String>,
 }
 
 impl StateDir {
     /// This server's tag in the names it gives its launches at a resource manager
-    /// ([`coalloc_backends::kind::name_tag`] of this directory).
+    /// ([`coalloc_backends::kind::name_tag`] of this directory, unless shared).
     pub fn name_tag(&self) -> String {
-        coalloc_backends::kind::name_tag(&self.root)
+        self.tag
+            .clone()
+            .unwrap_or_else(|| coalloc_backends::kind::name_tag(&self.root))
+    }
+
+    /// This directory with `tag` for its launches' names: an active server's and its
+    /// standbys' (issue 32, item 2), which adopt each other's launches, are the same.
+    pub fn shared_tag(self, tag: String) -> StateDir {
+        StateDir {
+            tag: Some(tag),
+            ..self
+        }
     }
 
     /// Create the directory (and its subdirectories) if needed.
@@ -41,6 +54,7 @@ impl StateDir {
         }
         Ok(StateDir {
             root: root.to_path_buf(),
+            tag: None,
         })
     }
 

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod standby;
+
 /// The site of every component of a job as `GET /v1/jobs/{id}` shows it (`-` if none yet).
 pub fn component_sites(j: &serde_json::Value) -> Vec<String> {
     j["components"]
@@ -188,6 +190,12 @@ impl Server {
     }
 
     fn spawn(&mut self) {
+        self.launch();
+        self.wait_served(Duration::from_secs(20));
+    }
+
+    /// Start `coalloc serve` on this server's configuration and state directory.
+    fn launch(&mut self) {
         let _ = std::fs::remove_file(self.dir.join("server.json"));
         let log = if self.bench {
             Stdio::inherit()
@@ -210,16 +218,25 @@ impl Server {
             .spawn()
             .unwrap();
         self.child = Some(child);
+    }
+
+    /// Wait up to `limit` for the server to serve (its `server.json`, not a standby's); then
+    /// its URL and token are known.
+    fn wait_served(&mut self, limit: Duration) {
         let t = Instant::now();
         loop {
             if let Ok(text) = std::fs::read_to_string(self.dir.join("server.json")) {
-                if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    self.url = v["url"].as_str().unwrap().to_string();
-                    break;
+                match serde_json::from_str::<Value>(&text) {
+                    // A standby's (issue 32, item 2) says it waits.
+                    Ok(v) if v["standby"] != true => {
+                        self.url = v["url"].as_str().unwrap().to_string();
+                        break;
+                    }
+                    _ => {}
                 }
             }
             assert!(
-                t.elapsed() < Duration::from_secs(20),
+                t.elapsed() < limit,
                 "the server did not start: {}",
                 self.log()
             );

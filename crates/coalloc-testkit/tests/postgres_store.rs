@@ -1,12 +1,18 @@
 //! The PostgreSQL journal against a real cluster (issue 32, item 1): the [`Store`] contract
 //! that SQLite's and the in-memory journal pass; the fence (a deposed writer's append is
-//! refused and leaves nothing); snapshots and the history in the database. Skipped without
+//! refused and leaves nothing); snapshots and the history in the database; the lease's
+//! expiry (issue 32, item 2: a standby waits while the leader renews, takes over when it
+//! stops, the same server takes it at once, a deposed leader hears of it). Skipped without
 //! PostgreSQL's binaries unless COALLOC_REQUIRE_POSTGRES=1.
 
 use coalloc_server::entry::Entry;
 use coalloc_server::history::HistoryRead;
-use coalloc_server::journal::{contract, JournalError, PgHistory, PgJournal, Record, Store};
+use coalloc_server::journal::{
+    contract, JournalError, Leader, LeaseTerms, PgHistory, PgJournal, Record, Store,
+};
 use coalloc_testkit::postgres::Cluster;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// One database per check.
 struct Pg<'c>(&'c Cluster);
@@ -140,4 +146,132 @@ fn the_postgres_journal_keeps_the_store_contract_fences_deposed_writers_and_keep
     f.user = Some("bob".into());
     assert!(h.page(&f).unwrap().jobs.is_empty());
     drop((old, new, h));
+}
+
+/// Lease terms of 600 ms for server `owner` (process `holder`).
+fn terms(owner: &str, holder: &str) -> LeaseTerms {
+    LeaseTerms {
+        ttl: Duration::from_millis(600),
+        holder: holder.into(),
+        owner: owner.into(),
+        url: format!("http://{owner}"),
+        name_tag: format!("tag-{owner}"),
+    }
+}
+
+/// A journal that leads on `terms`, waiting as a standby meanwhile: it, the leaders it saw
+/// while it waited, and where its loss is told.
+fn lead(url: &str, t: &LeaseTerms) -> (PgJournal, Vec<Leader>, mpsc::Receiver<String>) {
+    let (lost, losses) = mpsc::channel();
+    let mut seen = Vec::new();
+    let j = PgJournal::lead(
+        url,
+        t,
+        &mut |l| seen.push(l.clone()),
+        Box::new(move |why| {
+            let _ = lost.send(why);
+        }),
+    )
+    .unwrap();
+    (j, seen, losses)
+}
+
+#[test]
+fn a_standby_waits_while_the_leader_renews_and_takes_over_when_it_stops() {
+    let Some(pg) = Cluster::start("lease") else {
+        return;
+    };
+    let url = pg.create_db("lease");
+    let (mut a, seen, a_lost) = lead(&url, &terms("a", "a:1"));
+    assert!(seen.is_empty(), "a free lease is taken at once");
+    assert_eq!(a.epoch(), 1);
+    // B waits while A renews (well past a term), then takes over once A stops.
+    let t = Instant::now();
+    let (b, seen, b_lost) = std::thread::scope(|scope| {
+        let b = scope.spawn(|| {
+            let (b, seen, b_lost) = lead(&url, &terms("b", "b:2"));
+            (b, seen, b_lost, Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(700));
+        // The standby's connection is cut (the database restarted): it connects again.
+        let cut = pg.psql(
+            "lease",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'coalloc journal b:2'",
+        );
+        assert_eq!(cut, "1");
+        std::thread::sleep(Duration::from_millis(800));
+        assert!(!b.is_finished(), "the standby took a live lease");
+        a.append(&[tick(1)], &[]).unwrap();
+        let stopped = Instant::now();
+        drop(a);
+        let (b, seen, b_lost, led) = b.join().unwrap();
+        let after = led - stopped;
+        assert!(
+            after < Duration::from_millis(500),
+            "{after:?} after a release"
+        );
+        (b, seen, b_lost)
+    });
+    assert!(t.elapsed() >= Duration::from_millis(1500));
+    assert_eq!(
+        seen,
+        vec![Leader {
+            epoch: 1,
+            holder: "a:1".into(),
+            url: "http://a".into()
+        }]
+    );
+    assert_eq!((b.epoch(), b.last_seq()), (2, 1));
+    // The first server's tag in launches' names is every server's.
+    assert_eq!(b.name_tag(), Some("tag-a"));
+    assert!(a_lost.try_recv().is_err(), "a clean stop is no loss");
+    assert_eq!(pg.psql("lease", "SELECT holder FROM lease"), "b:2");
+
+    // B's connections are cut (as by its host's death): its renewals fail, it hears of its
+    // loss within a term, and C waits out the lease.
+    let t = Instant::now();
+    pg.psql(
+        "lease",
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = 'lease' AND pid <> pg_backend_pid()",
+    );
+    let (c, seen, c_lost) = lead(&url, &terms("c", "c:3"));
+    let waited = t.elapsed();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(waited < Duration::from_millis(1500), "{waited:?}");
+    assert_eq!(c.epoch(), 3);
+    let why = b_lost.recv_timeout(Duration::from_secs(2)).unwrap();
+    assert!(why.contains("lease lost: no renewal for 600ms"), "{why}");
+    drop(b);
+
+    // The same server started again (owner c) takes its lease at once; the old process
+    // hears it is deposed at its next renewal.
+    let t = Instant::now();
+    let (mut c2, seen, _) = lead(&url, &terms("c", "c:4"));
+    assert!(seen.is_empty() && t.elapsed() < Duration::from_millis(300));
+    assert_eq!(c2.epoch(), 4);
+    let why = c_lost.recv_timeout(Duration::from_secs(2)).unwrap();
+    assert!(
+        why.contains("deposed: c:4 took the journal's lease at epoch 4; this server's was epoch 3"),
+        "{why}"
+    );
+    let mut c = c;
+    assert!(matches!(
+        c.append(&[tick(2)], &[]),
+        Err(JournalError::Fenced {
+            mine: 3,
+            now: 4,
+            ..
+        })
+    ));
+    c2.append(&[tick(2)], &[]).unwrap();
+    assert_eq!(
+        pg.psql(
+            "lease",
+            "SELECT string_agg(seq || ':' || epoch, ',' ORDER BY seq) FROM journal"
+        ),
+        "1:1,2:4"
+    );
+    drop((c, c2));
 }

@@ -14,6 +14,12 @@
 //! [`SnapshotPlace`] (a file in the state directory, or rows beside the journal) and
 //! [`crate::history::HistoryRead`]; [`open`] opens all three for `coalloc serve`.
 //!
+//! Active and standby servers (issue 32, item 2): any number of `coalloc serve` may share one
+//! PostgreSQL database; one leads, by the journal's lease ([`postgres::lease`]), and the
+//! others wait as standbys until it dies ([`lead`], which `coalloc serve` calls before it
+//! builds anything else, and `crate::standby`, which answers the API meanwhile). SQLite's
+//! journal has no lease: its state directory is one server's.
+//!
 //! Compaction (issue 23, item 4): once a snapshot of the state after entry `S` is on disk
 //! (`driver::snapshot`), the entries before `S` are deleted; a restart reads the snapshot
 //! and replays the entries after `S` only.
@@ -26,7 +32,7 @@ mod sqlite;
 
 pub use memory::MemJournal;
 pub use place::{FilePlace, SnapshotBytes, SnapshotPlace};
-pub use postgres::{PgHistory, PgJournal};
+pub use postgres::{Leader, LeaseTerms, OnLost, PgHistory, PgJournal};
 pub use sqlite::Journal;
 
 use crate::entry::Entry;
@@ -156,8 +162,27 @@ pub struct Storage {
     pub history: std::sync::Arc<dyn crate::history::HistoryRead>,
 }
 
-/// Open the storage `backing` names, for the state directory `state`.
-pub fn open(backing: &Backing, state: &crate::state::StateDir) -> Result<Storage, JournalError> {
+/// For a PostgreSQL journal, take its lease on `terms` ([`PgJournal::lead`]: waiting as a
+/// standby while another server holds it, telling `standby` who); `None` for SQLite.
+pub fn lead(
+    backing: &Backing,
+    terms: &LeaseTerms,
+    standby: &mut dyn FnMut(&Leader),
+    on_lost: OnLost,
+) -> Result<Option<PgJournal>, JournalError> {
+    match backing {
+        Backing::Sqlite => Ok(None),
+        Backing::Postgres(url) => PgJournal::lead(url, terms, standby, on_lost).map(Some),
+    }
+}
+
+/// Open the storage `backing` names, for the state directory `state`; `led`: the PostgreSQL
+/// journal [`lead`] took (else one is opened taking the lease at once).
+pub fn open(
+    backing: &Backing,
+    state: &crate::state::StateDir,
+    led: Option<PgJournal>,
+) -> Result<Storage, JournalError> {
     Ok(match backing {
         Backing::Sqlite => {
             let journal = Journal::open(&state.journal())?;
@@ -173,7 +198,10 @@ pub fn open(backing: &Backing, state: &crate::state::StateDir) -> Result<Storage
             }
         }
         Backing::Postgres(url) => {
-            let journal = PgJournal::open(url)?;
+            let journal = match led {
+                Some(j) => j,
+                None => PgJournal::open(url)?,
+            };
             let history = postgres::PgHistory::open(url)?;
             Storage {
                 journal: Box::new(journal),

@@ -1,7 +1,8 @@
 //! The PostgreSQL journal (issue 32, item 1): `server.journal = "postgres://user@host/db"`.
 //! One database holds what the state directory holds with SQLite: the journal, the jobs a
 //! compaction took out of it (`submitted`), the history of ended jobs (`history`, written in
-//! the journal's transactions) and the newest snapshot (`snapshot`, [`snapshots`]).
+//! the journal's transactions), the newest snapshot (`snapshot`, [`snapshots`]), and the
+//! lease and the tag in launches' names that its servers share (`lease`, `tag`: [`lease`]).
 //!
 //! Durability: a durable append ([`PgJournal::append`]) is one transaction committed with
 //! `synchronous_commit = on` (the session's setting, made so at connect): PostgreSQL has
@@ -16,24 +17,27 @@
 //! flushes everything before it. So the promise is SQLite's: what was told to anyone was
 //! durable first.
 //!
-//! Fencing (for issue 32, item 2): the `lease` table's one row carries a fencing number,
-//! `epoch`. [`PgJournal::open`] takes the lease by raising it, and every write (append,
+//! Fencing and the lease (issue 32, item 2): the `lease` table's one row carries a fencing
+//! number, `epoch`. A server takes the lease by raising it ([`PgJournal::lead`], waiting as
+//! a standby while another holds it; [`lease`] says when it may), and every write (append,
 //! sync, compaction, snapshot) checks, in its transaction, that the lease is still at the
 //! number it took (`SELECT ... FOR SHARE`: a writer that raises the number waits for the
 //! transactions that checked it, and every later check sees the new one). A server whose
 //! lease another took is refused ([`JournalError::Fenced`]) and writes nothing more; its
 //! driver stops as on any journal error. Each entry also records the epoch it was written
-//! under. Item 2 will add the lease's expiry (a standby takes it only when the leader's
-//! heartbeats stop); today opening takes it unconditionally, which is what a restart needs.
+//! under. [`PgJournal::open`] takes the lease unconditionally and does not renew it (tests
+//! and tools; any server may take it from such a journal).
 //!
 //! Entries are numbered by the journal (`seq`, one after the last), not by a sequence: a
 //! second writer's numbers would collide with the primary key even without the fence.
 
 mod conn;
 mod history;
+pub mod lease;
 mod snapshots;
 
 pub use history::PgHistory;
+pub use lease::{Leader, LeaseTerms, OnLost};
 
 use super::{JournalError, Record, ReplayError, SnapshotPlace, Store};
 use crate::history::HistoryRow;
@@ -47,7 +51,10 @@ const SCHEMA: &str = r#"
         epoch  BIGINT NOT NULL,
         holder TEXT NOT NULL,
         since  TIMESTAMPTZ NOT NULL DEFAULT now(),
-        beat   TIMESTAMPTZ NOT NULL DEFAULT now()
+        beat   TIMESTAMPTZ NOT NULL DEFAULT now(),
+        owner  TEXT NOT NULL DEFAULT '',
+        url    TEXT NOT NULL DEFAULT '',
+        expires TIMESTAMPTZ NOT NULL DEFAULT now()
     );
     INSERT INTO lease (id, epoch, holder) VALUES (1, 0, '') ON CONFLICT (id) DO NOTHING;
     CREATE TABLE IF NOT EXISTS journal (
@@ -71,6 +78,10 @@ const SCHEMA: &str = r#"
         view   TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS history_user ON history ("user", job);
+    CREATE TABLE IF NOT EXISTS tag (
+        id       INT PRIMARY KEY CHECK (id = 1),
+        name_tag TEXT NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS snapshot (
         seq   BIGINT NOT NULL,
         part  INT NOT NULL,
@@ -110,6 +121,10 @@ pub struct PgJournal {
     /// Commits made without waiting for the WAL's flush since the last that waited.
     unsynced: bool,
     place: Arc<snapshots::PgPlace>,
+    /// The lease's renewals (a journal that leads, [`PgJournal::lead`]).
+    renewer: Option<lease::Renewer>,
+    /// The launches' name tag of the servers of this database (one that leads).
+    name_tag: Option<String>,
 }
 
 /// What a fenced transaction ends with: done, or refused by the lease's number now.
@@ -124,59 +139,152 @@ fn fence(tx: &mut postgres::Transaction<'_>, epoch: i64) -> Result<Fenced<()>, p
     Ok(if now == epoch { Ok(()) } else { Err(now) })
 }
 
-/// Make the tables if needed, and take the lease: its new fencing number.
-fn take_lease(c: &mut postgres::Client, holder: &str) -> Result<i64, postgres::Error> {
-    c.batch_execute("SET synchronous_commit = on")?;
+/// Make the tables if needed (and the lease's columns item 1's tables lack).
+fn schema(c: &mut postgres::Client) -> Result<(), postgres::Error> {
     let mut tx = c.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
     tx.batch_execute(SCHEMA)?;
-    let epoch = tx
-        .query_one(
-            "UPDATE lease SET epoch = epoch + 1, holder = $1, since = now(), beat = now()
-             WHERE id = 1 RETURNING epoch",
-            &[&holder],
-        )?
-        .get(0);
+    tx.batch_execute(lease::SCHEMA)?;
+    tx.commit()
+}
+
+/// Try to take the lease ([`lease::take`]) in a transaction of its own.
+fn take_lease(
+    c: &mut postgres::Client,
+    terms: Option<&LeaseTerms>,
+    force: bool,
+) -> Result<Result<i64, Leader>, postgres::Error> {
+    let mut tx = c.transaction()?;
+    let taken = lease::take(&mut tx, terms, force)?;
     tx.commit()?;
-    Ok(epoch)
+    Ok(taken)
 }
 
 impl PgJournal {
-    /// Connect to `url`, make the tables if needed, and take the journal's lease (any
-    /// journal opened on the database before is deposed: its next write is refused).
+    /// Connect to `url`, make the tables if needed, and take the journal's lease at once,
+    /// without renewing it (any journal opened on the database before is deposed: its next
+    /// write is refused; any server may take the lease from this one).
     pub fn open(url: &str) -> Result<PgJournal, JournalError> {
         let shown = shown(url);
-        let err = |source| JournalError::Postgres {
-            url: shown.clone(),
-            source,
+        let conn = Conn::open(url).map_err(|source| pg_err(&shown, source))?;
+        let epoch = conn
+            .call(|c| {
+                c.batch_execute("SET synchronous_commit = on")?;
+                schema(c)?;
+                take_lease(c, None, true)
+            })
+            .map_err(|Gone| gone(&shown))?
+            .map_err(|source| pg_err(&shown, source))?
+            .expect("a forced take takes the lease");
+        PgJournal::opened(url, shown, conn, epoch, None)
+    }
+
+    /// Connect to `url`, make the tables if needed, and take the journal's lease on `terms`
+    /// ([`lease`]): at once if it is free, else after waiting as a standby, telling
+    /// `standby` who leads whenever that changes. The lease is then renewed until this
+    /// journal is dropped (which releases it); `on_lost` is called, on the renewals' thread,
+    /// if it is lost.
+    pub fn lead(
+        url: &str,
+        terms: &LeaseTerms,
+        standby: &mut dyn FnMut(&Leader),
+        on_lost: OnLost,
+    ) -> Result<PgJournal, JournalError> {
+        let shown = shown(url);
+        let err = |source| pg_err(&shown, source);
+        let mut conn = Conn::open(url).map_err(err)?;
+        let ttl = terms.ttl;
+        let holder = terms.holder.clone();
+        conn.call(move |c| {
+            lease::journal_session(c, ttl, &holder)?;
+            schema(c)
+        })
+        .map_err(|Gone| gone(&shown))?
+        .map_err(err)?;
+        let mut seen: Option<Leader> = None;
+        let epoch = loop {
+            let t = terms.clone();
+            let tried = conn
+                .call(move |c| take_lease(c, Some(&t), false))
+                .map_err(|Gone| gone(&shown))?;
+            match tried {
+                Ok(Ok(epoch)) => break epoch,
+                Ok(Err(leader)) => {
+                    if seen.as_ref() != Some(&leader) {
+                        tracing::info!(journal = %shown, epoch = leader.epoch, holder = %leader.holder,
+                            leader = %leader.url, "standby: the journal's lease is held by another server");
+                        standby(&leader);
+                        seen = Some(leader);
+                    }
+                }
+                Err(e) if lease::busy(&e) => {}
+                // A standby outlives the database's restarts: it connects again.
+                Err(e) if seen.is_some() => {
+                    tracing::warn!(journal = %shown, "standby: {e}; trying again");
+                    if e.is_closed() {
+                        let holder = terms.holder.clone();
+                        let again = Conn::open(url).and_then(|c| {
+                            c.call(move |c| lease::journal_session(c, ttl, &holder))
+                                .map_err(|Gone| e)??;
+                            Ok(c)
+                        });
+                        if let Ok(c) = again {
+                            conn = c;
+                        }
+                    }
+                }
+                Err(e) => return Err(err(e)),
+            }
+            std::thread::sleep(lease::poll(ttl));
         };
-        let conn = Conn::open(url).map_err(err)?;
-        let holder = format!(
-            "{}:{}",
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .unwrap_or_default()
-                .trim(),
-            std::process::id()
-        );
-        let (epoch, last) = conn
-            .call(move |c| {
-                let epoch = take_lease(c, &holder)?;
+        let mine = terms.name_tag.clone();
+        let tag = conn
+            .call(move |c| lease::shared_tag(c, &mine))
+            .map_err(|Gone| gone(&shown))?
+            .map_err(err)?;
+        let renewer =
+            lease::Renewer::start(url, shown.clone(), epoch, ttl, on_lost).map_err(err)?;
+        let mut j = PgJournal::opened(url, shown, conn, epoch, Some(ttl))?;
+        j.renewer = Some(renewer);
+        j.name_tag = Some(tag);
+        Ok(j)
+    }
+
+    /// The journal on `conn`, whose lease is at `epoch`; `ttl`: the lease's term, which
+    /// bounds how long a transaction of the snapshots' may idle.
+    fn opened(
+        url: &str,
+        shown: String,
+        conn: Conn,
+        epoch: i64,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<PgJournal, JournalError> {
+        let last = conn
+            .call(|c| {
                 let last: i64 = c
                     .query_one("SELECT coalesce(max(seq), 0)::int8 FROM journal", &[])?
                     .get(0);
-                Ok((epoch, last))
+                Ok(last)
             })
             .map_err(|Gone| gone(&shown))?
-            .map_err(err)?;
+            .map_err(|source| pg_err(&shown, source))?;
         tracing::info!(journal = %shown, epoch, last, "PostgreSQL journal opened; lease taken");
         Ok(PgJournal {
             conn,
-            place: Arc::new(snapshots::PgPlace::new(url, shown.clone(), epoch)),
+            place: Arc::new(snapshots::PgPlace::new(url, shown.clone(), epoch, ttl)),
             shown,
             last,
             epoch,
             unsynced: false,
+            renewer: None,
+            name_tag: None,
         })
+    }
+
+    /// The tag in launches' names that every server of this database uses (the first
+    /// one's, [`LeaseTerms::name_tag`]); `None` for a journal that does not lead.
+    pub fn name_tag(&self) -> Option<&str> {
+        self.name_tag.as_deref()
     }
 
     /// The lease's fencing number this journal writes under.
@@ -206,10 +314,7 @@ impl PgJournal {
     }
 
     fn err(&self, source: postgres::Error) -> JournalError {
-        JournalError::Postgres {
-            url: self.shown.clone(),
-            source,
-        }
+        pg_err(&self.shown, source)
     }
 
     /// Run `f` in a transaction on the connection's thread, fenced by the lease; `sync`:
@@ -271,6 +376,14 @@ impl PgJournal {
         })?;
         self.last += n;
         Ok(())
+    }
+}
+
+/// A PostgreSQL error of the journal at `shown`.
+fn pg_err(shown: &str, source: postgres::Error) -> JournalError {
+    JournalError::Postgres {
+        url: shown.to_string(),
+        source,
     }
 }
 

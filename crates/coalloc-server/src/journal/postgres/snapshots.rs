@@ -19,14 +19,23 @@ pub(super) struct PgPlace {
     shown: String,
     /// The journal's fencing number: a deposed server publishes nothing.
     epoch: i64,
+    /// The lease's term, when the journal leads: how long a transaction may idle
+    /// ([`super::lease`]).
+    ttl: Option<std::time::Duration>,
 }
 
 impl PgPlace {
-    pub(super) fn new(url: &str, shown: String, epoch: i64) -> PgPlace {
+    pub(super) fn new(
+        url: &str,
+        shown: String,
+        epoch: i64,
+        ttl: Option<std::time::Duration>,
+    ) -> PgPlace {
         PgPlace {
             url: url.to_string(),
             shown,
             epoch,
+            ttl,
         }
     }
 
@@ -36,8 +45,14 @@ impl PgPlace {
         f: impl FnOnce(&mut postgres::Client) -> Result<R, String> + Send + 'static,
     ) -> Result<R, String> {
         let conn = Conn::open(&self.url).map_err(|e| e.to_string())?;
-        conn.call(f)
-            .map_err(|Gone| "the connection's thread is gone".to_string())?
+        let ttl = self.ttl;
+        conn.call(move |c| {
+            if let Some(ttl) = ttl {
+                super::lease::leader_session(c, ttl).map_err(|e| e.to_string())?;
+            }
+            f(c)
+        })
+        .map_err(|Gone| "the connection's thread is gone".to_string())?
     }
 }
 
