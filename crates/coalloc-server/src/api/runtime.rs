@@ -111,18 +111,87 @@ pub async fn kv_get(
 ) -> Result<Response, ApiError> {
     job_or_admin(&s, &headers, job).await?;
     let wait = Duration::from_millis(q.wait_ms.unwrap_or(0)).min(s.hold);
-    let k = key.clone();
-    let ask = s.ask(|reply| Request::KvGet {
-        job,
-        key: k,
-        wait: !wait.is_zero(),
-        reply,
-    });
-    match tokio::time::timeout(wait.max(Duration::from_millis(1)), ask).await {
-        Ok(answer) => match answer?? {
-            Some(v) => Ok(v.into_response()),
-            None => Err(ApiError::not_found(format!("no value for `{key}` yet"))),
-        },
-        Err(_) => Err(ApiError::not_found(format!("no value for `{key}` yet"))),
+    let ask = |wait: bool| {
+        let key = key.clone();
+        s.ask(move |reply| Request::KvGet {
+            job,
+            key,
+            wait,
+            reply,
+        })
+    };
+    // Only the wait for a value not yet put is bounded, never the driver's answer: a value
+    // that is there is always returned. (A read without a wait used to be cut after 1 ms,
+    // so a driver busy for longer answered "not there" for a value it held: MPICH's
+    // `PMI_KVS_Get returned -1` under load, three MPI tests' retries in a CI run.)
+    let found = if wait.is_zero() {
+        ask(false).await??
+    } else {
+        match tokio::time::timeout(wait, ask(true)).await {
+            Ok(answer) => answer??,
+            // The wait ran out: one look more, for a put that came as it ran out.
+            Err(_) => ask(false).await??,
+        }
+    };
+    match found {
+        Some(v) => Ok(v.into_response()),
+        None => Err(ApiError::not_found(format!("no value for `{key}` yet"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Shared;
+    use crate::msg::Msg;
+    use std::sync::Arc;
+    use tower::ServiceExt;
+
+    /// A driver slower than any fixed bound, holding `k = v` in job 1's store: a read finds
+    /// `k` whether it waits or not, and a missing key is 404 after the wait.
+    #[tokio::test]
+    async fn a_value_that_is_there_is_returned_however_slowly_the_driver_answers() {
+        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+        std::thread::spawn(move || {
+            while let Ok(m) = rx.recv() {
+                if let Msg::Api(Request::KvGet { key, reply, .. }) = m {
+                    std::thread::sleep(Duration::from_millis(30));
+                    let _ = reply.send(Ok((key == "k").then(|| "v".to_owned())));
+                }
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("coalloc-kv-get-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The history reader opens an existing file read-only (the driver makes it).
+        rusqlite::Connection::open(dir.join("history.sqlite")).unwrap();
+        let state = AppState {
+            shared: Shared {
+                tx,
+                events: tokio::sync::broadcast::channel(1).0,
+                metrics: Arc::new(crate::metrics::Metrics::new()),
+            },
+            token: "T".into(),
+            hold: Duration::from_secs(5),
+            stopping: tokio::sync::watch::channel(false).1,
+            hub: None,
+            history: Arc::new(crate::history::History::open(&dir.join("history.sqlite")).unwrap()),
+            users: Arc::new(crate::users::Users::open(dir.join("users.json")).unwrap()),
+            output: dir.join("output"),
+        };
+        let app = super::super::router(state);
+        for (uri, want) in [
+            ("/v1/jobs/1/kv/k", 200),
+            ("/v1/jobs/1/kv/k?wait_ms=10", 200),
+            ("/v1/jobs/1/kv/other", 404),
+            ("/v1/jobs/1/kv/other?wait_ms=10", 404),
+        ] {
+            let req = axum::http::Request::get(uri)
+                .header("authorization", "Bearer T")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let resp = app.clone().oneshot(req).await.unwrap();
+            assert_eq!(resp.status().as_u16(), want, "{uri}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
