@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The dependency audit (issue 32): every crate of Cargo.lock checked against the RustSec
-# advisory database with cargo-deny (`cargo deny check advisories`, configured by
+# The dependency audit (issue 32): every crate that Cargo.lock builds checked against the
+# RustSec advisory database with cargo-deny (`cargo deny check advisories`, configured by
 # audit/deny.toml). The database is the snapshot vendored in audit/advisory-db.tar.gz
 # (refreshed with scripts/audit-db.sh), made into the git repository cargo-deny expects in
 # a temporary directory; cargo-deny runs --offline, so it never fetches it. Installs
