@@ -3,12 +3,14 @@
 # It installs what the suite needs (Slurm and munge, through scripts/slurm/up.sh; Grid Engine,
 # through scripts/gridengine/up.sh; both use apt-get when they are missing; Prometheus and
 # Chromium for the observability tests; MPICH for the MPI tests; PostgreSQL for the
-# PostgreSQL journal's tests), brings up the three-cluster
+# PostgreSQL journal's tests; cargo-deny for the dependency audit), checks Cargo.lock against
+# the RustSec advisory database (scripts/audit.sh), brings up the three-cluster
 # Slurm rig, the two-cell Grid Engine rig and the agent rig (network namespaces), runs every
 # test of the workspace, builds the guide (mdbook, installed with cargo) and checks its links,
 # runs the Python client's tests (a virtual environment in target/py-venv, packages from
 # PyPI), stops exactly what it started, and ends with one summary line,
-# `tests: N passed, M failed` (cargo's tests, the guide's build and link check, and pytest's).
+# `tests: N passed, M failed` (the audit, cargo's tests, the guide's build and link check, and
+# pytest's).
 #
 #   bash scripts/test.sh                 # everything
 #   NO_SLURM=1 bash scripts/test.sh      # without the Slurm rig (the real-Slurm tests then skip)
@@ -22,6 +24,13 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "error: cargo not found: install Rust (https://rustup.rs) and run this again" >&2
     exit 1
 fi
+
+# The dependency audit first (seconds, after a one-time `cargo install` of cargo-deny):
+# Cargo.lock against the RustSec advisory database vendored in audit/ (scripts/audit.sh,
+# audit/README.md). It counts as one test; a vulnerability advisory fails it, and the suite.
+echo "== bash scripts/audit.sh (Cargo.lock against the RustSec advisory database)"
+audit_status=0
+bash scripts/audit.sh || audit_status=$?
 
 rig=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm-test}
 agents=${COALLOC_AGENT_RIG:-/tmp/coalloc-agents-test}
@@ -145,6 +154,13 @@ cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
 summary=$(grep -E '^test result:' "$log" | awk '{p += $4; f += $6} END {printf "%d %d", p, f}')
 passed=${summary% *}
 failed=${summary#* }
+if [ "$audit_status" = 0 ]; then
+    passed=$((passed + 1))
+else
+    echo "FAILED: bash scripts/audit.sh (see its output at the start)"
+    failed=$((failed + 1))
+    status=1
+fi
 
 # The guide (docs/, issue 33): built with mdbook (installed with cargo when missing), then
 # every link and anchor of the built pages checked. Its runnable blocks ran in the cargo tests
