@@ -256,7 +256,10 @@ fn refused_at_beta(test: &str, why: &str, take: impl Fn(&Rigs), mend: impl Fn(&R
     mend(&rigs);
     rigs.assert_nothing_held(id);
     assert_eq!(starts_of(&starts), vec![]);
-    assert_eq!(counted(&s), [2, 0, 2]);
+    // The refused site's name is deleted too: an error may be a lost answer to a call
+    // that made it (the simulation harness, seed 51), and deleting what is not there is
+    // harmless.
+    assert_eq!(counted(&s), [2, 0, 3]);
     s.cli_ok(&["cancel", &id.to_string()]);
     rigs.assert_nothing_held(id);
     let t = Instant::now();

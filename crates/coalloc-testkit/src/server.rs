@@ -389,10 +389,14 @@ impl Server {
     /// The promised start of reserving job `id` once every component is started into its
     /// reservation (within `secs`); every component promises the same.
     pub fn promised_start(&self, id: u64, secs: u64) -> i64 {
+        // A job's view may list no component for a moment (after a restart, or queued
+        // again): that is not "every component started".
         let j = self.wait_for(id, secs, "started into its reservations", |j| {
             j["components"].as_array().is_some_and(|c| {
-                c.iter()
-                    .all(|c| c["reservation_state"] == "started" && c["promised_start"].is_i64())
+                !c.is_empty()
+                    && c.iter().all(|c| {
+                        c["reservation_state"] == "started" && c["promised_start"].is_i64()
+                    })
             })
         });
         let starts: Vec<i64> = j["components"]
