@@ -32,8 +32,8 @@
 //!    any other end of the run (abort, cancel, failure, the job's end) deletes every
 //!    reservation made or asked for ([`Command::Unreserve`]), the refused one too (an
 //!    error may be a lost answer of a manager that made it); an answer that comes after
-//!    its run was rolled back, `ok` or not, is deleted when it comes. The job goes back to its queue with the
-//!    usual back-off and limits.
+//!    its run was rolled back, `ok` or not, is deleted when it comes. The job goes back
+//!    to its queue with the usual back-off and limits.
 //!
 //! The state lives in the core's snapshot (form 6); after a restart the driver reports what
 //! each site holds under coalloc's names ([`Event::ReservationsFound`]) and the core deletes
@@ -459,20 +459,19 @@ impl Core {
     /// site still to come arms [`Timer::ReserveDue`]. Each site reserves as early as it
     /// allows, so that the others' users cannot take its processors meanwhile.
     fn request_due(&mut self, id: JobId, start: Time) {
-        let offered: Vec<(ReservationId, Time)> = self
+        // Each offered reservation: its site's start delay, and when the site takes it.
+        let offered: Vec<(ReservationId, Millis, Time)> = self
             .run_resvs(id)
             .filter(|(_, r)| matches!(r.state, ResvState::Offered(_)))
             .map(|(rid, r)| {
                 let site = &self.sites.sites[r.site];
-                let own = start - start_delay(site);
-                (
-                    rid,
-                    reserve_ahead(site).map_or(Time::MIN, |lead| own - lead),
-                )
+                let delay = start_delay(site);
+                let due = reserve_ahead(site).map_or(Time::MIN, |lead| start - delay - lead);
+                (rid, delay, due)
             })
             .collect();
         let mut next: Option<Time> = None;
-        for (rid, due) in offered {
+        for (rid, delay, due) in offered {
             if due > self.now {
                 next = Some(next.map_or(due, |n| n.min(due)));
                 continue;
@@ -480,7 +479,6 @@ impl Core {
             let r = self.reserve.table.get_mut(&rid).expect("listed");
             r.state = ResvState::Requested;
             let r = r.clone();
-            let delay = start_delay(&self.sites.sites[r.site]);
             self.commands.push_back(Command::Reserve {
                 reservation: rid,
                 job: id,
