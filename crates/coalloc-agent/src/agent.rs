@@ -55,7 +55,9 @@ enum Ended {
 pub struct Agent {
     token: EnrolToken,
     /// `HOST:PORT` of the server's agent listener.
-    server: String,
+    /// Every server's `HOST:PORT` (the token's, or the override's): the leader among them
+    /// is the one that welcomes this agent.
+    servers: Vec<String>,
     config: AgentConfig,
     backend: Arc<dyn Backend>,
     held: Arc<Held>,
@@ -67,7 +69,8 @@ pub struct Agent {
 
 impl Agent {
     /// Set up: the backend (in `state_dir/sites/NAME` for a local site) and the record of
-    /// launches. `server` overrides the token's address (`HOST:PORT`, or a URL).
+    /// launches. `server` overrides the token's addresses (`HOST:PORT`, or a URL; several
+    /// comma-separated).
     pub fn new(
         token: EnrolToken,
         server: Option<&str>,
@@ -100,13 +103,21 @@ impl Agent {
         program: Option<PathBuf>,
     ) -> Result<Agent, AgentError> {
         same_site(&token, &config)?;
-        let server = host_port(server.unwrap_or(&token.server));
+        let servers = match server {
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(host_port)
+                .collect(),
+            None => token.servers().map(host_port).collect(),
+        };
         let setup = |e: std::io::Error| AgentError::Setup(format!("{}: {e}", state_dir.display()));
         std::fs::create_dir_all(state_dir).map_err(setup)?;
         let held = Held::open(state_dir.join("launches.jsonl")).map_err(setup)?;
         Ok(Agent {
             token,
-            server,
+            servers,
             config,
             backend,
             held: Arc::new(held),
@@ -128,7 +139,7 @@ impl Agent {
             })?;
         let relay = Relay::new();
         tokio::spawn(relay.clone().serve(listener));
-        tracing::info!(site = %this.config.site.name, server = %this.server, relay = %this.config.relay_url, "agent started");
+        tracing::info!(site = %this.config.site.name, servers = %this.servers.join(","), relay = %this.config.relay_url, "agent started");
         tokio::pin!(shutdown);
         let mut session = AgentSession::new(
             Instant::now(),
@@ -137,9 +148,13 @@ impl Agent {
             },
         );
         let mut backoff = Duration::from_millis(100);
+        // Which server to try next: after a loss, the next in the list, at once while a
+        // round lasts (the one that leads may be any), with the back-off between rounds.
+        let mut turn = 0usize;
         loop {
+            let server = this.servers[turn % this.servers.len()].clone();
             let ended = tokio::select! {
-                r = this.clone().connect_once(&relay, &mut session) => r?,
+                r = this.clone().connect_once(&server, &relay, &mut session) => r?,
                 _ = &mut shutdown => Ended::Shutdown,
             };
             match ended {
@@ -148,8 +163,15 @@ impl Agent {
                     if lasted > Duration::from_secs(10) {
                         backoff = Duration::from_millis(100);
                     }
-                    let wait = backoff + jitter(backoff / 2);
-                    tracing::warn!(site = %this.config.site.name, "link to the server lost ({why}); again in {} ms", wait.as_millis());
+                    turn += 1;
+                    let round = turn.is_multiple_of(this.servers.len());
+                    let wait = if round {
+                        backoff + jitter(backoff / 2)
+                    } else {
+                        Duration::from_millis(20)
+                    };
+                    let next = &this.servers[turn % this.servers.len()];
+                    tracing::warn!(site = %this.config.site.name, %server, "link to the server lost ({why}); {next} in {} ms", wait.as_millis());
                     let until = tokio::time::Instant::now() + wait;
                     // While waiting, the session's timer runs on (heartbeat stop).
                     loop {
@@ -163,7 +185,9 @@ impl Agent {
                             _ = &mut shutdown => return Ok(()),
                         }
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    if round {
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
                 }
             }
         }
@@ -171,19 +195,20 @@ impl Agent {
 
     async fn connect_once(
         self: Arc<Self>,
+        server: &str,
         relay: &Relay,
         session: &mut AgentSession,
     ) -> Result<Ended, AgentError> {
         let lost = |why: String| Ok(Ended::Lost(why, Duration::ZERO));
         let tcp = match tokio::time::timeout(
             Duration::from_secs(5),
-            tokio::net::TcpStream::connect(&self.server),
+            tokio::net::TcpStream::connect(server),
         )
         .await
         {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return lost(format!("connect {}: {e}", self.server)),
-            Err(_) => return lost(format!("connect {}: timed out", self.server)),
+            Ok(Err(e)) => return lost(format!("connect {server}: {e}")),
+            Err(_) => return lost(format!("connect {server}: timed out")),
         };
         let _ = tcp.set_nodelay(true);
         let config = tls::agent_config(&self.token.fingerprint)
@@ -191,23 +216,25 @@ impl Agent {
         let name = rustls::pki_types::ServerName::try_from(tls::SERVER_NAME)
             .expect("a valid name")
             .to_owned();
-        let stream = match tokio_rustls::TlsConnector::from(config)
-            .connect(name, tcp)
-            .await
-        {
-            Ok(s) => s,
-            Err(e) if tls::is_pin_mismatch(&e) => {
+        // A frozen server's kernel still accepts the connection: every step is bounded.
+        let handshake = Duration::from_secs(5);
+        let tls = tokio_rustls::TlsConnector::from(config).connect(name, tcp);
+        let stream = match tokio::time::timeout(handshake, tls).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) if tls::is_pin_mismatch(&e) => {
                 return Err(AgentError::Pin(format!(
-                    "refusing the server at {}: {e}",
-                    self.server
+                    "refusing the server at {server}: {e}"
                 )))
             }
-            Err(e) => return lost(format!("TLS: {e}")),
+            Ok(Err(e)) => return lost(format!("TLS: {e}")),
+            Err(_) => return lost(format!("TLS with {server}: timed out")),
         };
-        let url = format!("wss://{}/agent", self.server);
-        let mut ws = match tokio_tungstenite::client_async(url, stream).await {
-            Ok((ws, _)) => ws,
-            Err(e) => return lost(format!("WebSocket: {e}")),
+        let url = format!("wss://{server}/agent");
+        let upgrade = tokio_tungstenite::client_async(url, stream);
+        let mut ws = match tokio::time::timeout(handshake, upgrade).await {
+            Ok(Ok((ws, _))) => ws,
+            Ok(Err(e)) => return lost(format!("WebSocket: {e}")),
+            Err(_) => return lost(format!("WebSocket with {server}: timed out")),
         };
         let hello = FromAgent::Hello(Hello {
             version: VERSION,
@@ -476,9 +503,13 @@ impl Agent {
             .iter()
             .find(|(k, _)| k == "COALLOC_URL")
             .map(|(_, v)| v.clone());
-        if let Some(server) = server.filter(|s| !s.is_empty()) {
-            for (_, v) in req.environment.iter_mut() {
-                if let Some(rest) = v.strip_prefix(&server) {
+        // `COALLOC_URL` may list the server's standbys after it: all are the relay here.
+        let first = server.as_deref().and_then(|s| s.split(',').next());
+        if let Some(first) = first.filter(|s| !s.is_empty()) {
+            for (k, v) in req.environment.iter_mut() {
+                if k == "COALLOC_URL" {
+                    *v = self.config.relay_url.clone();
+                } else if let Some(rest) = v.strip_prefix(first) {
                     *v = format!("{}{rest}", self.config.relay_url);
                 }
             }

@@ -325,11 +325,17 @@ pub fn check_hello(
 }
 
 /// What `coalloc site add NAME` prints and `coalloc agent --token-file` reads: the server's
-/// agent address, its certificate's fingerprint, the site and the agent's secret.
+/// agent address (and its standbys'), its certificate's fingerprint, the site and the
+/// agent's secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnrolToken {
     /// `wss://HOST:PORT`.
     pub server: String,
+    /// The other servers of the same journal (standbys, issue 32 item 2), `wss://HOST:PORT`
+    /// each: an agent that loses its server tries them in turn, and stays with the one
+    /// that welcomes it (a standby accepts no agent). The servers share one certificate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<String>,
     /// `sha256:` and the hex SHA-256 of the server's certificate (DER).
     pub fingerprint: String,
     pub site: String,
@@ -344,6 +350,11 @@ const TOKEN_PREFIX: &str = "coalloc-agent-1.";
 pub struct BadToken(String);
 
 impl EnrolToken {
+    /// Every server's agent address: the issuing one's first.
+    pub fn servers(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.server.as_str()).chain(self.others.iter().map(String::as_str))
+    }
+
     pub fn encode(&self) -> String {
         let json = serde_json::to_vec(self).expect("a token serializes");
         format!(
@@ -361,8 +372,8 @@ impl EnrolToken {
             .decode(body)
             .map_err(|e| BadToken(format!("base64: {e}")))?;
         let t: EnrolToken = serde_json::from_slice(&json).map_err(|e| BadToken(e.to_string()))?;
-        if !t.server.starts_with("wss://") {
-            return Err(BadToken(format!("server `{}` is not wss://", t.server)));
+        if let Some(bad) = t.servers().find(|s| !s.starts_with("wss://")) {
+            return Err(BadToken(format!("server `{bad}` is not wss://")));
         }
         if !t.fingerprint.starts_with("sha256:") {
             return Err(BadToken("the fingerprint is not sha256:".into()));
@@ -544,13 +555,30 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_bad_ones_say_why() {
-        let t = EnrolToken {
+        let mut t = EnrolToken {
             server: "wss://10.200.0.1:7443".into(),
+            others: vec![],
             fingerprint: "sha256:ab".into(),
             site: "s1".into(),
             secret: "x".into(),
         };
-        assert_eq!(EnrolToken::decode(&format!("{}\n", t.encode())), Ok(t));
+        // A token of one server has no `others` (and reads as before standbys).
+        assert!(!t.encode().contains("b3RoZXJz"));
+        assert_eq!(
+            EnrolToken::decode(&format!("{}\n", t.encode())),
+            Ok(t.clone())
+        );
+        t.others = vec!["wss://10.200.0.2:7443".into()];
+        assert_eq!(EnrolToken::decode(&t.encode()), Ok(t.clone()));
+        assert_eq!(
+            t.servers().collect::<Vec<_>>(),
+            ["wss://10.200.0.1:7443", "wss://10.200.0.2:7443"]
+        );
+        t.others = vec!["http://x".into()];
+        assert_eq!(
+            EnrolToken::decode(&t.encode()).unwrap_err().to_string(),
+            "not an enrolment token (server `http://x` is not wss://); make one with `coalloc site add NAME` on the server"
+        );
         for bad in ["", "hello", "coalloc-agent-1.!!!", "coalloc-agent-1.e30"] {
             assert!(EnrolToken::decode(bad).is_err(), "{bad}");
         }

@@ -13,8 +13,11 @@ pub const DEFAULT_PATIENCE: Duration = Duration::from_secs(300);
 /// Everything a component process knows about itself and its job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// The server's base URL, without a trailing `/` (`COALLOC_URL`).
+    /// The server's base URL, without a trailing `/` (`COALLOC_URL`'s first).
     pub url: String,
+    /// Every server's base URL (`COALLOC_URL`, comma-separated: the leader and its
+    /// standbys, issue 32 item 2): a call that cannot reach one goes on at the next.
+    pub urls: Vec<String>,
     /// The barrier check-in URL (`COALLOC_BARRIER_URL`).
     pub barrier_url: String,
     /// The SHA-256 fingerprint (`sha256:HEX`) of the certificate the server presents when
@@ -69,7 +72,12 @@ impl Config {
                 _ => Err(RuntimeError::MissingVar(var)),
             }
         };
-        let url = text("COALLOC_URL")?.trim_end_matches('/').to_owned();
+        let urls: Vec<String> = text("COALLOC_URL")?
+            .split(',')
+            .map(|u| u.trim().trim_end_matches('/').to_owned())
+            .filter(|u| !u.is_empty())
+            .collect();
+        let url = urls.first().cloned().unwrap_or_default();
         let barrier_url = text("COALLOC_BARRIER_URL")?;
         let secret = text("COALLOC_SECRET")?;
         let fingerprint = get("COALLOC_SERVER_FINGERPRINT")
@@ -91,12 +99,13 @@ impl Config {
         };
         let barrier_timeout: Option<u64> = optional(&get, "COALLOC_BARRIER_TIMEOUT_MS")?;
         let bad = |var: &'static str, reason: String| RuntimeError::BadVar { var, reason };
-        for (var, u) in [("COALLOC_URL", &url), ("COALLOC_BARRIER_URL", &barrier_url)] {
+        let all = urls.iter().map(|u| ("COALLOC_URL", u));
+        for (var, u) in all.chain([("COALLOC_BARRIER_URL", &barrier_url)]) {
             if !u.starts_with("http://") && !u.starts_with("https://") {
                 return Err(bad(var, format!("`{u}` is not an http:// URL")));
             }
         }
-        if barrier_url.starts_with("https://") || url.starts_with("https://") {
+        if barrier_url.starts_with("https://") || urls.iter().any(|u| u.starts_with("https://")) {
             match &fingerprint {
                 None => return Err(RuntimeError::MissingVar("COALLOC_SERVER_FINGERPRINT")),
                 Some(f) if !f.starts_with("sha256:") => {
@@ -126,6 +135,7 @@ impl Config {
         }
         Ok(Config {
             url,
+            urls,
             barrier_url,
             fingerprint,
             secret,
@@ -143,6 +153,20 @@ impl Config {
             barrier_timeout: barrier_timeout.map(Duration::from_millis),
             patience: DEFAULT_PATIENCE,
         })
+    }
+
+    /// `url` at the server after the one it names (the next of [`Config::urls`], in turn),
+    /// or `None` when there is no other: where a call goes on when its server cannot be
+    /// reached or stands by.
+    pub fn next_server(&self, url: &str) -> Option<String> {
+        if self.urls.len() < 2 {
+            return None;
+        }
+        let (i, rest) = self.urls.iter().enumerate().find_map(|(i, base)| {
+            let rest = url.strip_prefix(base.as_str())?;
+            (rest.is_empty() || rest.starts_with('/')).then_some((i, rest))
+        })?;
+        Some(format!("{}{rest}", self.urls[(i + 1) % self.urls.len()]))
     }
 
     /// The URL of rendezvous key `key` (percent-encoded into one path segment).
@@ -263,6 +287,36 @@ mod tests {
         m.insert("COALLOC_SERVER_FINGERPRINT", pin.clone());
         assert_eq!(parse(&m).unwrap().fingerprint, Some(pin));
         assert_eq!(parse(&vars()).unwrap().fingerprint, None);
+    }
+
+    #[test]
+    fn several_servers_are_tried_in_turn() {
+        let mut m = vars();
+        m.insert(
+            "COALLOC_URL",
+            "http://10.0.0.1:4417/, http://10.0.0.2:4417".into(),
+        );
+        let c = parse(&m).unwrap();
+        assert_eq!(c.url, "http://10.0.0.1:4417");
+        assert_eq!(c.urls, ["http://10.0.0.1:4417", "http://10.0.0.2:4417"]);
+        let b = "http://127.0.0.1:4417/v1/jobs/7/barrier";
+        assert_eq!(c.next_server(b), None, "not one of the servers: no other");
+        let kv = c.kv_url("k");
+        assert_eq!(kv, "http://10.0.0.1:4417/v1/jobs/7/kv/k");
+        let next = c.next_server(&kv).unwrap();
+        assert_eq!(next, "http://10.0.0.2:4417/v1/jobs/7/kv/k");
+        assert_eq!(c.next_server(&next).unwrap(), kv);
+        // A prefix of a longer port is not the server.
+        assert_eq!(c.next_server("http://10.0.0.1:44170/v1"), None);
+        assert_eq!(parse(&vars()).unwrap().next_server(b), None);
+        m.insert("COALLOC_URL", "http://10.0.0.1:4417,ftp://x".into());
+        assert!(matches!(
+            parse(&m),
+            Err(RuntimeError::BadVar {
+                var: "COALLOC_URL",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -4,10 +4,13 @@
 
 use crate::config::Config;
 use crate::error::RuntimeError;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Longest a single exchange may take: the server holds a call up to about 25 s.
 const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+/// Longest wait for a connection: a server cut off from the network never refuses one.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// First and longest pause between two attempts to reach the server.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -42,7 +45,7 @@ pub(crate) fn agent(cfg: &Config) -> Result<ureq::Agent, RuntimeError> {
     let t = Some(CALL_TIMEOUT);
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_connect(t)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_send_request(t)
         .timeout_send_body(t)
         .timeout_recv_response(t)
@@ -60,8 +63,26 @@ pub(crate) fn agent(cfg: &Config) -> Result<ureq::Agent, RuntimeError> {
     }
 }
 
+/// Which of [`Config::urls`] answered last: calls start there (a process's calls follow
+/// the server that leads once they found it).
+static LEADER: AtomicUsize = AtomicUsize::new(0);
+
+/// `url` at the server that answered last (see [`LEADER`]).
+fn at_leader(cfg: &Config, url: &str) -> String {
+    let mut at = url.to_string();
+    for _ in 0..LEADER.load(Ordering::Relaxed) % cfg.urls.len().max(1) {
+        match cfg.next_server(&at) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    at
+}
+
 /// One request, repeated while the server cannot be reached (connection refused or reset, a
 /// timeout, `502`/`503`/`504`) until `cfg.patience` has passed since the first attempt.
+/// With several servers ([`Config::urls`]) each failure moves on to the next at once, and
+/// the back-off is taken once a whole round failed (a standby answers 503 until it leads).
 /// Answers 2xx and 404 are returned; other statuses become errors carrying the message.
 pub(crate) fn exchange(
     cfg: &Config,
@@ -72,8 +93,10 @@ pub(crate) fn exchange(
 ) -> Result<Answer, RuntimeError> {
     let start = Instant::now();
     let mut pause = FIRST_BACKOFF;
+    let mut url = at_leader(cfg, url);
+    let mut tried = 0usize;
     loop {
-        let failure = match attempt(cfg, agent, method, url, body) {
+        let failure = match attempt(cfg, agent, method, &url, body) {
             Ok(a) if (200..300).contains(&a.status) || a.status == 404 => return Ok(a),
             Ok(a) if matches!(a.status, 502..=504) => refusal(a.status, &a.body).to_string(),
             Ok(a) => return Err(refusal(a.status, &a.body)),
@@ -84,6 +107,14 @@ pub(crate) fn exchange(
             Err(e) if transient(&e) => e.to_string(),
             Err(e) => return Err(RuntimeError::Transport(e.to_string())),
         };
+        if let Some(next) = cfg.next_server(&url) {
+            url = next;
+            LEADER.fetch_add(1, Ordering::Relaxed);
+            tried += 1;
+            if !tried.is_multiple_of(cfg.urls.len()) {
+                continue;
+            }
+        }
         if start.elapsed() + pause > cfg.patience {
             return Err(RuntimeError::Unreachable(format!(
                 "{url}: {failure} (gave up after {:?})",

@@ -31,6 +31,12 @@
 //!                               # journal every quarter of this; a standby server on the
 //!                               # same database takes over once it has run out
 //!                               # (journal::postgres::lease)
+//! urls = ["https://a.example.org:8443", "https://b.example.org:8443"]   # PostgreSQL only:
+//!                               # every server's API address (leader and standbys, this
+//!                               # one's included), told to components (COALLOC_URL), which
+//!                               # follow whichever leads
+//! agent_urls = ["wss://a.example.org:7443", "wss://b.example.org:7443"]   # the same for
+//!                               # agents: enrolment tokens list them all
 //! snapshot_every = 25000        # journal entries after which the state is snapshotted and
 //!                               # the journal compacted (0: never; see driver::snapshot)
 //! cache_limit = "10GB"          # per site: bytes of input files kept after transfers (LRU)
@@ -122,6 +128,8 @@ struct ServerDoc {
     snapshot_every: Option<u64>,
     journal: Option<String>,
     lease: Option<Scalar>,
+    urls: Option<Vec<String>>,
+    agent_urls: Option<Vec<String>>,
     cache_limit: Option<Scalar>,
     transfer_timeout: Option<Scalar>,
 }
@@ -191,6 +199,12 @@ pub struct ServerConfig {
     /// The term of the leader's lease on a PostgreSQL journal (`server.lease`, default 3 s,
     /// at least 200 ms): a standby takes over this long after the leader's last renewal.
     pub lease: Millis,
+    /// Every server's API address on the same journal (`server.urls`; empty: this one's
+    /// only): components are told all of them, this server's first.
+    pub urls: Vec<String>,
+    /// Every server's agent address on the same journal (`server.agent_urls`; empty: this
+    /// one's only): enrolment tokens list them all.
+    pub agent_urls: Vec<String>,
     /// The agent listener; `None` when no site is reached through an agent.
     pub agents: Option<AgentListen>,
     pub sites: Vec<Site>,
@@ -287,6 +301,41 @@ fn provider_of(site: &Site, backend: &BackendKind) -> Result<Option<ProviderKind
             format!("unknown provider `{other}` (known: local, command)"),
         )),
     }
+}
+
+/// The list `server.NAME` (every server's address of one kind), each beginning with one of
+/// `schemes`; only with a PostgreSQL journal (`journal`), the one servers can share.
+fn peer_urls(
+    name: &str,
+    list: &Option<Vec<String>>,
+    schemes: &[&str],
+    journal: &Option<String>,
+) -> Result<Vec<String>, SpecError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    let key = format!("server.{name}");
+    if !journal
+        .as_deref()
+        .is_some_and(|j| j.starts_with("postgres"))
+    {
+        return Err(SpecError::invalid(
+            key,
+            "several servers share a PostgreSQL journal only: set journal = \"postgres://...\"",
+        ));
+    }
+    let mut out = Vec::new();
+    for u in list {
+        let u = u.trim().trim_end_matches('/');
+        if !schemes.iter().any(|s| u.starts_with(s)) || u.contains(',') {
+            return Err(SpecError::invalid(
+                key,
+                format!("`{u}` is not a {} URL", schemes.join(" or ")),
+            ));
+        }
+        out.push(u.to_string());
+    }
+    Ok(out)
 }
 
 impl ServerConfig {
@@ -398,6 +447,8 @@ impl ServerConfig {
                 }
             },
             lease: dur("lease", &s.lease, 3_000)?.max(200),
+            urls: peer_urls("urls", &s.urls, &["http://", "https://"], &s.journal)?,
+            agent_urls: peer_urls("agent_urls", &s.agent_urls, &["wss://"], &s.journal)?,
             sites,
             backends,
             providers,
@@ -463,6 +514,34 @@ mod tests {
         let e = with("mysql://ann:s3cret@db/x").unwrap_err().to_string();
         assert!(
             e.contains("mysql://ann@db/x") && !e.contains("s3cret"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_servers_addresses_are_listed_with_a_shared_journal_only() {
+        let parse = |server: &str| {
+            ServerConfig::parse(&format!(
+                "[server]\n{server}\n[[site]]\nname = \"a\"\nprocessors = 1\nmanager = {{ type = \"local\" }}\n"
+            ))
+        };
+        let pg = "journal = \"postgres://coalloc@db/coalloc\"\n";
+        let c = parse(&format!(
+            "{pg}urls = [\"https://a:8443/\", \"https://b:8443\"]\nagent_urls = [\"wss://a:7443\", \"wss://b:7443\"]"
+        ))
+        .unwrap();
+        assert_eq!(c.urls, ["https://a:8443", "https://b:8443"]);
+        assert_eq!(c.agent_urls, ["wss://a:7443", "wss://b:7443"]);
+        assert!(ServerConfig::embedded().urls.is_empty());
+        let e = parse("urls = [\"https://a:8443\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server.urls") && e.contains("PostgreSQL"), "{e}");
+        let e = parse(&format!("{pg}agent_urls = [\"https://a:7443\"]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("server.agent_urls") && e.contains("wss://"),
             "{e}"
         );
     }

@@ -169,6 +169,7 @@ async fn agent_hub(
     config: &ServerConfig,
     listen_on: &AgentListen,
     state: &StateDir,
+    mirror: Option<crate::state::Mirror>,
 ) -> Result<(Arc<Hub>, tokio::net::TcpListener, Arc<rustls::ServerConfig>), ServeError> {
     let dir = state.root.join("agents");
     let (cert, key) =
@@ -205,7 +206,8 @@ async fn agent_hub(
         fingerprint,
         heartbeat,
         dir.join("credentials.json"),
-    );
+    )
+    .with_peers(&config.agent_urls, mirror);
     Ok((Arc::new(hub), listener, tls))
 }
 
@@ -272,17 +274,23 @@ pub async fn serve(
     }
     let state = StateDir::create(state_dir)
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
-    let token = state
-        .token()
-        .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
+    // The files the servers of a PostgreSQL journal share, as the database has them now
+    // (the API's certificate among them, which a standby presents too).
+    crate::standby::adopt_shared(&config, &state, None)?;
     let addr = bind.unwrap_or_else(|| config.bind.clone());
     let listener = listen(&addr, &state, "address").await?;
     let bound = listener.local_addr()?;
-    let api_tls = if crate::api_tls::wanted(&config.tls, &bound).map_err(ServeError::Refused)? {
-        Some(crate::api_tls::identity(&config.tls, &state.root).map_err(ServeError::Refused)?)
-    } else {
-        None
+    let tls_wanted = crate::api_tls::wanted(&config.tls, &bound).map_err(ServeError::Refused)?;
+    let root = state.root.clone();
+    let api_identity = || -> Result<_, ServeError> {
+        Ok(match tls_wanted {
+            true => {
+                Some(crate::api_tls::identity(&config.tls, &root).map_err(ServeError::Refused)?)
+            }
+            false => None,
+        })
     };
+    let api_tls = api_identity()?;
     let scheme = if api_tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{bound}");
     let socket_path = config
@@ -302,6 +310,15 @@ pub async fn serve(
         Some(tag) => state.shared_tag(tag.to_string()),
         None => state,
     };
+    // Leading now: the shared files again (the leader may have changed them meanwhile).
+    let shared = led.as_ref().map(|j| j.shared_files());
+    let api_tls = match crate::standby::adopt_shared(&config, &state, shared.as_ref())? {
+        true => api_identity()?,
+        false => api_tls,
+    };
+    let token = state
+        .token()
+        .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
     // A socket's path holds at most 107 bytes: a deep state directory goes without the
     // default one (with a warning); a configured one must work.
     let socket = if config.socket.is_none() && socket_path.as_os_str().len() > 107 {
@@ -310,12 +327,19 @@ pub async fn serve(
     } else {
         Some(listen_unix(&socket_path)?)
     };
-    let users = crate::users::Users::open(state.root.join("users.json"))
+    let mut users = crate::users::Users::open(state.root.join("users.json"))
         .map_err(|e| ServeError::State(state_dir.display().to_string(), e))?;
+    let mirror = crate::standby::mirror(shared.as_ref());
+    if let Some(m) = &mirror {
+        users = users.mirrored(m.clone());
+    }
     let agents = match &config.agents {
-        Some(a) => Some(agent_hub(&config, a, &state).await?),
+        Some(a) => Some(agent_hub(&config, a, &state, mirror).await?),
         None => None,
     };
+    if let Some(s) = &shared {
+        s.offer(&state.root).map_err(ServeError::Refused)?;
+    }
     let hub = agents.as_ref().map(|(h, _, _)| h.clone());
     let backends = site_parts(&config, &state, hub.as_deref())?;
     let hold = Duration::from_millis(config.barrier_hold as u64);
@@ -323,11 +347,15 @@ pub async fn serve(
     let fingerprint = api_tls.as_ref().map(|t| t.fingerprint.clone());
     let storage = crate::journal::open(&config.journal, &state, led).map_err(StartError::from)?;
     let history = storage.history;
+    let component_url = match config.urls.is_empty() {
+        true => url.clone(),
+        false => config.urls.join(","),
+    };
     let (driver, shared) = Driver::start(
         config,
         backends,
         state.clone(),
-        url.clone(),
+        component_url,
         fingerprint,
         tx.clone(),
         storage.journal,

@@ -9,9 +9,14 @@
 //! tail replayed, running components adopted (`crate::driver`).
 //!
 //! A leader that loses the lease stops at once: [`deposed`] ends the process.
+//!
+//! The files the servers share (tokens, credentials, generated certificates,
+//! `crate::journal::postgres::shared`) are adopted from the database before a server answers
+//! and again when it leads ([`adopt_shared`]); the leader writes its changes there first
+//! ([`mirror`]).
 
 use crate::config::ServerConfig;
-use crate::journal::{JournalError, Leader, LeaseTerms, PgJournal};
+use crate::journal::{JournalError, Leader, LeaseTerms, PgJournal, SharedFiles};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,6 +174,40 @@ pub fn refusal(leader: Option<&Leader>) -> Response {
         axum::Json(body),
     )
         .into_response()
+}
+
+/// Write the shared files of a PostgreSQL journal ([`SharedFiles`]) into the state
+/// directory: as any server reads them (`leading`: `None`; the database may not be up yet,
+/// which only warns), or as the leader (an error stops it). Whether any was written.
+pub fn adopt_shared(
+    config: &ServerConfig,
+    state: &crate::state::StateDir,
+    leading: Option<&SharedFiles>,
+) -> Result<bool, crate::server::ServeError> {
+    let crate::journal::Backing::Postgres(url) = &config.journal else {
+        return Ok(false);
+    };
+    match leading {
+        Some(shared) => shared
+            .adopt(&state.root)
+            .map(|n| n > 0)
+            .map_err(|e| crate::server::ServeError::Refused(format!("the shared files: {e}"))),
+        None => match SharedFiles::reader(url).adopt(&state.root) {
+            Ok(n) => Ok(n > 0),
+            Err(e) => {
+                tracing::warn!("the shared files: {e}");
+                Ok(false)
+            }
+        },
+    }
+}
+
+/// What a leader writes its shared files' changes to first (`None` without a database).
+pub fn mirror(shared: Option<&SharedFiles>) -> Option<crate::state::Mirror> {
+    let shared = shared?.clone();
+    Some(Arc::new(move |name: &str, bytes: &[u8]| {
+        shared.put(name, bytes, false)
+    }))
 }
 
 #[cfg(test)]

@@ -8,6 +8,11 @@
 //!                         (neither file with `server.journal = "postgres://..."`: the
 //!                         journal, snapshot and history are the database's tables)
 //! DIR/token               the API's bearer token, mode 0600, made on first start
+//! DIR/users.json          the users' token hashes (`users`)
+//! DIR/agents/             the agent link's certificate and the sites' credentials
+//! DIR/api-tls/            the API's generated certificate (HTTPS beyond loopback)
+//!                         (these four shared by the servers of one PostgreSQL journal,
+//!                         `journal::postgres::shared`)
 //! DIR/server.json         {"url": ..., "pid": ...} while the server runs
 //! DIR/logs/result.jsonl   one record per finished job (seed 003 appendix A.5)
 //! DIR/logs/surveillance.jsonl  per-site load samples
@@ -113,6 +118,45 @@ impl StateDir {
 }
 
 pub use coalloc_link::proto::random_hex;
+
+/// Where a server's shared files are written before its own disk (the journal's database,
+/// `crate::journal::postgres::shared`): `(path under the state directory, bytes)`.
+pub type Mirror = std::sync::Arc<dyn Fn(&str, &[u8]) -> Result<(), String> + Send + Sync>;
+
+/// Write `bytes` to `path` whole, mode 0600: into a file beside it, synced, then renamed
+/// over it (its folder made if needed).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = PathBuf::from(tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Write the shared file `name` (a path under `root`): to `mirror` first when there is one
+/// (a refusal there writes nothing), then to the disk.
+pub fn save_shared(
+    root: &Path,
+    name: &str,
+    bytes: &[u8],
+    mirror: Option<&Mirror>,
+) -> Result<(), String> {
+    if let Some(m) = mirror {
+        m(name, bytes)?;
+    }
+    write_private(&root.join(name), bytes)
+        .map_err(|e| format!("{}: {e}", root.join(name).display()))
+}
 
 #[cfg(test)]
 mod tests {

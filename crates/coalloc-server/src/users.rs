@@ -9,12 +9,10 @@
 //! the admin removes the user and issues a new one.
 
 use crate::link::proto::constant_time_eq;
-use crate::state::random_hex;
+use crate::state::{random_hex, Mirror};
 pub use coalloc_backends::accounts::{user_ids, user_name};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -54,6 +52,7 @@ pub enum TokenCheck {
 pub struct Users {
     path: PathBuf,
     users: Mutex<BTreeMap<String, UserRecord>>,
+    mirror: Option<Mirror>,
 }
 
 /// Why a user cannot be added or removed.
@@ -84,6 +83,7 @@ impl Users {
         Ok(Users {
             path,
             users: Mutex::new(users),
+            mirror: None,
         })
     }
 
@@ -92,19 +92,21 @@ impl Users {
     }
 
     fn save(&self, users: &BTreeMap<String, UserRecord>) -> Result<(), UserError> {
-        let io = |e: std::io::Error| UserError::Io(format!("{}: {e}", self.path.display()));
-        let tmp = self.path.with_extension("json.new");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io)?;
         let text = serde_json::to_string_pretty(users).map_err(|e| UserError::Io(e.to_string()))?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &self.path).map_err(io)
+        if let Some(m) = &self.mirror {
+            m("users.json", text.as_bytes()).map_err(UserError::Io)?;
+        }
+        crate::state::write_private(&self.path, text.as_bytes())
+            .map_err(|e| UserError::Io(format!("{}: {e}", self.path.display())))
+    }
+
+    /// These users, each change also written to `mirror` first (the database the servers
+    /// of one PostgreSQL journal share; a refusal there changes nothing).
+    pub fn mirrored(self, mirror: Mirror) -> Users {
+        Users {
+            mirror: Some(mirror),
+            ..self
+        }
     }
 
     /// Issue a token to a new user, valid until `expires` (milliseconds since the Unix

@@ -397,6 +397,10 @@ pub struct AgentTokenView {
     pub site: String,
     /// The server's agent address.
     pub server: String,
+    /// The other servers' agent addresses (standbys on the same journal, `server.agent_urls`),
+    /// which the agent tries when it loses the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<String>,
     /// The server certificate's fingerprint, which the agent pins.
     pub fingerprint: String,
     /// The enrolment token: give it to `coalloc agent --token-file`.

@@ -44,6 +44,7 @@ fn agent(name: &str, backend_may: bool, config: &str) -> Agent {
     .unwrap();
     let token = EnrolToken {
         server: "wss://127.0.0.1:1".into(),
+        others: vec![],
         fingerprint: "sha256:00".into(),
         site: "s1".into(),
         secret: "x".into(),

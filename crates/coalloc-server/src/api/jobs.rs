@@ -248,6 +248,7 @@ pub async fn sites(
         (status = 200, description = "the enrolment token", body = AgentTokenView),
         (status = 401, description = "no or bad token", body = ErrorBody),
         (status = 404, description = "not an agent site of this server", body = ErrorBody),
+        (status = 503, description = "the credential could not be kept", body = ErrorBody),
     ))]
 pub async fn agent_token(
     State(s): State<AppState>,
@@ -259,12 +260,20 @@ pub async fn agent_token(
             "this server has no agent sites (no `[[site]]` with manager = { type = \"agent\" })",
         ));
     };
-    let token = hub.enrol(&name).map_err(ApiError::not_found)?;
+    if !hub.sites.contains_key(&name) {
+        return Err(ApiError::not_found(format!(
+            "site `{name}` is not an agent site of this server (its manager must be {{ type = \"agent\" }})"
+        )));
+    }
+    // The credential could not be kept (the disk, or the shared database refusing a
+    // deposed server): the server's fault, not the request's.
+    let token = hub.enrol(&name).map_err(|e| ApiError::new(503, e))?;
     tracing::info!(site = %name, "an agent credential was issued");
     Ok(Json(AgentTokenView {
         token: token.encode(),
         site: name,
         server: token.server,
+        others: token.others,
         fingerprint: token.fingerprint,
     }))
 }

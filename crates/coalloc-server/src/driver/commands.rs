@@ -148,7 +148,11 @@ impl Driver {
             ("COALLOC_URL".into(), self.url.clone()),
             (
                 "COALLOC_BARRIER_URL".into(),
-                format!("{}/v1/jobs/{}/barrier", self.url, s.job),
+                format!(
+                    "{}/v1/jobs/{}/barrier",
+                    self.url.split(',').next().unwrap_or_default(),
+                    s.job
+                ),
             ),
             ("COALLOC_SECRET".into(), secret),
             ("COALLOC_JOB_ID".into(), s.job.to_string()),

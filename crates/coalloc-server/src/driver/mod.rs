@@ -103,6 +103,8 @@ pub struct Driver {
     journal: Box<dyn Store>,
     now: Time,
     state: StateDir,
+    /// The API's address components are told (`COALLOC_URL`): this server's, or every
+    /// server's of the journal, comma-separated (`server.urls`).
     url: String,
     /// The fingerprint of the API's certificate when `url` is `https://`: components get it
     /// (`COALLOC_SERVER_FINGERPRINT`) to pin the server they check in with.

@@ -32,7 +32,7 @@ mod sqlite;
 
 pub use memory::MemJournal;
 pub use place::{FilePlace, SnapshotBytes, SnapshotPlace};
-pub use postgres::{Leader, LeaseTerms, OnLost, PgHistory, PgJournal};
+pub use postgres::{Leader, LeaseTerms, OnLost, PgHistory, PgJournal, SharedFiles};
 pub use sqlite::Journal;
 
 use crate::entry::Entry;

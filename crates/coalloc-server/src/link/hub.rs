@@ -28,8 +28,6 @@ use super::session::server::ServerEvent;
 use crate::msg::{Msg, Report};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +44,11 @@ pub struct Hub {
     pub fingerprint: String,
     pub heartbeat: Duration,
     credentials: PathBuf,
+    /// The other servers' agent addresses (standbys on the same journal), which tokens
+    /// list after [`Hub::url`] so that agents follow whichever leads.
+    pub others: Vec<String>,
+    /// Where a new credential is written first (the servers' shared database).
+    mirror: Option<crate::state::Mirror>,
 }
 
 /// How long a new connection may take to finish TLS, the upgrade and its hello.
@@ -67,6 +70,24 @@ impl Hub {
             fingerprint,
             heartbeat,
             credentials,
+            others: Vec::new(),
+            mirror: None,
+        }
+    }
+
+    /// This hub with every server's agent address (`all`, `server.agent_urls`: tokens list
+    /// them in this order, instead of this server's alone) and the shared database its
+    /// credentials are also written to (`mirror`).
+    pub fn with_peers(self, all: &[String], mirror: Option<crate::state::Mirror>) -> Hub {
+        let (url, others) = match all.split_first() {
+            Some((first, rest)) => (first.clone(), rest.to_vec()),
+            None => (self.url.clone(), Vec::new()),
+        };
+        Hub {
+            url,
+            others,
+            mirror,
+            ..self
         }
     }
 
@@ -79,32 +100,19 @@ impl Hub {
 
     /// A new credential for site `site` and its enrolment token.
     pub fn enrol(&self, site: &str) -> Result<EnrolToken, String> {
-        if !self.sites.contains_key(site) {
-            return Err(format!(
-                "site `{site}` is not an agent site of this server (its manager must be {{ type = \"agent\" }})"
-            ));
-        }
         let secret = crate::state::random_hex(32).map_err(|e| e.to_string())?;
         let mut all = self.read_credentials();
         all.insert(site.to_string(), secret_hash(&secret));
-        let write = || -> std::io::Result<()> {
-            if let Some(dir) = self.credentials.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = self.credentials.with_extension("tmp");
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(serde_json::to_string_pretty(&all)?.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.credentials)
-        };
-        write().map_err(|e| format!("saving the credential: {e}"))?;
+        let text = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
+        if let Some(m) = &self.mirror {
+            m("agents/credentials.json", text.as_bytes())
+                .map_err(|e| format!("saving the credential: {e}"))?;
+        }
+        crate::state::write_private(&self.credentials, text.as_bytes())
+            .map_err(|e| format!("saving the credential: {e}"))?;
         Ok(EnrolToken {
             server: self.url.clone(),
+            others: self.others.clone(),
             fingerprint: self.fingerprint.clone(),
             site: site.to_string(),
             secret,

@@ -13,11 +13,18 @@ impl Server {
     /// It is not waited for to lead: its URL is its API's, which answers 503 until it does
     /// ([`Server::wait_leading`]).
     pub fn standby_of(leader: &Server, name: &str) -> Server {
+        let config = std::fs::read_to_string(&leader.config).unwrap();
+        Server::standby_with(leader, name, &config)
+    }
+
+    /// [`Server::standby_of`] on a configuration of its own (another `bind` and
+    /// `agent_bind`: another host's addresses).
+    pub fn standby_with(leader: &Server, name: &str, config: &str) -> Server {
         let root = std::env::temp_dir().join(format!("coalloc-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         let mut s = Server::new(&leader.bin, &root, leader.env.clone(), false);
-        std::fs::copy(&leader.config, &s.config).unwrap();
+        std::fs::write(&s.config, config).unwrap();
         std::fs::create_dir_all(&s.dir).unwrap();
         std::fs::copy(leader.dir.join("token"), s.dir.join("token")).unwrap();
         // The leader's may be a link already (a standby's standby): its target.

@@ -34,10 +34,12 @@
 mod conn;
 mod history;
 pub mod lease;
+pub mod shared;
 mod snapshots;
 
 pub use history::PgHistory;
 pub use lease::{Leader, LeaseTerms, OnLost};
+pub use shared::SharedFiles;
 
 use super::{JournalError, Record, ReplayError, SnapshotPlace, Store};
 use crate::history::HistoryRow;
@@ -145,6 +147,7 @@ fn schema(c: &mut postgres::Client) -> Result<(), postgres::Error> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
     tx.batch_execute(SCHEMA)?;
     tx.batch_execute(lease::SCHEMA)?;
+    tx.batch_execute(shared::SCHEMA)?;
     tx.commit()
 }
 
@@ -285,6 +288,12 @@ impl PgJournal {
     /// one's, [`LeaseTerms::name_tag`]); `None` for a journal that does not lead.
     pub fn name_tag(&self) -> Option<&str> {
         self.name_tag.as_deref()
+    }
+
+    /// The database's shared files, written under this journal's lease
+    /// ([`shared::SharedFiles`]).
+    pub fn shared_files(&self) -> SharedFiles {
+        SharedFiles::new(self.place.clone(), Some(self.epoch))
     }
 
     /// The lease's fencing number this journal writes under.

@@ -40,7 +40,7 @@ impl PgPlace {
     }
 
     /// Run `f` on a connection of its own.
-    fn with<R: Send + 'static>(
+    pub(super) fn with<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut postgres::Client) -> Result<R, String> + Send + 'static,
     ) -> Result<R, String> {
