@@ -69,6 +69,17 @@ impl Cluster {
     /// Start a cluster named `tag` (its folder's name); `None` when PostgreSQL is not
     /// installed and not required.
     pub fn start(tag: &str) -> Option<Cluster> {
+        Cluster::start_with(tag, &[])
+    }
+
+    /// [`Cluster::start`] also listening on `addr` (an address of this namespace, e.g. a
+    /// bridge's) and trusting role `coalloc` from network `net` (`10.226.0.0/24`): the
+    /// database of servers in other network namespaces.
+    pub fn start_on(tag: &str, addr: &str, net: &str) -> Option<Cluster> {
+        Cluster::start_with(tag, &[(addr, net)])
+    }
+
+    fn start_with(tag: &str, beyond: &[(&str, &str)]) -> Option<Cluster> {
         let Some(bin) = binaries() else {
             assert!(
                 !required(),
@@ -110,8 +121,16 @@ impl Cluster {
                 .args(["-U", "coalloc", "--auth=trust", "-E", "UTF8", "--no-sync"])
                 .output(),
         );
+        let mut listen = String::from("127.0.0.1");
+        for (addr, net) in beyond {
+            listen += &format!(",{addr}");
+            let hba = data.join("pg_hba.conf");
+            let mut text = std::fs::read_to_string(&hba).unwrap();
+            text += &format!("host all coalloc {net} trust\n");
+            std::fs::write(&hba, text).unwrap();
+        }
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on",
+            "-p {port} -k {} -c listen_addresses={listen} -c fsync=on",
             c.dir.display()
         );
         ok(

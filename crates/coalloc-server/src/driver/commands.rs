@@ -345,6 +345,18 @@ impl Driver {
                     self.restore_staging(launch, &l);
                     self.workers[l.site].watch(launch, remote.clone());
                 }
+                // At an agent site, the agent knows: it records every launch it submits
+                // and lists them when it connects, so that a component started just before
+                // the server stopped is adopted rather than started a second time (issue 32:
+                // nothing started twice across a fail-over).
+                None if matches!(
+                    self.config.backends[l.site],
+                    crate::config::BackendKind::Agent { .. }
+                ) =>
+                {
+                    tracing::info!(launch, "submitted but unanswered: its agent will say");
+                    self.unrecorded.insert(launch);
+                }
                 None => {
                     // It may have reached the resource manager all the same: cancel it there
                     // by its name before the component is placed again.

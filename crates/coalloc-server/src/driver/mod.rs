@@ -113,6 +113,10 @@ pub struct Driver {
     /// Each site's link (`workers[site]`).
     workers: Vec<Box<dyn SiteLink>>,
     launches: BTreeMap<u64, LaunchInfo>,
+    /// Launches at agent sites whose submission a restart (or a standby taking over) found
+    /// sent but not answered in the journal: the agent's next hello says whether it holds
+    /// them (adopted) or not (failed, and placed again), `reports::agent_back`.
+    unrecorded: std::collections::BTreeSet<u64>,
     /// Secrets, barrier check-ins, the rendezvous store, and the calls waiting on them.
     rv: rendezvous::Rendezvous,
     /// Why each job's last start was aborted.
@@ -322,6 +326,7 @@ impl Driver {
             fingerprint: None,
             workers: sites,
             launches: BTreeMap::new(),
+            unrecorded: Default::default(),
             rv: rendezvous::Rendezvous::default(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),

@@ -99,15 +99,37 @@ impl Driver {
         }
     }
 
-    /// An agent came (back): cancel what it holds that the server no longer wants, the
-    /// components of aborted, re-placed or cancelled starts, so they do not run on beside
-    /// their replacements.
+    /// An agent came (back): settle the submissions a restart found unanswered at its site
+    /// (`Driver::unrecorded`: adopted if the agent holds them, else failed as the site's
+    /// fault and placed again), then cancel what it holds that the server no longer wants,
+    /// the components of aborted, re-placed or cancelled starts, so they do not run on
+    /// beside their replacements.
     fn agent_back(&mut self, site: usize, held: &[crate::link::proto::HeldLaunch]) {
         let _ = self.apply(Entry::SiteLink {
             site,
             up: true,
             grace: 0,
         });
+        let here: Vec<u64> = self
+            .unrecorded
+            .iter()
+            .copied()
+            .filter(|k| self.launches.get(k).is_some_and(|l| l.site == site))
+            .collect();
+        for launch in here {
+            self.unrecorded.remove(&launch);
+            let answer = match held.iter().find(|h| h.launch == launch) {
+                Some(h) => {
+                    tracing::info!(launch, remote = %h.remote, "adopting a submission its agent holds");
+                    Ok(h.remote.clone())
+                }
+                None => Err(coalloc_backends::BackendError::Unavailable(
+                    "the server stopped while submitting it, and the site's agent does not hold it"
+                        .into(),
+                )),
+            };
+            self.submitted(launch, answer);
+        }
         let unwanted = crate::link::hub::unwanted(held, |launch| {
             self.launches
                 .get(&launch)
