@@ -203,6 +203,29 @@ def test_a_component_uses_the_barrier_and_the_store_from_python(admin, tmp_path)
     assert admin.kv_get(job, "addr/0") == "alpha:0"
 
 
+def test_a_component_follows_the_server_that_answers(admin, tmp_path):
+    # As a leader's standby would be: a first address that refuses every connection.
+    script = tmp_path / "follow.py"
+    script.write_text(
+        "import os\n"
+        "from coalloc.runtime import Component\n"
+        "env = dict(os.environ)\n"
+        "dead, url = 'http://127.0.0.1:9', env['COALLOC_URL']\n"
+        "env['COALLOC_BARRIER_URL'] = env['COALLOC_BARRIER_URL'].replace(url, dead)\n"
+        "env['COALLOC_URL'] = dead + ',' + url\n"
+        "me = Component.from_env(env)\n"
+        "assert me.barrier()\n"
+        "me.kv_put('k', 'v')\n"
+        "print(me.kv_get('k'), me.urls[me._at % 2] == url)\n")
+    env = {"PYTHONPATH": os.pathsep.join(sys.path)}
+    comp = {"site": "alpha", "count": 1, "job_type": "single", "executable": sys.executable,
+            "arguments": [str(script)], "environment": env}
+    job = admin.submit({"kind": "ordered", "max_wall_time": "2m", "component": [comp]})
+    view = admin.wait(job, timeout=90)
+    assert view["state"] == "finished", (view, admin.output(job, 0, stream="stderr"))
+    assert admin.output(job, component=0) == b"v True\n"
+
+
 def test_the_component_runtime_refuses_a_missing_environment():
     with pytest.raises(BadInput, match="not inside a coalloc component"):
         coalloc.Component.from_env({})

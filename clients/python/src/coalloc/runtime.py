@@ -44,16 +44,38 @@ class Component:
         except ValueError as e:
             raise BadInput(f"a COALLOC_* variable is not a number: {e}") from None
         self.site = env.get("COALLOC_SITE", "")
-        self.url = env["COALLOC_URL"].rstrip("/")
+        # Every server's address (a leader and its standbys, comma-separated): calls go to
+        # the one that answered last and move on to the next when one cannot be reached or
+        # answers 503 (a standby), as the coalloc-runtime crate's do.
+        self.urls = [u.strip().rstrip("/") for u in env["COALLOC_URL"].split(",") if u.strip()]
+        self.url = self.urls[0]
         self.barrier_url = env["COALLOC_BARRIER_URL"]
         self.secret = env["COALLOC_SECRET"]
         timeout = env.get("COALLOC_BARRIER_TIMEOUT_MS")
         self.barrier_timeout = int(timeout) / 1000 if timeout and timeout.isdigit() else None
-        # HTTPS to a server bound beyond loopback, pinning the certificate it named; plain
-        # HTTP to an agent's relay inside the site.
-        self._client = Client(url=self.url, token=self.secret,
-                              fingerprint=env.get("COALLOC_SERVER_FINGERPRINT") or None,
-                              allow_plain_http=True)
+        self._fingerprint = env.get("COALLOC_SERVER_FINGERPRINT") or None
+        self._at = 0
+        self._clients = {}
+
+    @property
+    def _client(self):
+        """The client of the server that answered last: HTTPS to a server bound beyond
+        loopback, pinning the certificate it named; plain HTTP to an agent's relay."""
+        url = self.urls[self._at % len(self.urls)]
+        if url not in self._clients:
+            self._clients[url] = Client(url=url, token=self.secret, fingerprint=self._fingerprint,
+                                        allow_plain_http=True)
+        return self._clients[url]
+
+    def _at_leader(self, url):
+        """``url`` (at the first server) at the server that answered last."""
+        first, here = self.urls[0], self.urls[self._at % len(self.urls)]
+        return here + url[len(first):] if url.startswith(first + "/") else url
+
+    def _next(self):
+        """Move on to the next server; whether a whole round has been tried."""
+        self._at += 1
+        return self._at % len(self.urls) == 0
 
     @classmethod
     def from_env(cls, env=None):
@@ -71,7 +93,8 @@ class Component:
         deadline = time.monotonic() + limit
         delay = 0.1
         while True:
-            req = urllib.request.Request(self.barrier_url, data=data, method="POST")
+            req = urllib.request.Request(self._at_leader(self.barrier_url), data=data,
+                                         method="POST")
             req.add_header("Authorization", f"Bearer {self.secret}")
             req.add_header("Content-Type", "application/json")
             try:
@@ -84,21 +107,43 @@ class Component:
                     return False
             except urllib.error.HTTPError as e:
                 text = e.read().decode(errors="replace")
-                raise CoallocError(f"barrier: {e.code} {text.strip()}", e.code) from None
+                if e.code != 503:
+                    raise CoallocError(f"barrier: {e.code} {text.strip()}", e.code) from None
+                # A standby: the next server, with a back-off once all were tried.
+                if self._next():
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
             except (urllib.error.URLError, OSError) as e:
                 if "certificate fingerprint mismatch" in str(getattr(e, "reason", e)):
                     raise CoallocError(f"barrier: {e}") from None
-                # The server may be restarting: try again with a back-off.
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                # The server may be restarting, or another leads: try again with a back-off.
+                if self._next():
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
             if time.monotonic() > deadline:
                 return False
 
     def kv_put(self, key, value):
         """Put a value in the job's rendezvous store."""
-        self._client.kv_put(self.job, key, value)
+        self._following(lambda c: c.kv_put(self.job, key, value))
 
     def kv_get(self, key, wait=0.0):
         """A value of the job's rendezvous store, waiting up to ``wait`` seconds; ``None``
         when it is still missing then."""
-        return self._client.kv_get(self.job, key, wait=wait)
+        return self._following(lambda c: c.kv_get(self.job, key, wait=wait))
+
+    def _following(self, call, patience=300.0):
+        """``call`` at the server that answered last; with several servers, again at the
+        next while one answers 503 or cannot be reached, for up to ``patience`` seconds."""
+        deadline = time.monotonic() + patience
+        delay = 0.1
+        while True:
+            try:
+                return call(self._client)
+            except CoallocError as e:
+                unreachable = e.status == 503 or str(e).startswith("cannot reach the server")
+                if len(self.urls) < 2 or not unreachable or time.monotonic() > deadline:
+                    raise
+            if self._next():
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
