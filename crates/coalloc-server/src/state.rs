@@ -106,13 +106,7 @@ impl StateDir {
             }
         }
         let token = random_hex(32)?;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)?;
-        writeln!(f, "{token}")?;
+        write_private(&path, format!("{token}\n").as_bytes())?;
         Ok(token)
     }
 }
