@@ -42,9 +42,8 @@ impl Replicated {
         // The other hosts may connect, and the replica stream (trust: a test's cluster).
         let hba = primary.data().join("pg_hba.conf");
         let mut text = std::fs::read_to_string(&hba).unwrap();
-        text += &format!(
-            "host all all {NET}.0.0/24 trust\nhost replication all {NET}.0.0/24 trust\n"
-        );
+        text +=
+            &format!("host all all {NET}.0.0/24 trust\nhost replication all {NET}.0.0/24 trust\n");
         std::fs::write(&hba, text).unwrap();
         primary.launch();
         primary.create_db(db);
@@ -54,7 +53,14 @@ impl Replicated {
             "pg_basebackup",
             replica
                 .pg("pg_basebackup")
-                .args(["-h", &primary.addr, "-p", &PORT.to_string(), "-U", "coalloc"])
+                .args([
+                    "-h",
+                    &primary.addr,
+                    "-p",
+                    &PORT.to_string(),
+                    "-U",
+                    "coalloc",
+                ])
                 .arg("-D")
                 .arg(replica.data())
                 .args(["-R", "-X", "stream", "--no-sync"])
