@@ -156,7 +156,7 @@ fn run(db: &mut Replicated, config: &str) {
         .expect("acknowledged after the kill")
         - killed;
     println!(
-        "kill -9 of the primary: promoted after {} ms, the server exited after {} ms, served again after {} ms ({} start(s)), first acknowledgement after {} ms; {failed} submission attempt(s) failed",
+        "kill -9 of the primary: the replica promoted after {} ms, the server exited by {} ms, served again after {} ms ({} start(s)), first acknowledgement after {} ms; {failed} submission attempt(s) failed",
         times[0].as_millis(),
         times[1].as_millis(),
         times[2].as_millis(),

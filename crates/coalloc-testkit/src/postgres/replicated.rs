@@ -63,7 +63,7 @@ impl Replicated {
                 ])
                 .arg("-D")
                 .arg(replica.data())
-                .args(["-R", "-X", "stream", "--no-sync"])
+                .args(["-R", "-X", "stream", "--checkpoint=fast", "--no-sync"])
                 .output(),
         );
         replica.launch();
