@@ -76,6 +76,37 @@ impl Topology {
         format!("{}.0.{}", self.net, 10 + i)
     }
 
+    /// Site `i`'s link (its veth's end on the bridge), down or up.
+    pub fn link(&self, i: u32, up: bool) {
+        let dev = format!("{}-s{i}-h", self.prefix);
+        let st = Command::new("ip")
+            .args(["link", "set", &dev, if up { "up" } else { "down" }])
+            .status()
+            .unwrap();
+        assert!(st.success(), "ip link set {dev}");
+    }
+
+    /// Change site `i`'s rate, both directions.
+    pub fn rate(&self, i: u32, rate: &str) {
+        let tbf = [
+            "root", "tbf", "rate", rate, "burst", "64kb", "latency", "200ms",
+        ];
+        let host = format!("{}-s{i}-h", self.prefix);
+        let st = Command::new("tc")
+            .args(["qdisc", "change", "dev", &host])
+            .args(tbf)
+            .status()
+            .unwrap();
+        assert!(st.success(), "tc qdisc change {rate}");
+        let (ns, dev) = (self.netns(i), format!("{}-s{i}-n", self.prefix));
+        let st = Command::new("ip")
+            .args(["netns", "exec", &ns, "tc", "qdisc", "change", "dev", &dev])
+            .args(tbf)
+            .status()
+            .unwrap();
+        assert!(st.success(), "tc qdisc change {rate}");
+    }
+
     /// Move the calling thread into site `i`'s namespace: its connections, and the
     /// processes and threads it starts from then on, are that site's (a namespace is a
     /// thread's, and what a thread starts inherits it).
