@@ -93,6 +93,8 @@ fn the_primary_killed_and_its_replica_promoted_lose_no_acknowledged_submission()
             .psql("postgres", "SELECT sync_state FROM pg_stat_replication"),
         "sync"
     );
+    // A fixed port (coalloc's host is this test's own): started again, the server answers
+    // where the submissions go.
     let config = three_clusters([4, 4, 4], "").replacen(
         "[server]\n",
         &format!(
