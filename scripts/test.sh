@@ -104,11 +104,12 @@ fi
 
 # PostgreSQL (Debian's server binaries, /usr/lib/postgresql/N/bin) for the PostgreSQL
 # journal's tests (crates/coalloc-testkit/tests/postgres_store.rs,
-# crates/coalloc-cli/tests/postgres_journal.rs, postgres_standby.rs, postgres_follow.rs
-# and failover_netns.rs, the active and standby servers): installed when missing, as
-# root; each test
-# starts a throwaway cluster of its own (coalloc_testkit::postgres) and stops it, and fails
-# rather than skips when the binaries are there.
+# crates/coalloc-cli/tests/postgres_journal.rs, postgres_standby.rs and postgres_follow.rs,
+# the active and standby servers; failover_netns.rs, the two servers and three agent sites
+# in network namespaces; postgres_replicated.rs, a primary and its streaming replica in
+# network namespaces, with pg_basebackup of the same package): installed when missing, as
+# root; each test starts a throwaway cluster of its own (coalloc_testkit::postgres) and
+# stops it, and fails rather than skips when the binaries are there.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "== installing postgresql (the PostgreSQL journal's tests run a throwaway cluster)"
     apt-get update -qq

@@ -1,9 +1,10 @@
 //! Input files moved between sites that are really apart, over links with rate limits
 //! (issue 19's "Show it"; seed 000 §2.5–2.6 and §3.2).
 //!
-//! The topology is this test's own (scripts/netns/sites.sh with prefix `ht` and network
-//! 10.240, state file /run/ht-transfers-test.list, so it never meets the agent rig of
-//! scripts/agents/): the server in the root namespace at 10.240.0.1, three agent sites, each
+//! The topology is this test's own (scripts/netns/sites.sh through
+//! `coalloc_testkit::rig::netns` with prefix `ht`, network 10.240 and state file
+//! /run/ht-test.list, so that it never meets the agent rig of scripts/agents/): the server
+//! in the root namespace at 10.240.0.1, three agent sites, each
 //! a `coalloc agent` with a local manager in its own namespace:
 //!
 //! | site | namespace | link (tc tbf, both directions) | role |
@@ -36,9 +37,10 @@
 mod common;
 
 use coalloc_testkit::agent::{wait_link, AgentProc};
+use coalloc_testkit::rig::netns::Topology;
 use coalloc_testkit::server::{barrier_component, site, Server};
 use common::COALLOC;
-use common::{coalloc, repo, stdout};
+use common::{coalloc, stdout};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -46,101 +48,9 @@ use std::time::{Duration, Instant};
 
 const PREFIX: &str = "ht";
 const NET: &str = "10.240";
-const STATE: &str = "/run/ht-transfers-test.list";
 const SIZE: u64 = 200_000_000;
 /// 200 Mbit/s in bytes per second.
 const FAST: u64 = 25_000_000;
-
-/// The namespaces and links of this test, taken down on drop.
-struct Topology;
-
-fn sites_sh(args: &[&str]) -> std::process::Output {
-    Command::new("bash")
-        .arg(repo().join("scripts/netns/sites.sh"))
-        .args(args)
-        .env("CA_SITES_PREFIX", PREFIX)
-        .env("CA_SITES_NET", NET)
-        .env("CA_SITES_STATE", STATE)
-        .output()
-        .unwrap()
-}
-
-impl Topology {
-    /// Up with one rate per site; `None` (skipped) where namespaces cannot be made.
-    fn up(rates: &str) -> Option<Topology> {
-        if std::env::var("NO_AGENTS").is_ok_and(|v| v == "1") {
-            eprintln!("transfers_netns: skipped (NO_AGENTS=1: no network namespaces)");
-            return None;
-        }
-        let required = std::env::var_os("COALLOC_REQUIRE_AGENTS").is_some();
-        let probe = format!("{PREFIX}-probe{}", std::process::id());
-        let made = Command::new("ip")
-            .args(["netns", "add", &probe])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !made {
-            assert!(
-                !required,
-                "COALLOC_REQUIRE_AGENTS is set but `ip netns add` fails (root is needed)"
-            );
-            eprintln!(
-                "transfers_netns: skipped (network namespaces cannot be made here: root and iproute2 are needed)"
-            );
-            return None;
-        }
-        let _ = Command::new("ip").args(["netns", "del", &probe]).status();
-        // What a killed earlier run left, first.
-        let _ = sites_sh(&["down"]);
-        let out = sites_sh(&["up", "3", "--rate", rates]);
-        assert!(
-            out.status.success(),
-            "sites.sh up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(Topology)
-    }
-
-    /// Site `i`'s link (its veth's end on the bridge), down or up.
-    fn link(&self, i: u32, up: bool) {
-        let dev = format!("{PREFIX}-s{i}-h");
-        let st = Command::new("ip")
-            .args(["link", "set", &dev, if up { "up" } else { "down" }])
-            .status()
-            .unwrap();
-        assert!(st.success(), "ip link set {dev}");
-    }
-
-    /// Change site `i`'s rate, both directions.
-    fn rate(&self, i: u32, rate: &str) {
-        let tbf = [
-            "root", "tbf", "rate", rate, "burst", "64kb", "latency", "200ms",
-        ];
-        let host = format!("{PREFIX}-s{i}-h");
-        let st = Command::new("tc")
-            .args(["qdisc", "change", "dev", &host])
-            .args(tbf)
-            .status()
-            .unwrap();
-        assert!(st.success());
-        let (ns, dev) = (format!("{PREFIX}-site{i}"), format!("{PREFIX}-s{i}-n"));
-        let st = Command::new("ip")
-            .args(["netns", "exec", &ns, "tc", "qdisc", "change", "dev", &dev])
-            .args(tbf)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        let out = sites_sh(&["down"]);
-        if !out.status.success() {
-            eprintln!("sites.sh down: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
-}
 
 /// Removes the big files (the replica, s3's copies) however the test ends.
 struct BigFiles(Vec<PathBuf>);
@@ -267,7 +177,13 @@ fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 #[test]
 fn a_file_comes_from_the_faster_replica_at_its_links_rate_and_is_re_sourced_after_a_cut() {
-    let Some(net) = Topology::up("200mbit,20mbit,none") else {
+    let Some(net) = Topology::up(
+        "transfers_netns",
+        PREFIX,
+        NET,
+        3,
+        &["--rate", "200mbit,20mbit,none"],
+    ) else {
         return;
     };
     let s = Server::start(COALLOC, "transfers-netns", &config());

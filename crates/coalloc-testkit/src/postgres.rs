@@ -8,9 +8,14 @@
 //! `COALLOC_PG_BIN`. Without them, [`Cluster::start`] says so and gives `None` (the test
 //! skips), unless `COALLOC_REQUIRE_POSTGRES=1` (CI, where scripts/test.sh installs them):
 //! then it panics.
+//!
+//! [`replicated`]: a primary and its streaming replica on hosts of their own (network
+//! namespaces), for the replicated setup's test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+pub mod replicated;
 
 /// A running cluster.
 pub struct Cluster {
@@ -18,6 +23,13 @@ pub struct Cluster {
     dir: PathBuf,
     bin: PathBuf,
     pub port: u16,
+    /// The address it listens on.
+    pub addr: String,
+    /// The network namespace it runs in (`None`: this process's).
+    netns: Option<String>,
+    /// The id of the System V shared memory segment of a cluster killed with `kill -9`
+    /// ([`Cluster::kill`]), removed when dropped.
+    shm: Option<String>,
     /// The user the server runs as (`None`: this process's).
     run_as: Option<String>,
     running: bool,
@@ -54,6 +66,19 @@ fn root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// The binaries, or `None` (said so) when they are not there and not required.
+fn found() -> Option<PathBuf> {
+    let bin = binaries();
+    if bin.is_none() {
+        assert!(
+            !required(),
+            "COALLOC_REQUIRE_POSTGRES=1 but no PostgreSQL binaries (/usr/lib/postgresql/N/bin or COALLOC_PG_BIN)"
+        );
+        eprintln!("skipped: no PostgreSQL binaries (install postgresql, or set COALLOC_PG_BIN)");
+    }
+    bin
+}
+
 fn ok(what: &str, out: std::io::Result<Output>) -> Output {
     let out = out.unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
@@ -69,27 +94,41 @@ impl Cluster {
     /// Start a cluster named `tag` (its folder's name); `None` when PostgreSQL is not
     /// installed and not required.
     pub fn start(tag: &str) -> Option<Cluster> {
-        Cluster::start_with(tag, &[])
+        let bin = found()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut c = Cluster::new(tag, bin, None, "127.0.0.1", port);
+        c.initdb();
+        c.launch();
+        Some(c)
     }
 
-    /// [`Cluster::start`] also listening on `addr` (an address of this namespace, e.g. a
-    /// bridge's) and trusting role `coalloc` from network `net` (`10.226.0.0/24`): the
-    /// database of servers in other network namespaces.
+    /// A cluster listening on `addr` (an address of this namespace, e.g. a bridge's) that
+    /// trusts role `coalloc` from network `net` (`10.226.0.0/24`): the database of servers
+    /// in other network namespaces.
     pub fn start_on(tag: &str, addr: &str, net: &str) -> Option<Cluster> {
-        Cluster::start_with(tag, &[(addr, net)])
+        let bin = found()?;
+        let port = std::net::TcpListener::bind(format!("{addr}:0"))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut c = Cluster::new(tag, bin, None, addr, port);
+        c.initdb();
+        let hba = c.data().join("pg_hba.conf");
+        let mut text = std::fs::read_to_string(&hba).unwrap();
+        text += &format!("host all coalloc {net} trust\n");
+        std::fs::write(&hba, text).unwrap();
+        c.launch();
+        Some(c)
     }
 
-    fn start_with(tag: &str, beyond: &[(&str, &str)]) -> Option<Cluster> {
-        let Some(bin) = binaries() else {
-            assert!(
-                !required(),
-                "COALLOC_REQUIRE_POSTGRES=1 but no PostgreSQL binaries (/usr/lib/postgresql/N/bin or COALLOC_PG_BIN)"
-            );
-            eprintln!(
-                "skipped: no PostgreSQL binaries (install postgresql, or set COALLOC_PG_BIN)"
-            );
-            return None;
-        };
+    /// A cluster not made yet: its folder `tag` (made, emptied, the cluster's user's), to
+    /// listen on `addr:port` inside network namespace `netns` (`None`: this process's).
+    fn new(tag: &str, bin: PathBuf, netns: Option<&str>, addr: &str, port: u16) -> Cluster {
         let dir = std::env::temp_dir().join(format!("coalloc-pg-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -100,70 +139,74 @@ impl Cluster {
                 Command::new("chown").arg(user).arg(&dir).output(),
             );
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut c = Cluster {
+        Cluster {
             dir,
             bin,
             port,
+            addr: addr.to_string(),
+            netns: netns.map(str::to_string),
             run_as,
             running: false,
-        };
-        let data = c.dir.join("data");
+            shm: None,
+        }
+    }
+
+    /// `initdb`: trust authentication for the role `coalloc`.
+    fn initdb(&self) {
         ok(
             "initdb",
-            c.pg("initdb")
+            self.pg("initdb")
                 .arg("-D")
-                .arg(&data)
+                .arg(self.data())
                 .args(["-U", "coalloc", "--auth=trust", "-E", "UTF8", "--no-sync"])
                 .output(),
         );
-        let mut listen = String::from("127.0.0.1");
-        for (addr, net) in beyond {
-            listen += &format!(",{addr}");
-            let hba = data.join("pg_hba.conf");
-            let mut text = std::fs::read_to_string(&hba).unwrap();
-            text += &format!("host all coalloc {net} trust\n");
-            std::fs::write(&hba, text).unwrap();
-        }
+    }
+
+    /// `pg_ctl start` on the cluster's address and port, its socket in its folder.
+    fn launch(&mut self) {
         let options = format!(
-            "-p {port} -k {} -c listen_addresses={listen} -c fsync=on",
-            c.dir.display()
+            "-p {} -k {} -c listen_addresses={} -c fsync=on",
+            self.port,
+            self.dir.display(),
+            self.addr
         );
         ok(
             "pg_ctl start",
-            c.pg("pg_ctl")
+            self.pg("pg_ctl")
                 .arg("-D")
-                .arg(&data)
+                .arg(self.data())
                 .arg("-l")
-                .arg(c.dir.join("log"))
+                .arg(self.dir.join("log"))
                 .args(["-w", "-t", "60", "-o", &options, "start"])
                 .output(),
         );
-        c.running = true;
-        Some(c)
+        self.running = true;
     }
 
-    /// A command of the cluster's binaries, run as the cluster's user.
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// A command of the cluster's binaries, run as the cluster's user in its namespace.
     fn pg(&self, program: &str) -> Command {
-        let path = self.bin.join(program);
-        match &self.run_as {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(path);
-                c.current_dir(&self.dir);
-                c
-            }
-            None => Command::new(path),
+        let mut argv: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(ns) = &self.netns {
+            argv.extend(["nsenter".into(), format!("--net=/run/netns/{ns}").into()]);
+            argv.push("--".into());
         }
+        if let Some(user) = &self.run_as {
+            argv.extend(["runuser", "-u", user, "--"].map(Into::into));
+        }
+        argv.push(self.bin.join(program).into());
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).current_dir(&self.dir);
+        c
     }
 
     /// The connection string of database `db` (as the role `coalloc`, over TCP on loopback).
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://coalloc@127.0.0.1:{}/{db}", self.port)
+        format!("postgres://coalloc@{}:{}/{db}", self.addr, self.port)
     }
 
     /// Make database `db`; its connection string.
@@ -171,15 +214,8 @@ impl Cluster {
         ok(
             "createdb",
             Command::new(self.bin.join("createdb"))
-                .args([
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &self.port.to_string(),
-                    "-U",
-                    "coalloc",
-                    db,
-                ])
+                .args(["-h", &self.addr, "-p", &self.port.to_string()])
+                .args(["-U", "coalloc", db])
                 .output(),
         );
         self.url(db)
@@ -190,14 +226,8 @@ impl Cluster {
         let out = ok(
             "psql",
             Command::new(self.bin.join("psql"))
-                .args([
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &self.port.to_string(),
-                    "-U",
-                    "coalloc",
-                ])
+                .args(["-h", &self.addr, "-p", &self.port.to_string()])
+                .args(["-U", "coalloc"])
                 .args(["-d", db, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql])
                 .output(),
         );
@@ -229,6 +259,9 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
+        if let Some(id) = self.shm.take() {
+            let _ = Command::new("ipcrm").args(["-m", &id]).output();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

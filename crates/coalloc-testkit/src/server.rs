@@ -224,17 +224,7 @@ impl Server {
     /// its URL and token are known.
     fn wait_served(&mut self, limit: Duration) {
         let t = Instant::now();
-        loop {
-            if let Ok(text) = std::fs::read_to_string(self.dir.join("server.json")) {
-                match serde_json::from_str::<Value>(&text) {
-                    // A standby's (issue 32, item 2) says it waits.
-                    Ok(v) if v["standby"] != true => {
-                        self.url = v["url"].as_str().unwrap().to_string();
-                        break;
-                    }
-                    _ => {}
-                }
-            }
+        while !self.served() {
             assert!(
                 t.elapsed() < limit,
                 "the server did not start: {}",
@@ -242,10 +232,26 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.token = std::fs::read_to_string(self.dir.join("token"))
-            .unwrap()
-            .trim()
-            .to_string();
+    }
+
+    /// Whether the server serves (its `server.json`, not a standby's); if so, its URL and
+    /// token are read.
+    fn served(&mut self) -> bool {
+        let Ok(text) = std::fs::read_to_string(self.dir.join("server.json")) else {
+            return false;
+        };
+        match serde_json::from_str::<Value>(&text) {
+            // A standby's (issue 32, item 2) says it waits.
+            Ok(v) if v["standby"] != true => {
+                self.url = v["url"].as_str().unwrap().to_string();
+                self.token = std::fs::read_to_string(self.dir.join("token"))
+                    .unwrap()
+                    .trim()
+                    .to_string();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The server's process id, while it runs.

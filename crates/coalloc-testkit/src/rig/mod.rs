@@ -2,10 +2,12 @@
 //! clusters, Grid Engine cells, sites in network namespaces with agents), each found through
 //! an environment variable naming its base directory. Unset, a test that needs a rig prints
 //! "skipped" and passes (or fails, where a `COALLOC_REQUIRE_*` variable says the rig must be
-//! there); set, the rig must be usable.
+//! there); set, the rig must be usable. [`netns`]: a test's own namespaces of
+//! scripts/netns/sites.sh, made and removed by the test.
 
 pub mod agents;
 pub mod gridengine;
+pub mod netns;
 pub mod slurm;
 
 /// The `[server]` table of the end-to-end scenarios on a rig (Slurm or Grid Engine).

@@ -1,6 +1,7 @@
 //! Active and standby servers on one PostgreSQL journal (issue 32, item 2): a second
 //! `coalloc serve` beside a [`Server`], on its configuration, that waits as a standby until
-//! the journal's lease is its own; and the signals that kill or freeze a leader.
+//! the journal's lease is its own; the signals that kill or freeze a leader; and the restarts
+//! of a supervisor (a server that exits when its journal's database is lost).
 
 use super::{unsafe_kill, Server};
 use std::time::{Duration, Instant};
@@ -72,5 +73,32 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
         None
+    }
+
+    /// Start the server again each time it has exited, 100 ms later (as a supervisor with
+    /// `Restart=always` does), until it serves: how many starts that took. Panics after
+    /// `secs`.
+    pub fn restart_until_served(&mut self, secs: u64) -> u32 {
+        let t = Instant::now();
+        let mut starts = 0;
+        loop {
+            if self.child.is_none() {
+                self.launch();
+                starts += 1;
+            }
+            if self.served() {
+                return starts;
+            }
+            if let Ok(Some(_)) = self.child.as_mut().unwrap().try_wait() {
+                self.child = None;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "the server did not serve again: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
