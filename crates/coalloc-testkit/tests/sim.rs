@@ -1,7 +1,8 @@
 //! The simulation harness in the test suite: 500 seeds of the plans without agent sites
 //! (`--classic`), the seeds among the first 500 whose plans have agent sites, those whose
-//! plans have input files (`--files`), and those with reserving jobs and no agent sites
-//! (`COALLOC_SIM_SEEDS` for more), every failure printed with the command that replays it.
+//! plans have input files (`--files`), those with reserving jobs and no agent sites, and
+//! 200 with fail-overs to a standby (`--failover`) (`COALLOC_SIM_SEEDS` for more), every
+//! failure printed with the command that replays it.
 
 use coalloc_testkit::sim::{self, Outcome, Violation};
 
@@ -125,6 +126,26 @@ fn the_seeds_with_reservations_keep_every_invariant() {
     assert!(
         o.len() as u64 > n / 10 && made > o.len() as u32 && ran > o.len() as u32,
         "the seeds exercise reservations made and launches run in them"
+    );
+}
+
+/// Fail-over to a standby (issue 32, `--failover`): in each of 200 seeds' plans one or two
+/// fail-overs (the leader frozen or cut off; a second driver takes the fenced journal's
+/// lease and takes over; the deposed one runs on, unaware, until its writes are refused):
+/// every invariant as for restarts, nothing the deposed leader does leaves it, never two
+/// leaders writing under one fencing number, every acknowledged submission kept.
+#[test]
+fn the_seeds_with_failovers_keep_every_invariant() {
+    let n = seeds().min(200);
+    let runs = (0..n).map(|s| (s, sim::run_failover as Run));
+    let o = assert_none_failed("fail-over", runs);
+    let failovers: u32 = o.iter().map(|o| o.failovers).sum();
+    let refused: u32 = o.iter().map(|o| o.refused).sum();
+    let turns: u32 = o.iter().map(|o| o.deposed_turns).sum();
+    eprintln!("{failovers} fail-overs, {refused} deposed leaders' writes refused, {turns} turns of deposed leaders that wrote nothing");
+    assert!(
+        failovers > o.len() as u32 / 2 && refused > 0 && turns > 0,
+        "the seeds exercise fail-overs, refused writes and deposed leaders running on"
     );
 }
 

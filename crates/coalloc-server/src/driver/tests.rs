@@ -49,10 +49,15 @@ fn driver(name: &str) -> (Driver, Calls) {
 
 /// [`driver`] on this journal.
 fn driver_on(name: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
-    let config = ServerConfig::parse(
-        "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"local\" }\n\n\
-         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"local\" }\n",
-    )
+    driver_with(name, "", journal)
+}
+
+/// [`driver_on`] with this `[server]` section.
+fn driver_with(name: &str, server: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
+    let config = ServerConfig::parse(&format!(
+        "{server}\n[[site]]\nname = \"a\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n\n\
+         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
+    ))
     .expect("configuration");
     let dir = std::env::temp_dir().join(format!("coalloc-driver-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -396,4 +401,93 @@ fn a_restart_cancels_again_the_launches_of_a_run_the_core_moved_on_from() {
         calls.lock().expect("calls")
     );
     drop(d);
+}
+
+#[test]
+fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
+    // The simulation harness's fail-overs (issue 32): a leader whose journal's lease another
+    // server took ran a turn that aged a job out (its discards) or heard a submission fail
+    // (its cancel by name), and sent those calls before its commit was refused.
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_with(
+        "deposed",
+        "[server]\nmin_job_age = \"1s\"",
+        Box::new(journal.lead()),
+    );
+    let (id, launches) = submit_two(&mut d, &calls);
+    // A second job, submitted; its launches' answers are still on their way.
+    let (_, pending) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
+    let (first, _) = check_in(id, launches[0].1);
+    let (second, _) = check_in(id, launches[1].1);
+    d.step(1_020, vec![first, second]).expect("step");
+    let finished = |site: usize, launch: u64| {
+        Msg::Site(Report::Polled {
+            site,
+            load: Ok(Default::default()),
+            states: vec![(launch, RemoteState::Finished)],
+        })
+    };
+    let done = launches.iter().map(|&(s, l)| finished(s, l)).collect();
+    d.step(1_030, done).expect("step");
+    assert_eq!(
+        d.core().job(id).map(|j| j.phase),
+        Some(coalloc_core::scheduler::jobs::Phase::Ended)
+    );
+    calls.lock().expect("calls").clear();
+    let standby = journal.lead();
+    let before = journal.last_seq();
+    let failed = pending
+        .iter()
+        .map(|&(_, launch)| {
+            Msg::Site(Report::Submitted {
+                launch,
+                result: Err(BackendError::Unavailable("timed out".into())),
+            })
+        })
+        .collect();
+    // Past the first job's age: it would leave memory, its launches discarded.
+    let e = d
+        .step(5_000, failed)
+        .expect_err("the deposed leader's commit is refused");
+    assert!(e.0.contains("deposed"), "{e}");
+    // (What its own site workers watch is no call to a site.)
+    let told: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| !matches!(c, SiteCall::Watch { .. } | SiteCall::Forget(_)))
+        .cloned()
+        .collect();
+    assert!(
+        told.is_empty(),
+        "the deposed leader told its sites: {told:?}"
+    );
+    // Nothing of the deposed one's turn is in the journal.
+    assert!(journal.history().is_empty());
+    assert_eq!(journal.last_seq(), before);
+    drop(d);
+    // The same turn of a leader that still leads: its calls go, after the commit.
+    let (mut d, calls) = driver_with(
+        "deposed-2",
+        "[server]\nmin_job_age = \"1s\"",
+        Box::new(standby),
+    );
+    let failed = pending
+        .iter()
+        .map(|&(_, launch)| {
+            Msg::Site(Report::Submitted {
+                launch,
+                result: Err(BackendError::Unavailable("timed out".into())),
+            })
+        })
+        .collect();
+    calls.lock().expect("calls").clear();
+    d.step(5_000, failed).expect("step");
+    let made = calls.lock().expect("calls").clone();
+    let discards = made
+        .iter()
+        .filter(|(_, c)| matches!(c, SiteCall::Discard(_)));
+    let by_name = made
+        .iter()
+        .filter(|(_, c)| matches!(c, SiteCall::CancelUnrecorded { .. }));
+    assert_eq!((discards.count(), by_name.count()), (2, 2), "{made:?}");
+    assert_eq!(journal.history().len(), 1);
 }

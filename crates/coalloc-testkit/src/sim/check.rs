@@ -57,9 +57,10 @@ const DISCARD_GRACE: coalloc_core::model::Time = 60_000;
 const RESERVE_GRACE: coalloc_core::model::Time = 300_000;
 
 /// A process of launch `id` at `site` heard `released`: its job runs, and every required
-/// component's current launch has had every process check in.
-pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation> {
-    let s = w.server.as_ref().expect("a server answered");
+/// component's current launch has had every process check in, as the server that answered
+/// (of incarnation `inc`: the leader, or a deposed one) knew it.
+pub(super) fn released(w: &World, site: usize, id: u64, inc: u64) -> Result<(), Violation> {
+    let s = w.server_of(inc).expect("a server answered");
     let l = &w.rms[site].launches[&id];
     let Some(job) = s.driver.core().job(l.job) else {
         return Err(w.violation(format!(
