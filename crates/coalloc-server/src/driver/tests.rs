@@ -54,6 +54,11 @@ fn driver_on(name: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
 
 /// [`driver_on`] with this `[server]` section.
 fn driver_with(name: &str, server: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
+    driver_at(name, server, journal, 0)
+}
+
+/// [`driver_with`], resumed at `now`.
+fn driver_at(name: &str, server: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
     let config = ServerConfig::parse(&format!(
         "{server}\n[[site]]\nname = \"a\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n\n\
          [[site]]\nname = \"b\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
@@ -78,7 +83,7 @@ fn driver_with(name: &str, server: &str, journal: Box<dyn Store>) -> (Driver, Ca
     let state = StateDir::create(&dir).expect("state directory");
     let (mut d, _) =
         Driver::open(config, parts, state, "http://test.invalid".into()).expect("the driver opens");
-    d.resume(0);
+    d.resume(now);
     (d, calls)
 }
 
@@ -490,4 +495,40 @@ fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
         .filter(|(_, c)| matches!(c, SiteCall::CancelUnrecorded { .. }));
     assert_eq!((discards.count(), by_name.count()), (2, 2), "{made:?}");
     assert_eq!(journal.history().len(), 1);
+}
+
+#[test]
+fn a_restart_whose_commit_failed_writes_nothing_more() {
+    // Harness seed 1011285: a restart's first turn aged a job out and its commit was cut;
+    // the restart's next turn committed the same entries again, so the job's `forget` was
+    // kept while its discards (held for the commit) were never sent: its launches stayed in
+    // their managers' logs for ever.
+    let journal = MemJournal::default();
+    let aging = "[server]\nmin_job_age = \"1s\"";
+    let (mut d, calls) = driver_with("cut-resume", aging, Box::new(journal.lead()));
+    let (id, launches) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
+    let (first, _) = check_in(id, launches[0].1);
+    let (second, _) = check_in(id, launches[1].1);
+    d.step(1_020, vec![first, second]).expect("step");
+    let done = (launches.iter())
+        .map(|&(site, launch)| {
+            Msg::Site(Report::Polled {
+                site,
+                load: Ok(Default::default()),
+                states: vec![(launch, RemoteState::Finished)],
+            })
+        })
+        .collect();
+    d.step(1_030, done).expect("step");
+    drop(d);
+    let before = journal.last_seq();
+    journal.cut_next_append();
+    let (mut d, _) = driver_at("cut-resume-2", aging, Box::new(journal.lead()), 5_000);
+    assert!(
+        d.step(5_001, Vec::new()).is_err(),
+        "the restart's commit was cut"
+    );
+    assert_eq!(journal.last_seq(), before, "{:?}", journal.records().last());
+    assert!(journal.history().is_empty());
 }

@@ -30,7 +30,9 @@
 //!   component's (by the reservation's name) and does not run before the window it was
 //!   submitted into begins; the barrier of a reserving run is never released before the
 //!   run's promised start; once the run is over, no manager holds any reservation, within
-//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes).
+//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes);
+//! - fail-overs (issue 32): what a deposed leader does after the takeover reaches no site,
+//!   and the journal's fencing numbers never go back (`super::failover`).
 
 use super::{Violation, World};
 use coalloc_core::model::StartType;

@@ -8,7 +8,8 @@
 //! to the new one; the fake managers answer the old one's calls still on their way to it.
 //!
 //! The deposed leader comes back unaware: it runs its timers and whatever reached it (the
-//! answers of its calls, requests of clients and components that still try it first) until
+//! answers of its calls, its site workers' polls, requests of clients and components that
+//! still try it first) until
 //! a write of its is refused (`JournalError::Fenced`: its driver stops, as `coalloc serve`
 //! exits) or its renewal tells it it was deposed. Checked besides the invariants of
 //! `check`:
@@ -115,6 +116,14 @@ impl World {
         }
     }
 
+    /// When the deposed leader of incarnation `inc`, if it is one, is back.
+    pub(super) fn deposed_back(&self, inc: u64) -> Option<Time> {
+        self.deposed
+            .as_ref()
+            .filter(|d| d.incarnation == inc)
+            .map(|d| d.back)
+    }
+
     /// The server of incarnation `inc`, the leader or the deposed one, if it still runs.
     pub(super) fn server_of(&self, inc: u64) -> Option<&Server> {
         match &self.deposed {
@@ -141,11 +150,24 @@ impl World {
         let r = d.server.driver.step(self.now, inputs);
         let calls = std::mem::take(&mut *d.server.outbox.lock().unwrap_or_else(|e| e.into_inner()));
         let work = std::mem::take(&mut *d.server.work.lock().unwrap_or_else(|e| e.into_inner()));
+        // What its site workers watch (their polls go on); anything else is a call that
+        // leaves it.
+        let mut sent = None;
+        for (site, c) in calls {
+            match c {
+                Call::Watch { launch, remote } => {
+                    d.server.watched[site].insert(launch, remote);
+                }
+                Call::Forget(launch) => {
+                    d.server.watched[site].remove(&launch);
+                }
+                c => {
+                    sent.get_or_insert((site, c));
+                }
+            }
+        }
         let incarnation = d.incarnation;
-        if let Some(c) = calls
-            .iter()
-            .find(|(_, c)| !matches!(c, Call::Watch { .. } | Call::Forget(_)))
-        {
+        if let Some(c) = sent {
             return Err(self.violation(format!(
                 "the deposed leader (incarnation {incarnation}) sent {c:?} after the takeover"
             )));

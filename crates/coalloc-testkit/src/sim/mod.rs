@@ -926,10 +926,13 @@ impl World {
                 }
             }
             Ev::Poll(epoch, site) => {
-                if up && epoch == self.epoch {
+                // A deposed leader's site workers poll on once it is back ([`failover`]).
+                if let Some(back) = self.deposed_back(epoch).filter(|b| *b > self.now) {
+                    self.at(back, Ev::Poll(epoch, site));
+                } else if let Some(s) = self.server_of(epoch) {
                     let rm = &self.rms[site];
                     let load = rm.load(self.now);
-                    let watched = &self.server.as_ref().expect("up").watched[site];
+                    let watched = &s.watched[site];
                     let states = if load.is_ok() {
                         watched.iter().map(|(l, r)| (*l, rm.state(r))).collect()
                     } else {
@@ -1077,7 +1080,10 @@ impl World {
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
             // The site worker hands it to the backend on its own thread.
-            Call::Discard(remote) => self.rms[site].discard(&[remote]),
+            Call::Discard(remote) => {
+                self.log(|| format!("s{site} discards {remote} (incarnation {epoch})"));
+                self.rms[site].discard(&[remote])
+            }
             Call::Reserve(rc) => self.direct_reserve(epoch, site, rc, 1),
             _ => {}
         }
