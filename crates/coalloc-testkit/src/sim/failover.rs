@@ -97,7 +97,7 @@ impl World {
     /// A request of a client or a component goes to the deposed leader (it is the first
     /// one they try and it still answers connections): while no other leads, and now and
     /// then after.
-    pub(super) fn to_deposed(&mut self) -> bool {
+    pub(super) fn asks_deposed(&mut self) -> bool {
         match &self.deposed {
             None => false,
             Some(_) if self.server.is_none() => true,

@@ -788,7 +788,7 @@ impl World {
             Ev::CheckIn(site, ..) => !self.net.is_agent(*site),
             _ => false,
         };
-        if request && self.to_deposed() {
+        if request && self.asks_deposed() {
             let d = self.deposed.as_mut().expect("deposed");
             let (mut old, inc) = (std::mem::take(&mut d.inputs), d.incarnation);
             let r = self.handle_at(ev, true, inc, &mut old);
