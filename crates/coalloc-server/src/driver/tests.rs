@@ -59,11 +59,16 @@ fn driver_with(name: &str, server: &str, journal: Box<dyn Store>) -> (Driver, Ca
 
 /// [`driver_with`], resumed at `now`.
 fn driver_at(name: &str, server: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
-    let config = ServerConfig::parse(&format!(
+    let config = format!(
         "{server}\n[[site]]\nname = \"a\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n\n\
          [[site]]\nname = \"b\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
-    ))
-    .expect("configuration");
+    );
+    driver_of(name, &config, journal, now)
+}
+
+/// A driver of this configuration on this journal, resumed at `now`.
+fn driver_of(name: &str, config: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
+    let config = ServerConfig::parse(config).expect("configuration");
     let dir = std::env::temp_dir().join(format!("coalloc-driver-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let calls = Calls::default();
@@ -531,4 +536,46 @@ fn a_restart_whose_commit_failed_writes_nothing_more() {
     );
     assert_eq!(journal.last_seq(), before, "{:?}", journal.records().last());
     assert!(journal.history().is_empty());
+}
+
+#[test]
+fn a_deposed_leader_cancels_nothing_an_agent_holds() {
+    // Issue 32: an agent that connects to a deposed leader (it still answers; its lease is
+    // another's) lists a launch its successor started; the deposed leader, which does not
+    // know it, cancelled it as an orphan before its commit was refused.
+    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_of("orphan", config, Box::new(journal.lead()), 0);
+    let _standby = journal.lead();
+    let held = vec![crate::link::proto::HeldLaunch {
+        launch: 7,
+        job: 3,
+        component: 0,
+        remote: "R7".into(),
+    }];
+    calls.lock().expect("calls").clear();
+    let back = Msg::Site(Report::AgentBack { site: 0, held });
+    assert!(d.step(1_000, vec![back]).is_err(), "its commit is refused");
+    let cancels: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| matches!(c, SiteCall::Cancel(_)))
+        .cloned()
+        .collect();
+    assert!(cancels.is_empty(), "{cancels:?}");
+    // A leader cancels it, with the commit of the link's coming up.
+    let (mut d, calls) = driver_of("orphan-2", config, Box::new(journal.lead()), 1_000);
+    let held = vec![crate::link::proto::HeldLaunch {
+        launch: 7,
+        job: 3,
+        component: 0,
+        remote: "R7".into(),
+    }];
+    calls.lock().expect("calls").clear();
+    let back = Msg::Site(Report::AgentBack { site: 0, held });
+    d.step(1_100, vec![back]).expect("step");
+    let cancels: Vec<SiteCall> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| matches!(c, SiteCall::Cancel(_)))
+        .map(|(_, c)| c.clone())
+        .collect();
+    assert_eq!(cancels, vec![SiteCall::Cancel("R7".into())]);
 }
