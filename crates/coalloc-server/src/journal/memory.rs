@@ -12,7 +12,11 @@
 //! leader's) is refused with [`JournalError::Fenced`] and keeps nothing. Like PostgreSQL's,
 //! a write that carries nothing (an empty append, a sync with nothing unsynced) is no write
 //! and is not checked. A handle that never led ([`MemJournal::default`]'s) writes unfenced.
-//! Each record keeps the number it was written under ([`MemJournal::epochs`]).
+//! Each record keeps the number it was written under ([`MemJournal::epochs_after`]). A
+//! leading handle's last entry number is its own, as a PostgreSQL journal's is: the last it
+//! wrote or found when it took the lease, not its successor's (a deposed driver would
+//! otherwise take a snapshot of its own state as covering its successor's entries:
+//! harness seed 758 `--failover`).
 
 use super::{JournalError, Record, ReplayError, Store};
 use crate::history::HistoryRow;
@@ -26,6 +30,8 @@ struct Inner {
     epochs: Vec<i64>,
     /// The lease's fencing number (0: never taken).
     epoch: i64,
+    /// Per fencing number, the last entry its handle wrote or found when it took the lease.
+    lasts: std::collections::BTreeMap<i64, i64>,
     history: Vec<HistoryRow>,
     last: i64,
     /// The last record made durable (appended with a sync, or synced since).
@@ -56,6 +62,8 @@ impl MemJournal {
     pub fn lead(&self) -> MemJournal {
         let mut i = self.inner();
         i.epoch += 1;
+        let (epoch, last) = (i.epoch, i.last);
+        i.lasts.insert(epoch, last);
         MemJournal {
             shared: self.shared.clone(),
             mine: Some(i.epoch),
@@ -118,6 +126,7 @@ impl MemJournal {
         let dropped = i.records.len() - keep;
         i.records.truncate(keep);
         i.epochs.truncate(keep);
+        i.lasts.values_mut().for_each(|l| *l = (*l).min(synced));
         let rows = i.history_synced;
         i.history.truncate(rows);
         i.last = synced;
@@ -153,6 +162,8 @@ impl MemJournal {
             i.records.push((seq, r.clone()));
             i.epochs.push(epoch);
         }
+        let last = i.last;
+        i.lasts.insert(epoch, last);
         i.history.extend_from_slice(history);
         i.appends += 1;
         if sync {
@@ -165,7 +176,11 @@ impl MemJournal {
 
 impl Store for MemJournal {
     fn last_seq(&self) -> i64 {
-        self.inner().last
+        let i = self.inner();
+        match self.mine {
+            Some(e) => i.lasts.get(&e).copied().unwrap_or(i.last),
+            None => i.last,
+        }
     }
 
     fn append(&mut self, records: &[Record], history: &[HistoryRow]) -> Result<(), JournalError> {
@@ -296,6 +311,8 @@ mod tests {
         b.append(&[rec(4)], &[]).unwrap();
         assert!(a.append(&[], &[]).is_ok() && a.sync().is_ok());
         assert_eq!(j.epochs_after(0), vec![(1, 1), (2, 1), (3, 2)]);
+        // Each leading handle's last entry is its own: the deposed one's stays.
+        assert_eq!((a.last_seq(), b.last_seq(), j.last_seq()), (2, 3, 3));
         assert_eq!(b.compact_before(2).unwrap(), 1);
         assert_eq!(j.epochs_after(0), vec![(2, 1), (3, 2)]);
         // A handle that never led writes unfenced.
