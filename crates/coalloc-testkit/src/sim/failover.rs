@@ -9,10 +9,13 @@
 //!
 //! The deposed leader comes back unaware: it runs its timers and whatever reached it (the
 //! answers of its calls, its site workers' polls, requests of clients and components that
-//! still try it first) until
-//! a write of its is refused (`JournalError::Fenced`: its driver stops, as `coalloc serve`
-//! exits) or its renewal tells it it was deposed. Checked besides the invariants of
-//! `check`:
+//! still try it first) until a write of its is refused (`JournalError::Fenced`: its driver
+//! stops, as `coalloc serve` exits) or its renewal tells it it was deposed. Not played: an
+//! agent connecting to the deposed leader (each agent site has one server end here); the
+//! driver's unit tests cover the orphan cancel that would then be its only call. Its
+//! snapshots go to the shared state directory's file, unfenced, as a restart's do: it
+//! takes none, since its journal handle's count of entries stops at its deposition.
+//! Checked besides the invariants of `check`:
 //! - nothing the deposed leader does after the takeover leaves it: no call to any site, no
 //!   file work (every one follows a commit, and its commits are refused); a barrier it
 //!   answers is judged by its own core (`check::released`);
