@@ -62,11 +62,14 @@ impl Driver {
         }
         let gone: BTreeSet<u64> = jobs.iter().copied().collect();
         // Their launches' ends were journaled before the jobs could age out: their sites
-        // may drop them (not on replay: they keep them).
-        for l in self.launches.values().filter(|l| gone.contains(&l.job)) {
-            if let (Some(w), Some(r), false) = (self.workers.get(l.site), &l.remote, self.replaying)
-            {
-                w.discard(r.clone());
+        // may drop them (not on replay: they keep them), once the `forget` entry is
+        // committed: a server whose commit fails (a deposed leader's, refused) has told no
+        // site to drop what the journal still holds (the simulation harness's fail-overs).
+        if !self.replaying {
+            for l in self.launches.values().filter(|l| gone.contains(&l.job)) {
+                if let Some(r) = &l.remote {
+                    (self.after_commit).push((l.site, crate::msg::SiteCall::Discard(r.clone())));
+                }
             }
         }
         let launches: Vec<u64> = self

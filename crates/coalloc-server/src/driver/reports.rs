@@ -84,8 +84,17 @@ impl Driver {
                     // No answer is not a no: the manager may have taken the launch all the
                     // same (its answer lost on the way, a time-out) and run it; its processes
                     // may even have checked in. Cancel it there by its name, so that it never
-                    // runs beside its replacement (found by the simulation harness, seed 5).
-                    self.workers[l.site].cancel_unrecorded(l.job, l.component, launch);
+                    // runs beside its replacement (found by the simulation harness, seed 5),
+                    // with this turn's commit (before its replacement's submission): a
+                    // server whose commit is refused (a deposed leader) sends nothing.
+                    self.after_commit.push((
+                        l.site,
+                        crate::msg::SiteCall::CancelUnrecorded {
+                            job: l.job,
+                            component: l.component,
+                            launch,
+                        },
+                    ));
                 }
                 if !l.ended {
                     // Refused as impossible here (the job's request); else the manager's.
@@ -144,7 +153,9 @@ impl Driver {
                 "cancelling a launch the agent still holds and the server no longer wants"
             );
             self.emit(json!({"event": "orphan_cancelled", "site": self.config.sites[site].name, "job": h.job, "component": h.component, "launch": h.launch}));
-            self.workers[site].cancel(h.remote.clone());
+            // With the commit of the link's coming up: a deposed leader, whose commit is
+            // refused, cancels nothing its successor started (issue 32).
+            (self.after_commit).push((site, crate::msg::SiteCall::Cancel(h.remote.clone())));
         }
     }
 

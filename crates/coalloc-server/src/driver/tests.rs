@@ -49,11 +49,26 @@ fn driver(name: &str) -> (Driver, Calls) {
 
 /// [`driver`] on this journal.
 fn driver_on(name: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
-    let config = ServerConfig::parse(
-        "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"local\" }\n\n\
-         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"local\" }\n",
-    )
-    .expect("configuration");
+    driver_with(name, "", journal)
+}
+
+/// [`driver_on`] with this `[server]` section.
+fn driver_with(name: &str, server: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
+    driver_at(name, server, journal, 0)
+}
+
+/// [`driver_with`], resumed at `now`.
+fn driver_at(name: &str, server: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
+    let config = format!(
+        "{server}\n[[site]]\nname = \"a\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n\n\
+         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n",
+    );
+    driver_of(name, &config, journal, now)
+}
+
+/// A driver of this configuration on this journal, resumed at `now`.
+fn driver_of(name: &str, config: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
+    let config = ServerConfig::parse(config).expect("configuration");
     let dir = std::env::temp_dir().join(format!("coalloc-driver-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let calls = Calls::default();
@@ -73,7 +88,7 @@ fn driver_on(name: &str, journal: Box<dyn Store>) -> (Driver, Calls) {
     let state = StateDir::create(&dir).expect("state directory");
     let (mut d, _) =
         Driver::open(config, parts, state, "http://test.invalid".into()).expect("the driver opens");
-    d.resume(0);
+    d.resume(now);
     (d, calls)
 }
 
@@ -396,4 +411,171 @@ fn a_restart_cancels_again_the_launches_of_a_run_the_core_moved_on_from() {
         calls.lock().expect("calls")
     );
     drop(d);
+}
+
+#[test]
+fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
+    // The simulation harness's fail-overs (issue 32): a leader whose journal's lease another
+    // server took ran a turn that aged a job out (its discards) or heard a submission fail
+    // (its cancel by name), and sent those calls before its commit was refused.
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_with(
+        "deposed",
+        "[server]\nmin_job_age = \"1s\"",
+        Box::new(journal.lead()),
+    );
+    let (id, launches) = submit_two(&mut d, &calls);
+    // A second job, submitted; its launches' answers are still on their way.
+    let (_, pending) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
+    let (first, _) = check_in(id, launches[0].1);
+    let (second, _) = check_in(id, launches[1].1);
+    d.step(1_020, vec![first, second]).expect("step");
+    let finished = |site: usize, launch: u64| {
+        Msg::Site(Report::Polled {
+            site,
+            load: Ok(Default::default()),
+            states: vec![(launch, RemoteState::Finished)],
+        })
+    };
+    let done = launches.iter().map(|&(s, l)| finished(s, l)).collect();
+    d.step(1_030, done).expect("step");
+    assert_eq!(
+        d.core().job(id).map(|j| j.phase),
+        Some(coalloc_core::scheduler::jobs::Phase::Ended)
+    );
+    calls.lock().expect("calls").clear();
+    let standby = journal.lead();
+    let before = journal.last_seq();
+    let failed = pending
+        .iter()
+        .map(|&(_, launch)| {
+            Msg::Site(Report::Submitted {
+                launch,
+                result: Err(BackendError::Unavailable("timed out".into())),
+            })
+        })
+        .collect();
+    // Past the first job's age: it would leave memory, its launches discarded.
+    let e = d
+        .step(5_000, failed)
+        .expect_err("the deposed leader's commit is refused");
+    assert!(e.0.contains("deposed"), "{e}");
+    // (What its own site workers watch is no call to a site.)
+    let told: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| !matches!(c, SiteCall::Watch { .. } | SiteCall::Forget(_)))
+        .cloned()
+        .collect();
+    assert!(
+        told.is_empty(),
+        "the deposed leader told its sites: {told:?}"
+    );
+    // Nothing of the deposed one's turn is in the journal.
+    assert!(journal.history().is_empty());
+    assert_eq!(journal.last_seq(), before);
+    drop(d);
+    // The same turn of a leader that still leads: its calls go, after the commit.
+    let (mut d, calls) = driver_with(
+        "deposed-2",
+        "[server]\nmin_job_age = \"1s\"",
+        Box::new(standby),
+    );
+    let failed = pending
+        .iter()
+        .map(|&(_, launch)| {
+            Msg::Site(Report::Submitted {
+                launch,
+                result: Err(BackendError::Unavailable("timed out".into())),
+            })
+        })
+        .collect();
+    calls.lock().expect("calls").clear();
+    d.step(5_000, failed).expect("step");
+    let made = calls.lock().expect("calls").clone();
+    let discards = made
+        .iter()
+        .filter(|(_, c)| matches!(c, SiteCall::Discard(_)));
+    let by_name = made
+        .iter()
+        .filter(|(_, c)| matches!(c, SiteCall::CancelUnrecorded { .. }));
+    assert_eq!((discards.count(), by_name.count()), (2, 2), "{made:?}");
+    assert_eq!(journal.history().len(), 1);
+}
+
+#[test]
+fn a_restart_whose_commit_failed_writes_nothing_more() {
+    // Harness seed 1011285: a restart's first turn aged a job out and its commit was cut;
+    // the restart's next turn committed the same entries again, so the job's `forget` was
+    // kept while its discards (held for the commit) were never sent: its launches stayed in
+    // their managers' logs for ever.
+    let journal = MemJournal::default();
+    let aging = "[server]\nmin_job_age = \"1s\"";
+    let (mut d, calls) = driver_with("cut-resume", aging, Box::new(journal.lead()));
+    let (id, launches) = submit_two(&mut d, &calls);
+    take(&mut d, &launches);
+    let (first, _) = check_in(id, launches[0].1);
+    let (second, _) = check_in(id, launches[1].1);
+    d.step(1_020, vec![first, second]).expect("step");
+    let done = (launches.iter())
+        .map(|&(site, launch)| {
+            Msg::Site(Report::Polled {
+                site,
+                load: Ok(Default::default()),
+                states: vec![(launch, RemoteState::Finished)],
+            })
+        })
+        .collect();
+    d.step(1_030, done).expect("step");
+    drop(d);
+    let before = journal.last_seq();
+    journal.cut_next_append();
+    let (mut d, _) = driver_at("cut-resume-2", aging, Box::new(journal.lead()), 5_000);
+    assert!(
+        d.step(5_001, Vec::new()).is_err(),
+        "the restart's commit was cut"
+    );
+    assert_eq!(journal.last_seq(), before, "{:?}", journal.records().last());
+    assert!(journal.history().is_empty());
+}
+
+#[test]
+fn a_deposed_leader_cancels_nothing_an_agent_holds() {
+    // Issue 32: an agent that connects to a deposed leader (it still answers; its lease is
+    // another's) lists a launch its successor started; the deposed leader, which does not
+    // know it, cancelled it as an orphan before its commit was refused.
+    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_of("orphan", config, Box::new(journal.lead()), 0);
+    let _standby = journal.lead();
+    let held = vec![crate::link::proto::HeldLaunch {
+        launch: 7,
+        job: 3,
+        component: 0,
+        remote: "R7".into(),
+    }];
+    calls.lock().expect("calls").clear();
+    let back = Msg::Site(Report::AgentBack { site: 0, held });
+    assert!(d.step(1_000, vec![back]).is_err(), "its commit is refused");
+    let cancels: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| matches!(c, SiteCall::Cancel(_)))
+        .cloned()
+        .collect();
+    assert!(cancels.is_empty(), "{cancels:?}");
+    // A leader cancels it, with the commit of the link's coming up.
+    let (mut d, calls) = driver_of("orphan-2", config, Box::new(journal.lead()), 1_000);
+    let held = vec![crate::link::proto::HeldLaunch {
+        launch: 7,
+        job: 3,
+        component: 0,
+        remote: "R7".into(),
+    }];
+    calls.lock().expect("calls").clear();
+    let back = Msg::Site(Report::AgentBack { site: 0, held });
+    d.step(1_100, vec![back]).expect("step");
+    let cancels: Vec<SiteCall> = (calls.lock().expect("calls").iter())
+        .filter(|(_, c)| matches!(c, SiteCall::Cancel(_)))
+        .map(|(_, c)| c.clone())
+        .collect();
+    assert_eq!(cancels, vec![SiteCall::Cancel("R7".into())]);
 }

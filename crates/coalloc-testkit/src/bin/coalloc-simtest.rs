@@ -39,6 +39,10 @@ struct Args {
     /// The plans with input files too (their transfers, cut half-way).
     #[arg(long)]
     files: bool,
+    /// The plans with fail-overs to a standby (issue 32): the leader frozen or cut off, a
+    /// second server taking over from the fenced journal.
+    #[arg(long, conflicts_with_all = ["classic", "files"])]
+    failover: bool,
 }
 
 fn main() {
@@ -47,6 +51,8 @@ fn main() {
         coalloc_testkit::sim::run_classic
     } else if a.files {
         coalloc_testkit::sim::run_files
+    } else if a.failover {
+        coalloc_testkit::sim::run_failover
     } else {
         coalloc_testkit::sim::run
     };

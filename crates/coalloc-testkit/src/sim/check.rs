@@ -30,7 +30,9 @@
 //!   component's (by the reservation's name) and does not run before the window it was
 //!   submitted into begins; the barrier of a reserving run is never released before the
 //!   run's promised start; once the run is over, no manager holds any reservation, within
-//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes).
+//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes);
+//! - fail-overs (issue 32): what a deposed leader does after the takeover reaches no site,
+//!   and the journal's fencing numbers never go back (`super::failover`).
 
 use super::{Violation, World};
 use coalloc_core::model::StartType;
@@ -57,9 +59,10 @@ const DISCARD_GRACE: coalloc_core::model::Time = 60_000;
 const RESERVE_GRACE: coalloc_core::model::Time = 300_000;
 
 /// A process of launch `id` at `site` heard `released`: its job runs, and every required
-/// component's current launch has had every process check in.
-pub(super) fn released(w: &World, site: usize, id: u64) -> Result<(), Violation> {
-    let s = w.server.as_ref().expect("a server answered");
+/// component's current launch has had every process check in, as the server that answered
+/// (of incarnation `inc`: the leader, or a deposed one) knew it.
+pub(super) fn released(w: &World, site: usize, id: u64, inc: u64) -> Result<(), Violation> {
+    let s = w.server_of(inc).expect("a server answered");
     let l = &w.rms[site].launches[&id];
     let Some(job) = s.driver.core().job(l.job) else {
         return Err(w.violation(format!(

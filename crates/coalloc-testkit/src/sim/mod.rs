@@ -16,7 +16,10 @@
 //! its site workers make them, with the managers' and the link's faults ([`reserve`]), and
 //! [`check`] sees that no launch runs before its window, no barrier is released before
 //! its run's promised start, and nothing is left at any manager. `--classic` runs a
-//! seed's plan without agents, files or reservations, as before they came.
+//! seed's plan without agents, files or reservations, as before they came. `--failover`
+//! adds fail-overs to a standby (issue 32, [`failover`]): the leader frozen or cut off, a
+//! second driver taking over from the shared, fenced journal, the deposed one running on
+//! unaware until its writes are refused.
 //!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
@@ -27,6 +30,7 @@
 mod agent;
 mod calendar;
 pub mod check;
+mod failover;
 mod files;
 mod link;
 mod net;
@@ -90,6 +94,11 @@ pub struct Outcome {
     pub reserving_jobs: usize,
     pub reservations: u32,
     pub reserved_runs: u32,
+    /// Fail-overs to a standby, writes of deposed leaders refused, and turns they ran after
+    /// the takeover that wrote nothing.
+    pub failovers: u32,
+    pub refused: u32,
+    pub deposed_turns: u32,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
@@ -100,6 +109,11 @@ pub fn run(seed: u64, trace: bool) -> Result<Outcome, Violation> {
 /// Run the plan of `seed` with input files ([`plan::with_files`]).
 pub fn run_files(seed: u64, trace: bool) -> Result<Outcome, Violation> {
     run_plan(plan::with_files(seed), trace)
+}
+
+/// Run the plan of `seed` with fail-overs ([`plan::failover`]).
+pub fn run_failover(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    run_plan(plan::failover(seed), trace)
 }
 
 /// Run the plan of `seed` without agent sites ([`plan::classic`]).
@@ -176,10 +190,12 @@ enum Wait {
     /// The client's commit of planned job `i`: asked again until it is taken.
     Commit(usize, oneshot::Receiver<Result<(), ApiError>>),
     Cancel(oneshot::Receiver<Result<(), ApiError>>),
+    /// A process's check-in (site, manager's id, rank), asked of incarnation `.3`.
     Barrier(
         usize,
         u64,
         u32,
+        u64,
         oneshot::Receiver<Result<BarrierAnswer, ApiError>>,
     ),
 }
@@ -212,6 +228,10 @@ struct World {
     journal: MemJournal,
     server: Option<Server>,
     epoch: u64,
+    /// A leader another server took the lease from, running on ([`failover`]).
+    deposed: Option<failover::Deposed>,
+    /// The journal's last entry checked by [`World::check_epochs`], and its fencing number.
+    epochs_seen: (i64, i64),
     waiting: Vec<Wait>,
     /// Acknowledged jobs: number -> planned job.
     acked: BTreeMap<u64, usize>,
@@ -276,6 +296,8 @@ impl World {
             journal: MemJournal::default(),
             server: None,
             epoch: 0,
+            deposed: None,
+            epochs_seen: (0, 0),
             waiting: Vec::new(),
             acked: BTreeMap::new(),
             numbers: BTreeMap::new(),
@@ -360,7 +382,8 @@ impl World {
                 .as_ref()
                 .map(|s| s.driver.next_wakeup().max(self.now + 1));
             let net_at = self.net.next_timeout().map(|t| t.max(self.now));
-            let Some(t) = [ev_at, drv_at, net_at].into_iter().flatten().min() else {
+            let dep_at = self.deposed_at();
+            let Some(t) = [ev_at, drv_at, net_at, dep_at].into_iter().flatten().min() else {
                 break;
             };
             self.now = self.now.max(t);
@@ -383,11 +406,14 @@ impl World {
             if self.server.is_some() && (due || !inputs.is_empty()) {
                 self.step(inputs)?;
             }
+            self.deposed_step()?;
+            self.check_epochs()?;
             self.check()?;
             if self.done() && self.discards_settled()? && self.reservations_settled()? {
                 break;
             }
         }
+        self.acked_survive()?;
         self.out.length = self.now - plan::T0;
         self.out.launches = self.rms.iter().map(|r| r.launches.len()).sum();
         (self.out.transfers, self.out.cut_transfers) = (self.files.transfers, self.files.cut);
@@ -403,6 +429,7 @@ impl World {
     fn done(&self) -> bool {
         self.now >= self.plan.faults_end
             && self.server.is_some()
+            && self.deposed.is_none()
             && !self
                 .queue
                 .values()
@@ -463,7 +490,9 @@ impl World {
         let (tx, rx) = std::sync::mpsc::channel();
         let work = WorkBox::default();
         let parts = Parts {
-            journal: Box::new(self.journal.clone()),
+            // Every server takes the journal's lease as it starts (a restart too: the same
+            // owner takes it at once), so that a deposed leader's writes are refused.
+            journal: Box::new(self.journal.lead()),
             sites,
             backends,
             tx,
@@ -548,6 +577,9 @@ impl World {
             } else {
                 0
             };
+            // Numbering goes on after the durable entries.
+            let last = coalloc_server::journal::Store::last_seq(&self.journal);
+            self.epochs_seen.0 = self.epochs_seen.0.min(last);
             if clean && lost == 0 {
                 self.digest = s.driver.digest();
                 self.described = s.driver.describe_core();
@@ -570,7 +602,7 @@ impl World {
                         self.at(self.now + RETRY, Ev::Submit(i))
                     }
                     Wait::Commit(i, _) => self.at(self.now + RETRY, Ev::Commit(i)),
-                    Wait::Barrier(site, id, rank, _) => {
+                    Wait::Barrier(site, id, rank, _, _) => {
                         self.at(self.now + RETRY, Ev::CheckIn(site, id, rank))
                     }
                     Wait::Cancel(_) => {}
@@ -717,11 +749,13 @@ impl World {
                     self.waiting.push(Wait::Cancel(rx));
                 }
             }
-            Wait::Barrier(site, id, rank, mut rx) => match rx.try_recv() {
-                Err(TryRecvError::Empty) => self.waiting.push(Wait::Barrier(site, id, rank, rx)),
+            Wait::Barrier(site, id, rank, inc, mut rx) => match rx.try_recv() {
+                Err(TryRecvError::Empty) => {
+                    self.waiting.push(Wait::Barrier(site, id, rank, inc, rx))
+                }
                 Err(TryRecvError::Closed) => self.at(self.now + RETRY, Ev::CheckIn(site, id, rank)),
                 Ok(Ok(BarrierAnswer::Released)) => {
-                    check::released(self, site, id)?;
+                    check::released(self, site, id, inc)?;
                     self.files_released(site, id)?;
                     let l = self.rms[site].launches.get_mut(&id).expect("known launch");
                     l.released = true;
@@ -747,7 +781,41 @@ impl World {
     }
 
     fn handle(&mut self, ev: Ev, inputs: &mut Vec<Msg>) -> Result<(), Violation> {
+        // A client's or a component's request may reach a deposed leader ([`failover`]);
+        // a component of an agent site reaches the server its agent is linked to.
+        let request = match &ev {
+            Ev::Submit(_) | Ev::Cancel(_) | Ev::Commit(_) | Ev::Edit(_) => true,
+            Ev::CheckIn(site, ..) => !self.net.is_agent(*site),
+            _ => false,
+        };
+        if request && self.asks_deposed() {
+            let d = self.deposed.as_mut().expect("deposed");
+            let (mut old, inc) = (std::mem::take(&mut d.inputs), d.incarnation);
+            let r = self.handle_at(ev, true, inc, &mut old);
+            if let Some(d) = self.deposed.as_mut() {
+                d.inputs.append(&mut old);
+            }
+            return r;
+        }
+        let ev = match ev {
+            Ev::Report(epoch, r) => match self.deposed_heard(epoch, r) {
+                Some(r) => Ev::Report(epoch, r),
+                None => return Ok(()),
+            },
+            ev => ev,
+        };
         let up = self.server.is_some();
+        self.handle_at(ev, up, self.epoch, inputs)
+    }
+
+    /// [`World::handle`] with a server of incarnation `inc` (`up`) taking the `inputs`.
+    fn handle_at(
+        &mut self,
+        ev: Ev,
+        up: bool,
+        inc: u64,
+        inputs: &mut Vec<Msg>,
+    ) -> Result<(), Violation> {
         match ev {
             Ev::Submit(i) if !up => self.at(self.now + RETRY, Ev::Submit(i)),
             Ev::Submit(i) => {
@@ -858,10 +926,13 @@ impl World {
                 }
             }
             Ev::Poll(epoch, site) => {
-                if up && epoch == self.epoch {
+                // A deposed leader's site workers poll on once it is back ([`failover`]).
+                if let Some(back) = self.deposed_back(epoch).filter(|b| *b > self.now) {
+                    self.at(back, Ev::Poll(epoch, site));
+                } else if let Some(s) = self.server_of(epoch) {
                     let rm = &self.rms[site];
                     let load = rm.load(self.now);
-                    let watched = &self.server.as_ref().expect("up").watched[site];
+                    let watched = &s.watched[site];
                     let states = if load.is_ok() {
                         watched.iter().map(|(l, r)| (*l, rm.state(r))).collect()
                     } else {
@@ -900,7 +971,7 @@ impl World {
                     hold: true,
                     reply,
                 }));
-                self.waiting.push(Wait::Barrier(site, id, rank, rx));
+                self.waiting.push(Wait::Barrier(site, id, rank, inc, rx));
             }
             Ev::Exit(site, id, ok) => {
                 self.rms[site].exit(id, ok);
@@ -983,6 +1054,7 @@ impl World {
             Fault::CutTransfers { length } => {
                 self.files.cut_until = self.files.cut_until.max(self.now + length)
             }
+            Fault::Failover { back, exit } => self.failover(back, exit),
         }
     }
 
@@ -1008,7 +1080,10 @@ impl World {
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
             // The site worker hands it to the backend on its own thread.
-            Call::Discard(remote) => self.rms[site].discard(&[remote]),
+            Call::Discard(remote) => {
+                self.log(|| format!("s{site} discards {remote} (incarnation {epoch})"));
+                self.rms[site].discard(&[remote])
+            }
             Call::Reserve(rc) => self.direct_reserve(epoch, site, rc, 1),
             _ => {}
         }

@@ -216,6 +216,12 @@ impl World {
         }
     }
 
+    /// The server froze or was cut off: its connections go silent (no close reaches
+    /// anyone; the sessions' heartbeats end them).
+    pub(super) fn net_server_silent(&mut self) {
+        self.net.ends.iter_mut().for_each(|e| *e = None);
+    }
+
     pub(super) fn net_fault(&mut self, f: Fault) {
         match f {
             Fault::Partition { site, length } => {

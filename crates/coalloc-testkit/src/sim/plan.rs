@@ -153,6 +153,12 @@ pub enum Fault {
     /// Transfers started in the next `length` ms are cut half-way (the bytes that came
     /// stay in the part file, and the next transfer of the file there sends the rest).
     CutTransfers { length: Time },
+    /// The leader is frozen, or cut off with its lease's renewals stalled (issue 32): a
+    /// standby takes the journal's lease when it runs out and takes over; the deposed
+    /// leader comes back `back` ms after the takeover, unaware, and runs on until its
+    /// first write is refused or, at the latest, `exit` ms later (its renewal hears that it
+    /// was deposed). [`super::failover`].
+    Failover { back: Time, exit: Time },
 }
 
 /// Everything a seed makes.
@@ -174,6 +180,8 @@ pub struct Plan {
     pub classic: bool,
     /// Made by [`with_files`].
     pub with_files: bool,
+    /// Made by [`failover`].
+    pub failover: bool,
     /// `server.min_job_age`: ended jobs leave the server's memory, and their launches are
     /// discarded at their managers, this long after their end (`None`: never within a
     /// run, the plans before discards were checked).
@@ -267,6 +275,22 @@ pub fn with_files(seed: u64) -> Plan {
     let mut p = plan(seed);
     p.with_files = true;
     inputs(&mut p);
+    p
+}
+
+/// [`plan`]'s, with one or two fail-overs of the leader to a standby (`--failover`, issue
+/// 32), drawn from a stream of their own (so the seed's other draws stay the same).
+pub fn failover(seed: u64) -> Plan {
+    let mut p = plan(seed);
+    p.failover = true;
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0xfa11_0fe7);
+    for _ in 0..r.random_range(1..=2) {
+        let at = T0 + r.random_range(0..p.faults_end - T0);
+        let back = [0, r.random_range(0..500), r.random_range(0..5_000)][r.random_range(0..3)];
+        let exit = r.random_range(0..1_000);
+        p.faults.push((at, Fault::Failover { back, exit }));
+    }
+    p.faults.sort_by_key(|(t, _)| *t);
     p
 }
 
@@ -484,6 +508,7 @@ pub fn classic(seed: u64) -> Plan {
         files: Vec::new(),
         classic: true,
         with_files: false,
+        failover: false,
         min_job_age: None,
     }
 }
@@ -491,10 +516,11 @@ pub fn classic(seed: u64) -> Plan {
 impl Plan {
     /// The flags that make this plan again, besides its seed.
     pub fn flags(&self) -> &'static str {
-        match (self.classic, self.with_files) {
-            (true, _) => " --classic",
-            (false, true) => " --files",
-            (false, false) => "",
+        match (self.classic, self.with_files, self.failover) {
+            (true, _, _) => " --classic",
+            (false, true, _) => " --files",
+            (false, false, true) => " --failover",
+            (false, false, false) => "",
         }
     }
 
