@@ -9,14 +9,20 @@ memory) passes EVENTS. Then `kill -9`, a restart, and the time until `/v1/health
 Prints a Markdown table and, with --json, one JSON object.
 
   python3 bench/restart.py target/release/coalloc [--queued 1000000] [--events 10000000]
-          [--array 10000] [--snapshot-every 25000] [--wait 3] [--json]
+          [--array 10000] [--snapshot-every 25000] [--wait 3] [--json] [--postgres URL]
 
 --wait 0 kills the server the moment the last churn request is answered, in the middle of
 the storm (the worst case: as many entries after the newest snapshot as it gets).
 
+--postgres URL (issue 32): the journal, snapshots and history in a new database `restart`
+of the PostgreSQL cluster at URL (`postgres://coalloc@127.0.0.1:PORT`, as bench/pgcluster.sh
+starts one); sizes are then the tables'. With --copy-at-kill DIR, the database as the kill
+left it is copied too, to `restart_saved` (CREATE DATABASE ... TEMPLATE: its files), for
+bench/restart-state.sh. `psql` must be on the PATH.
+
 Standard library only; uses serverlib's HTTP helper.
 """
-import argparse, json, os, re, signal, sqlite3, statistics, subprocess, sys, tempfile, time
+import argparse, atexit, json, os, re, signal, sqlite3, statistics, subprocess, sys, tempfile, time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,12 +44,25 @@ def rss_mib(pid):
     return 0.0
 
 
-def last_seq(state):
+def psql(url, sql):
+    """Run SQL on the database at `url` with psql; what it printed (tuples only)."""
+    return subprocess.run(["psql", url, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def query(state, pg, sql):
+    """One number from the journal's database: SQLite's in `state`, or PostgreSQL's at `pg`."""
+    if pg:
+        return int(psql(pg, sql) or 0)
     db = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True, timeout=30)
     try:
-        return db.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0
+        return db.execute(sql).fetchone()[0] or 0
     finally:
         db.close()
+
+
+def last_seq(state, pg=None):
+    return query(state, pg, "SELECT max(seq) FROM journal")
 
 
 def request(url, auth, method, path, body=None):
@@ -57,8 +76,20 @@ def start(coalloc, config, state, log):
         os.remove(os.path.join(state, "server.json"))
     except FileNotFoundError:
         pass
-    return subprocess.Popen([coalloc, "serve", "--config", config, "--state-dir", state],
-                            stdout=subprocess.DEVNULL, stderr=open(log, "a"))
+    server = subprocess.Popen([coalloc, "serve", "--config", config, "--state-dir", state],
+                              stdout=subprocess.DEVNULL, stderr=open(log, "a"))
+    # Not left running if this script fails.
+    atexit.register(lambda: server.poll() is None and server.kill())
+    return server
+
+
+def server_url(state):
+    """The API's address from `server.json`, once the server has written it whole."""
+    while True:
+        try:
+            return json.load(open(f"{state}/server.json"))["url"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.002)
 
 
 def wait_health(url, since, timeout=120):
@@ -84,8 +115,14 @@ def main():
     ap.add_argument("--copy-at-kill", metavar="DIR",
                     help="copy the state directory as the kill left it to DIR (to profile "
                     "the restart by hand)")
+    ap.add_argument("--postgres", metavar="URL",
+                    help="the journal in a new database of the PostgreSQL cluster at URL")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    pg = None
+    if a.postgres:
+        psql(f"{a.postgres}/postgres", "CREATE DATABASE restart")
+        pg = f"{a.postgres}/restart"
 
     root = tempfile.mkdtemp(prefix="coalloc-restart-")
     state, config, log = f"{root}/state", f"{root}/config.toml", f"{root}/server.log"
@@ -93,6 +130,7 @@ def main():
                     for n in ("alpha", "beta", "gamma"))
     open(config, "w").write(
         f'[server]\nmin_job_age = "1s"\nsnapshot_every = {a.snapshot_every}\n'
+        + (f'journal = "{pg}"\n' if pg else "") +
         f'{sites}[scheduler]\npolicy = "fcfs"\n')
     server = start(a.coalloc, config, state, log)
     url, auth, _ = connect(state, 0.2)
@@ -114,13 +152,13 @@ def main():
 
     t0 = time.monotonic()
     churned = 0
-    seq = last_seq(state)
+    seq = last_seq(state, pg)
     reported = seq
     while seq < a.events:
         first = array(a.array)
         request(url, auth, "DELETE", f"/v1/arrays/{first}")
         churned += a.array
-        seq = last_seq(state)
+        seq = last_seq(state, pg)
         if seq - reported >= 1_000_000:
             reported = seq
             el = time.monotonic() - t0
@@ -128,26 +166,39 @@ def main():
                   f"RSS {rss_mib(server.pid):.0f} MiB", file=sys.stderr)
     churn_s = time.monotonic() - t0
     time.sleep(a.wait)  # the last cancelled jobs age out; a snapshot may finish
-    seq = last_seq(state)
+    seq = last_seq(state, pg)
     before = rss_mib(server.pid)
-    journal = sum(os.path.getsize(f"{state}/{f}") for f in os.listdir(state)
-                  if f.startswith("journal.sqlite"))
-    snapshot = os.path.getsize(f"{state}/snapshot.bin") if os.path.exists(
-        f"{state}/snapshot.bin") else 0
-    kept = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True).execute(
-        "SELECT count(*) FROM journal").fetchone()[0]
+    if pg:
+        journal = query(state, pg, "SELECT pg_total_relation_size('journal')")
+        snapshot = query(state, pg, "SELECT sum(length(bytes)) FROM snapshot "
+                         "WHERE seq = (SELECT max(seq) FROM snapshot)")
+    else:
+        journal = sum(os.path.getsize(f"{state}/{f}") for f in os.listdir(state)
+                      if f.startswith("journal.sqlite"))
+        snapshot = os.path.getsize(f"{state}/snapshot.bin") if os.path.exists(
+            f"{state}/snapshot.bin") else 0
+    kept = query(state, pg, "SELECT count(*) FROM journal")
 
     server.send_signal(signal.SIGKILL)
     server.wait()
     if a.copy_at_kill:
         subprocess.run(["cp", "-a", state, a.copy_at_kill], check=True)
+        if pg:
+            # The killed server's sessions end when PostgreSQL notices: until then the
+            # database cannot be a template.
+            for _ in range(100):
+                try:
+                    psql(f"{a.postgres}/postgres", "CREATE DATABASE restart_saved TEMPLATE restart")
+                    break
+                except subprocess.CalledProcessError:
+                    time.sleep(0.1)
+            else:
+                sys.exit("could not copy the database restart")
         # The copy's dirty pages would be written back during the restart and slow it.
         subprocess.run(["sync"], check=True)
     t0 = time.monotonic()
     server = start(a.coalloc, config, state, log)
-    while not os.path.exists(f"{state}/server.json"):
-        time.sleep(0.002)
-    url = json.load(open(f"{state}/server.json"))["url"]
+    url = server_url(state)
     restart_s = wait_health(url, t0)
     time.sleep(0.5)
     after = rss_mib(server.pid)

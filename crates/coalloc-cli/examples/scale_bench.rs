@@ -10,16 +10,18 @@
 //!    `coalloc history` finding them.
 //!
 //! Usage: scale_bench COALLOC_BINARY [--jobs N] [--single N] [--aged M] [--snapshot-every E]
-//! [--postgres] (`server.snapshot_every` of part 1; the server's default, 25,000, if not
-//! given). With `--postgres` (issue 32), the journal, snapshots and history are in
-//! PostgreSQL: a throwaway cluster on this machine (coalloc_testkit::postgres, Debian's
-//! binaries), a database for each part; the journal's size is then its tables'.
+//! [--postgres URL] (`server.snapshot_every` of part 1; the server's default, 25,000, if not
+//! given). With `--postgres URL` (issue 32), the journal, snapshots and history are in
+//! PostgreSQL: the cluster at `URL` (`postgres://coalloc@127.0.0.1:PORT`, a role that may
+//! create databases; `bash bench/scale.sh --postgres` starts a throwaway one with
+//! bench/pgcluster.sh), a new database for each part (`queue`, `aged`); the journal's size
+//! is then its table's. `psql` is Debian's (coalloc_testkit::postgres::binaries).
 
 #[path = "shared/args.rs"]
 mod args;
 
 use args::arg;
-use coalloc_testkit::postgres::Cluster;
+use coalloc_testkit::postgres::binaries;
 use coalloc_testkit::server::Server;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -107,6 +109,18 @@ fn file_size(p: &Path) -> u64 {
     std::fs::metadata(p).map_or(0, |m| m.len())
 }
 
+/// Run SQL on database `db` of the cluster at `url` with `psql`: what it printed.
+fn psql(url: &str, db: &str, sql: &str) -> String {
+    let bin = binaries().expect("--postgres: PostgreSQL's binaries (apt-get install postgresql)");
+    let out = Command::new(bin.join("psql"))
+        .arg(format!("{url}/{db}"))
+        .args(["-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "psql {sql}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let coalloc = args
@@ -117,14 +131,15 @@ fn main() {
     let single = arg(&args, "--single", 100_000).min(n);
     let aged = arg(&args, "--aged", 100_000);
     let every = arg(&args, "--snapshot-every", 25_000);
-    let pg = args.iter().any(|a| a == "--postgres").then(|| {
-        Cluster::start("scale")
-            .expect("--postgres: PostgreSQL's binaries (apt-get install postgresql)")
-    });
-    // The configuration of a part: with its own database when on PostgreSQL.
+    let pg = args
+        .iter()
+        .position(|a| a == "--postgres")
+        .map(|i| args.get(i + 1).expect("--postgres URL").clone());
+    // The configuration of a part: with a new database of its own when on PostgreSQL.
     let config = |part: &str, extra: &str| {
-        let journal = pg.as_ref().map_or(String::new(), |c| {
-            format!("journal = \"{}\"\n", c.create_db(part))
+        let journal = pg.as_ref().map_or(String::new(), |url| {
+            psql(url, "postgres", &format!("CREATE DATABASE {part}"));
+            format!("journal = \"{url}/{part}\"\n")
         });
         CONFIG.replace("[server]\n", &format!("[server]\n{journal}{extra}"))
     };
@@ -164,7 +179,7 @@ fn main() {
         mib(listed),
         (listed - empty) as f64 * 1024.0 / n as f64
     );
-    let sql = |q: &str| pg.as_ref().map(|c| c.psql("queue", q));
+    let sql = |q: &str| pg.as_ref().map(|url| psql(url, "queue", q));
     let journal = match sql("SELECT pg_total_relation_size('journal')") {
         Some(bytes) => bytes.parse().unwrap_or(0),
         None => {
@@ -265,5 +280,4 @@ fn main() {
     println!("- `coalloc history`: {t_hist:.2} s, {lines} lines; with --user --state --since: {t_user:.2} s");
     drop(s);
     let _ = std::fs::remove_dir_all(&base);
-    drop(pg);
 }
