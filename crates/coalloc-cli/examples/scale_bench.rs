@@ -16,6 +16,9 @@
 //! create databases; `bash bench/scale.sh --postgres` starts a throwaway one with
 //! bench/pgcluster.sh), a new database for each part (`queue`, `aged`); the journal's size
 //! is then its table's. `psql` is Debian's (coalloc_testkit::postgres::binaries).
+//! `--lease D` sets `server.lease` (PostgreSQL only; the server's default is 3 s, and on a
+//! loaded machine a leader whose renewals wait behind its own long transactions may stop
+//! itself: "lease lost: no renewal for 3s").
 
 #[path = "shared/args.rs"]
 mod args;
@@ -131,15 +134,20 @@ fn main() {
     let single = arg(&args, "--single", 100_000).min(n);
     let aged = arg(&args, "--aged", 100_000);
     let every = arg(&args, "--snapshot-every", 25_000);
-    let pg = args
-        .iter()
-        .position(|a| a == "--postgres")
-        .map(|i| args.get(i + 1).expect("--postgres URL").clone());
+    let after = |name: &str| {
+        args.iter().position(|a| a == name).map(|i| {
+            args.get(i + 1)
+                .unwrap_or_else(|| panic!("{name} VALUE"))
+                .clone()
+        })
+    };
+    let pg = after("--postgres");
+    let lease = after("--lease").map_or(String::new(), |d| format!("lease = \"{d}\"\n"));
     // The configuration of a part: with a new database of its own when on PostgreSQL.
     let config = |part: &str, extra: &str| {
         let journal = pg.as_ref().map_or(String::new(), |url| {
             psql(url, "postgres", &format!("CREATE DATABASE {part}"));
-            format!("journal = \"{url}/{part}\"\n")
+            format!("journal = \"{url}/{part}\"\n{lease}")
         });
         CONFIG.replace("[server]\n", &format!("[server]\n{journal}{extra}"))
     };
@@ -156,7 +164,8 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     let queued = rss_kib(s.pid().unwrap());
     let on = if pg.is_some() { "PostgreSQL" } else { "SQLite" };
-    println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every}; journal on {on})");
+    println!("queue of {n} two-component jobs behind unusable sites (snapshot_every = {every}; journal on {on}{})",
+        if pg.is_some() { format!(", {}", if lease.is_empty() { "lease 3 s" } else { lease.trim() }) } else { String::new() });
     println!(
         "- durable submissions, one job per request (16 threads, {single} jobs): {one:.0} jobs/s"
     );
