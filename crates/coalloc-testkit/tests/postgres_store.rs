@@ -275,3 +275,41 @@ fn a_standby_waits_while_the_leader_renews_and_takes_over_when_it_stops() {
     );
     drop((c, c2));
 }
+
+/// A write fenced by the lease holds the row `FOR KEY SHARE` until its commit, for seconds
+/// when it is a million jobs' snapshot (held here 1.5 s by `psql`): the leader's renewals
+/// (600 ms terms) go on meanwhile, but a server taking the lease waits for it (the fence).
+#[test]
+fn a_long_fenced_write_holds_back_no_renewal_but_a_takeover() {
+    let Some(pg) = Cluster::start("longtx") else {
+        return;
+    };
+    let url = pg.create_db("longtx");
+    let (a, _, a_lost) = lead(&url, &terms("a", "a:1"));
+    let (waited, lost_meanwhile) = std::thread::scope(|scope| {
+        let write = scope.spawn(|| {
+            pg.psql(
+                "longtx",
+                "BEGIN; SELECT epoch FROM lease WHERE id = 1 FOR KEY SHARE;
+                 SELECT pg_sleep(1.5); COMMIT",
+            )
+        });
+        // Two terms into the write.
+        std::thread::sleep(Duration::from_millis(1200));
+        let lost_meanwhile = a_lost.try_recv().ok();
+        let t = Instant::now();
+        let b = PgJournal::open(&url).unwrap();
+        let waited = t.elapsed();
+        write.join().unwrap();
+        assert_eq!(b.epoch(), 2);
+        (waited, lost_meanwhile)
+    });
+    assert_eq!(lost_meanwhile, None, "renewals were held back by the write");
+    assert!(
+        waited >= Duration::from_millis(150),
+        "the takeover did not wait: {waited:?}"
+    );
+    let why = a_lost.recv_timeout(Duration::from_secs(2)).unwrap();
+    assert!(why.contains("deposed"), "{why}");
+    drop(a);
+}

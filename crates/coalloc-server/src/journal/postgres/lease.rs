@@ -162,6 +162,9 @@ pub(super) fn take(
         // Behind a frozen leader's transaction, give up after a term and try again.
         tx.batch_execute(&format!("SET LOCAL lock_timeout = {}", ttl.max(1)))?;
     }
+    // Wait for the writes fenced by the number in force (they lock the row `FOR KEY SHARE`,
+    // which an `UPDATE` of no key column would not wait for: see the journal's module).
+    tx.execute("SELECT 1 FROM lease WHERE id = 1 FOR UPDATE", &[])?;
     let taken = tx.query_opt(
         "UPDATE lease SET epoch = epoch + 1, holder = $1, owner = $2, url = $3,
                 since = now(), beat = now(), expires = now() + $4::int8 * interval '1 millisecond'

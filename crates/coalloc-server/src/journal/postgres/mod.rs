@@ -21,8 +21,12 @@
 //! number, `epoch`. A server takes the lease by raising it ([`PgJournal::lead`], waiting as
 //! a standby while another holds it; [`lease`] says when it may), and every write (append,
 //! sync, compaction, snapshot) checks, in its transaction, that the lease is still at the
-//! number it took (`SELECT ... FOR SHARE`: a writer that raises the number waits for the
-//! transactions that checked it, and every later check sees the new one). A server whose
+//! number it took (`SELECT ... FOR KEY SHARE`: a server that raises the number locks the
+//! row `FOR UPDATE` first, so it waits for the transactions that checked it, and every later
+//! check sees the new one). The lease's renewals and heartbeats (`UPDATE`s that change no
+//! key) do not wait for them: a snapshot's transaction of seconds would otherwise hold the
+//! renewals back until the leader, loaded, gave its lease up (seen in bench/scale.sh runs
+//! with the default term of 3 s, bench/RESULTS.md). A server whose
 //! lease another took is refused ([`JournalError::Fenced`]) and writes nothing more; its
 //! driver stops as on any journal error. Each entry also records the epoch it was written
 //! under. [`PgJournal::open`] takes the lease unconditionally and does not renew it (tests
@@ -136,7 +140,7 @@ type Fenced<T> = Result<T, i64>;
 /// the commit; the lease's number if it is not.
 fn fence(tx: &mut postgres::Transaction<'_>, epoch: i64) -> Result<Fenced<()>, postgres::Error> {
     let now: i64 = tx
-        .query_one("SELECT epoch FROM lease WHERE id = 1 FOR SHARE", &[])?
+        .query_one("SELECT epoch FROM lease WHERE id = 1 FOR KEY SHARE", &[])?
         .get(0);
     Ok(if now == epoch { Ok(()) } else { Err(now) })
 }
