@@ -8,6 +8,7 @@
 #   bash bench/scale.sh --jobs 200000 --single 50000 --aged 20000
 #   bash bench/scale.sh --postgres       # issue 32: the same run on SQLite, then with the
 #                                        # journal in PostgreSQL, and the two side by side
+#   bash bench/scale.sh --postgres --lease 30s   # server.lease on PostgreSQL (default 3 s)
 #
 # --postgres starts a throwaway PostgreSQL cluster (bench/pgcluster.sh: Debian's binaries,
 # fsync on, synchronous_commit on; a submission is answered after its commit is flushed, as
