@@ -137,10 +137,11 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Write the shared file `name` (a path under `root`): to `mirror` first when there is one
-/// (a refusal there writes nothing), then to the disk.
+/// Write a shared file, `name` in the shared store (its path under the state directory)
+/// and `path` on this disk: to `mirror` first when there is one (a refusal there writes
+/// nothing), then to the disk ([`write_private`]).
 pub fn save_shared(
-    root: &Path,
+    path: &Path,
     name: &str,
     bytes: &[u8],
     mirror: Option<&Mirror>,
@@ -148,8 +149,7 @@ pub fn save_shared(
     if let Some(m) = mirror {
         m(name, bytes)?;
     }
-    write_private(&root.join(name), bytes)
-        .map_err(|e| format!("{}: {e}", root.join(name).display()))
+    write_private(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

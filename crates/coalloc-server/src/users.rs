@@ -93,11 +93,9 @@ impl Users {
 
     fn save(&self, users: &BTreeMap<String, UserRecord>) -> Result<(), UserError> {
         let text = serde_json::to_string_pretty(users).map_err(|e| UserError::Io(e.to_string()))?;
-        if let Some(m) = &self.mirror {
-            m("users.json", text.as_bytes()).map_err(UserError::Io)?;
-        }
-        crate::state::write_private(&self.path, text.as_bytes())
-            .map_err(|e| UserError::Io(format!("{}: {e}", self.path.display())))
+        let mirror = self.mirror.as_ref();
+        crate::state::save_shared(&self.path, "users.json", text.as_bytes(), mirror)
+            .map_err(UserError::Io)
     }
 
     /// These users, each change also written to `mirror` first (the database the servers

@@ -104,11 +104,8 @@ impl Hub {
         let mut all = self.read_credentials();
         all.insert(site.to_string(), secret_hash(&secret));
         let text = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
-        if let Some(m) = &self.mirror {
-            m("agents/credentials.json", text.as_bytes())
-                .map_err(|e| format!("saving the credential: {e}"))?;
-        }
-        crate::state::write_private(&self.credentials, text.as_bytes())
+        let (name, mirror) = ("agents/credentials.json", self.mirror.as_ref());
+        crate::state::save_shared(&self.credentials, name, text.as_bytes(), mirror)
             .map_err(|e| format!("saving the credential: {e}"))?;
         Ok(EnrolToken {
             server: self.url.clone(),
