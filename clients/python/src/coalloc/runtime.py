@@ -72,10 +72,14 @@ class Component:
         first, here = self.urls[0], self.urls[self._at % len(self.urls)]
         return here + url[len(first):] if url.startswith(first + "/") else url
 
-    def _next(self):
-        """Move on to the next server; whether a whole round has been tried."""
+    def _next(self, delay):
+        """Move on to the next server, and once a whole round has been tried, wait ``delay``
+        seconds first: the delay for the next time (doubled after a round, at most 5 s)."""
         self._at += 1
-        return self._at % len(self.urls) == 0
+        if self._at % len(self.urls):
+            return delay
+        time.sleep(delay)
+        return min(delay * 2, 5.0)
 
     @classmethod
     def from_env(cls, env=None):
@@ -110,16 +114,12 @@ class Component:
                 if e.code != 503:
                     raise CoallocError(f"barrier: {e.code} {text.strip()}", e.code) from None
                 # A standby: the next server, with a back-off once all were tried.
-                if self._next():
-                    time.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+                delay = self._next(delay)
             except (urllib.error.URLError, OSError) as e:
                 if "certificate fingerprint mismatch" in str(getattr(e, "reason", e)):
                     raise CoallocError(f"barrier: {e}") from None
                 # The server may be restarting, or another leads: try again with a back-off.
-                if self._next():
-                    time.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+                delay = self._next(delay)
             if time.monotonic() > deadline:
                 return False
 
@@ -144,6 +144,4 @@ class Component:
                 unreachable = e.status == 503 or str(e).startswith("cannot reach the server")
                 if len(self.urls) < 2 or not unreachable or time.monotonic() > deadline:
                     raise
-            if self._next():
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+            delay = self._next(delay)
