@@ -92,10 +92,10 @@ struct Proc {
 }
 
 impl Proc {
-    fn start(host: usize, args: Vec<String>, log: PathBuf) -> Proc {
+    fn start(host: usize, args: &[&str], log: PathBuf) -> Proc {
         let mut p = Proc {
             host,
-            args,
+            args: args.iter().map(|a| a.to_string()).collect(),
             log,
             child: None,
         };
@@ -280,17 +280,10 @@ fn a_thousand_jobs_through_five_leader_failures_each_run_once() {
     config += "[scheduler]\npolicy = \"fcfs\"\nfit = \"worst\"\n";
     std::fs::write(root.join("server.toml"), &config).unwrap();
     let serve = |i: usize| {
-        let dir = root.join(format!("server{i}"));
-        let args = ["serve", "--config"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([
-                root.join("server.toml").display().to_string(),
-                "--state-dir".into(),
-                dir.display().to_string(),
-            ])
-            .collect();
-        Proc::start(i, args, root.join(format!("server{i}.log")))
+        let config = root.join("server.toml").display().to_string();
+        let dir = root.join(format!("server{i}")).display().to_string();
+        let args = ["serve", "--config", &config, "--state-dir", &dir];
+        Proc::start(i, &args, root.join(format!("server{i}.log")))
     };
     // The first leads (started alone); the token and the certificate are both servers'
     // (shared through the database).
@@ -343,18 +336,18 @@ fn a_thousand_jobs_through_five_leader_failures_each_run_once() {
             ),
         )
         .unwrap();
-        let args = ["agent", "--token-file"]
-            .iter()
-            .map(|x| x.to_string())
-            .chain([
-                dir.join("token").display().to_string(),
-                "--config".into(),
-                dir.join("agent.toml").display().to_string(),
-                "--state-dir".into(),
-                dir.join("state").display().to_string(),
-            ])
-            .collect();
-        agents.push(Proc::start(s, args, dir.join("agent.log")));
+        let [token, config, state] =
+            ["token", "agent.toml", "state"].map(|f| dir.join(f).display().to_string());
+        let args = [
+            "agent",
+            "--token-file",
+            &token,
+            "--config",
+            &config,
+            "--state-dir",
+            &state,
+        ];
+        agents.push(Proc::start(s, &args, dir.join("agent.log")));
     }
 
     // The submissions, on a thread of their own: only acknowledged ones count.

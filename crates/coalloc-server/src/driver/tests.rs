@@ -447,15 +447,19 @@ fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
     calls.lock().expect("calls").clear();
     let standby = journal.lead();
     let before = journal.last_seq();
-    let failed = pending
-        .iter()
-        .map(|&(_, launch)| {
-            Msg::Site(Report::Submitted {
-                launch,
-                result: Err(BackendError::Unavailable("timed out".into())),
+    // The second job's submissions time out (the same turn, for both leaders below).
+    let timed_out = || {
+        pending
+            .iter()
+            .map(|&(_, launch)| {
+                Msg::Site(Report::Submitted {
+                    launch,
+                    result: Err(BackendError::Unavailable("timed out".into())),
+                })
             })
-        })
-        .collect();
+            .collect::<Vec<_>>()
+    };
+    let failed = timed_out();
     // Past the first job's age: it would leave memory, its launches discarded.
     let e = d
         .step(5_000, failed)
@@ -480,15 +484,7 @@ fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
         "[server]\nmin_job_age = \"1s\"",
         Box::new(standby),
     );
-    let failed = pending
-        .iter()
-        .map(|&(_, launch)| {
-            Msg::Site(Report::Submitted {
-                launch,
-                result: Err(BackendError::Unavailable("timed out".into())),
-            })
-        })
-        .collect();
+    let failed = timed_out();
     calls.lock().expect("calls").clear();
     d.step(5_000, failed).expect("step");
     let made = calls.lock().expect("calls").clone();
