@@ -16,8 +16,9 @@
 //!
 //! # Reading
 //!
-//! [`read`] and [`parse`] read the whole (decompressed) text once and split it into lines and
-//! fields without regular expressions or per-field allocation; only comment lines allocate.
+//! [`read`] and [`parse`] read the (decompressed) text a line at a time, never holding it whole,
+//! and split each line into fields without regular expressions or per-field allocation; only
+//! comment lines allocate. Gzip is inflated by zlib-rs (through `flate2`).
 //! Every error names the line and column ([`SwfError`]); no input makes them panic.
 //!
 //! A field is unknown when it is negative (the archive writes `-1`). [`Job`] keeps the 18

@@ -17,51 +17,26 @@ pub fn read(path: impl AsRef<Path>, filter: &Filter) -> Result<Trace, SwfError> 
 }
 
 /// Parse the bytes of an SWF file: decompressed first when they start with the gzip magic
-/// bytes, then as [`parse_text`].
+/// bytes, then as [`parse_text`]. The decompressed text is read a line at a time, never
+/// held whole (a trace of 250,000 jobs is over 20 MB of text).
 pub fn parse(bytes: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
-    if let Some(first) = filter.first.filter(|_| bytes.starts_with(&[0x1f, 0x8b])) {
-        return parse_text(&decompress_records(bytes, first)?, filter);
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return parse_text(bytes, filter);
     }
-    let text = decompress(bytes)?;
-    parse_text(&text, filter)
+    let text = std::io::BufReader::with_capacity(1 << 14, MultiGzDecoder::new(bytes));
+    parse_lines(text, estimate_jobs(gzip_size_hint(bytes), filter), filter)
+        .map_err(|e| e.into_swf(SwfError::Gzip))
 }
 
-/// The start of a gzip file's content, up to the line end after its job line `records + 1`
-/// (or the whole content when it has fewer): the first jobs of a long trace without
-/// decompressing all of it.
-fn decompress_records(bytes: &[u8], records: usize) -> Result<Vec<u8>, SwfError> {
-    const CHUNK: usize = 1 << 16;
-    let mut gz = MultiGzDecoder::new(bytes);
-    let mut out: Vec<u8> = Vec::new();
-    // Job lines in `out[..scanned]`, which ends at a line end.
-    let (mut scanned, mut found) = (0, 0);
-    loop {
-        let len = out.len();
-        out.resize(len + CHUNK, 0);
-        let n = gz
-            .read(&mut out[len..])
-            .map_err(|e| SwfError::Gzip(e.to_string()))?;
-        out.truncate(len + n);
-        if n == 0 {
-            return Ok(out);
+/// The uncompressed size a gzip file's last four bytes give (mod 2^32), bounded so that a
+/// corrupt trailer cannot ask for much: a capacity hint.
+fn gzip_size_hint(bytes: &[u8]) -> usize {
+    match bytes.len() {
+        n if n >= 18 => {
+            let t: [u8; 4] = bytes[n - 4..].try_into().unwrap_or([0; 4]);
+            (u32::from_le_bytes(t) as usize).min(n.saturating_mul(32))
         }
-        while let Some(end) = out[scanned..].iter().position(|&b| b == b'\n') {
-            let line = &out[scanned..scanned + end];
-            if line
-                .iter()
-                .find(|&&b| !is_space(b))
-                .is_some_and(|&b| b != b';')
-            {
-                found += 1;
-            }
-            scanned += end + 1;
-            // One job line more than asked for: `parse_text` stops there, so the comments
-            // before it are read as from the whole file.
-            if found > records {
-                out.truncate(scanned);
-                return Ok(out);
-            }
-        }
+        _ => 0,
     }
 }
 
@@ -71,16 +46,7 @@ pub fn decompress(bytes: &[u8]) -> Result<Cow<'_, [u8]>, SwfError> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(Cow::Borrowed(bytes));
     }
-    // The last four bytes of a gzip file give the uncompressed size (mod 2^32): a capacity
-    // hint, bounded so that a corrupt trailer cannot ask for much.
-    let hint = match bytes.len() {
-        n if n >= 18 => {
-            let t: [u8; 4] = bytes[n - 4..].try_into().unwrap_or([0; 4]);
-            (u32::from_le_bytes(t) as usize).min(n.saturating_mul(32))
-        }
-        _ => 0,
-    };
-    let mut out = Vec::with_capacity(hint);
+    let mut out = Vec::with_capacity(gzip_size_hint(bytes));
     MultiGzDecoder::new(bytes)
         .read_to_end(&mut out)
         .map_err(|e| SwfError::Gzip(e.to_string()))?;
@@ -90,12 +56,50 @@ pub fn decompress(bytes: &[u8]) -> Result<Cow<'_, [u8]>, SwfError> {
 /// Parse SWF text (not compressed; bytes, so that a comment in Latin-1 is no error) and
 /// keep the jobs `filter` selects.
 pub fn parse_text(text: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
+    parse_lines(text, estimate_jobs(text.len(), filter), filter).map_err(|e| match e {
+        LineError::Swf(e) => e,
+        // A slice is read without I/O errors.
+        LineError::Read(e) => SwfError::Io(e.to_string()),
+    })
+}
+
+/// Why [`parse_lines`] stopped: the text, or the reader under it (a corrupt gzip stream).
+enum LineError {
+    Swf(SwfError),
+    Read(std::io::Error),
+}
+
+impl LineError {
+    fn into_swf(self, read: fn(String) -> SwfError) -> SwfError {
+        match self {
+            LineError::Swf(e) => e,
+            LineError::Read(e) => read(e.to_string()),
+        }
+    }
+}
+
+/// The parser: SWF text from `input`, a line at a time; `capacity` jobs reserved. Reading
+/// stops after [`Filter::first`] job lines, so the rest of a compressed file is never
+/// decompressed.
+fn parse_lines(
+    mut input: impl std::io::BufRead,
+    capacity: usize,
+    filter: &Filter,
+) -> Result<Trace, LineError> {
     let mut header = Header::default();
     let mut open_entry = false;
-    let mut jobs = Vec::with_capacity(estimate_jobs(text, filter));
+    let mut jobs = Vec::with_capacity(capacity);
     let mut counts = Counts::default();
     let mut records = 0usize;
-    for (index, line) in text.split(|&b| b == b'\n').enumerate() {
+    let mut buf = Vec::with_capacity(256);
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf).map_err(LineError::Read)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let Some(start) = line.iter().position(|&b| !is_space(b)) else {
             continue; // blank
         };
@@ -108,7 +112,7 @@ pub fn parse_text(text: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
             break;
         }
         records += 1;
-        let job = parse_job(line, start, index + 1)?;
+        let job = parse_job(line, start, line_no).map_err(LineError::Swf)?;
         if job.submit_time().is_none() {
             counts.unknown_submit_time += 1;
         } else if filter
@@ -141,9 +145,10 @@ pub fn parse_text(text: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
     })
 }
 
-/// A capacity hint: about one job per 60 bytes (archive lines are 70 to 100 bytes).
-fn estimate_jobs(text: &[u8], filter: &Filter) -> usize {
-    let guess = text.len() / 60 + 1;
+/// A capacity hint for `bytes` of text: about one job per 60 bytes (archive lines are 70 to
+/// 100 bytes).
+fn estimate_jobs(bytes: usize, filter: &Filter) -> usize {
+    let guess = bytes / 60 + 1;
     filter.first.map_or(guess, |n| n.min(guess))
 }
 
@@ -154,6 +159,11 @@ fn is_space(b: u8) -> bool {
 }
 
 /// Parse one job line whose first non-blank byte is at `start`.
+///
+/// A field that is an optional `-` and at most 18 digits (every whole-number field of an
+/// archive log) is read in the same pass that finds its end; any other token (field 6's
+/// decimals, a long or malformed number) goes through [`parse_int`] or [`parse_decimal`],
+/// which also name what is wrong with it.
 fn parse_job(line: &[u8], start: usize, line_no: usize) -> Result<Job, SwfError> {
     let mut ints = [0i64; 17];
     let mut cpu = 0.0f64;
@@ -169,6 +179,28 @@ fn parse_job(line: &[u8], start: usize, line_no: usize) -> Result<Job, SwfError>
             break;
         }
         let s = i;
+        if n != 5 && n < 18 {
+            // The fast way: sign, digits, then a space or the end of the line.
+            let neg = line[i] == b'-';
+            let digits = i + usize::from(neg);
+            let mut j = digits;
+            let mut v: i64 = 0;
+            while j < len {
+                let d = line[j].wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+                j += 1;
+            }
+            if j > digits && j - digits <= 18 && (j == len || is_space(line[j])) {
+                ints[if n < 5 { n } else { n - 1 }] = if neg { -v } else { v };
+                n += 1;
+                i = j;
+                end_of_last = j;
+                continue;
+            }
+        }
         while i < len && !is_space(line[i]) {
             i += 1;
         }
@@ -270,6 +302,19 @@ fn parse_int(tok: &[u8]) -> Result<i64, IntError> {
     if digits.is_empty() {
         return Err(IntError::NotANumber);
     }
+    if digits.len() <= 18 {
+        // At most 18 digits cannot overflow: no checks per digit (every field of an archive
+        // log takes this way).
+        let mut v: i64 = 0;
+        for &b in digits {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return Err(IntError::NotANumber);
+            }
+            v = v * 10 + i64::from(d);
+        }
+        return Ok(if neg { -v } else { v });
+    }
     let mut v: i64 = 0;
     let mut overflow = false;
     for &b in digits {
@@ -314,7 +359,37 @@ fn parse_decimal(tok: &[u8]) -> Option<f64> {
     if !seen_digit {
         return None;
     }
-    std::str::from_utf8(tok).ok()?.parse().ok()
+    exact_decimal(tok).or_else(|| std::str::from_utf8(tok).ok()?.parse().ok())
+}
+
+/// A checked decimal token of at most 15 digits, as `str::parse` gives it, without its
+/// general algorithm: the digits as an integer below 2^53 and a power of ten up to 10^15 are
+/// both exact doubles, so one division rounds correctly (Clinger's fast path).
+fn exact_decimal(tok: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (neg, digits) = match tok.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, tok),
+    };
+    let (mut m, mut n, mut scale) = (0u64, 0usize, None);
+    for &b in digits {
+        if b == b'.' {
+            scale = Some(0usize);
+            continue;
+        }
+        m = m * 10 + u64::from(b - b'0');
+        n += 1;
+        if n > 15 {
+            return None;
+        }
+        if let Some(k) = scale.as_mut() {
+            *k += 1;
+        }
+    }
+    let v = m as f64 / POW10[scale.unwrap_or(0)];
+    Some(if neg { -v } else { v })
 }
 
 #[cfg(test)]
@@ -354,6 +429,31 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast paths give what the general ones give: `str::parse` for decimals, the
+        /// checked loop for whole numbers.
+        #[test]
+        fn fast_paths_agree(int in 0u64..10_000_000_000_000_000_000, frac in 0u64..1_000_000_000_000, cut in 0usize..14, neg: bool, dot_last: bool) {
+            let sign = if neg { "-" } else { "" };
+            let frac = frac.to_string();
+            let frac = &frac[..cut.min(frac.len())];
+            let tok = match (frac.is_empty(), dot_last) {
+                (true, false) => format!("{sign}{int}"),
+                (true, true) => format!("{sign}{int}."),
+                _ => format!("{sign}{int}.{frac}"),
+            };
+            let want: f64 = tok.parse().unwrap();
+            let got = parse_decimal(tok.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(got.to_bits(), want.to_bits(), "{}", tok);
+            let whole = format!("{sign}{int}");
+            match (parse_int(whole.as_bytes()), whole.parse::<i64>()) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(IntError::Overflow), Err(_)) => {}
+                _ => proptest::prop_assert!(false, "{}", whole),
+            }
         }
     }
 
