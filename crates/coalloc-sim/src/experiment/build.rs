@@ -4,7 +4,7 @@
 use super::spec::{ExperimentDoc, LocalDoc, SimDoc, WorkloadDoc};
 use crate::engine::site::Local;
 use crate::engine::{Failures, Jobs, LinkLoss, Outage, SimJob, SimParams, TraceWork, Workload};
-use crate::replay::trace_jobs;
+use crate::replay::{trace_jobs, TraceJob};
 use crate::swf;
 use crate::workload::rsd::Rsd;
 use crate::workload::seed001::{self, GlobalParams, LocalParams, Sizes};
@@ -17,7 +17,9 @@ use coalloc_core::spec::scheduler::scheduler_config;
 use coalloc_core::spec::sites::sites_from_docs;
 use coalloc_core::spec::units::{parse_duration, parse_size, Scalar};
 use std::borrow::Cow;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// Generated jobs as an owned workload (local jobs are added later).
 fn owned(jobs: Vec<SimJob>) -> Jobs<'static> {
@@ -39,13 +41,55 @@ pub struct RunInput {
 
 /// Build one run. `base` is the experiment file's folder (trace paths are relative to it).
 pub fn build(doc: &ExperimentDoc, seed: u64, base: &Path) -> Result<RunInput, String> {
+    build_with(doc, seed, base, &TraceCache::default())
+}
+
+/// The traces the runs of one experiment read, each read once: a sweep runs the same trace
+/// tens of times (seed 004's 637 runs read 7 traces), and a whole trace takes as long to
+/// read as a quick run takes to simulate. Kept by `(path, max_processors, first)`; runs on
+/// several threads share it (a trace two threads want at once is read once).
+#[derive(Debug, Default)]
+pub struct TraceCache {
+    traces: std::sync::Mutex<BTreeMap<TraceKey, Arc<OnceLock<TraceRead>>>>,
+}
+
+/// A trace's path and the filter's `max_processors` and `first`.
+type TraceKey = (PathBuf, Option<i64>, Option<usize>);
+
+/// A trace's jobs, or why it could not be read.
+type TraceRead = Result<Arc<[TraceJob]>, String>;
+
+impl TraceCache {
+    /// The replayable jobs of the trace at `path` that `filter` keeps (see [`swf::read`]).
+    fn jobs(&self, path: &Path, filter: &swf::Filter) -> Result<Arc<[TraceJob]>, String> {
+        let key = (path.to_path_buf(), filter.max_processors, filter.first);
+        let slot = {
+            let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(traces.entry(key).or_default())
+        };
+        slot.get_or_init(|| {
+            swf::read(path, filter)
+                .map(|trace| trace_jobs(&trace).into())
+                .map_err(|e| e.with_file(&path.display().to_string()).to_string())
+        })
+        .clone()
+    }
+}
+
+/// [`build`], reading traces through `traces`.
+pub fn build_with(
+    doc: &ExperimentDoc,
+    seed: u64,
+    base: &Path,
+    traces: &TraceCache,
+) -> Result<RunInput, String> {
     let mut sites = sites_from_docs(&doc.site).map_err(|e| e.to_string())?;
     if sites.is_empty() {
         return Err("the experiment has no [[site]]".to_owned());
     }
     let config = scheduler_config(&doc.scheduler, &sites).map_err(|e| e.to_string())?;
     let w = &doc.workload;
-    let mut jobs = jobs(w, seed, &mut sites, base)?;
+    let mut jobs = jobs(w, seed, &mut sites, base, traces)?;
     // Seed 004 §IV-A 3: SJF-ideal "assumes perfect prior knowledge of the job runtimes", and
     // the policy reads that knowledge from `runtime_estimate`. The generated workloads put
     // the true runtime there already; a trace puts the user's requested time, so SJF-ideal
@@ -131,6 +175,7 @@ fn jobs(
     seed: u64,
     sites: &mut [Site],
     base: &Path,
+    traces: &TraceCache,
 ) -> Result<Jobs<'static>, String> {
     let kind = w.kind.as_str();
     match kind {
@@ -268,8 +313,7 @@ fn jobs(
                 first: w.jobs,
                 ..swf::Filter::default()
             };
-            let trace = swf::read(&path, &filter)
-                .map_err(|e| e.with_file(&path.display().to_string()).to_string())?;
+            let trace = traces.jobs(&path, &filter)?;
             let split = match (w.split, w.max_component) {
                 (None, None) => Split::Whole,
                 (Some(k), None) => Split::Components(k),
@@ -277,7 +321,7 @@ fn jobs(
                 _ => return Err("workload: give at most one of `split` and `max_component`".into()),
             };
             Ok(Jobs::Trace(TraceWork {
-                jobs: Cow::Owned(trace_jobs(&trace)),
+                jobs: Cow::Owned(trace.to_vec()),
                 split,
                 true_runtimes: false,
                 local: Vec::new(),
@@ -513,5 +557,45 @@ mod tests {
             build(&doc, 7, Path::new(".")).unwrap_err(),
             "workload.at: must not be negative (got -5)"
         );
+    }
+
+    /// A trace is read once per cache and filter, and what the runs get is the same jobs;
+    /// a failed read is kept too (every run of it fails alike).
+    #[test]
+    fn a_trace_cache_reads_each_trace_once() {
+        let dir = std::env::temp_dir().join(format!("coalloc-trace-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.swf");
+        std::fs::write(
+            &path,
+            "1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n\
+             2 5 0 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n",
+        )
+        .unwrap();
+        let cache = TraceCache::default();
+        let all = swf::Filter::default();
+        let small = swf::Filter::max_processors(32);
+        let a = cache.jobs(&path, &all).unwrap();
+        let b = cache.jobs(&path, &small).unwrap();
+        assert_eq!((a.len(), b.len()), (2, 1));
+        std::fs::remove_file(&path).unwrap();
+        // Gone from the disk, still in the cache: not read again.
+        let again = cache.jobs(&path, &all).unwrap();
+        assert!(Arc::ptr_eq(&a, &again));
+        assert_eq!(
+            &again[..],
+            &trace_jobs(
+                &swf::parse(
+                    b"1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n\
+              2 5 0 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n",
+                    &all,
+                )
+                .unwrap()
+            )[..]
+        );
+        let fresh = TraceCache::default();
+        let err = fresh.jobs(&path, &all).unwrap_err();
+        assert!(err.contains("t.swf"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

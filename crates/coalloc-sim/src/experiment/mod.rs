@@ -151,6 +151,7 @@ impl Experiment {
         // and a workload cut to one job, so the check stays quick.
         let runs = exp.runs()?;
         let first_seed = runs.first().map(|r| r.seed);
+        let traces = build::TraceCache::default();
         for run in runs.iter().filter(|r| Some(r.seed) == first_seed) {
             let mut doc = run.doc.clone();
             doc.workload.jobs = match doc.workload.jobs {
@@ -159,7 +160,7 @@ impl Experiment {
                 n => n.map(|n| n.min(1)),
             };
             doc.workload.count = doc.workload.count.map(|n| n.min(1));
-            build::build(&doc, run.seed, &exp.base)
+            build::build_with(&doc, run.seed, &exp.base, &traces)
                 .map_err(|e| format!("{}: {}{e}", path.display(), point_label(&run.point)))?;
         }
         Ok(exp)
@@ -266,7 +267,12 @@ fn point_label(point: &[(String, Value)]) -> String {
 
 /// Simulate one run.
 pub fn run_one(run: &Run, base: &Path) -> Result<Outcome, String> {
-    let input = build::build(&run.doc, run.seed, base)?;
+    run_one_with(run, base, &build::TraceCache::default())
+}
+
+/// [`run_one`], reading traces through `traces` (shared by the runs of one experiment).
+pub fn run_one_with(run: &Run, base: &Path, traces: &build::TraceCache) -> Result<Outcome, String> {
+    let input = build::build_with(&run.doc, run.seed, base, traces)?;
     simulate(input.sites, input.config, input.workload, &input.params).map_err(|e| e.to_string())
 }
 
@@ -279,6 +285,7 @@ pub fn run_all(
     done: &(dyn Fn(&Run, Option<&Outcome>) + Sync),
 ) -> Vec<RunResult> {
     let next = AtomicUsize::new(0);
+    let traces = build::TraceCache::default();
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; runs.len()]);
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1).min(runs.len().max(1)) {
@@ -287,7 +294,7 @@ pub fn run_all(
                 let Some(run) = runs.get(i) else {
                     break;
                 };
-                let outcome = run_one(run, base);
+                let outcome = run_one_with(run, base, &traces);
                 done(run, outcome.as_ref().ok());
                 let metrics = outcome.and_then(|o| measure(&run.doc, &o));
                 let mut r = results.lock().unwrap_or_else(|e| e.into_inner());
