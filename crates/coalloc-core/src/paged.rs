@@ -27,6 +27,10 @@ pub(crate) struct Paged<T> {
     pages: VecDeque<Option<Page<T>>>,
     /// Values held.
     len: usize,
+    /// The slots of the last page that went empty, kept for the next page made: a queue that
+    /// empties and fills again (a job in, a job out) does not make and drop a page of
+    /// [`PAGE`] slots at every job. At most one.
+    spare: Option<Box<[Option<T>; PAGE as usize]>>,
 }
 
 impl<T> Default for Paged<T> {
@@ -35,6 +39,7 @@ impl<T> Default for Paged<T> {
             first_page: 0,
             pages: VecDeque::new(),
             len: 0,
+            spare: None,
         }
     }
 }
@@ -70,8 +75,11 @@ impl<T> Paged<T> {
         if self.pages.len() <= p {
             self.pages.resize_with(p + 1, || None);
         }
+        let spare = &mut self.spare;
         let page = self.pages[p].get_or_insert_with(|| Page {
-            slots: Box::new([const { None }; PAGE as usize]),
+            slots: spare
+                .take()
+                .unwrap_or_else(|| Box::new([const { None }; PAGE as usize])),
             live: 0,
         });
         let old = page.slots[i].replace(value);
@@ -91,7 +99,10 @@ impl<T> Paged<T> {
         page.live -= 1;
         self.len -= 1;
         if page.live == 0 {
-            self.pages[p] = None;
+            if let Some(empty) = self.pages[p].take() {
+                // Every slot is `None` again: ready for the next page.
+                self.spare.get_or_insert(empty.slots);
+            }
             while self.pages.front().is_some_and(Option::is_none) {
                 self.pages.pop_front();
                 self.first_page += 1;

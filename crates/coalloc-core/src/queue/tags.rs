@@ -295,6 +295,15 @@ pub struct Tags {
     stall: Stall,
     /// Why the configuration is invalid, if it is.
     misconfigured: Option<String>,
+    /// [`PassCtx::running_version`] when `started` was last checked for jobs that ended: no
+    /// job ended while it is the same, so a periodic pass need not look again. Not saved: a
+    /// restored policy looks.
+    #[serde(skip)]
+    swept: Option<u64>,
+    /// Each level's start options (its sites allowed, first fit), for this many sites: made
+    /// once, not at every pass. Not saved.
+    #[serde(skip)]
+    options: (usize, Vec<StartOptions>),
 }
 
 /// A policy's name (an alias, so that serde does not take the field for a borrow).
@@ -417,6 +426,8 @@ impl Tags {
             period: Period::new(period),
             stall: Stall::default(),
             misconfigured: None,
+            swept: None,
+            options: (0, Vec::new()),
         }
     }
 
@@ -457,6 +468,21 @@ impl Tags {
             };
             self.enqueue(id, level, seq);
         }
+    }
+}
+
+/// A level's start options on `n` sites: only its sites, first fit.
+fn level_options(level: &Level, n: usize) -> StartOptions {
+    let mut allowed = vec![false; n];
+    for &s in &level.sites {
+        if let Some(a) = allowed.get_mut(s) {
+            *a = true;
+        }
+    }
+    StartOptions {
+        allowed: Some(allowed),
+        fit: Some(Fit::First),
+        ..StartOptions::default()
     }
 }
 
@@ -521,15 +547,19 @@ impl QueuePolicy for Tags {
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
         self.resolve_returned(ctx);
         // Forget jobs that ended while running (cancelled, failed): no call tells us.
-        let ended: Vec<JobId> = self
-            .started
-            .iter()
-            .copied()
-            .filter(|&id| ctx.record(id).end().is_some())
-            .collect();
-        for id in ended {
-            self.started.remove(&id);
-            self.jobs.remove(&id);
+        let version = ctx.running_version();
+        if self.swept != Some(version) {
+            let ended: Vec<JobId> = self
+                .started
+                .iter()
+                .copied()
+                .filter(|&id| ctx.record(id).end().is_some())
+                .collect();
+            for id in ended {
+                self.started.remove(&id);
+                self.jobs.remove(&id);
+            }
+            self.swept = Some(version);
         }
         if let Some(reason) = self.misconfigured.clone() {
             let queued: Vec<JobId> = self.jobs.keys().copied().collect();
@@ -546,22 +576,15 @@ impl QueuePolicy for Tags {
         if self.is_empty() || !self.stall.begin(epoch, now, &mut self.period) {
             return;
         }
-        let n = ctx.usable().len();
+        let n = (0..).map_while(|i| ctx.site_now(i)).count();
+        if self.options.0 != n || self.options.1.len() != self.levels.len() {
+            self.options = (n, self.levels.iter().map(|l| level_options(l, n)).collect());
+        }
         for i in 0..self.scan.len() {
             let level = self.scan[i];
-            let mut allowed = vec![false; n];
-            for &s in &self.levels[level].sites {
-                if let Some(a) = allowed.get_mut(s) {
-                    *a = true;
-                }
-            }
-            let options = StartOptions {
-                allowed: Some(allowed),
-                fit: Some(Fit::First),
-                ..StartOptions::default()
-            };
+            let options = &self.options.1[level];
             while let Some((&seq, &id)) = self.levels[level].queue.first_key_value() {
-                if !ctx.start_with(id, &options) {
+                if !ctx.start_with(id, options) {
                     break;
                 }
                 self.levels[level].queue.remove(&seq);
