@@ -25,7 +25,7 @@
 
 pub mod error;
 pub mod model;
-mod paged;
+pub mod paged;
 pub mod placement;
 pub mod predictor;
 pub mod provisioning;

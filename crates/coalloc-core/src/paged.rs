@@ -4,12 +4,13 @@
 //! one page-table entry per [`PAGE`] numbers between the lowest and the highest held, plus
 //! a page for each stretch of [`PAGE`] numbers that holds a value: never more than the
 //! dense vector over the same numbers. The core's job table and the arrival index of the
-//! queue policies both keep their per-job state so.
+//! queue policies both keep their per-job state so, and so does the simulator's engine with its
+//! launches and jobs (numbered densely by the core, looked up at every event).
 
 use std::collections::VecDeque;
 
 /// Numbers per page.
-pub(crate) const PAGE: u64 = 512;
+pub const PAGE: u64 = 512;
 
 /// A page: a slot per number, and how many hold a value.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ struct Page<T> {
 
 /// Values by number.
 #[derive(Debug, Clone)]
-pub(crate) struct Paged<T> {
+pub struct Paged<T> {
     /// The number of `pages`' first page (numbers `PAGE * first_page ..`).
     first_page: u64,
     /// Empty pages inside the range are `None`; none at either end.
@@ -51,18 +52,18 @@ impl<T> Paged<T> {
         Some((page, (n % PAGE) as usize))
     }
 
-    pub(crate) fn get(&self, n: u64) -> Option<&T> {
+    pub fn get(&self, n: u64) -> Option<&T> {
         let (p, i) = self.at(n)?;
         self.pages.get(p)?.as_ref()?.slots[i].as_ref()
     }
 
-    pub(crate) fn get_mut(&mut self, n: u64) -> Option<&mut T> {
+    pub fn get_mut(&mut self, n: u64) -> Option<&mut T> {
         let (p, i) = self.at(n)?;
         self.pages.get_mut(p)?.as_mut()?.slots[i].as_mut()
     }
 
     /// Hold `value` at number `n`, making its page if need be; the value it replaces.
-    pub(crate) fn insert(&mut self, n: u64, value: T) -> Option<T> {
+    pub fn insert(&mut self, n: u64, value: T) -> Option<T> {
         let page = n / PAGE;
         if self.pages.is_empty() {
             self.first_page = page;
@@ -92,7 +93,7 @@ impl<T> Paged<T> {
 
     /// Take the value at number `n`; a page left empty goes, and so do the empty pages at
     /// either end of the table.
-    pub(crate) fn remove(&mut self, n: u64) -> Option<T> {
+    pub fn remove(&mut self, n: u64) -> Option<T> {
         let (p, i) = self.at(n)?;
         let page = self.pages.get_mut(p)?.as_mut()?;
         let old = page.slots[i].take()?;
@@ -119,8 +120,25 @@ impl<T> Paged<T> {
     }
 
     /// Values held.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether no value is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every number held and its value, by number.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        let first = self.first_page;
+        (first..).zip(&self.pages).flat_map(|(page, p)| {
+            p.iter().flat_map(move |p| {
+                (page * PAGE..)
+                    .zip(p.slots.iter())
+                    .filter_map(|(n, v)| Some((n, v.as_ref()?)))
+            })
+        })
     }
 
     /// Room in the page table for numbers up to `n`.
@@ -130,7 +148,7 @@ impl<T> Paged<T> {
     }
 
     /// Every value, by number.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+    pub fn values(&self) -> impl Iterator<Item = &T> {
         self.pages.iter().flatten().flat_map(Page::values)
     }
 

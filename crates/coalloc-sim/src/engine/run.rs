@@ -7,6 +7,7 @@ use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
+use coalloc_core::paged::Paged;
 use coalloc_core::provisioning::{billed_hours, Bill, Provisioning};
 use coalloc_core::scheduler::{
     Command, Event, Fault, JobId, JobRecord, LaunchId, Notice, Rejected, Reply, Scheduler,
@@ -204,8 +205,10 @@ struct Sim<'a> {
     periodic: usize,
     seq: u64,
     now: Time,
-    launches: BTreeMap<LaunchId, Launch>,
-    by_job: BTreeMap<JobId, Vec<LaunchId>>,
+    /// Live launches by number, and each job's launches by job number (the core numbers both
+    /// densely: a paged table finds one without a search).
+    launches: Paged<Launch>,
+    by_job: Paged<Vec<LaunchId>>,
     released: BTreeSet<JobId>,
     /// Starts into reservations that begin later (issue 31).
     deferred: BTreeMap<LaunchId, Start>,
@@ -364,8 +367,8 @@ pub fn simulate<'a>(
         periodic: 0,
         seq: 0,
         now: 0,
-        launches: BTreeMap::new(),
-        by_job: BTreeMap::new(),
+        launches: Paged::default(),
+        by_job: Paged::default(),
         released: BTreeSet::new(),
         deferred: BTreeMap::new(),
         window_of: BTreeMap::new(),
@@ -641,10 +644,10 @@ impl Sim<'_> {
                 if self.held_back(launch, ev) => {}
             Ev::Ready(launch) => self.ready(launch, batch),
             Ev::End(launch) | Ev::Crash(launch) | Ev::WallKill(launch) => {
-                if !matches!(self.launches.get(&launch), Some(l) if l.state == LState::Running) {
+                if !matches!(self.launches.get(launch.0), Some(l) if l.state == LState::Running) {
                     return;
                 }
-                let own = self.launches.get(&launch).and_then(|l| {
+                let own = self.launches.get(launch.0).and_then(|l| {
                     match self.params.scripted.get(&self.index(l.job)?) {
                         Some(Scripted::FailsAtEnd(reason)) => Some(reason.clone()),
                         _ => None,
@@ -748,7 +751,7 @@ impl Sim<'_> {
             .launches
             .iter()
             .filter(|(_, l)| l.site == site)
-            .map(|(&id, _)| id)
+            .map(|(id, _)| LaunchId(id))
             .collect();
         for launch in here {
             self.drop_launch(launch);
@@ -768,7 +771,7 @@ impl Sim<'_> {
             Command::StartComponent(st) => self.start(&st),
             Command::CancelComponent { launch, .. } => {
                 self.deferred.remove(&launch);
-                if self.launches.contains_key(&launch) {
+                if self.launches.get(launch.0).is_some() {
                     self.drop_launch(launch);
                 }
             }
@@ -776,11 +779,13 @@ impl Sim<'_> {
                 self.released.insert(job);
                 let ready: Vec<LaunchId> = self
                     .by_job
-                    .get(&job)
+                    .get(job)
                     .into_iter()
                     .flatten()
                     .copied()
-                    .filter(|l| matches!(self.launches.get(l), Some(x) if x.state == LState::Ready))
+                    .filter(
+                        |l| matches!(self.launches.get(l.0), Some(x) if x.state == LState::Ready),
+                    )
                     .collect();
                 for launch in ready {
                     self.run_launch(launch);
@@ -862,8 +867,8 @@ impl Sim<'_> {
     fn ended(&mut self, job: JobId, fate: JobFate, record: JobRecord) {
         self.released.remove(&job);
         self.deferred.retain(|_, st| st.job != job);
-        for launch in self.by_job.remove(&job).unwrap_or_default() {
-            if self.launches.contains_key(&launch) {
+        for launch in self.by_job.remove(job).unwrap_or_default() {
+            if self.launches.get(launch.0).is_some() {
                 self.drop_launch(launch);
             }
         }
@@ -896,7 +901,12 @@ impl Sim<'_> {
             window: st.reservation.is_some(),
             until: None,
         };
-        self.by_job.entry(st.job).or_default().push(st.launch);
+        match self.by_job.get_mut(st.job) {
+            Some(launches) => launches.push(st.launch),
+            None => {
+                self.by_job.insert(st.job, vec![st.launch]);
+            }
+        }
         if !self.sites[site].up {
             self.follow.push(Event::ComponentFailed {
                 launch: st.launch,
@@ -915,10 +925,10 @@ impl Sim<'_> {
         }
         if self.sites[site].claim(st.launch, st.count) {
             l.state = LState::Starting;
-            self.launches.insert(st.launch, l);
+            self.launches.insert(st.launch.0, l);
             self.begin(st.launch);
         } else {
-            self.launches.insert(st.launch, l);
+            self.launches.insert(st.launch.0, l);
             self.follow
                 .push(Event::ComponentQueued { launch: st.launch });
         }
@@ -933,9 +943,9 @@ impl Sim<'_> {
         let reasons = self.params.aborted_starts.get(&i)?;
         let dealt = self.aborts_dealt.get(&i).copied().unwrap_or(0);
         let reason = reasons.get(dealt)?.clone();
-        let live_doomed = self.by_job.get(&job).is_some_and(|ls| {
+        let live_doomed = self.by_job.get(job).is_some_and(|ls| {
             ls.iter()
-                .any(|l| self.launches.get(l).is_some_and(|l| l.doomed))
+                .any(|l| self.launches.get(l.0).is_some_and(|l| l.doomed))
         });
         if live_doomed {
             return None;
@@ -949,7 +959,7 @@ impl Sim<'_> {
     /// core with its start (no event through the heap: a trace replay's every start).
     fn begin(&mut self, launch: LaunchId) {
         let now = self.now;
-        let Some(l) = self.launches.get_mut(&launch) else {
+        let Some(l) = self.launches.get_mut(launch.0) else {
             return;
         };
         l.state = LState::Starting;
@@ -964,17 +974,20 @@ impl Sim<'_> {
             .index(job)
             .and_then(|i| self.params.job_start_latency.get(&i).copied())
             .filter(|_| !doomed);
-        let Some(l) = self.launches.get_mut(&launch) else {
+        let Some(l) = self.launches.get_mut(launch.0) else {
             return;
         };
         let latency = own.unwrap_or(site_latency);
         let at_once = latency <= 0 && !l.doomed;
-        self.follow.push(Event::ComponentStarted { launch });
         if at_once {
+            // `ComponentReady` alone: the core's ready passes the start first, so a
+            // `ComponentStarted` just before it would change nothing (one event less per
+            // launch of an ideal site).
             let mut out = std::mem::take(&mut self.follow);
             self.ready(launch, &mut out);
             self.follow = out;
         } else {
+            self.follow.push(Event::ComponentStarted { launch });
             self.push(now + latency.max(0), Ev::Ready(launch));
         }
     }
@@ -982,7 +995,7 @@ impl Sim<'_> {
     /// A starting launch reports at the barrier, or fails to start (injected); a launch of
     /// a job whose barrier is released already computes at once.
     fn ready(&mut self, launch: LaunchId, out: &mut Vec<Event>) {
-        let Some(l) = self.launches.get_mut(&launch) else {
+        let Some(l) = self.launches.get_mut(launch.0) else {
             return;
         };
         if l.state != LState::Starting {
@@ -1017,7 +1030,7 @@ impl Sim<'_> {
     /// unless it crashes or hits its wall time first.
     fn run_launch(&mut self, launch: LaunchId) {
         let now = self.now;
-        let Some(l) = self.launches.get_mut(&launch) else {
+        let Some(l) = self.launches.get_mut(launch.0) else {
             return;
         };
         l.state = LState::Running;
@@ -1050,7 +1063,7 @@ impl Sim<'_> {
                 end = (c, Ev::Crash(launch));
             }
         }
-        if let Some(l) = self.launches.get_mut(&launch) {
+        if let Some(l) = self.launches.get_mut(launch.0) {
             l.until = Some(now + end.0);
         }
         self.push(now + end.0, end.1);
@@ -1058,7 +1071,7 @@ impl Sim<'_> {
 
     /// Forget a launch and give its processors back.
     fn drop_launch(&mut self, launch: LaunchId) {
-        let Some(l) = self.launches.remove(&launch) else {
+        let Some(l) = self.launches.remove(launch.0) else {
             return;
         };
         if let Some(name) = self.window_of.remove(&launch) {

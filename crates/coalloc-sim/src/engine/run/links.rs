@@ -35,8 +35,9 @@ impl Sim<'_> {
         let unwanted: Vec<LaunchId> = self
             .launches
             .iter()
-            .filter(|(id, l)| l.site == site && !self.core_wants(l.job, **id))
-            .map(|(id, _)| *id)
+            .map(|(id, l)| (LaunchId(id), l))
+            .filter(|(id, l)| l.site == site && !self.core_wants(l.job, *id))
+            .map(|(id, _)| id)
             .collect();
         for launch in unwanted {
             self.drop_launch(launch);
@@ -56,7 +57,7 @@ impl Sim<'_> {
     /// A report about `launch` while its site's link is silent: it waits for the link
     /// (true), else it goes now (false).
     pub(super) fn held_back(&mut self, launch: LaunchId, ev: Ev) -> bool {
-        let Some(l) = self.launches.get(&launch) else {
+        let Some(l) = self.launches.get(launch.0) else {
             return false;
         };
         let Some(up) = self.link_up_at[l.site] else {
