@@ -56,11 +56,9 @@ pub fn decompress(bytes: &[u8]) -> Result<Cow<'_, [u8]>, SwfError> {
 /// Parse SWF text (not compressed; bytes, so that a comment in Latin-1 is no error) and
 /// keep the jobs `filter` selects.
 pub fn parse_text(text: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
-    parse_lines(text, estimate_jobs(text.len(), filter), filter).map_err(|e| match e {
-        LineError::Swf(e) => e,
-        // A slice is read without I/O errors.
-        LineError::Read(e) => SwfError::Io(e.to_string()),
-    })
+    // A slice is read without I/O errors; `Io` names one if it ever came.
+    parse_lines(text, estimate_jobs(text.len(), filter), filter)
+        .map_err(|e| e.into_swf(SwfError::Io))
 }
 
 /// Why [`parse_lines`] stopped: the text, or the reader under it (a corrupt gzip stream).
@@ -302,19 +300,6 @@ fn parse_int(tok: &[u8]) -> Result<i64, IntError> {
     if digits.is_empty() {
         return Err(IntError::NotANumber);
     }
-    if digits.len() <= 18 {
-        // At most 18 digits cannot overflow: no checks per digit (every field of an archive
-        // log takes this way).
-        let mut v: i64 = 0;
-        for &b in digits {
-            let d = b.wrapping_sub(b'0');
-            if d > 9 {
-                return Err(IntError::NotANumber);
-            }
-            v = v * 10 + i64::from(d);
-        }
-        return Ok(if neg { -v } else { v });
-    }
     let mut v: i64 = 0;
     let mut overflow = false;
     for &b in digits {
@@ -345,27 +330,12 @@ fn parse_int(tok: &[u8]) -> Result<i64, IntError> {
 }
 
 /// An optional `-`, digits, and at most one `.` (`12`, `0.03`, `-1`, `5.`, `.5`).
+///
+/// A token of at most 15 digits is one division, as `str::parse` gives it without its general
+/// algorithm: the digits as an integer below 2^53 and a power of ten up to 10^15 are both
+/// exact doubles, so the quotient rounds correctly (Clinger's fast path). Longer ones go to
+/// `str::parse`.
 fn parse_decimal(tok: &[u8]) -> Option<f64> {
-    let digits = tok.strip_prefix(b"-").unwrap_or(tok);
-    let mut seen_digit = false;
-    let mut seen_dot = false;
-    for &b in digits {
-        match b {
-            b'0'..=b'9' => seen_digit = true,
-            b'.' if !seen_dot => seen_dot = true,
-            _ => return None,
-        }
-    }
-    if !seen_digit {
-        return None;
-    }
-    exact_decimal(tok).or_else(|| std::str::from_utf8(tok).ok()?.parse().ok())
-}
-
-/// A checked decimal token of at most 15 digits, as `str::parse` gives it, without its
-/// general algorithm: the digits as an integer below 2^53 and a power of ten up to 10^15 are
-/// both exact doubles, so one division rounds correctly (Clinger's fast path).
-fn exact_decimal(tok: &[u8]) -> Option<f64> {
     const POW10: [f64; 16] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
     ];
@@ -373,20 +343,26 @@ fn exact_decimal(tok: &[u8]) -> Option<f64> {
         Some((b'-', rest)) => (true, rest),
         _ => (false, tok),
     };
+    // The digits as an integer, how many, and how many after the dot (`None`: no dot).
     let (mut m, mut n, mut scale) = (0u64, 0usize, None);
     for &b in digits {
-        if b == b'.' {
-            scale = Some(0usize);
-            continue;
+        match b {
+            b'0'..=b'9' => {
+                m = m.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+                n += 1;
+                if let Some(k) = scale.as_mut() {
+                    *k += 1;
+                }
+            }
+            b'.' if scale.is_none() => scale = Some(0usize),
+            _ => return None,
         }
-        m = m * 10 + u64::from(b - b'0');
-        n += 1;
-        if n > 15 {
-            return None;
-        }
-        if let Some(k) = scale.as_mut() {
-            *k += 1;
-        }
+    }
+    if n == 0 {
+        return None;
+    }
+    if n > 15 {
+        return std::str::from_utf8(tok).ok()?.parse().ok();
     }
     let v = m as f64 / POW10[scale.unwrap_or(0)];
     Some(if neg { -v } else { v })
@@ -433,8 +409,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The fast paths give what the general ones give: `str::parse` for decimals, the
-        /// checked loop for whole numbers.
+        /// The fast paths give what the general ones give: `str::parse` for decimals and
+        /// whole numbers, in a token and in a job line.
         #[test]
         fn fast_paths_agree(int in 0u64..10_000_000_000_000_000_000, frac in 0u64..1_000_000_000_000, cut in 0usize..14, neg: bool, dot_last: bool) {
             let sign = if neg { "-" } else { "" };
@@ -453,6 +429,18 @@ mod tests {
                 (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
                 (Err(IntError::Overflow), Err(_)) => {}
                 _ => proptest::prop_assert!(false, "{}", whole),
+            }
+            // A job line reads the same field in the pass that finds its end (up to 18
+            // digits), else through `parse_int`.
+            let line = format!("  {whole} 1 0 5 4 {tok} -1 4 100 -1 1 1 1 -1 -1 -1 -1 -1");
+            let job = parse_job(line.as_bytes(), 2, 1);
+            match (job, whole.parse::<i64>()) {
+                (Ok(job), Ok(b)) => {
+                    proptest::prop_assert_eq!(job.job_number, b);
+                    proptest::prop_assert_eq!(job.average_cpu_time.to_bits(), want.to_bits());
+                }
+                (Err(SwfError::OutOfRange { field: 1, .. }), Err(_)) => {}
+                (got, _) => proptest::prop_assert!(false, "{}: {:?}", line, got),
             }
         }
     }
