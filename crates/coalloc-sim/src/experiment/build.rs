@@ -566,12 +566,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("coalloc-trace-cache-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.swf");
-        std::fs::write(
-            &path,
-            "1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n\
-             2 5 0 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n",
-        )
-        .unwrap();
+        let text = "1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n\
+                    2 5 0 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n";
+        std::fs::write(&path, text).unwrap();
         let cache = TraceCache::default();
         let all = swf::Filter::default();
         let small = swf::Filter::max_processors(32);
@@ -582,17 +579,8 @@ mod tests {
         // Gone from the disk, still in the cache: not read again.
         let again = cache.jobs(&path, &all).unwrap();
         assert!(Arc::ptr_eq(&a, &again));
-        assert_eq!(
-            &again[..],
-            &trace_jobs(
-                &swf::parse(
-                    b"1 0 0 100 4 -1 -1 4 1000 -1 1 1 1 -1 -1 -1 -1 -1\n\
-              2 5 0 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n",
-                    &all,
-                )
-                .unwrap()
-            )[..]
-        );
+        let read = trace_jobs(&swf::parse(text.as_bytes(), &all).unwrap());
+        assert_eq!(&again[..], &read[..]);
         let fresh = TraceCache::default();
         let err = fresh.jobs(&path, &all).unwrap_err();
         assert!(err.contains("t.swf"), "{err}");

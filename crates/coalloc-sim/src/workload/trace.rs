@@ -39,13 +39,12 @@ pub fn sim_jobs(jobs: &[TraceJob], split: Split) -> Vec<SimJob> {
 pub fn sim_job(t: &TraceJob, split: Split) -> SimJob {
     let mut job = job_of(t, t.submit * SECOND);
     // A whole job is one component already (a replay's every job: no list made for it).
-    let parts = match split {
-        Split::Whole => Vec::new(),
-        _ => sizes(t.processors, split),
-    };
-    if parts.len() > 1 {
-        job.kind = JobKind::Unordered;
-        job.components = parts.into_iter().map(Component::new).collect();
+    if split != Split::Whole {
+        let parts = sizes(t.processors, split);
+        if parts.len() > 1 {
+            job.kind = JobKind::Unordered;
+            job.components = parts.into_iter().map(Component::new).collect();
+        }
     }
     SimJob {
         tag: t.number,
