@@ -89,6 +89,11 @@ pub struct SiteNow {
     pub local: u32,
 }
 
+/// Every site now, in site order ([`PassCtx::site_now`] until it says there are no more).
+pub(crate) fn sites_now(ctx: &dyn PassCtx) -> impl Iterator<Item = SiteNow> + '_ {
+    (0..).map_while(|i| ctx.site_now(i))
+}
+
 /// How to start a job, beyond the configured defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StartOptions {

@@ -54,7 +54,7 @@
 //! [`SiteId`] index.
 
 use super::koala_c::{Period, Stall};
-use super::{PassCtx, QueuePolicy, StartOptions};
+use super::{sites_now, PassCtx, QueuePolicy, StartOptions};
 use crate::model::{Job, Millis, Time};
 use crate::placement::Fit;
 use crate::scheduler::api::{JobId, SiteId};
@@ -576,7 +576,7 @@ impl QueuePolicy for Tags {
         if self.is_empty() || !self.stall.begin(epoch, now, &mut self.period) {
             return;
         }
-        let n = (0..).map_while(|i| ctx.site_now(i)).count();
+        let n = sites_now(ctx).count();
         if self.options.0 != n || self.options.1.len() != self.levels.len() {
             self.options = (n, self.levels.iter().map(|l| level_options(l, n)).collect());
         }

@@ -105,7 +105,9 @@ pub enum Event {
     ComponentQueued { launch: LaunchId },
     /// The launch's processes run.
     ComponentStarted { launch: LaunchId },
-    /// The launch reported a successful start and waits at the barrier (seed 002 §3.2).
+    /// The launch reported a successful start and waits at the barrier (seed 002 §3.2). It
+    /// implies [`Event::ComponentStarted`]: a driver that learns both at once may send this
+    /// alone.
     ComponentReady { launch: LaunchId },
     /// The launch failed: it could not be submitted, did not start, or died; `fault` says
     /// whether it counts against the site ([`super::faults`]).

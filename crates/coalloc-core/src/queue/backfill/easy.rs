@@ -66,7 +66,7 @@ use super::{
 };
 use crate::model::{Job, Time};
 use crate::placement::PerSite;
-use crate::queue::{PassCtx, QueuePolicy, SiteNow};
+use crate::queue::{sites_now, PassCtx, QueuePolicy, SiteNow};
 use crate::scheduler::api::JobId;
 
 /// EASY backfilling. See the module documentation.
@@ -324,11 +324,6 @@ fn extra_stats(idle: &[u32], extra: &[u32], usable: &[bool]) -> (u64, u32) {
             .map(|(&i, &e)| i.min(e))
             .zip(usable.iter().copied()),
     )
-}
-
-/// Every site now, in site order.
-fn sites_now(ctx: &dyn PassCtx) -> impl Iterator<Item = SiteNow> + '_ {
-    (0..).map_while(|i| ctx.site_now(i))
 }
 
 /// What a pass saw of everything but the queue: a later pass that sees the same (and comes
