@@ -36,7 +36,15 @@ rig=${COALLOC_SLURM_RIG:-/tmp/coalloc-slurm-test}
 agents=${COALLOC_AGENT_RIG:-/tmp/coalloc-agents-test}
 ge_rig=${COALLOC_GE_RIG:-/tmp/coalloc-ge-test}
 log=$(mktemp)
+# Every test's scratch (state folders, logs, pytest's and Dask's) goes in one folder of this
+# run, removed when the run passes and kept, with its path printed, when it fails. It is
+# open to all (1777): the users tests run programs as other accounts. Its path is short, so
+# that the deepest socket under it stays far inside the 108 bytes a Unix socket path allows.
+scratch=$(mktemp -d /tmp/coalloc-run.XXXXXX)
+chmod 1777 "$scratch"
+export TMPDIR="$scratch"
 cleanup() {
+    rc=$?
     rm -f "$log"
     if [ "${NO_SLURM:-0}" != 1 ]; then
         PURGE=1 scripts/slurm/down.sh "$rig" >/dev/null 2>&1 || true
@@ -46,6 +54,11 @@ cleanup() {
     fi
     if [ "${NO_GE:-0}" != 1 ]; then
         PURGE=1 scripts/gridengine/down.sh "$ge_rig" >/dev/null 2>&1 || true
+    fi
+    if [ "$rc" = 0 ]; then
+        rm -rf "$scratch"
+    else
+        echo "the tests' scratch is kept in $scratch"
     fi
 }
 trap cleanup EXIT
