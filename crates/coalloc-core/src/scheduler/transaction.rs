@@ -190,8 +190,10 @@ impl Core {
     fn may_fit_now(&self, job: &Job, allowed: Option<&[bool]>) -> bool {
         use crate::queue::backfill::{usable_stats_of, Demand};
         let sites = self.sites.state.iter().enumerate().map(|(i, s)| {
+            // The allowed flag first: a TAGS level allows one site of many, and the others'
+            // states need not be read.
             let allowed = allowed.is_none_or(|a| a.get(i).copied().unwrap_or(true));
-            (s.idle, s.usable() && allowed)
+            (s.idle, allowed && s.usable())
         });
         Demand::of(job).may_fit_stats(usable_stats_of(sites))
     }

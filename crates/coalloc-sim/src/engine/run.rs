@@ -2,6 +2,7 @@
 
 mod links;
 mod reserve;
+mod site_set;
 
 use super::params::{Jobs, Scripted, SimParams};
 use super::site::{LocalFate, SimSite, Usage};
@@ -15,8 +16,10 @@ use coalloc_core::scheduler::{
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use site_set::SiteSet;
+use smallvec::SmallVec;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// How a workload job ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -188,6 +191,14 @@ struct Launch {
     until: Option<Time>,
 }
 
+/// A job's launches, every start's (requeued ones too, in order), and whether the core
+/// released its barrier (until it requeues the job).
+#[derive(Debug, Default)]
+struct JobLaunches {
+    launches: SmallVec<[LaunchId; 2]>,
+    released: bool,
+}
+
 struct Sim<'a> {
     core: Scheduler,
     params: &'a SimParams,
@@ -208,8 +219,7 @@ struct Sim<'a> {
     /// Live launches by number, and each job's launches by job number (the core numbers both
     /// densely: a paged table finds one without a search).
     launches: Paged<Launch>,
-    by_job: Paged<Vec<LaunchId>>,
-    released: BTreeSet<JobId>,
+    by_job: Paged<JobLaunches>,
     /// Starts into reservations that begin later (issue 31).
     deferred: BTreeMap<LaunchId, Start>,
     /// The reservation each launch started into holds (issue 31).
@@ -234,7 +244,7 @@ struct Sim<'a> {
     /// The core's replies (a buffer).
     replies: Vec<Result<Reply, Rejected>>,
     /// Sites whose holdings changed at the current instant.
-    dirty: BTreeSet<SiteId>,
+    dirty: SiteSet,
     reported: Vec<(u32, bool)>,
     /// Per site: while its link is silent, when it comes back (its reports wait till then).
     link_up_at: Vec<Option<Time>>,
@@ -369,7 +379,6 @@ pub fn simulate<'a>(
         now: 0,
         launches: Paged::default(),
         by_job: Paged::default(),
-        released: BTreeSet::new(),
         deferred: BTreeMap::new(),
         window_of: BTreeMap::new(),
         abort_reasons: BTreeMap::new(),
@@ -381,7 +390,7 @@ pub fn simulate<'a>(
         follow: Vec::new(),
         spare: Vec::new(),
         replies: Vec::new(),
-        dirty: BTreeSet::new(),
+        dirty: SiteSet::default(),
         reported,
         link_up_at,
         starts: stream_of(seed, Purpose::Failures, 0),
@@ -776,19 +785,20 @@ impl Sim<'_> {
                 }
             }
             Command::ReleaseBarrier { job } => {
-                self.released.insert(job);
-                let ready: Vec<LaunchId> = self
-                    .by_job
-                    .get(job)
-                    .into_iter()
-                    .flatten()
-                    .copied()
-                    .filter(
-                        |l| matches!(self.launches.get(l.0), Some(x) if x.state == LState::Ready),
-                    )
-                    .collect();
-                for launch in ready {
-                    self.run_launch(launch);
+                let entry = match self.by_job.get_mut(job) {
+                    Some(entry) => entry,
+                    None => {
+                        self.by_job.insert(job, JobLaunches::default());
+                        self.by_job.get_mut(job).expect("just inserted")
+                    }
+                };
+                entry.released = true;
+                // A copy (inline for up to two launches): running one changes the tables.
+                let launches = entry.launches.clone();
+                for launch in launches {
+                    if matches!(self.launches.get(launch.0), Some(x) if x.state == LState::Ready) {
+                        self.run_launch(launch);
+                    }
                 }
             }
             Command::StartTransfer {
@@ -852,7 +862,9 @@ impl Sim<'_> {
             } => self.reserve(reservation, site, count, (start, duration), name),
             Command::Unreserve { site, name } => self.unreserve(site, &name),
             Command::Notify(Notice::Requeued { job, .. }) => {
-                self.released.remove(&job);
+                if let Some(entry) = self.by_job.get_mut(job) {
+                    entry.released = false;
+                }
             }
             Command::Notify(_) => {}
             Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, *record),
@@ -865,9 +877,9 @@ impl Sim<'_> {
     }
 
     fn ended(&mut self, job: JobId, fate: JobFate, record: JobRecord) {
-        self.released.remove(&job);
         self.deferred.retain(|_, st| st.job != job);
-        for launch in self.by_job.remove(job).unwrap_or_default() {
+        let launches = self.by_job.remove(job).map(|e| e.launches);
+        for launch in launches.into_iter().flatten() {
             if self.launches.get(launch.0).is_some() {
                 self.drop_launch(launch);
             }
@@ -902,9 +914,16 @@ impl Sim<'_> {
             until: None,
         };
         match self.by_job.get_mut(st.job) {
-            Some(launches) => launches.push(st.launch),
+            Some(entry) => entry.launches.push(st.launch),
             None => {
-                self.by_job.insert(st.job, vec![st.launch]);
+                let launches = SmallVec::from_elem(st.launch, 1);
+                self.by_job.insert(
+                    st.job,
+                    JobLaunches {
+                        launches,
+                        released: false,
+                    },
+                );
             }
         }
         if !self.sites[site].up {
@@ -943,8 +962,9 @@ impl Sim<'_> {
         let reasons = self.params.aborted_starts.get(&i)?;
         let dealt = self.aborts_dealt.get(&i).copied().unwrap_or(0);
         let reason = reasons.get(dealt)?.clone();
-        let live_doomed = self.by_job.get(job).is_some_and(|ls| {
-            ls.iter()
+        let live_doomed = self.by_job.get(job).is_some_and(|e| {
+            e.launches
+                .iter()
                 .any(|l| self.launches.get(l.0).is_some_and(|l| l.doomed))
         });
         if live_doomed {
@@ -1020,7 +1040,7 @@ impl Sim<'_> {
             l.state = LState::Ready;
             let job = l.job;
             out.push(Event::ComponentReady { launch });
-            if self.released.contains(&job) {
+            if self.by_job.get(job).is_some_and(|e| e.released) {
                 self.run_launch(launch);
             }
         }
@@ -1112,9 +1132,9 @@ impl Sim<'_> {
                 self.push(now + runtime, Ev::LocalEnd(site, i));
             }
             if self.params.monitor_interval.is_none() {
-                let mut events = Vec::new();
-                self.report_site(site, &mut events);
-                self.follow.append(&mut events);
+                let mut follow = std::mem::take(&mut self.follow);
+                self.report_site(site, &mut follow);
+                self.follow = follow;
             }
         }
     }

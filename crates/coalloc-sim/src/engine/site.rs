@@ -103,14 +103,21 @@ impl SimSite {
             "site over-allocated"
         );
         let to = now.min(self.window_end);
+        // Every site moves at every instant: with no reservations (most runs) the calendar
+        // is not walked.
+        let reserving = !self.calendar.windows().is_empty();
         if to > self.clock {
             let dt = (to - self.clock) as u128;
             self.usage.local += dt * u128::from(self.busy_local);
             self.usage.held += dt * u128::from(self.busy_held);
             self.usage.running += dt * u128::from(self.busy_running);
-            self.usage.reserved += self.calendar.idle_integral(self.clock, to);
+            if reserving {
+                self.usage.reserved += self.calendar.idle_integral(self.clock, to);
+            }
         }
-        self.calendar.prune(now);
+        if reserving {
+            self.calendar.prune(now);
+        }
         self.clock = self.clock.max(to);
     }
 
