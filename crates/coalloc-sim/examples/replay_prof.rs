@@ -9,7 +9,8 @@
 //! valgrind --tool=callgrind target/release-quick/examples/replay_prof ...
 //! ```
 //!
-//! The hash is FNV-1a over each job's number (tag), submit, start and end.
+//! The hash is FNV-1a over each job's number (tag), submit, start and end; an experiment's
+//! run also prints one over its sites' processor-time integrals.
 use coalloc_core::scheduler::QueueConfig;
 use coalloc_core::spec::scheduler::parse_config;
 use coalloc_sim::experiment::{build::TraceCache, run_one_with, Experiment};
@@ -81,8 +82,14 @@ fn experiment(path: &str, runs: &[String]) -> Result<(), String> {
                 time(r.and_then(|r| r.end())),
             ]
         }));
+        // The sites' processor-time integrals too (the load metrics are made of them).
+        let u = hash(
+            o.usage
+                .iter()
+                .flat_map(|u| [u.local, u.held, u.running, u.reserved].map(|x| x as i64)),
+        );
         eprintln!(
-            "run {k}: {:?} jobs {} hash {h:016x}",
+            "run {k}: {:?} jobs {} hash {h:016x} usage {u:016x}",
             t0.elapsed(),
             o.jobs.len()
         );

@@ -526,8 +526,14 @@ impl Sim<'_> {
                 _ => break,
             };
             self.now = now;
+            // A site's integrals move only before it changes ([`Sim::touch`]), and at every
+            // instant while it holds reservations (its calendar forgets the windows that
+            // ended): most sites do not change at most instants.
             for s in &mut self.sites {
-                s.advance(now);
+                debug_assert!(s.within_total(), "site over-allocated");
+                if s.reserving() {
+                    s.advance(now);
+                }
             }
             batch.clear();
             arrivals.clear();
@@ -641,10 +647,12 @@ impl Sim<'_> {
         let now = self.now;
         match ev {
             Ev::LocalArrive(s, i) => {
+                self.touch(s);
                 self.sites[s].local_arrives(i);
                 self.dirty.insert(s);
             }
             Ev::LocalEnd(s, i) => {
+                self.touch(s);
                 if self.sites[s].local_ends(i, now) {
                     self.dirty.insert(s);
                 }
@@ -696,6 +704,7 @@ impl Sim<'_> {
                     if life.running() && !was {
                         self.running_vms[site] += 1;
                     }
+                    self.touch(site);
                     self.sites[site].total += self.vm_processors[site];
                     let u = &mut self.cloud_usage[site];
                     u.peak_vms = u.peak_vms.max(self.running_vms[site]);
@@ -723,6 +732,7 @@ impl Sim<'_> {
                     .iter()
                     .any(|o| o.site == site && o.from <= now && o.to > now);
                 if !overlapping {
+                    self.touch(site);
                     self.sites[site].up = true;
                     self.dirty.insert(site);
                     if self.params.reenable_after_outage {
@@ -754,6 +764,7 @@ impl Sim<'_> {
     /// A site goes down: its components fail, its local jobs are lost.
     fn outage(&mut self, site: SiteId, batch: &mut Vec<Event>) {
         let now = self.now;
+        self.touch(site);
         self.sites[site].go_down(now);
         self.sites[site].take_waiting();
         let here: Vec<LaunchId> = self
@@ -813,6 +824,7 @@ impl Sim<'_> {
                 self.push(now + ms, Ev::Transfer(transfer, ok));
             }
             Command::KillLocal { site, processors } => {
+                self.touch(site);
                 self.sites[site].kill_local(processors, now);
                 self.dirty.insert(site);
             }
@@ -833,6 +845,7 @@ impl Sim<'_> {
                 if let Some(life) = self.vms.get_mut(&vm) {
                     let per = self.vm_processors[site];
                     let s = &mut self.sites[site];
+                    s.advance(now);
                     debug_assert!(s.free() >= per, "a VM released while in use");
                     s.total = s.total.saturating_sub(per);
                     if life.running() {
@@ -939,9 +952,11 @@ impl Sim<'_> {
         }
         if let Some(r) = &st.reservation {
             // Its processors leave the reservation's idle count for the component's own.
+            self.touch(site);
             self.sites[site].calendar.claim(&r.name);
             self.window_of.insert(st.launch, r.name.clone());
         }
+        self.touch(site);
         if self.sites[site].claim(st.launch, st.count) {
             l.state = LState::Starting;
             self.launches.insert(st.launch.0, l);
@@ -1055,6 +1070,7 @@ impl Sim<'_> {
         };
         l.state = LState::Running;
         let (job, component, site, count, wall) = (l.job, l.component, l.site, l.count, l.wall);
+        self.touch(site);
         self.sites[site].run(count);
         self.dirty.insert(site);
         let runtime = self
@@ -1096,6 +1112,7 @@ impl Sim<'_> {
         };
         if let Some(name) = self.window_of.remove(&launch) {
             // The reservation stays until the core deletes it.
+            self.touch(l.site);
             self.sites[l.site].calendar.unclaim(&name);
         }
         // A scripted aborted start whose launch went before it failed: the next start
@@ -1108,6 +1125,7 @@ impl Sim<'_> {
                 *n = n.saturating_sub(1);
             }
         }
+        self.touch(l.site);
         let s = &mut self.sites[l.site];
         match l.state {
             LState::Queued => {
@@ -1119,10 +1137,17 @@ impl Sim<'_> {
         self.dirty.insert(l.site);
     }
 
+    /// Bring site `site`'s processor-time integrals to now, before it changes: they hold its
+    /// holdings since it last changed.
+    fn touch(&mut self, site: SiteId) {
+        self.sites[site].advance(self.now);
+    }
+
     /// Start what now fits on changed sites, and tell the core what the monitor sees.
     fn settle_sites(&mut self) {
         let now = self.now;
         while let Some(site) = self.dirty.pop_first() {
+            self.touch(site);
             let (launches, locals) = self.sites[site].dispatch(now);
             for launch in launches {
                 self.begin(launch);

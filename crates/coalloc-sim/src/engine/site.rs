@@ -96,16 +96,24 @@ impl SimSite {
             .saturating_sub(self.busy_local + self.busy_held + self.busy_running)
     }
 
+    /// Whether nothing is over-allocated.
+    pub fn within_total(&self) -> bool {
+        self.busy_local + self.busy_held + self.busy_running <= self.total
+    }
+
+    /// Whether the calendar holds a reservation.
+    pub fn reserving(&self) -> bool {
+        !self.calendar.windows().is_empty()
+    }
+
     /// Advance the processor-time integrals to `now` (clipped to the measurement window).
+    /// The holdings must not have changed since the integrals were last advanced: the driver
+    /// calls this before every change.
     pub fn advance(&mut self, now: Time) {
-        debug_assert!(
-            self.busy_local + self.busy_held + self.busy_running <= self.total,
-            "site over-allocated"
-        );
+        debug_assert!(self.within_total(), "site over-allocated");
         let to = now.min(self.window_end);
-        // Every site moves at every instant: with no reservations (most runs) the calendar
-        // is not walked.
-        let reserving = !self.calendar.windows().is_empty();
+        // With no reservations (most runs) the calendar is not walked.
+        let reserving = self.reserving();
         if to > self.clock {
             let dt = (to - self.clock) as u128;
             self.usage.local += dt * u128::from(self.busy_local);
