@@ -278,6 +278,47 @@ fn tags_sets_kills_at_the_limit_and_restarts_in_the_next_set() {
     );
 }
 
+/// TAGS is told of finished jobs, not of cancelled or failed ones: it looks for those when a
+/// job ended other than by finishing (`PassCtx::unfinished_ends`), in the pass of the same
+/// instant, before the core forgets them (a look later would find no record).
+#[test]
+fn tags_forgets_running_jobs_that_were_cancelled() {
+    let sets = TagsSetsParams {
+        sets: vec![vec![0, 1]],
+        limits: vec![],
+        period: None,
+    };
+    // As the simulator runs it: an ended job is forgotten after its instant.
+    let config = SchedulerConfig {
+        queue: QueueConfig::TagsSets(sets),
+        forget_ended: true,
+        ..SchedulerConfig::default()
+    };
+    let mut h = H {
+        s: Scheduler::new(config, vec![Site::cluster("s0", 2), Site::cluster("s1", 2)]),
+        launches: BTreeMap::new(),
+    };
+    let (a, out) = h.submit(0, job(2, "u", None));
+    assert_eq!(starts(&out), [(a, 0)]);
+    let (b, out) = h.submit(0, job(2, "u", None));
+    assert_eq!(starts(&out), [(b, 1)]);
+    h.commit(10, a);
+    h.commit(10, b);
+    let (c, out) = h.submit(20, job(2, "u", None));
+    assert!(starts(&out).is_empty(), "both sites are full");
+    let out = h.at(30, Event::Cancel { job: a });
+    assert_eq!(starts(&out), [(c, 0)], "a's site is free for c");
+    assert!(h.s.job(a).is_none(), "the core forgot a");
+    // Another end of the kind TAGS is not told of: its look must not meet `a` again.
+    let out = h.at(40, Event::Cancel { job: b });
+    assert!(out
+        .iter()
+        .any(|c| matches!(c, Command::JobFailed { job, .. } if *job == b)));
+    h.commit(50, c);
+    h.finish(60, c);
+    assert_eq!(h.s.queued(), 0);
+}
+
 #[test]
 fn tags_sets_scans_set_1_before_the_jobs_killed_into_set_2() {
     let mut h = H::new(

@@ -112,6 +112,40 @@ fn the_same_seed_gives_the_same_run_and_another_seed_other_failures() {
     );
 }
 
+/// TAGS keeps the jobs it started and drops those that ended without finishing (too many
+/// failed starts): the engine's core forgets an ended job after its instant, and TAGS
+/// looked for the end in the job's record, which the core had already given away, then
+/// asked for the forgotten job's record at a later pass and panicked.
+#[test]
+fn tags_drops_its_started_jobs_that_failed_for_good() {
+    let work = Workload {
+        jobs: (0..40).map(|i| job(&[8], i * 30, 100)).collect(),
+        local: vec![],
+    };
+    let params = SimParams {
+        failures: Failures {
+            start: 0.6,
+            mtbf: Some(150 * SECOND),
+            ..Failures::default()
+        },
+        ..SimParams::default()
+    };
+    let tags = coalloc_core::queue::tags::TagsChainParams {
+        chains: vec![vec![0, 1]],
+        limits: vec![60 * SECOND],
+        dispatch: coalloc_core::queue::tags::ChainDispatch::RoundRobin,
+        period: None,
+    };
+    let cfg = SchedulerConfig {
+        queue: QueueConfig::TagsChain(tags),
+        ..SchedulerConfig::default()
+    };
+    let out = simulate(sites(&[16, 16]), cfg, &work, &params).unwrap();
+    let m = Metrics::of(&out);
+    assert!(m.failed > 0, "some jobs fail for good: {m:?}");
+    assert_eq!(m.finished + m.failed + m.unfinished, 40, "{m:?}");
+}
+
 #[test]
 fn start_latency_delays_the_barrier_and_holds_processors_meanwhile() {
     let work = Workload {

@@ -117,6 +117,9 @@ pub trait PassCtx {
     fn job(&self, id: JobId) -> &Job;
     /// A job's timestamps and counters.
     fn record(&self, id: JobId) -> &JobRecord;
+    /// Whether the job ended (finished, failed or cancelled), or is forgotten already. Its
+    /// record cannot tell: a core that forgets ended jobs gives the record away at the end.
+    fn ended(&self, id: JobId) -> bool;
     /// Place the job with the configured fit (on the allowed sites only, if given) and, if
     /// it fits, start it. Returns whether it started.
     fn try_start(&mut self, id: JobId, allowed: Option<&[bool]>) -> bool {
@@ -151,6 +154,10 @@ pub trait PassCtx {
     /// end then counts from its start): whatever changes [`PassCtx::running`]. Submissions
     /// do not change it.
     fn running_version(&self) -> u64;
+    /// Changes whenever a job ends other than by finishing (it failed or was cancelled):
+    /// the ends a policy is not told of by [`QueuePolicy::finished`]. Counts from 0 in every
+    /// process (not in a snapshot).
+    fn unfinished_ends(&self) -> u64;
     /// Whether the job could be placed now, without starting it.
     fn fits(&self, id: JobId, allowed: Option<&[bool]>) -> bool;
     /// Idle processors per site now.

@@ -295,8 +295,9 @@ pub struct Tags {
     stall: Stall,
     /// Why the configuration is invalid, if it is.
     misconfigured: Option<String>,
-    /// [`PassCtx::running_version`] when `started` was last checked for jobs that ended: no
-    /// job ended while it is the same, so a periodic pass need not look again. Not saved: a
+    /// [`PassCtx::unfinished_ends`] when `started` was last checked for jobs that ended: a
+    /// job that finished was taken out by [`QueuePolicy::finished`] before the pass, so none
+    /// other ended while it is the same, and a pass need not look again. Not saved: a
     /// restored policy looks.
     #[serde(skip)]
     swept: Option<u64>,
@@ -547,13 +548,13 @@ impl QueuePolicy for Tags {
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
         self.resolve_returned(ctx);
         // Forget jobs that ended while running (cancelled, failed): no call tells us.
-        let version = ctx.running_version();
+        let version = ctx.unfinished_ends();
         if self.swept != Some(version) {
             let ended: Vec<JobId> = self
                 .started
                 .iter()
                 .copied()
-                .filter(|&id| ctx.record(id).end().is_some())
+                .filter(|&id| ctx.ended(id))
                 .collect();
             for id in ended {
                 self.started.remove(&id);

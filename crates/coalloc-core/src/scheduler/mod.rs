@@ -150,6 +150,9 @@ struct Core {
     /// Jobs started or failed by passes (to tell whether a pass changed the queue).
     #[serde(skip)]
     pass_effects: u64,
+    /// Jobs that ended other than by finishing (see [`PassCtx::unfinished_ends`]).
+    #[serde(skip)]
+    unfinished_ends: u64,
     /// Whether demand plans may be reused (always, but for tests that compare with runs
     /// that make every plan afresh).
     #[serde(skip, default = "yes")]
@@ -192,6 +195,7 @@ impl Scheduler {
                 plan_memo: None,
                 demand_version: 0,
                 pass_effects: 0,
+                unfinished_ends: 0,
                 reuse_plans: true,
                 plans_made: 0,
                 shared: crate::model::SharedDetails::default(),
@@ -887,6 +891,10 @@ impl PassCtx for Core {
         &self.jobs[&id].record
     }
 
+    fn ended(&self, id: JobId) -> bool {
+        self.jobs.get(&id).is_none_or(|j| j.ended())
+    }
+
     fn start_with(&mut self, id: JobId, options: &StartOptions) -> bool {
         let started = self.try_place_and_start(id, options, None);
         self.pass_effects += u64::from(started);
@@ -924,6 +932,10 @@ impl PassCtx for Core {
 
     fn running_version(&self) -> u64 {
         self.active.version()
+    }
+
+    fn unfinished_ends(&self) -> u64 {
+        self.unfinished_ends
     }
 
     fn usable(&self) -> Vec<bool> {

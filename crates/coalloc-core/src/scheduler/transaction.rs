@@ -806,6 +806,9 @@ impl Core {
     pub(super) fn end_job(&mut self, id: JobId, outcome: Result<(), String>) {
         self.end_reservations(id);
         let now = self.now;
+        if outcome.is_err() {
+            self.unfinished_ends += 1;
+        }
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
         j.generation += 1;
