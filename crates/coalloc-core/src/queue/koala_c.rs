@@ -228,7 +228,7 @@ impl KoalaC {
         let Some(row) = self.hsdf.row(head) else {
             return;
         };
-        let until = self.hsdf.overtaken_at(&row, 0, now);
+        let until = self.hsdf.overtaken_at(&row, now);
         self.stall.hold(self.failed.0, until);
         self.hsdf.held = Some(head);
     }
@@ -236,10 +236,10 @@ impl KoalaC {
     /// HSDF, before a pass: rows for the jobs pushed since the last one; a held head may be
     /// overtaken sooner by one of them.
     fn sync_hsdf(&mut self, ctx: &dyn PassCtx) {
-        let first = self.hsdf.sync(ctx, &self.entries);
+        let new = self.hsdf.sync(ctx, &self.entries);
         let held = self.hsdf.held.filter(|_| self.stall.blocked());
         if let Some(head) = held.and_then(|h| self.hsdf.row(h)) {
-            let until = self.hsdf.overtaken_at(&head, first, ctx.now());
+            let until = hsdf::Index::overtaken_by(&head, &new, ctx.now());
             self.stall.until_at_most(until);
         }
     }

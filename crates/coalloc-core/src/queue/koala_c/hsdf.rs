@@ -22,7 +22,7 @@ use crate::predictor::{wait_so_far, EstimatedSlowdown};
 use crate::queue::PassCtx;
 use crate::scheduler::api::JobId;
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// HSDF's order at some time: highest estimated slowdown first, then arrival.
 type Key = (Reverse<EstimatedSlowdown>, u64);
@@ -37,6 +37,15 @@ pub(super) struct Row {
 }
 
 impl Row {
+    fn of(ctx: &dyn PassCtx, id: JobId, e: &Entry) -> Row {
+        Row {
+            id,
+            submit: ctx.record(id).submit,
+            predicted: e.predicted,
+            seq: e.seq,
+        }
+    }
+
     /// The job's place in HSDF's order at `now` (smaller comes first).
     fn key(&self, now: Time) -> Key {
         let wait = wait_so_far(now, self.submit);
@@ -90,14 +99,31 @@ impl Row {
 }
 
 /// The queue as HSDF orders it; see the module documentation.
+///
+/// The rows are kept in groups of equal prediction (at least 1 ms), each in order of
+/// submission, then arrival. Within a group every job waited since its own submission, so
+/// the group's first job, if it was submitted by `now`, comes first in HSDF's order at
+/// `now` among the group's jobs submitted by then, and overtakes a head first among them.
+/// The groups' first jobs are kept in a list: the head and the first time it is overtaken
+/// are found in one look per group instead of one per job (an overloaded queue holds tens
+/// of thousands of jobs with some hundreds of predictions). Jobs submitted after `now` (a
+/// driver's clock behind a submission) are looked at one by one.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Index {
-    /// The queued jobs, in no particular order.
+    /// The queued jobs with rows, by number.
     #[serde(skip)]
-    rows: Vec<Row>,
-    /// Job → its row.
+    rows: BTreeMap<JobId, Row>,
+    /// Prediction (at least 1) → the group's jobs by (submission, arrival).
     #[serde(skip)]
-    row_of: BTreeMap<JobId, usize>,
+    groups: BTreeMap<Millis, BTreeSet<(Time, u64, JobId)>>,
+    /// Every group's first job, and where each prediction's is in the list.
+    #[serde(skip)]
+    fronts: Vec<Row>,
+    #[serde(skip)]
+    front_of: BTreeMap<Millis, usize>,
+    /// Every row by (submission, arrival), for the jobs submitted after some time.
+    #[serde(skip)]
+    by_submit: BTreeSet<(Time, u64, JobId)>,
     /// Whether `rows` holds every queued job not in `pending` (false after a restore).
     #[serde(skip)]
     built: bool,
@@ -115,62 +141,125 @@ impl Index {
     }
 
     pub(super) fn remove(&mut self, id: JobId) {
-        if let Some(i) = self.row_of.remove(&id) {
-            self.rows.swap_remove(i);
-            if let Some(moved) = self.rows.get(i) {
-                self.row_of.insert(moved.id, i);
-            }
-        } else {
+        let Some(r) = self.rows.remove(&id) else {
             self.pending.retain(|&p| p != id);
+            return;
+        };
+        let p = r.predicted.max(1);
+        self.by_submit.remove(&(r.submit, r.seq, id));
+        let Some(g) = self.groups.get_mut(&p) else {
+            return;
+        };
+        g.remove(&(r.submit, r.seq, id));
+        let at = self.front_of[&p];
+        match g.first() {
+            Some(&(_, _, first)) => self.fronts[at] = self.rows[&first],
+            None => {
+                self.groups.remove(&p);
+                self.front_of.remove(&p);
+                self.fronts.swap_remove(at);
+                if let Some(moved) = self.fronts.get(at) {
+                    self.front_of.insert(moved.predicted.max(1), at);
+                }
+            }
         }
     }
 
     /// Rows for the pending jobs (and for every queued job, after a restore); returns the
-    /// first of the new rows of pending jobs (the rows from there on).
-    pub(super) fn sync(&mut self, ctx: &dyn PassCtx, entries: &BTreeMap<JobId, Entry>) -> usize {
+    /// new rows of pending jobs.
+    pub(super) fn sync(&mut self, ctx: &dyn PassCtx, entries: &BTreeMap<JobId, Entry>) -> Vec<Row> {
         if !self.built {
-            self.rows.clear();
-            self.row_of.clear();
+            *self = Index {
+                pending: std::mem::take(&mut self.pending),
+                held: self.held,
+                ..Index::default()
+            };
             for (&id, e) in entries {
                 if !self.pending.contains(&id) {
-                    self.add(ctx, id, e);
+                    self.insert(Row::of(ctx, id, e));
                 }
             }
             self.built = true;
         }
-        let first = self.rows.len();
+        let mut new = Vec::new();
         for id in std::mem::take(&mut self.pending) {
             if let Some(e) = entries.get(&id) {
-                self.add(ctx, id, e);
+                let r = Row::of(ctx, id, e);
+                self.insert(r);
+                new.push(r);
             }
         }
-        first
+        new
     }
 
-    fn add(&mut self, ctx: &dyn PassCtx, id: JobId, e: &Entry) {
-        self.row_of.insert(id, self.rows.len());
-        self.rows.push(Row {
-            id,
-            submit: ctx.record(id).submit,
-            predicted: e.predicted,
-            seq: e.seq,
-        });
+    fn insert(&mut self, r: Row) {
+        let p = r.predicted.max(1);
+        self.rows.insert(r.id, r);
+        self.by_submit.insert((r.submit, r.seq, r.id));
+        let g = self.groups.entry(p).or_default();
+        g.insert((r.submit, r.seq, r.id));
+        match self.front_of.get(&p) {
+            Some(&at) => {
+                if g.first().is_some_and(|&(_, _, first)| first == r.id) {
+                    self.fronts[at] = r;
+                }
+            }
+            None => {
+                self.front_of.insert(p, self.fronts.len());
+                self.fronts.push(r);
+            }
+        }
     }
 
     pub(super) fn row(&self, id: JobId) -> Option<Row> {
-        self.row_of.get(&id).map(|&i| self.rows[i])
+        self.rows.get(&id).copied()
+    }
+
+    /// The jobs submitted after `now`: they waited 0 so far, and are not on their lines.
+    fn later(&self, now: Time) -> impl Iterator<Item = Row> + '_ {
+        self.by_submit
+            .range((now.saturating_add(1), 0, 0)..)
+            .map(|&(_, _, id)| self.rows[&id])
     }
 
     /// The head of HSDF's order at `now`.
     pub(super) fn head(&self, now: Time) -> Option<Row> {
-        self.rows.iter().min_by_key(|r| r.key(now)).copied()
+        let on_lines = self.fronts.iter().filter(|f| f.submit <= now);
+        on_lines
+            .copied()
+            .chain(self.later(now))
+            .min_by_key(|r| r.key(now))
     }
 
-    /// The first time at or after `now` at which a job of the rows from `from` on comes
-    /// before `head` (`None`: never, as long as the queue holds only these jobs).
-    pub(super) fn overtaken_at(&self, head: &Row, from: usize, now: Time) -> Option<Time> {
+    /// The first time at or after `now` at which a queued job comes before `head` (`None`:
+    /// never, as long as the queue holds only these jobs).
+    pub(super) fn overtaken_at(&self, head: &Row, now: Time) -> Option<Time> {
+        if head.submit > now {
+            // The head is not on its line yet: every job, one by one.
+            return Self::overtaken_by(head, self.rows.values(), now);
+        }
+        if self.head(now).is_some_and(|h| h.id != head.id) {
+            return Some(now);
+        }
+        // Only a job predicted shorter overtakes, and its group's first does so first.
+        let ph = head.predicted.max(1);
+        let leads = self
+            .fronts
+            .iter()
+            .filter(|f| f.submit <= now && f.predicted.max(1) < ph)
+            .copied();
+        Self::overtaken_by(head, leads.chain(self.later(now)), now)
+    }
+
+    /// The first time at or after `now` at which one of `rows` comes before `head`.
+    pub(super) fn overtaken_by(
+        head: &Row,
+        rows: impl IntoIterator<Item = impl std::borrow::Borrow<Row>>,
+        now: Time,
+    ) -> Option<Time> {
         let mut first: Option<Time> = None;
-        for r in self.rows.get(from..).unwrap_or_default() {
+        for r in rows {
+            let r = r.borrow();
             if r.id == head.id {
                 continue;
             }
@@ -210,13 +299,20 @@ mod tests {
         (now..horizon).find(|&t| j.key(t) < h.key(t))
     }
 
+    fn index_of(rows: &[Row]) -> Index {
+        let mut index = Index::default();
+        for &r in rows {
+            index.insert(r);
+        }
+        index
+    }
+
     #[test]
     fn the_first_overtaking_of_many_is_the_earliest() {
         let h = row(1, 0, 1_000, 5);
         let mut rng = crate::queue::tags::SplitMix64::new(7);
         for case in 0..200 {
-            let mut index = Index::default();
-            index.rows.push(h);
+            let mut rows = vec![h];
             let now = 500;
             for id in 2..2 + rng.below(12) as JobId {
                 let r = row(
@@ -226,18 +322,79 @@ mod tests {
                     [1 + rng.below(899), 1_000 + rng.below(500)][rng.below(2) as usize] as Millis,
                     id,
                 );
-                index.rows.push(r);
+                rows.push(r);
             }
             let from = rng.below(3) as usize;
-            let want = index
-                .rows
-                .get(from..)
-                .unwrap_or_default()
-                .iter()
-                .filter(|r| r.id != h.id)
-                .filter_map(|r| by_search(r, &h, now, 6_000))
-                .min();
-            assert_eq!(index.overtaken_at(&h, from, now), want, "case {case}");
+            let later = rows.get(from..).unwrap_or_default();
+            let want = |rows: &[Row]| {
+                rows.iter()
+                    .filter(|r| r.id != h.id)
+                    .filter_map(|r| by_search(r, &h, now, 6_000))
+                    .min()
+            };
+            assert_eq!(
+                Index::overtaken_by(&h, later, now),
+                want(later),
+                "case {case}"
+            );
+            let index = index_of(&rows);
+            if index.head(now).is_some_and(|x| x.id == h.id) {
+                assert_eq!(index.overtaken_at(&h, now), want(&rows), "case {case}");
+            }
+        }
+    }
+
+    /// The groups give the head and the first overtaking time that a look at every job
+    /// gives (and, for jobs on their lines, a search of every time): equal predictions and submissions, predictions of 0 and 1 ms (both 1), jobs
+    /// submitted after `now`, jobs removed.
+    #[test]
+    fn groups_agree_with_every_job_one_by_one() {
+        let mut rng = crate::queue::tags::SplitMix64::new(11);
+        for case in 0..1_000 {
+            let n = 1 + rng.below(14) as usize;
+            let mut rows: Vec<Row> = (0..n)
+                .map(|i| {
+                    let submit = [rng.below(40), 10 * rng.below(4), 45 + rng.below(10)]
+                        [rng.below(3) as usize] as Time;
+                    let predicted = [rng.below(3), 5 * (1 + rng.below(4)), 1 + rng.below(60)]
+                        [rng.below(3) as usize] as Millis;
+                    row(i as JobId + 1, submit, predicted, rng.below(1_000))
+                })
+                .collect();
+            // Arrivals are unique.
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.seq = r.seq * 100 + i as u64;
+            }
+            let mut index = index_of(&rows);
+            if rng.below(3) == 0 {
+                let gone = rows.remove(rng.below(rows.len() as u64) as usize);
+                index.remove(gone.id);
+            }
+            let now = 40 + rng.below(10) as Time;
+            let want = rows.iter().min_by_key(|r| r.key(now)).copied();
+            assert_eq!(
+                index.head(now).map(|r| r.id),
+                want.map(|r| r.id),
+                "case {case}: head at {now} of {rows:?}"
+            );
+            for h in &rows {
+                // The look at every job as it was before the groups (a job submitted after
+                // `now` answers "a moment later", not the exact time).
+                let want = Index::overtaken_by(h, &rows, now);
+                if h.submit <= now && rows.iter().all(|r| r.submit <= now) {
+                    let exact = rows
+                        .iter()
+                        .filter(|r| r.id != h.id)
+                        .filter_map(|r| by_search(r, h, now, 20_000))
+                        .min();
+                    assert_eq!(want, exact, "case {case}");
+                }
+                assert_eq!(
+                    index.overtaken_at(h, now),
+                    want,
+                    "case {case}: {h:?} at {now} in {rows:?}"
+                );
+            }
         }
     }
 
