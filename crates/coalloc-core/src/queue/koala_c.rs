@@ -36,7 +36,7 @@
 //!   `(wait + predicted runtime) / predicted runtime`, highest first, ties by arrival, with
 //!   SJF's prediction and the wait estimate of [`crate::predictor`] (the time waited since
 //!   submission); the head starts first-fit. The order is found at each pass without sorting
-//!   the queue: each head in one walk over it ([`hsdf`]).
+//!   the queue: each head in one look per predicted runtime ([`hsdf`]).
 //!
 //! "Arrival" is entry into this queue: a job that comes back after an abort or a failure
 //! after commit goes to the tail of its ties (as in [`super::fcfs`]) with a fresh prediction.
