@@ -5,7 +5,7 @@ mod reserve;
 mod site_set;
 
 use super::params::{Jobs, Scripted, SimParams};
-use super::site::{LocalFate, SimSite, Usage};
+use super::site::{LocalFate, SimSite, Sites, Usage};
 use crate::workload::{exponential, stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::paged::Paged;
@@ -206,7 +206,7 @@ struct Sim<'a> {
     /// Jobs are moved out of an owned workload at their arrival (not when a full queue may
     /// refuse them: they are submitted again later).
     take_jobs: bool,
-    sites: Vec<SimSite>,
+    sites: Sites,
     site_names: Vec<String>,
     /// How far ahead each site takes a reservation (its manager's `reserve_ahead`).
     reserve_ahead: Vec<Option<Millis>>,
@@ -372,7 +372,7 @@ pub fn simulate<'a>(
         params,
         take_jobs: config.max_queued.is_none(),
         work: workload,
-        sites: sim_sites,
+        sites: Sites::new(sim_sites),
         heap: BinaryHeap::new(),
         periodic: 0,
         seq: 0,
@@ -526,15 +526,7 @@ impl Sim<'_> {
                 _ => break,
             };
             self.now = now;
-            // A site's integrals move only before it changes ([`Sim::touch`]), and at every
-            // instant while it holds reservations (its calendar forgets the windows that
-            // ended): most sites do not change at most instants.
-            for s in &mut self.sites {
-                debug_assert!(s.within_total(), "site over-allocated");
-                if s.reserving() {
-                    s.advance(now);
-                }
-            }
+            self.sites.reach(now);
             batch.clear();
             arrivals.clear();
             while let Some(&Reverse((t, _, ev))) = self.heap.peek() {
@@ -647,13 +639,11 @@ impl Sim<'_> {
         let now = self.now;
         match ev {
             Ev::LocalArrive(s, i) => {
-                self.touch(s);
-                self.sites[s].local_arrives(i);
+                self.sites.at(s, self.now).local_arrives(i);
                 self.dirty.insert(s);
             }
             Ev::LocalEnd(s, i) => {
-                self.touch(s);
-                if self.sites[s].local_ends(i, now) {
+                if self.sites.at(s, now).local_ends(i, now) {
                     self.dirty.insert(s);
                 }
             }
@@ -704,8 +694,7 @@ impl Sim<'_> {
                     if life.running() && !was {
                         self.running_vms[site] += 1;
                     }
-                    self.touch(site);
-                    self.sites[site].total += self.vm_processors[site];
+                    self.sites.at(site, self.now).total += self.vm_processors[site];
                     let u = &mut self.cloud_usage[site];
                     u.peak_vms = u.peak_vms.max(self.running_vms[site]);
                     self.dirty.insert(site);
@@ -732,8 +721,7 @@ impl Sim<'_> {
                     .iter()
                     .any(|o| o.site == site && o.from <= now && o.to > now);
                 if !overlapping {
-                    self.touch(site);
-                    self.sites[site].up = true;
+                    self.sites.at(site, self.now).up = true;
                     self.dirty.insert(site);
                     if self.params.reenable_after_outage {
                         batch.push(Event::SetUsable { site, usable: true });
@@ -764,9 +752,8 @@ impl Sim<'_> {
     /// A site goes down: its components fail, its local jobs are lost.
     fn outage(&mut self, site: SiteId, batch: &mut Vec<Event>) {
         let now = self.now;
-        self.touch(site);
-        self.sites[site].go_down(now);
-        self.sites[site].take_waiting();
+        self.sites.at(site, now).go_down(now);
+        self.sites.at(site, now).take_waiting();
         let here: Vec<LaunchId> = self
             .launches
             .iter()
@@ -824,8 +811,7 @@ impl Sim<'_> {
                 self.push(now + ms, Ev::Transfer(transfer, ok));
             }
             Command::KillLocal { site, processors } => {
-                self.touch(site);
-                self.sites[site].kill_local(processors, now);
+                self.sites.at(site, now).kill_local(processors, now);
                 self.dirty.insert(site);
             }
             Command::LeaseVm { site, vm } => {
@@ -844,8 +830,7 @@ impl Sim<'_> {
             Command::ReleaseVm { site, vm } => {
                 if let Some(life) = self.vms.get_mut(&vm) {
                     let per = self.vm_processors[site];
-                    let s = &mut self.sites[site];
-                    s.advance(now);
+                    let s = self.sites.at(site, now);
                     debug_assert!(s.free() >= per, "a VM released while in use");
                     s.total = s.total.saturating_sub(per);
                     if life.running() {
@@ -952,12 +937,10 @@ impl Sim<'_> {
         }
         if let Some(r) = &st.reservation {
             // Its processors leave the reservation's idle count for the component's own.
-            self.touch(site);
-            self.sites[site].calendar.claim(&r.name);
+            self.sites.at(site, self.now).calendar.claim(&r.name);
             self.window_of.insert(st.launch, r.name.clone());
         }
-        self.touch(site);
-        if self.sites[site].claim(st.launch, st.count) {
+        if self.sites.at(site, self.now).claim(st.launch, st.count) {
             l.state = LState::Starting;
             self.launches.insert(st.launch.0, l);
             self.begin(st.launch);
@@ -1070,8 +1053,7 @@ impl Sim<'_> {
         };
         l.state = LState::Running;
         let (job, component, site, count, wall) = (l.job, l.component, l.site, l.count, l.wall);
-        self.touch(site);
-        self.sites[site].run(count);
+        self.sites.at(site, self.now).run(count);
         self.dirty.insert(site);
         let runtime = self
             .index(job)
@@ -1112,8 +1094,7 @@ impl Sim<'_> {
         };
         if let Some(name) = self.window_of.remove(&launch) {
             // The reservation stays until the core deletes it.
-            self.touch(l.site);
-            self.sites[l.site].calendar.unclaim(&name);
+            self.sites.at(l.site, self.now).calendar.unclaim(&name);
         }
         // A scripted aborted start whose launch went before it failed: the next start
         // plays it.
@@ -1125,8 +1106,7 @@ impl Sim<'_> {
                 *n = n.saturating_sub(1);
             }
         }
-        self.touch(l.site);
-        let s = &mut self.sites[l.site];
+        let s = self.sites.at(l.site, self.now);
         match l.state {
             LState::Queued => {
                 s.withdraw(launch);
@@ -1137,18 +1117,11 @@ impl Sim<'_> {
         self.dirty.insert(l.site);
     }
 
-    /// Bring site `site`'s processor-time integrals to now, before it changes: they hold its
-    /// holdings since it last changed.
-    fn touch(&mut self, site: SiteId) {
-        self.sites[site].advance(self.now);
-    }
-
     /// Start what now fits on changed sites, and tell the core what the monitor sees.
     fn settle_sites(&mut self) {
         let now = self.now;
         while let Some(site) = self.dirty.pop_first() {
-            self.touch(site);
-            let (launches, locals) = self.sites[site].dispatch(now);
+            let (launches, locals) = self.sites.at(site, now).dispatch(now);
             for launch in launches {
                 self.begin(launch);
             }
@@ -1223,10 +1196,7 @@ impl Sim<'_> {
                     .into();
             }
         }
-        let mut sites = self.sites;
-        for s in &mut sites {
-            s.advance(window_end);
-        }
+        let sites = self.sites.finish(window_end);
         Outcome {
             jobs: self.outcomes,
             usage: sites.iter().map(|s| s.usage).collect(),

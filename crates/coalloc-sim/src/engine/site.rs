@@ -97,18 +97,18 @@ impl SimSite {
     }
 
     /// Whether nothing is over-allocated.
-    pub fn within_total(&self) -> bool {
+    fn within_total(&self) -> bool {
         self.busy_local + self.busy_held + self.busy_running <= self.total
     }
 
     /// Whether the calendar holds a reservation.
-    pub fn reserving(&self) -> bool {
+    fn reserving(&self) -> bool {
         !self.calendar.windows().is_empty()
     }
 
     /// Advance the processor-time integrals to `now` (clipped to the measurement window).
-    /// The holdings must not have changed since the integrals were last advanced: the driver
-    /// calls this before every change.
+    /// The holdings must not have changed since the integrals were last advanced:
+    /// [`Sites::at`] calls this before every change.
     pub fn advance(&mut self, now: Time) {
         debug_assert!(self.within_total(), "site over-allocated");
         let to = now.min(self.window_end);
@@ -253,9 +253,68 @@ impl SimSite {
     }
 }
 
+/// The simulated sites of a run. A site's processor-time integrals hold its holdings since it
+/// last changed, so a site is changed only through [`Sites::at`], which first brings them to
+/// the present: most sites do not change at most instants, and none is moved for nothing.
+#[derive(Debug)]
+pub struct Sites(Vec<SimSite>);
+
+impl Sites {
+    pub fn new(sites: Vec<SimSite>) -> Sites {
+        Sites(sites)
+    }
+
+    /// Site `site`, to change at `now`.
+    pub fn at(&mut self, site: usize, now: Time) -> &mut SimSite {
+        let s = &mut self.0[site];
+        s.advance(now);
+        s
+    }
+
+    /// A new instant: the sites that hold reservations move to it (their calendars forget
+    /// the windows that ended).
+    pub fn reach(&mut self, now: Time) {
+        for s in &mut self.0 {
+            debug_assert!(s.within_total(), "site over-allocated");
+            if s.reserving() {
+                s.advance(now);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, SimSite> {
+        self.0.iter()
+    }
+
+    /// Every site, its integrals brought to `end`.
+    pub fn finish(mut self, end: Time) -> Vec<SimSite> {
+        for s in &mut self.0 {
+            s.advance(end);
+        }
+        self.0
+    }
+}
+
+impl std::ops::Index<usize> for Sites {
+    type Output = SimSite;
+
+    fn index(&self, site: usize) -> &SimSite {
+        &self.0[site]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng;
 
     fn local(size: u32) -> Local {
         Local {
@@ -303,6 +362,44 @@ mod tests {
         assert!(s.fates[2].killed && s.fates[1].killed && !s.fates[0].killed);
         assert_eq!(s.free(), 24);
         assert!(!s.local_ends(2, 9)); // its end event is stale
+    }
+
+    /// Sites moved only when they change integrate what sites moved at every instant do.
+    #[test]
+    fn sites_moved_at_their_changes_integrate_as_every_instant() {
+        let mut lazy = Sites::new(vec![SimSite::new(10, vec![], 1_000); 3]);
+        let mut eager = vec![SimSite::new(10, vec![], 1_000); 3];
+        let mut rng = crate::workload::stream_of(7, crate::workload::Purpose::Failures, 0);
+        let mut launch = 0;
+        for now in (0..1_200).step_by(7) {
+            for s in &mut eager {
+                s.advance(now);
+            }
+            lazy.reach(now);
+            let site = rng.random_range(0..3);
+            let n = rng.random_range(1..4);
+            if eager[site].free() >= n {
+                launch += 1;
+                assert!(eager[site].claim(LaunchId(launch), n));
+                assert!(lazy.at(site, now).claim(LaunchId(launch), n));
+                if rng.random_bool(0.5) {
+                    eager[site].run(n);
+                    lazy.at(site, now).run(n);
+                }
+            } else {
+                let (running, held) = (eager[site].busy_running, eager[site].busy_held);
+                for s in [&mut eager[site], lazy.at(site, now)] {
+                    s.release(running, true);
+                    s.release(held, false);
+                }
+            }
+        }
+        let lazy = lazy.finish(1_200);
+        for (l, e) in lazy.iter().zip(&mut eager) {
+            e.advance(1_200);
+            assert_eq!(l.usage, e.usage);
+        }
+        assert!(lazy.iter().all(|s| s.usage.held > 0 && s.usage.running > 0));
     }
 
     #[test]

@@ -62,8 +62,7 @@ impl Sim<'_> {
     ) {
         let busy = self.busy_at(site);
         let ahead = self.reserve_ahead[site].filter(|&a| start - self.now > a);
-        self.touch(site);
-        let s = &mut self.sites[site];
+        let s = self.sites.at(site, self.now);
         let result = if !s.up {
             Err(format!("site {} does not answer", self.site_names[site]))
         } else if let Some(a) = ahead {
@@ -92,8 +91,7 @@ impl Sim<'_> {
     /// [`coalloc_core::scheduler::Command::Unreserve`]: its processors are free for local
     /// jobs again.
     pub(super) fn unreserve(&mut self, site: SiteId, name: &str) {
-        self.touch(site);
-        self.sites[site].calendar.remove(name);
+        self.sites.at(site, self.now).calendar.remove(name);
         self.dirty.insert(site);
     }
 
