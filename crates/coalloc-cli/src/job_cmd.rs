@@ -113,24 +113,22 @@ fn describe(l: &Loaded, job: &Job) -> String {
         format!("{} job, {shape}", job.kind),
         format!("priority {}", job.priority),
     ];
-    if let Some(f) = job.flexible {
+    if let Some(f) = job.flexible() {
         facts.push(format!("min piece {}", f.min_component.unwrap_or(1)));
     }
     let opt = [
-        ("name", job.extra().name.clone()),
-        ("user", job.extra().user.clone()),
+        ("name", job.name().map(str::to_owned)),
+        ("user", job.user().map(str::to_owned)),
         ("submit", job.submit.map(format_time)),
-        ("deadline", job.deadline.map(format_time)),
+        ("deadline", job.deadline().map(format_time)),
         (
             "runtime estimate",
             job.runtime_estimate.map(format_duration),
         ),
-        ("max wall time", job.max_wall_time.map(format_duration)),
+        ("max wall time", job.max_wall_time().map(format_duration)),
         (
             "input",
-            job.extra()
-                .input_file
-                .as_ref()
+            job.input_file()
                 .map(|f| format!("{} ({} bytes, {})", f.name, f.size, f.distribution)),
         ),
     ];
@@ -151,7 +149,7 @@ fn describe(l: &Loaded, job: &Job) -> String {
                 } else {
                     c.count.to_string()
                 },
-                c.site.clone().unwrap_or_else(|| "-".into()),
+                c.site.as_deref().unwrap_or("-").to_owned(),
                 c.start_type.to_string(),
                 c.job_type.to_string(),
                 job.wall_time_of(i)

@@ -124,7 +124,7 @@ fn site_table_pos(text: &str, err: &SpecError) -> Option<Pos> {
 }
 
 fn what(job: &Job, args: &PlaceArgs) -> String {
-    match (job.kind, job.flexible) {
+    match (job.kind, job.flexible()) {
         (JobKind::Flexible, Some(f)) => format!(
             "flexible job, {} processors in pieces of at least {}; split {}",
             f.total,

@@ -162,7 +162,7 @@ fn breakdown(policy: &str, s: &Scheduler, live: usize, jobs: usize) {
             .filter_map(|c| c.details.as_ref())
             .map(|d| size_of::<ComponentDetails>() / std::sync::Arc::strong_count(d))
             .sum::<usize>();
-        states += j.comps.capacity() * size_of::<CompState>();
+        states += j.comps.len() * size_of::<CompState>();
         tries += j.record.try_times.capacity() * size_of::<i64>();
     }
     let inline = jobs * size_of::<JobState>();

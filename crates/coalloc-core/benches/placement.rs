@@ -66,11 +66,11 @@ fn job() -> Job {
             })
             .collect(),
     );
-    job.extra_mut().input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".to_owned(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     job
 }
 

@@ -139,7 +139,7 @@ mod tests {
                 ..Component::default()
             }],
         );
-        j.extra_mut().user = user.map(str::to_owned);
+        j.extra_mut().user = user.map(Into::into);
         j.runtime_estimate = estimate;
         j
     }

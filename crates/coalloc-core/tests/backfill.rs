@@ -42,7 +42,7 @@ fn ordered(parts: &[(&str, u32)], estimate: Millis) -> Job {
             .iter()
             .map(|&(site, count)| Component {
                 count,
-                site: Some(site.to_owned()),
+                site: Some(site.into()),
                 ..Component::default()
             })
             .collect(),

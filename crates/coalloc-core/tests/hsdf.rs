@@ -168,7 +168,7 @@ fn workload(rng: &mut SplitMix64, sizes: &[u32], unit: Millis) -> Vec<Gen> {
                 })
                 .collect();
             let mut job = Job::new(kind, comps);
-            job.extra_mut().user = Some(format!("u{}", rng.below(4)));
+            job.extra_mut().user = Some(format!("u{}", rng.below(4)).into());
             // Few distinct estimates, for ties in the prediction.
             job.runtime_estimate = match rng.below(3) {
                 0 => None,

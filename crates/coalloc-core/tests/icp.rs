@@ -31,11 +31,11 @@ fn config(t: f64) -> SchedulerConfig {
 fn job(counts: &[u32], priority: Priority) -> Job {
     let mut j = unordered(counts);
     j.priority = priority;
-    j.extra_mut().input_file = Some(InputFile {
+    j.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".into(),
         size: 4_000_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     j
 }
 
@@ -63,7 +63,7 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
     let (transfer, what) = transfers[0];
     assert_eq!(what, (1, 0, 1, 4_000_000_000));
     assert!(starts(&cmds).is_empty(), "nothing is claimed before JCT0");
-    let claim = s.job(id).unwrap().claim.as_deref().copied().unwrap();
+    let claim = s.job(id).unwrap().claim().copied().unwrap();
     assert_eq!(
         (claim.jpt, claim.ftt, claim.jst, claim.jct),
         (0, 40_000, 40_000, 30_000)
@@ -94,7 +94,7 @@ fn files_move_first_claiming_starts_at_jct0_and_the_barrier_waits_for_the_jst() 
         .any(|c| matches!(c, Command::ReleaseBarrier { job } if *job == id)));
     let r = &s.job(id).unwrap().record;
     assert_eq!(
-        (r.claim_tries, r.run().start, r.start_delay()),
+        (r.claim_tries(), r.run().start, r.start_delay()),
         (1, Some(40_000), Some(0))
     );
 }
@@ -122,18 +122,14 @@ fn a_component_that_cannot_start_is_claimed_at_a_later_try_and_unclaimed_jobs_re
     let st = starts(&drain(&mut s));
     assert_eq!(st.len(), 1, "T = 0: claim what can be claimed");
     let j = s.job(id).unwrap();
-    assert_eq!(
-        j.claim.as_deref().unwrap().jct,
-        37_500,
-        "JCT1 = 30 + 0.75·(40 − 30)"
-    );
-    assert_eq!(j.record.claim_failures, 1);
+    assert_eq!(j.claim().unwrap().jct, 37_500, "JCT1 = 30 + 0.75·(40 − 30)");
+    assert_eq!(j.record.claim_failures(), 1);
     // Tries follow the sequence until the JST; at the JST the job goes back to the queue.
     let mut t = 37_500;
     while t < 40_000 {
         s.handle(t, Event::Tick).unwrap();
         drain(&mut s);
-        t = s.job(id).unwrap().claim.as_deref().copied().unwrap().jct;
+        t = s.job(id).unwrap().claim().copied().unwrap().jct;
     }
     s.handle(40_000, Event::Tick).unwrap();
     let cmds = drain(&mut s);
@@ -144,7 +140,7 @@ fn a_component_that_cannot_start_is_claimed_at_a_later_try_and_unclaimed_jobs_re
         .iter()
         .any(|c| matches!(c, Command::Notify(Notice::Requeued { .. }))));
     let j = s.job(id).unwrap();
-    assert_eq!(j.l_permille, Some(625), "L lowered by 0.125");
+    assert_eq!(j.l_permille(), Some(625), "L lowered by 0.125");
 }
 
 #[test]
@@ -169,7 +165,7 @@ fn t_equal_to_one_claims_atomically() {
         starts(&drain(&mut s)).is_empty(),
         "F = 1/2 < T = 1: nothing is claimed"
     );
-    assert_eq!(s.job(id).unwrap().record.claim_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.claim_failures(), 1);
 }
 
 #[test]
@@ -216,7 +212,7 @@ fn a_high_priority_job_preempts_low_priority_jobs_latest_jst_first() {
         st.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
         [(0, 0), (1, 1)]
     );
-    assert_eq!(s.job(a).unwrap().record.preemptions, 1);
+    assert_eq!(s.job(a).unwrap().record.preemptions(), 1);
     assert_eq!(
         s.job(a).unwrap().phase,
         coalloc_core::scheduler::jobs::Phase::Queued

@@ -20,7 +20,7 @@ fn job(count: u32, user: &str, estimate: Option<Millis>) -> Job {
             ..Component::default()
         }],
     );
-    j.extra_mut().user = Some(user.to_owned());
+    j.extra_mut().user = Some(user.into());
     j.runtime_estimate = estimate;
     j
 }
@@ -253,7 +253,7 @@ fn tags_sets_kills_at_the_limit_and_restarts_in_the_next_set() {
         Command::Notify(Notice::Requeued { job, reason })
             if *job == id && reason.contains("runtime limit")
     )));
-    assert_eq!(h.record(id).limit_kills, 1);
+    assert_eq!(h.record(id).limit_kills(), 1);
     // Set 2 has no site 0: first fit in {1, 2} is site 1, from scratch.
     assert_eq!(starts(&out), [(id, 1)]);
     assert_ne!(h.launches[&id], first);
@@ -271,7 +271,7 @@ fn tags_sets_kills_at_the_limit_and_restarts_in_the_next_set() {
         (
             record.start(),
             record.end(),
-            record.limit_kills,
+            record.limit_kills(),
             record.sites().to_vec()
         ),
         (Some(1_020), Some(5_000), 1, vec![1])
@@ -343,7 +343,7 @@ fn tags_sets_scans_set_1_before_the_jobs_killed_into_set_2() {
     h.commit(1_000, j1);
     let out = h.finish(1_500, j1);
     assert_eq!(starts(&out), [(j2, 1)]);
-    assert_eq!(h.record(j2).limit_kills, 1);
+    assert_eq!(h.record(j2).limit_kills(), 1);
 }
 
 #[test]
@@ -378,13 +378,16 @@ fn tags_chain_dispatches_round_robin_and_moves_killed_jobs_down_their_chain() {
     assert_eq!(cancelled, [(1, 0), (2, 2)]);
     // First sites first, then the killed jobs on the second site of their own chain.
     assert_eq!(starts(&out), [(3, 0), (4, 2), (1, 1), (2, 3)]);
-    assert_eq!((h.record(1).limit_kills, h.record(2).limit_kills), (1, 1));
+    assert_eq!(
+        (h.record(1).limit_kills(), h.record(2).limit_kills()),
+        (1, 1)
+    );
     h.commit(1_000, 1);
     h.commit(1_000, 3);
     // Job 3 has chain 1's first limit; job 1, on the last site, has none.
     assert_eq!(h.s.next_wakeup(), Some(2_000));
     h.finish(9_000, 1);
-    assert_eq!(h.record(1).limit_kills, 1);
+    assert_eq!(h.record(1).limit_kills(), 1);
 }
 
 #[test]

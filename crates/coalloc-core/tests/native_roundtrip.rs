@@ -115,7 +115,7 @@ fn job() -> impl Strategy<Value = Job> {
             match kind {
                 JobKind::Ordered => {
                     for (i, c) in components.iter_mut().enumerate() {
-                        c.site = Some(format!("site{}", i % 3));
+                        c.site = Some(format!("site{}", i % 3).into());
                     }
                 }
                 JobKind::Total => components.truncate(1),
@@ -129,30 +129,29 @@ fn job() -> impl Strategy<Value = Job> {
                 }
                 JobKind::Unordered => {}
             }
-            Job {
-                id,
-                extra: None,
-                priority: if high { Priority::High } else { Priority::Low },
-                kind,
-                components,
+            let mut job = Job::new(kind, components).with_limits(
                 flexible,
-                submit: times.map(|(s, _)| s * 1000),
-                deadline: times.map(|(s, d)| (s + d) * 1000 + d % 7),
-                runtime_estimate: estimate,
-                max_wall_time: wall,
-            }
-            .with(|e| {
-                e.name = name;
-                e.user = user;
+                times.map(|(s, d)| (s + d) * 1000 + d % 7),
+                wall,
+            );
+            job.id = id;
+            job.priority = if high { Priority::High } else { Priority::Low };
+            job.submit = times.map(|(s, _)| s * 1000);
+            job.runtime_estimate = estimate;
+            job.with(|e| {
+                e.name = name.map(Into::into);
+                e.user = user.map(Into::into);
                 e.barrier_timeout = wall.map(|w| w / 2 + 1);
-                e.input_file = file.map(|(name, size, chunks)| InputFile {
-                    name,
-                    size: u64::from(size),
-                    distribution: if chunks {
-                        FileDistribution::Chunks
-                    } else {
-                        FileDistribution::Whole
-                    },
+                e.input_file = file.map(|(name, size, chunks)| {
+                    Box::new(InputFile {
+                        name,
+                        size: u64::from(size),
+                        distribution: if chunks {
+                            FileDistribution::Chunks
+                        } else {
+                            FileDistribution::Whole
+                        },
+                    })
                 });
             })
         })

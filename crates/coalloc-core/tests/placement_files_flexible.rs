@@ -48,11 +48,11 @@ fn job(distribution: FileDistribution) -> Job {
         })
     };
     let mut job = Job::new(JobKind::Unordered, vec![c("left"), c("right")]);
-    job.extra_mut().input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(Box::new(InputFile {
         name: "grid.dat".into(),
         size: 4_000_000_000,
         distribution,
-    });
+    }));
     job
 }
 
@@ -251,10 +251,10 @@ fn flexible_job(total: u32, min: Option<u32>) -> Job {
             d.executable = Some("sweep".into());
         })],
     );
-    job.flexible = Some(Flexible {
+    job.set_flexible(Some(Flexible {
         total,
         min_component: min,
-    });
+    }));
     job
 }
 

@@ -62,7 +62,7 @@ fn job(n_sites: usize) -> impl Strategy<Value = Job> {
                 Component {
                     count,
                     site: (kind == JobKind::Ordered)
-                        .then(|| NAMES.get(s).copied().unwrap_or("zz").to_string()),
+                        .then(|| NAMES.get(s).copied().unwrap_or("zz").into()),
                     ..Component::default()
                 }
                 .with(|d| {
@@ -77,19 +77,21 @@ fn job(n_sites: usize) -> impl Strategy<Value = Job> {
         if kind == JobKind::Flexible {
             let min = min.clamp(1, total);
             job.components[0].count = total;
-            job.flexible = Some(Flexible {
+            job.set_flexible(Some(Flexible {
                 total,
                 min_component: Some(min),
-            });
+            }));
         }
-        job.extra_mut().input_file = file.map(|(size, chunks)| InputFile {
-            name: "f".into(),
-            size,
-            distribution: if chunks {
-                FileDistribution::Chunks
-            } else {
-                FileDistribution::Whole
-            },
+        job.extra_mut().input_file = file.map(|(size, chunks)| {
+            Box::new(InputFile {
+                name: "f".into(),
+                size,
+                distribution: if chunks {
+                    FileDistribution::Chunks
+                } else {
+                    FileDistribution::Whole
+                },
+            })
         });
         job
     })
@@ -159,7 +161,7 @@ proptest! {
             prop_assert_eq!(p.idle_after[s], idle[s] - used[s]);
         }
         if job.kind == JobKind::Flexible {
-            let f = job.flexible.unwrap();
+            let f = job.flexible().unwrap();
             let min = f.min_component.unwrap();
             prop_assert_eq!(p.components.iter().map(|c| c.count).sum::<u32>(), f.total);
             let mut seen = vec![false; sites.len()];
@@ -177,7 +179,7 @@ proptest! {
                 prop_assert_eq!(placed.count, c.count);
                 prop_assert_eq!(&placed.label, &c.details().label);
                 if job.kind == JobKind::Ordered {
-                    prop_assert_eq!(Some(&placed.site_name), c.site.as_ref());
+                    prop_assert_eq!(Some(placed.site_name.as_str()), c.site.as_deref());
                 }
             }
         }
@@ -195,7 +197,7 @@ proptest! {
     ) {
         let min = (total * min_pct / 100).max(1);
         let mut job = Job::new(JobKind::Flexible, vec![Component { count: total, ..Component::default() }]);
-        job.flexible = Some(Flexible { total, min_component: Some(min) });
+        job.set_flexible(Some(Flexible { total, min_component: Some(min) }));
         let view = SiteView::new(&sites, idle.clone(), usable.clone());
         let mut big: Vec<u32> = (0..sites.len())
             .filter(|&i| usable[i] && idle[i] >= min)
@@ -221,7 +223,7 @@ proptest! {
         total in 1u32..=300,
     ) {
         let mut job = Job::new(JobKind::Flexible, vec![Component { count: total, ..Component::default() }]);
-        job.flexible = Some(Flexible { total, min_component: None });
+        job.set_flexible(Some(Flexible { total, min_component: None }));
         let view = SiteView::new(&sites, idle.clone(), usable.clone());
         let capacity: u32 = (0..sites.len()).filter(|&i| usable[i]).map(|i| idle[i]).sum();
         for how in FlexibleFit::ALL {

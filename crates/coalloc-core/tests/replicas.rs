@@ -27,11 +27,11 @@ fn job(count: u32) -> Job {
             ..Component::default()
         }],
     );
-    j.extra_mut().input_file = Some(InputFile {
+    j.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".into(),
         size: 2_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     j
 }
 
@@ -167,7 +167,7 @@ fn measured_transfers_replace_the_configured_bandwidth_in_the_estimates() {
     // Close-to-Files now prefers s2, and the FTT is 2 MB at 3.5 MB/s.
     let (id, cmds) = submit(&mut s, 10, job(8));
     assert_eq!(transfers(&cmds)[0].2, 2, "{cmds:?}");
-    let claim = s.job(id).unwrap().claim.as_deref().copied().unwrap();
+    let claim = s.job(id).unwrap().claim().copied().unwrap();
     assert_eq!(claim.ftt, 572);
     assert_eq!(
         s.handle(20, measured(0, 9, 1, 1)),

@@ -25,18 +25,18 @@ fn sites() -> Vec<Site> {
 /// Two components of 8 (so one on s0, one on s1), reading 2 MB of `data`: 2 s to move.
 fn job_with_file(start: Option<Time>) -> Job {
     let mut j = job(&[8, 8]);
-    j.extra_mut().input_file = Some(InputFile {
+    j.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".into(),
         size: 2_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     j.extra_mut().reserve = Some(ReserveRequest { start });
     j
 }
 
 fn job(counts: &[u32]) -> Job {
     let mut j = unordered(counts);
-    j.max_wall_time = Some(60_000);
+    j.set_max_wall_time(Some(60_000));
     j
 }
 
@@ -273,7 +273,7 @@ fn a_refused_reservation_rolls_back_every_other_including_a_late_ok() {
         Command::Notify(Notice::Requeued { job, reason })
             if *job == id && reason.contains("site `b` refused the reservation: reserved slots taken"))));
     assert_eq!(idle(&s), vec![8, 8, 8]);
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 1);
     // c's ok comes after the roll back: deleted again, then forgotten.
     let cmds = answer(&mut s, 30, q[2].0, Ok(()));
     assert_eq!(unreserves(&cmds), vec![(2, name(2))]);
@@ -329,7 +329,7 @@ fn a_site_that_cannot_reserve_sends_the_job_back_and_nothing_is_left() {
     let cmds = offer(&mut s, 0, q[0].0, Err("this site may not reserve"));
     // Nothing was reserved yet: nothing to delete; the job is placed again at once.
     assert!(unreserves(&cmds).is_empty());
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 1);
     assert_eq!(queries(&cmds).len(), 2);
     // The old run's late offer is ignored.
     assert!(offer(&mut s, 1, q[1].0, Ok(5)).is_empty());
@@ -447,7 +447,7 @@ fn a_restart_keeps_live_reservations_and_deletes_the_others() {
             (1, "coalloc-J2-c1-0".to_owned())
         ]
     );
-    assert_eq!(s.job(j2).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(j2).unwrap().record.submit_failures(), 1);
     // Job 1's are kept.
     let kept: Vec<&str> = s
         .reservations()
@@ -592,7 +592,7 @@ fn a_site_that_does_not_answer_rolls_the_run_back_at_the_answer_timeout() {
     assert!(cmds.iter().any(|c| matches!(c,
         Command::Notify(Notice::Requeued { reason, .. })
             if reason.starts_with("site `s1` did not answer the reservation in time"))));
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 1);
 }
 
 #[test]
@@ -629,7 +629,7 @@ fn a_lost_input_file_rolls_the_run_back_before_commit() {
     let cmds = answer(&mut s, 600, q[1].0, Ok(()));
     assert!(starts(&cmds).is_empty());
     assert_eq!(unreserves(&cmds).len(), 2);
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 1);
     assert_eq!(idle(&s), vec![8, 8, 8]);
 }
 
@@ -707,7 +707,7 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
     s.handle(20 * MINUTE - 1, Event::Tick).unwrap();
     let cmds = drain(&mut s);
     assert!(reserves(&cmds).is_empty() && unreserves(&cmds).is_empty());
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 0);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 0);
     assert_eq!(idle(&s)[..2], [0, 0], "held meanwhile");
     s.handle(20 * MINUTE, Event::Tick).unwrap();
     let r = reserves(&drain(&mut s));
@@ -724,7 +724,7 @@ fn a_site_with_a_lead_time_is_asked_to_reserve_only_within_it() {
             (1, "coalloc-J1-c1-0".to_owned())
         ]
     );
-    assert_eq!(s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(s.job(id).unwrap().record.submit_failures(), 1);
 }
 
 #[test]

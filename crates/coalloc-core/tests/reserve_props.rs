@@ -184,7 +184,7 @@ fn run((sizes, jobs, actions): Case) -> Result<World, TestCaseError> {
                     })
                     .collect(),
             );
-            j.max_wall_time = Some(1_000);
+            j.set_max_wall_time(Some(1_000));
             if let Ok(Reply::Submitted(id)) = s.handle(0, Event::Submit(Box::new(j))) {
                 w.jobs.push(id);
             }

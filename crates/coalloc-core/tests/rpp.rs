@@ -20,7 +20,7 @@ const SEQUENCE: [Time; 13] = [
 
 fn unordered(counts: &[u32], deadline: Option<Time>) -> Job {
     let mut job = job_of(counts);
-    job.deadline = deadline;
+    job.set_deadline(deadline);
     job
 }
 
@@ -237,7 +237,7 @@ fn wait_x_ignores_the_job_until_d_minus_i() {
     let out = h.tick(900 * SECOND);
     assert_eq!(starts(&out).len(), 2);
     assert_eq!(h.record(id).try_times, [900 * SECOND]);
-    assert_eq!(h.s.job(id).unwrap().hold_until, Some(D));
+    assert_eq!(h.s.job(id).unwrap().hold_until(), Some(D));
 }
 
 #[test]
@@ -457,7 +457,7 @@ fn jobs_without_a_deadline_are_tried_at_every_pass_in_arrival_order() {
         })
         .collect();
     assert_eq!(started, [small, big]);
-    assert!(h.s.job(big).unwrap().hold_until.is_none());
+    assert!(h.s.job(big).unwrap().hold_until().is_none());
 }
 
 #[test]
@@ -478,7 +478,7 @@ fn a_job_aborted_before_its_deadline_is_placed_again_at_once() {
     let again = starts(&out);
     assert_eq!(again.len(), 2);
     assert_eq!(h.record(id).try_times, [700 * SECOND, 750 * SECOND]);
-    assert_eq!(h.s.job(id).unwrap().hold_until, Some(D));
+    assert_eq!(h.s.job(id).unwrap().hold_until(), Some(D));
 }
 
 #[test]

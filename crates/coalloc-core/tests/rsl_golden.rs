@@ -113,7 +113,7 @@ fn master_worker(sites: [&str; 4]) -> Job {
     let component = |i: usize| {
         Component {
             count: if i == 0 { 1 } else { 4 },
-            site: Some(sites[i].to_owned()),
+            site: Some(sites[i].into()),
             start_type: if i == 0 {
                 StartType::Required
             } else {

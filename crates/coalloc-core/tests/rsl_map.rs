@@ -417,7 +417,7 @@ fn one_component_jobs_keep_their_kind() {
             kind,
             vec![Component {
                 count: 2,
-                site: site.map(String::from),
+                site: site.map(Into::into),
                 ..Component::default()
             }],
         );
@@ -457,14 +457,14 @@ fn what_rsl_cannot_say_is_refused_all_at_once() {
             }),
         ],
     );
-    j.flexible = Some(Flexible {
+    j.set_flexible(Some(Flexible {
         total: 8,
         min_component: None,
-    });
+    }));
     j.extra_mut().name = Some("n".into());
     j.priority = Priority::High;
-    j.deadline = Some(5);
-    j.max_wall_time = Some(MINUTE);
+    j.set_deadline(Some(5));
+    j.set_max_wall_time(Some(MINUTE));
     let e = job_to_rsl(&j).unwrap_err();
     assert_eq!(
         e,

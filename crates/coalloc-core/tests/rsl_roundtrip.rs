@@ -119,7 +119,7 @@ fn component(i: usize, with_site: bool) -> impl Strategy<Value = Component> {
                     .collect();
                 Component {
                     count,
-                    site: with_site.then_some(site),
+                    site: with_site.then_some(site.into()),
                     start_type,
                     job_type,
                     details: None,

@@ -318,7 +318,7 @@ fn build_job(g: &JobGen, caps: &[u32], fit: Fit) -> (Job, Option<bool>) {
             }
             Component {
                 count,
-                site: site.map(site_name),
+                site: site.map(|s| site_name(s).into()),
                 start_type: start[usize::from(c.start)],
                 ..Component::default()
             }
@@ -331,11 +331,11 @@ fn build_job(g: &JobGen, caps: &[u32], fit: Fit) -> (Job, Option<bool>) {
         Priority::Low
     };
     if g.file {
-        job.extra_mut().input_file = Some(InputFile {
+        job.extra_mut().input_file = Some(Box::new(InputFile {
             name: "data".to_owned(),
             size: 2_000_000_000,
             distribution: FileDistribution::Whole,
-        });
+        }));
     }
     let oversize = g.comps.iter().any(|c| c.oversize);
     let expect = if oversize {
@@ -1271,11 +1271,11 @@ fn icp_claimed(
             ..Component::default()
         }],
     );
-    job.extra_mut().input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".into(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     let (id, cmds) = submit(&mut s, 0, job);
     let transfer = transfers(&cmds, id)[0];
     assert_eq!(s.next_wakeup(), Some(15_000));
@@ -1435,11 +1435,11 @@ fn a_late_transfer_report_of_an_old_run_is_not_taken_for_the_current_one() {
             ..Component::default()
         }],
     );
-    job.extra_mut().input_file = Some(InputFile {
+    job.extra_mut().input_file = Some(Box::new(InputFile {
         name: "data".into(),
         size: 2_000_000_000,
         distribution: FileDistribution::Whole,
-    });
+    }));
     // Run 1: placed at 0 (JST 20 s); local jobs fill s1 before it can claim; at the JST it
     // goes back to the queue, its transfer still under way.
     let (id, cmds) = submit(&mut s, 0, job);

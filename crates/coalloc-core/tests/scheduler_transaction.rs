@@ -149,7 +149,7 @@ fn a_required_failure_before_commit_aborts_atomically_and_the_job_is_placed_agai
     let again = starts(&out);
     assert_eq!(again.len(), 3);
     assert!(again.iter().all(|s| !first.contains(&s.0)));
-    assert_eq!(h.s.job(id).unwrap().record.submit_failures, 1);
+    assert_eq!(h.s.job(id).unwrap().record.submit_failures(), 1);
     // A late report about an aborted launch changes nothing.
     assert!(h
         .at(7, Event::ComponentReady { launch: first[0] })
@@ -188,7 +188,7 @@ fn an_interactive_failure_is_substituted_on_another_site() {
     );
     let out = ready_all(&mut h, 2, &[st[0].0, sub[0].0]);
     assert!(released(&out));
-    assert_eq!(h.s.job(id).unwrap().record.submit_failures, 0);
+    assert_eq!(h.s.job(id).unwrap().record.submit_failures(), 0);
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn a_failure_after_commit_requeues_the_job_and_counts_a_site_error() {
     assert_eq!(cancels(&out), [st[0].0]);
     assert_eq!(starts(&out).len(), 2, "placed and started again");
     let j = h.s.job(id).unwrap();
-    assert_eq!(j.record.completion_failures, 1);
+    assert_eq!(j.record.completion_failures(), 1);
     assert_eq!(h.s.site_state(st[1].2).unwrap().completion_errors, 1);
 }
 
@@ -573,7 +573,7 @@ fn a_silent_component_times_out_at_the_barrier_and_the_job_retries_with_growing_
         assert_eq!(h.s.job(id).map(|j| j.phase), Some(jobs::Phase::Queued));
         let next = h.s.next_wakeup().expect("the retry is timed");
         waits.push(next - (t + 60_000));
-        assert!(h.s.job(id).is_some_and(|j| j.retry_at == Some(next)));
+        assert!(h.s.job(id).is_some_and(|j| j.retry_at() == Some(next)));
         assert_eq!(h.s.queued(), 0, "out of the queue during its back-off");
         t = next;
         cmds = h.at(t, Event::Tick);
@@ -623,7 +623,7 @@ fn a_job_cancelled_during_its_back_off_ends_and_does_not_come_back() {
             reason: "boom".into(),
         },
     );
-    assert!(h.s.job(id).is_some_and(|j| j.retry_at == Some(10_001)));
+    assert!(h.s.job(id).is_some_and(|j| j.retry_at() == Some(10_001)));
     h.at(2, Event::Cancel { job: id });
     let out = h.at(10_001, Event::Tick);
     assert!(starts(&out).is_empty());
@@ -662,7 +662,7 @@ fn the_jobs_own_failures_count_against_the_job_only_and_the_sites_against_the_si
             .map(|s| h.s.site_state(s).is_some_and(|x| x.usable()))
             .collect();
         if sites_usable {
-            assert_eq!(record.submit_failures, 6, "failed after its 5 retries");
+            assert_eq!(record.submit_failures(), 6, "failed after its 5 retries");
             assert_eq!(usable, [true; 3]);
             let errors: Vec<u32> = (0..3)
                 .map(|s| h.s.site_state(s).map_or(9, |x| x.submit_errors))

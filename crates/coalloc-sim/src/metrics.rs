@@ -192,12 +192,12 @@ impl Metrics {
             ),
             mean_placement_tries: mean(all_records().map(|r| f64::from(r.placement_tries))),
             mean_placement_failures: mean(all_records().map(|r| f64::from(r.placement_failures))),
-            mean_claim_tries: mean(all_records().map(|r| f64::from(r.claim_tries))),
-            mean_claim_failures: mean(all_records().map(|r| f64::from(r.claim_failures))),
-            submit_failures: total_of(|r| r.submit_failures),
-            completion_failures: total_of(|r| r.completion_failures),
-            preemptions: total_of(|r| r.preemptions),
-            limit_kills: total_of(|r| r.limit_kills),
+            mean_claim_tries: mean(all_records().map(|r| f64::from(r.claim_tries()))),
+            mean_claim_failures: mean(all_records().map(|r| f64::from(r.claim_failures()))),
+            submit_failures: total_of(|r| r.submit_failures()),
+            completion_failures: total_of(|r| r.completion_failures()),
+            preemptions: total_of(|r| r.preemptions()),
+            limit_kills: total_of(|r| r.limit_kills()),
             coallocated_share: mean(done.iter().map(|(_, r)| {
                 let mut s = r.sites().to_vec();
                 s.sort_unstable();

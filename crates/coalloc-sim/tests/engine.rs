@@ -171,7 +171,7 @@ fn local_jobs_run_fcfs_and_gp_kills_them_at_a_deadline() {
     // One site of 32: a local job of 30 runs from t = 0 for 1000 s. A global job of 2 × 16
     // with a deadline at 100 s cannot fit before; GP kills the local job at the deadline.
     let mut g = job(&[16, 16], 0, 100);
-    g.job.deadline = Some(100 * SECOND);
+    g.job.set_deadline(Some(100 * SECOND));
     let work = Workload {
         jobs: vec![g],
         local: vec![vec![
@@ -227,7 +227,7 @@ fn an_outage_fails_what_runs_there_and_the_job_is_re_placed() {
     let out = simulate(sites(&[32, 16]), config("fcfs"), &work, &params).unwrap();
     let r = out.jobs[0].record.as_ref().unwrap();
     assert_eq!(out.jobs[0].fate, JobFate::Finished);
-    assert_eq!(r.completion_failures, 1);
+    assert_eq!(r.completion_failures(), 1);
     assert_eq!(
         (r.start(), r.end()),
         (Some(50 * SECOND), Some(150 * SECOND))
@@ -241,11 +241,11 @@ fn input_files_are_transferred_before_the_start() {
     // the transfer takes 4 s and the job starts after it.
     let mut j = job(&[16], 0, 10);
     j.job = j.job.with(|e| {
-        e.input_file = Some(InputFile {
+        e.input_file = Some(Box::new(InputFile {
             name: "data".into(),
             size: 4_000_000_000,
             distribution: FileDistribution::Whole,
-        })
+        }))
     });
     let mut s = sites(&[64, 16]);
     s[1].files.push("data".into());
@@ -472,9 +472,9 @@ fn site_latency_component_run_times_and_aborted_starts_are_replayed() {
     let a = out.jobs[0].record.as_ref().unwrap();
     assert_eq!(out.jobs[0].fate, JobFate::Finished);
     assert_eq!(
-        (a.submit_failures, a.start(), a.end()),
+        (a.submit_failures(), a.start(), a.end()),
         (1, Some(10_000), Some(15_000))
     );
     let b = out.jobs[1].record.as_ref().unwrap();
-    assert_eq!((b.submit_failures, b.start()), (0, Some(0)));
+    assert_eq!((b.submit_failures(), b.start()), (0, Some(0)));
 }

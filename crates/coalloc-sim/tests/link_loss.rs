@@ -49,7 +49,8 @@ fn a_job_on_a_site_whose_link_stays_silent_past_its_grace_is_placed_again_elsewh
     let a = out[0].record.as_ref().unwrap();
     assert_eq!(out[0].fate, JobFate::Finished);
     assert_eq!(
-        a.completion_failures, 1,
+        a.completion_failures(),
+        1,
         "lost at 40 s: one completion failure"
     );
     let run = a.run.as_ref().unwrap();
@@ -75,7 +76,7 @@ fn a_link_back_within_its_grace_changes_nothing_but_the_time_its_reports_arrive(
     let out = run(loss, vec![job(8, 0, 100)]);
     let a = out[0].record.as_ref().unwrap();
     assert_eq!(out[0].fate, JobFate::Finished);
-    assert_eq!((a.completion_failures, a.submit_failures), (0, 0));
+    assert_eq!((a.completion_failures(), a.submit_failures()), (0, 0));
     let run = a.run.as_ref().unwrap();
     assert_eq!(run.sites, [0]);
     // It ended at 100 s; the server heard it when the link came back.
@@ -110,7 +111,7 @@ grace = "30s"
     let out = run_one(&runs[0], Path::new(".")).unwrap();
     let r = out.jobs[0].record.as_ref().unwrap();
     assert_eq!(out.jobs[0].fate, JobFate::Finished);
-    assert_eq!(r.completion_failures, 1);
+    assert_eq!(r.completion_failures(), 1);
     let run = r.run.as_ref().unwrap();
     assert!(!run.sites.contains(&0), "{:?}", run.sites);
     assert_eq!(run.end, Some(140 * SECOND));

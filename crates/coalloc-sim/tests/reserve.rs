@@ -47,7 +47,7 @@ fn a_reservation_left_by_a_component_that_ended_early_is_counted_reserved_and_id
         vec![Component::new(4), Component::new(4)],
     );
     job.submit = Some(0);
-    job.max_wall_time = Some(200 * SECOND);
+    job.set_max_wall_time(Some(200 * SECOND));
     let work = Workload {
         jobs: vec![SimJob {
             tag: 1,
@@ -99,7 +99,7 @@ fn with_lead(ahead: Option<&str>) -> coalloc_sim::engine::Outcome {
         vec![Component::new(4), Component::new(4)],
     );
     job.submit = Some(5 * SECOND);
-    job.max_wall_time = Some(200 * SECOND);
+    job.set_max_wall_time(Some(200 * SECOND));
     let work = Workload {
         jobs: vec![SimJob {
             tag: 1,
@@ -129,7 +129,7 @@ fn a_lead_long_enough_changes_nothing() {
     let out = with_lead(Some("300s"));
     let rec = out.jobs[0].record.as_ref().unwrap();
     assert_eq!(rec.start(), Some(300 * SECOND));
-    assert_eq!(rec.submit_failures, 0);
+    assert_eq!(rec.submit_failures(), 0);
     assert_eq!(out.local[0][0].start, Some(400 * SECOND));
 }
 
@@ -146,5 +146,5 @@ fn a_short_lead_lets_local_jobs_take_the_processors_first() {
     assert_eq!(out.local[0][0].start, Some(10 * SECOND));
     let start = rec.start().unwrap();
     assert!(start >= 410 * SECOND, "started at {start}");
-    assert!(rec.submit_failures >= 1, "a run rolled back: {rec:?}");
+    assert!(rec.submit_failures() >= 1, "a run rolled back: {rec:?}");
 }

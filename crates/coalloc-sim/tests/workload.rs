@@ -135,7 +135,7 @@ fn seed_003_batches_are_forty_four_component_jobs_at_once() {
     let named: Vec<_> = first_ordered
         .components
         .iter()
-        .map(|c| c.site.clone().unwrap())
+        .map(|c| c.site.as_deref().unwrap())
         .collect();
     assert_eq!(named, ["fs1", "fs2", "fs3", "fs0"]);
     for j in batch(BatchKind::Unordered, 4, 40, &[]).unwrap() {

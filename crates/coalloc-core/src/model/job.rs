@@ -209,8 +209,8 @@ pub struct Component {
     pub count: u32,
     pub start_type: StartType,
     pub job_type: JobType,
-    /// The site, for ordered jobs only.
-    pub site: Option<String>,
+    /// The site, for ordered jobs only (a boxed string: 16 bytes, serialized as a `String`).
+    pub site: Option<Box<str>>,
     /// Everything else; read it through the accessors, change it with
     /// [`Component::details_mut`].
     #[serde(default, deserialize_with = "read_shared")]
@@ -409,9 +409,11 @@ pub struct Flexible {
 /// A job's fields that the scheduler rarely reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct JobExtra {
-    pub name: Option<String>,
-    pub user: Option<String>,
-    pub input_file: Option<InputFile>,
+    /// Boxed strings (16 bytes, not 24) and a boxed input file keep this box small; their
+    /// serialized form is a `String`'s and an `InputFile`'s.
+    pub name: Option<Box<str>>,
+    pub user: Option<Box<str>>,
+    pub input_file: Option<Box<InputFile>>,
     /// This job's own barrier timeout, instead of the scheduler's (seed 002 §3.2).
     pub barrier_timeout: Option<Millis>,
     /// An interactive transaction the way DUROC meant it (seed 002 §3.2): the job is held
@@ -451,11 +453,11 @@ impl PartialEq for Job {
             && self.priority == o.priority
             && self.kind == o.kind
             && self.components == o.components
-            && self.flexible == o.flexible
+            && self.flexible() == o.flexible()
             && self.submit == o.submit
-            && self.deadline == o.deadline
+            && self.deadline() == o.deadline()
             && self.runtime_estimate == o.runtime_estimate
-            && self.max_wall_time == o.max_wall_time
+            && self.max_wall_time() == o.max_wall_time()
     }
 }
 
@@ -472,11 +474,11 @@ impl std::hash::Hash for Job {
         )
             .hash(state);
         (
-            self.flexible,
+            self.flexible(),
             self.submit,
-            self.deadline,
+            self.deadline(),
             self.runtime_estimate,
-            self.max_wall_time,
+            self.max_wall_time(),
         )
             .hash(state);
     }
@@ -484,10 +486,12 @@ impl std::hash::Hash for Job {
 
 /// A job: one or more components that must start together.
 ///
-/// Its name, user and input file sit in one boxed [`JobExtra`], absent when empty, so that
-/// a queued job stays small; two jobs are equal when their fields are, whether an empty
-/// extra is boxed or absent.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// Its name, user and input file sit in one boxed [`JobExtra`], absent when empty, and its
+/// splitting rule, deadline and wall-time limit in one boxed [`JobLimits`], absent when
+/// empty, so that a queued job stays small; two jobs are equal when their fields are,
+/// whether an empty box is kept or absent. The serialized form is the one the fields had
+/// inline ([`JobForm`]).
+#[derive(Debug, Clone)]
 pub struct Job {
     /// Set by the server or taken from a trace; a spec file may leave it out.
     pub id: Option<u64>,
@@ -498,16 +502,89 @@ pub struct Job {
     pub kind: JobKind,
     /// For a flexible job: exactly one template component whose `count` is the total.
     pub components: Vec<Component>,
-    /// Present exactly when `kind` is [`JobKind::Flexible`].
-    pub flexible: Option<Flexible>,
     /// When the job was submitted, if the spec says (traces, simulations).
     pub submit: Option<Time>,
-    /// The time by which the job must have started (seed 001 §2.2).
-    pub deadline: Option<Time>,
     /// The user's runtime estimate (what backfilling and predictors see).
     pub runtime_estimate: Option<Millis>,
+    /// Read through [`Job::flexible`], [`Job::deadline`] and [`Job::max_wall_time`].
+    limits: Option<Box<JobLimits>>,
+}
+
+/// A job's fields that few jobs set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct JobLimits {
+    /// Present exactly when `kind` is [`JobKind::Flexible`].
+    flexible: Option<Flexible>,
+    /// The time by which the job must have started (seed 001 §2.2).
+    deadline: Option<Time>,
     /// Default wall-time limit of every component.
-    pub max_wall_time: Option<Millis>,
+    max_wall_time: Option<Millis>,
+}
+
+/// [`Job`]'s serialized form, as read: its fields in the order and of the types they had
+/// when they were all inline (the written form is the same, borrowed).
+#[derive(serde::Deserialize)]
+#[serde(rename = "Job")]
+struct JobForm {
+    id: Option<u64>,
+    extra: Option<Box<JobExtra>>,
+    priority: Priority,
+    kind: JobKind,
+    components: Vec<Component>,
+    flexible: Option<Flexible>,
+    submit: Option<Time>,
+    deadline: Option<Time>,
+    runtime_estimate: Option<Millis>,
+    max_wall_time: Option<Millis>,
+}
+
+impl serde::Serialize for Job {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(rename = "Job")]
+        struct Form<'a> {
+            id: Option<u64>,
+            extra: &'a Option<Box<JobExtra>>,
+            priority: Priority,
+            kind: JobKind,
+            components: &'a [Component],
+            flexible: Option<Flexible>,
+            submit: Option<Time>,
+            deadline: Option<Time>,
+            runtime_estimate: Option<Millis>,
+            max_wall_time: Option<Millis>,
+        }
+        Form {
+            id: self.id,
+            extra: &self.extra,
+            priority: self.priority,
+            kind: self.kind,
+            components: &self.components,
+            flexible: self.flexible(),
+            submit: self.submit,
+            deadline: self.deadline(),
+            runtime_estimate: self.runtime_estimate,
+            max_wall_time: self.max_wall_time(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Job {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Job, D::Error> {
+        let f = JobForm::deserialize(d)?;
+        Ok(Job {
+            id: f.id,
+            extra: f.extra,
+            priority: f.priority,
+            kind: f.kind,
+            components: f.components,
+            submit: f.submit,
+            runtime_estimate: f.runtime_estimate,
+            limits: None,
+        }
+        .with_limits(f.flexible, f.deadline, f.max_wall_time))
+    }
 }
 
 impl Job {
@@ -519,11 +596,68 @@ impl Job {
             priority: Priority::default(),
             kind,
             components,
-            flexible: None,
             submit: None,
-            deadline: None,
             runtime_estimate: None,
-            max_wall_time: None,
+            limits: None,
+        }
+    }
+
+    /// For a flexible job: its splitting rule (present exactly when `kind` is
+    /// [`JobKind::Flexible`]).
+    pub fn flexible(&self) -> Option<Flexible> {
+        self.limits.as_ref().and_then(|l| l.flexible)
+    }
+
+    /// The time by which the job must have started (seed 001 §2.2).
+    pub fn deadline(&self) -> Option<Time> {
+        self.limits.as_ref().and_then(|l| l.deadline)
+    }
+
+    /// Default wall-time limit of every component.
+    pub fn max_wall_time(&self) -> Option<Millis> {
+        self.limits.as_ref().and_then(|l| l.max_wall_time)
+    }
+
+    pub fn set_flexible(&mut self, f: Option<Flexible>) {
+        if f.is_some() || self.limits.is_some() {
+            self.set_limits(|l| l.flexible = f);
+        }
+    }
+
+    pub fn set_deadline(&mut self, t: Option<Time>) {
+        if t.is_some() || self.limits.is_some() {
+            self.set_limits(|l| l.deadline = t);
+        }
+    }
+
+    pub fn set_max_wall_time(&mut self, t: Option<Millis>) {
+        if t.is_some() || self.limits.is_some() {
+            self.set_limits(|l| l.max_wall_time = t);
+        }
+    }
+
+    /// This job with its splitting rule, deadline and wall-time limit as given.
+    pub fn with_limits(
+        mut self,
+        flexible: Option<Flexible>,
+        deadline: Option<Time>,
+        max_wall_time: Option<Millis>,
+    ) -> Job {
+        let limits = JobLimits {
+            flexible,
+            deadline,
+            max_wall_time,
+        };
+        self.limits = (limits != JobLimits::default()).then(|| Box::new(limits));
+        self
+    }
+
+    /// Changes the boxed limits with `f`; the box is dropped when it ends up empty.
+    fn set_limits(&mut self, f: impl FnOnce(&mut JobLimits)) {
+        let l = self.limits.get_or_insert_with(Box::default);
+        f(l);
+        if **l == JobLimits::default() {
+            self.limits = None;
         }
     }
 
@@ -561,12 +695,12 @@ impl Job {
     }
 
     pub fn input_file(&self) -> Option<&InputFile> {
-        self.extra().input_file.as_ref()
+        self.extra().input_file.as_deref()
     }
 
     /// Processors the whole job needs.
     pub fn total_processors(&self) -> u64 {
-        match self.flexible {
+        match self.flexible() {
             Some(f) => u64::from(f.total),
             None => self.components.iter().map(|c| u64::from(c.count)).sum(),
         }
@@ -576,7 +710,7 @@ impl Job {
     pub fn wall_time_of(&self, i: usize) -> Option<Millis> {
         self.components
             .get(i)
-            .and_then(|c| c.max_wall_time().or(self.max_wall_time))
+            .and_then(|c| c.max_wall_time().or(self.max_wall_time()))
     }
 }
 
@@ -698,10 +832,103 @@ mod tests {
                 Component::new(4),
             ],
         );
-        job.max_wall_time = Some(120_000);
+        job.set_max_wall_time(Some(120_000));
         assert_eq!(job.total_processors(), 12);
         assert_eq!(job.wall_time_of(0), Some(60_000));
         assert_eq!(job.wall_time_of(1), Some(120_000));
         assert_eq!(job.wall_time_of(2), None);
+    }
+
+    /// `Job` as it was with every field inline, and its extra's strings as `String`s: the
+    /// reference form (journals and snapshots written before keep reading).
+    #[derive(serde::Serialize)]
+    struct InlineJob {
+        id: Option<u64>,
+        extra: Option<InlineExtra>,
+        priority: Priority,
+        kind: JobKind,
+        components: Vec<InlineComponent>,
+        flexible: Option<Flexible>,
+        submit: Option<Time>,
+        deadline: Option<Time>,
+        runtime_estimate: Option<Millis>,
+        max_wall_time: Option<Millis>,
+    }
+
+    #[derive(serde::Serialize)]
+    struct InlineExtra {
+        name: Option<String>,
+        user: Option<String>,
+        input_file: Option<InputFile>,
+        barrier_timeout: Option<Millis>,
+        hold_at_barrier: bool,
+    }
+
+    #[derive(serde::Serialize)]
+    struct InlineComponent {
+        count: u32,
+        start_type: StartType,
+        job_type: JobType,
+        site: Option<String>,
+        details: Option<ComponentDetails>,
+    }
+
+    #[test]
+    fn a_job_is_written_as_its_fields_were_inline_and_read_back_equal() {
+        let file = InputFile {
+            name: "in".into(),
+            size: 5,
+            distribution: FileDistribution::Whole,
+        };
+        for limits in [false, true] {
+            let mut c = Component::new(3);
+            c.site = Some("s1".into());
+            let mut job = Job::new(JobKind::Ordered, vec![c]).with(|e| {
+                e.name = Some("j".into());
+                e.user = Some("u".into());
+                e.input_file = Some(Box::new(file.clone()));
+            });
+            job.submit = Some(10);
+            job.runtime_estimate = Some(20);
+            if limits {
+                job.set_deadline(Some(30));
+                job.set_max_wall_time(Some(40));
+            }
+            let inline = InlineJob {
+                id: None,
+                extra: Some(InlineExtra {
+                    name: Some("j".into()),
+                    user: Some("u".into()),
+                    input_file: Some(file.clone()),
+                    barrier_timeout: None,
+                    hold_at_barrier: false,
+                }),
+                priority: Priority::Low,
+                kind: JobKind::Ordered,
+                components: vec![InlineComponent {
+                    count: 3,
+                    start_type: StartType::default(),
+                    job_type: JobType::default(),
+                    site: Some("s1".into()),
+                    details: None,
+                }],
+                flexible: None,
+                submit: Some(10),
+                deadline: limits.then_some(30),
+                runtime_estimate: Some(20),
+                max_wall_time: limits.then_some(40),
+            };
+            let text = serde_json::to_string(&job).unwrap();
+            assert_eq!(text, serde_json::to_string(&inline).unwrap());
+            let back: Job = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, job);
+            assert_eq!(
+                back.limits.is_some(),
+                limits,
+                "no box for a job without limits"
+            );
+        }
+        assert!(size_of::<Job>() <= 96 && size_of::<JobExtra>() <= 80);
+        assert!(size_of::<Component>() <= 32);
     }
 }

@@ -340,19 +340,18 @@ impl Placement {
             .map(|(k, p)| {
                 let mut c: Component = job.components.get(p.component).cloned().unwrap_or_default();
                 c.count = p.count;
-                c.site = Some(p.site_name.clone());
+                c.site = Some(p.site_name.as_str().into());
                 if split {
                     c.details_mut().label = c.label().map(|l| format!("{l}-{k}"));
                 }
                 c
             })
             .collect();
-        Job {
-            kind: JobKind::Ordered,
-            components,
-            flexible: None,
-            ..job.clone()
-        }
+        let mut job = job.clone();
+        job.kind = JobKind::Ordered;
+        job.components = components;
+        job.set_flexible(None);
+        job
     }
 }
 
@@ -371,7 +370,7 @@ pub fn place(
     let sources = Sources::new(job, view, ctf);
     let mut list = IdleList::new(view);
     let slots = slots(job, view, fit, flexible, &sources, &mut list)?;
-    let total = match job.flexible {
+    let total = match job.flexible() {
         Some(f) if job.kind == JobKind::Flexible => u64::from(f.total),
         _ => job.total_processors(),
     };
@@ -449,7 +448,7 @@ fn slots(
         JobKind::Ordered => ordered(job, view, list)?,
         JobKind::Unordered | JobKind::Total => unordered(job, view, fit, sources, list)?,
         JobKind::Flexible => {
-            let (total, min) = match job.flexible {
+            let (total, min) = match job.flexible() {
                 Some(f) => (f.total, f.min_component.unwrap_or(1)),
                 None => (job.components[0].count, 1),
             };

@@ -393,7 +393,7 @@ impl QueuePolicy for Rpp {
         self.next_seq += 1;
         let e = Entry {
             id,
-            deadline: job.deadline,
+            deadline: job.deadline(),
             due: now,
             planned: false,
             tries: 0,

@@ -462,7 +462,7 @@ impl Tags {
             let Some(&Where::Returned { level, kills, .. }) = self.jobs.get(&id) else {
                 continue;
             };
-            let killed = ctx.record(id).limit_kills > kills;
+            let killed = ctx.record(id).limit_kills() > kills;
             let level = match self.levels.get(level) {
                 Some(l) if killed => l.next.unwrap_or(level),
                 _ => level,
@@ -589,7 +589,7 @@ impl QueuePolicy for Tags {
                     break;
                 }
                 self.levels[level].queue.remove(&seq);
-                let kills = ctx.record(id).limit_kills;
+                let kills = ctx.record(id).limit_kills();
                 self.jobs.insert(id, Where::Started { level, kills });
                 self.started.insert(id);
             }

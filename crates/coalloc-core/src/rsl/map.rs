@@ -203,7 +203,7 @@ fn component(i: usize, relations: &[&Relation]) -> Result<Component, SpecError> 
             _ => {
                 let s = single(r).map_err(bad)?;
                 match name {
-                    "resourceManagerContact" => c.site = Some(s.to_owned()),
+                    "resourceManagerContact" => c.site = Some(s.into()),
                     "count" => c.count = count(s).map_err(bad)?,
                     "executable" => c.details_mut().executable = Some(s.to_owned()),
                     "directory" => c.details_mut().directory = Some(s.to_owned()),

@@ -37,7 +37,7 @@ fn problems(job: &Job) -> Vec<String> {
     let mut out = Vec::new();
     if job.kind == JobKind::Flexible {
         out.push("the job is flexible (RSL has no total to split over sites)".to_owned());
-    } else if job.flexible.is_some() {
+    } else if job.flexible().is_some() {
         out.push("the job has a flexible total".to_owned());
     }
     let mut field = |present: bool, what: &str| {
@@ -50,7 +50,7 @@ fn problems(job: &Job) -> Vec<String> {
     field(job.extra().user.is_some(), "the job has a user");
     field(job.priority != Priority::Low, "the job has priority high");
     field(job.submit.is_some(), "the job has a submit time");
-    field(job.deadline.is_some(), "the job has a deadline");
+    field(job.deadline().is_some(), "the job has a deadline");
     field(
         job.extra().input_file.is_some(),
         "the job has an input file",
@@ -60,7 +60,7 @@ fn problems(job: &Job) -> Vec<String> {
         "the job has a runtime estimate",
     );
     field(
-        job.max_wall_time.is_some(),
+        job.max_wall_time().is_some(),
         "the job has a max wall time (RSL has one per component: maxWallTime)",
     );
     if job.components.is_empty() {

@@ -353,10 +353,13 @@ pub enum Rejected {
 
 /// Timestamps and counters of one job: everything the metrics of DESIGN.md need.
 ///
-/// The counters are inline; the times of its runs ([`RunRecord`]) are boxed and made at the
-/// first placement, so that a job that only waits stays small. Read them through the
-/// accessors ([`JobRecord::start`], ...), which answer `None` before the first run.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+/// The placement counters are inline; the times of its runs and the counters of what can
+/// only happen to a placed job ([`RunRecord`]) are boxed and made at the first placement, so
+/// that a job that only waits stays small. Read them through the accessors
+/// ([`JobRecord::start`], [`JobRecord::submit_failures`], ...), which answer `None` or 0
+/// before the first run. The serialized form is the one the counters had inline
+/// (`JobRecordForm`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct JobRecord {
     pub job: JobId,
     pub submit: Time,
@@ -364,22 +367,144 @@ pub struct JobRecord {
     pub placement_tries: u32,
     /// Placement failures (tries that found no fit).
     pub placement_failures: u32,
-    /// Claiming tries (ICP) and how many did not claim every component.
-    pub claim_tries: u32,
-    pub claim_failures: u32,
-    /// Failures before commit (aborts) and after (completion failures).
-    pub submit_failures: u32,
-    pub completion_failures: u32,
-    /// Times preempted.
-    pub preemptions: u32,
-    /// Times killed at a runtime limit and queued again (TAGS).
-    pub limit_kills: u32,
     /// When the first placement tries happened, as many as the configuration's
     /// `record_try_times` says (none by default: a job waiting through many passes keeps
     /// only the count).
-    pub try_times: Vec<Time>,
+    pub try_times: TryTimes,
     /// The times of its runs, from the first placement on.
     pub run: Option<Box<RunRecord>>,
+}
+
+/// [`JobRecord`]'s serialized form: every counter inline, in the order they were.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "JobRecord")]
+struct JobRecordForm<T, R> {
+    job: JobId,
+    submit: Time,
+    placement_tries: u32,
+    placement_failures: u32,
+    claim_tries: u32,
+    claim_failures: u32,
+    submit_failures: u32,
+    completion_failures: u32,
+    preemptions: u32,
+    limit_kills: u32,
+    try_times: T,
+    run: R,
+}
+
+impl serde::Serialize for JobRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.run();
+        JobRecordForm {
+            job: self.job,
+            submit: self.submit,
+            placement_tries: self.placement_tries,
+            placement_failures: self.placement_failures,
+            claim_tries: r.claim_tries,
+            claim_failures: r.claim_failures,
+            submit_failures: r.submit_failures,
+            completion_failures: r.completion_failures,
+            preemptions: r.preemptions,
+            limit_kills: r.limit_kills,
+            try_times: &self.try_times,
+            run: &self.run,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JobRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JobRecord, D::Error> {
+        let f = JobRecordForm::<TryTimes, Option<Box<RunRecord>>>::deserialize(d)?;
+        let mut record = JobRecord {
+            job: f.job,
+            submit: f.submit,
+            placement_tries: f.placement_tries,
+            placement_failures: f.placement_failures,
+            try_times: f.try_times,
+            run: f.run,
+        };
+        let counters = [
+            f.claim_tries,
+            f.claim_failures,
+            f.submit_failures,
+            f.completion_failures,
+            f.preemptions,
+            f.limit_kills,
+        ];
+        if counters != [0; 6] {
+            let r = record.run_mut();
+            r.claim_tries = f.claim_tries;
+            r.claim_failures = f.claim_failures;
+            r.submit_failures = f.submit_failures;
+            r.completion_failures = f.completion_failures;
+            r.preemptions = f.preemptions;
+            r.limit_kills = f.limit_kills;
+        }
+        Ok(record)
+    }
+}
+
+/// A record's placement-try times: a list, boxed only when it holds any (8 bytes in the
+/// record, not a `Vec`'s 24: most configurations keep none). Serialized as the list.
+#[derive(Clone, PartialEq, Eq, Default)]
+// The box is the point: 8 bytes in every record instead of an empty `Vec`'s 24.
+#[allow(clippy::box_collection)]
+pub struct TryTimes(Option<Box<Vec<Time>>>);
+
+impl TryTimes {
+    pub fn push(&mut self, t: Time) {
+        self.0.get_or_insert_with(Box::default).push(t);
+    }
+
+    /// Bytes held beside the record.
+    pub fn capacity(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| v.capacity())
+    }
+}
+
+impl std::ops::Deref for TryTimes {
+    type Target = [Time];
+    fn deref(&self) -> &[Time] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl std::fmt::Debug for TryTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl From<Vec<Time>> for TryTimes {
+    fn from(v: Vec<Time>) -> TryTimes {
+        TryTimes((!v.is_empty()).then(|| Box::new(v)))
+    }
+}
+
+impl<const N: usize> PartialEq<[Time; N]> for TryTimes {
+    fn eq(&self, o: &[Time; N]) -> bool {
+        **self == o[..]
+    }
+}
+
+impl PartialEq<Vec<Time>> for TryTimes {
+    fn eq(&self, o: &Vec<Time>) -> bool {
+        **self == o[..]
+    }
+}
+
+impl serde::Serialize for TryTimes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TryTimes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TryTimes, D::Error> {
+        Vec::<Time>::deserialize(d).map(TryTimes::from)
+    }
 }
 
 /// The times of a job's runs.
@@ -401,6 +526,24 @@ pub struct RunRecord {
     pub sites: Vec<SiteId>,
     /// Processor-milliseconds held before the barrier released (seed 001's wasted time).
     pub wasted: u64,
+    /// Claiming tries (ICP) and how many did not claim every component. These counters
+    /// count what happens to a placed job only; they are written with the [`JobRecord`]'s
+    /// (read them there).
+    #[serde(skip)]
+    pub claim_tries: u32,
+    #[serde(skip)]
+    pub claim_failures: u32,
+    /// Failures before commit (aborts) and after (completion failures).
+    #[serde(skip)]
+    pub submit_failures: u32,
+    #[serde(skip)]
+    pub completion_failures: u32,
+    /// Times preempted.
+    #[serde(skip)]
+    pub preemptions: u32,
+    /// Times killed at a runtime limit and queued again (TAGS).
+    #[serde(skip)]
+    pub limit_kills: u32,
 }
 
 static NO_RUN: RunRecord = RunRecord {
@@ -412,9 +555,45 @@ static NO_RUN: RunRecord = RunRecord {
     end: None,
     sites: Vec::new(),
     wasted: 0,
+    claim_tries: 0,
+    claim_failures: 0,
+    submit_failures: 0,
+    completion_failures: 0,
+    preemptions: 0,
+    limit_kills: 0,
 };
 
 impl JobRecord {
+    /// Claiming tries (ICP).
+    pub fn claim_tries(&self) -> u32 {
+        self.run().claim_tries
+    }
+
+    /// Claiming tries that did not claim every component.
+    pub fn claim_failures(&self) -> u32 {
+        self.run().claim_failures
+    }
+
+    /// Failures before commit (aborts).
+    pub fn submit_failures(&self) -> u32 {
+        self.run().submit_failures
+    }
+
+    /// Failures after commit.
+    pub fn completion_failures(&self) -> u32 {
+        self.run().completion_failures
+    }
+
+    /// Times preempted.
+    pub fn preemptions(&self) -> u32 {
+        self.run().preemptions
+    }
+
+    /// Times killed at a runtime limit and queued again (TAGS).
+    pub fn limit_kills(&self) -> u32 {
+        self.run().limit_kills
+    }
+
     /// The run times (all empty before the first placement).
     pub fn run(&self) -> &RunRecord {
         self.run.as_deref().unwrap_or(&NO_RUN)
@@ -472,5 +651,78 @@ impl JobRecord {
     /// Start delay: last JST minus first JST (seed 000 §3.2).
     pub fn start_delay(&self) -> Option<Millis> {
         Some(self.last_jst()? - self.first_jst()?)
+    }
+}
+
+/// A record keeps the serialized form of its inline counters and list.
+#[cfg(test)]
+mod record_form_tests {
+    use super::*;
+
+    /// `JobRecord` as it was with every counter inline: the reference form.
+    #[derive(serde::Serialize)]
+    struct InlineRecord<'a> {
+        job: JobId,
+        submit: Time,
+        placement_tries: u32,
+        placement_failures: u32,
+        claim_tries: u32,
+        claim_failures: u32,
+        submit_failures: u32,
+        completion_failures: u32,
+        preemptions: u32,
+        limit_kills: u32,
+        try_times: Vec<Time>,
+        run: Option<&'a RunRecord>,
+    }
+
+    #[test]
+    fn a_record_is_written_as_its_counters_were_inline_and_read_back_equal() {
+        for placed in [false, true] {
+            let mut r = JobRecord {
+                job: 4,
+                submit: 10,
+                placement_tries: 3,
+                placement_failures: 2,
+                ..JobRecord::default()
+            };
+            if placed {
+                r.try_times.push(11);
+                let run = r.run_mut();
+                run.start = Some(12);
+                run.claim_tries = 1;
+                run.claim_failures = 2;
+                run.submit_failures = 3;
+                run.completion_failures = 4;
+                run.preemptions = 5;
+                run.limit_kills = 6;
+            }
+            let n = u32::from(placed);
+            let inline = InlineRecord {
+                job: 4,
+                submit: 10,
+                placement_tries: 3,
+                placement_failures: 2,
+                claim_tries: n,
+                claim_failures: 2 * n,
+                submit_failures: 3 * n,
+                completion_failures: 4 * n,
+                preemptions: 5 * n,
+                limit_kills: 6 * n,
+                try_times: if placed { vec![11] } else { vec![] },
+                run: r.run.as_deref(),
+            };
+            let text = serde_json::to_string(&r).unwrap();
+            assert_eq!(text, serde_json::to_string(&inline).unwrap());
+            let back: JobRecord = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, r);
+            assert_eq!((back.submit_failures(), back.limit_kills()), (3 * n, 6 * n));
+            assert_eq!(
+                back.run.is_some(),
+                placed,
+                "no run box for a job never placed"
+            );
+        }
+        assert!(size_of::<JobRecord>() <= 40);
     }
 }

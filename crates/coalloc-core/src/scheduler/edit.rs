@@ -107,13 +107,15 @@ impl Core {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job = edited;
                     if i == n {
-                        j.comps.push(CompState::idle());
+                        let mut comps = std::mem::take(&mut j.comps).into_vec();
+                        comps.push(CompState::idle());
+                        j.comps = comps.into_boxed_slice();
                     }
                     self.launch_with_file(id, i, placed);
                 } else {
                     let j = self.jobs.get_mut(&id).expect("known");
                     j.job = edited;
-                    j.comps = Vec::new();
+                    j.comps = Box::default();
                     self.edited.push(id);
                     self.dirty = true;
                     self.sites.epoch += 1;

@@ -83,10 +83,11 @@ impl Core {
         self.apply_pieces(id, &super::transaction::sites_of(&placement));
         let ftt = placement.transfer_time().unwrap_or(0);
         let j = self.jobs.get_mut(&id).expect("claiming a known job");
-        let l = *j.l_permille.get_or_insert(permille(params.l));
+        let l = j.l_permille().unwrap_or(permille(params.l));
+        j.set_l_permille(Some(l));
         let jst = now + ftt;
         let jct = first_jct(now, ftt, l);
-        j.claim = Some(Box::new(ClaimState {
+        j.set_claim(Some(ClaimState {
             jpt: now,
             ftt,
             jst,
@@ -110,7 +111,7 @@ impl Core {
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("claiming a known job");
         j.phase = Phase::Claiming;
-        j.hold_until = Some(jst);
+        j.set_hold_until(Some(jst));
         j.record.run_mut().placed = Some(now);
         j.record.run_mut().first_jst.get_or_insert(jst);
         j.record.run_mut().last_jst = Some(jst);
@@ -125,7 +126,7 @@ impl Core {
         if at <= self.now {
             return self.claim_try(id);
         }
-        let generation = self.jobs[&id].generation;
+        let generation = self.jobs[&id].generation();
         self.timers.insert((
             at,
             Timer::Claim {
@@ -145,8 +146,8 @@ impl Core {
         if j.phase != Phase::Claiming {
             return;
         }
-        j.record.claim_tries += 1;
-        let Some(claim) = j.claim.as_deref().copied() else {
+        j.record.run_mut().claim_tries += 1;
+        let Some(claim) = j.claim().copied() else {
             return;
         };
         let waiting: Vec<usize> = (0..j.comps.len())
@@ -193,13 +194,13 @@ impl Core {
             self.arm_hold(id);
             return self.check_commit(id);
         }
-        j.record.claim_failures += 1;
+        j.record.run_mut().claim_failures += 1;
         if now >= claim.jst {
             return self.claiming_round_failed(id, params);
         }
-        let l = j.l_permille.unwrap_or(permille(params.l));
+        let l = j.l_permille().unwrap_or(permille(params.l));
         let next = next_jct(claim.jct.max(now), claim.jst, l);
-        if let Some(c) = j.claim.as_mut() {
+        if let Some(c) = j.claim_mut() {
             c.jct = next;
         }
         self.arm_claim(id, next);
@@ -217,13 +218,13 @@ impl Core {
     fn claiming_round_failed(&mut self, id: JobId, params: IcpParams) {
         self.cancel_launches(id);
         let j = self.jobs.get_mut(&id).expect("known job");
-        let l = j.l_permille.unwrap_or(permille(params.l));
-        j.l_permille = Some(
+        let l = j.l_permille().unwrap_or(permille(params.l));
+        j.set_l_permille(Some(
             l.saturating_sub(permille(params.l_step))
                 .max(permille(params.l_min)),
-        );
+        ));
         if let Some(max) = params.max_claim_tries {
-            if j.record.claim_tries > max {
+            if j.record.claim_tries() > max {
                 let why = format!(
                     "could not claim every component by its start time (limit of {max} claiming tries reached)"
                 );
@@ -291,8 +292,7 @@ impl Core {
                     .map(|c| c.count)
                     .sum();
                 let jst = v
-                    .claim
-                    .as_ref()
+                    .claim()
                     .map(|c| c.jst)
                     .or(v.record.run().last_jst)
                     .unwrap_or(0);
@@ -314,6 +314,7 @@ impl Core {
                 .get_mut(&victim)
                 .expect("victim")
                 .record
+                .run_mut()
                 .preemptions += 1;
             self.reset_to_queue(victim);
             self.notify(Notice::Preempted {

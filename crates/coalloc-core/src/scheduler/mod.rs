@@ -548,7 +548,7 @@ impl Scheduler {
         let core = &mut self.core;
         for id in core.edited.drain(..) {
             let queued = |j: &&JobState| {
-                j.phase == Phase::Queued && j.retry_at.is_none() && !j.awaiting_admission
+                j.phase == Phase::Queued && j.retry_at().is_none() && !j.awaiting_admission
             };
             if let Some(j) = core.jobs.get(&id).filter(queued) {
                 self.queue.edited(id, &j.job);
@@ -575,7 +575,7 @@ impl Scheduler {
         let mut committed = std::mem::take(&mut core.committed);
         for id in committed.drain(..) {
             if let (Some(limit), Some(j)) = (self.queue.runtime_limit(id), core.jobs.get(&id)) {
-                let generation = j.generation;
+                let generation = j.generation();
                 core.timers.insert((
                     core.now + limit,
                     Timer::Limit {
@@ -626,7 +626,7 @@ impl Core {
         if j.awaiting_admission {
             self.backlog.remove(id);
             self.jobs.get_mut(&id).expect("known").awaiting_admission = false;
-        } else if j.phase == Phase::Queued && j.retry_at.is_none() {
+        } else if j.phase == Phase::Queued && j.retry_at().is_none() {
             self.unqueued.push(id);
         }
         self.cancel_launches(id);
@@ -776,7 +776,7 @@ impl Core {
                 if self
                     .jobs
                     .get(&job)
-                    .is_some_and(|j| j.generation == generation)
+                    .is_some_and(|j| j.generation() == generation)
                 {
                     self.check_commit(job);
                 }
@@ -785,7 +785,7 @@ impl Core {
                 if self
                     .jobs
                     .get(&job)
-                    .is_some_and(|j| j.generation == generation)
+                    .is_some_and(|j| j.generation() == generation)
                 {
                     self.claim_try(job);
                 }
@@ -794,11 +794,11 @@ impl Core {
                 let running = self
                     .jobs
                     .get(&job)
-                    .is_some_and(|j| j.generation == generation && j.phase == Phase::Running);
+                    .is_some_and(|j| j.generation() == generation && j.phase == Phase::Running);
                 if running {
                     self.cancel_launches(job);
                     let j = self.jobs.get_mut(&job).expect("running job");
-                    j.record.limit_kills += 1;
+                    j.record.run_mut().limit_kills += 1;
                     let ran = self.now - j.record.run().start.unwrap_or(self.now);
                     self.reset_to_queue(job);
                     self.notify(Notice::Requeued {

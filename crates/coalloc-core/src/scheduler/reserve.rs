@@ -234,7 +234,7 @@ impl Core {
         let floor = files.max(requested.unwrap_or(now)).max(now);
         let duration = self.estimate_of(id);
         self.enter_claiming(id, &placement, floor);
-        let generation = self.jobs[&id].generation;
+        let generation = self.jobs[&id].generation();
         self.reserve.runs.insert(
             id,
             Round {
@@ -314,7 +314,7 @@ impl Core {
     /// A missing answer fails the run after the answer timeout.
     fn arm_answer(&mut self, id: JobId) {
         if let Some(t) = self.reserve_params().answer_timeout {
-            let generation = self.jobs[&id].generation;
+            let generation = self.jobs[&id].generation();
             self.timers.insert((
                 self.now + t,
                 Timer::ReserveAnswer {
@@ -330,7 +330,7 @@ impl Core {
         let live = self
             .jobs
             .get(&id)
-            .is_some_and(|j| j.generation == generation && j.phase == Phase::Claiming);
+            .is_some_and(|j| j.generation() == generation && j.phase == Phase::Claiming);
         let waiting = self
             .run_resvs(id)
             .find(|(_, r)| matches!(r.state, ResvState::Asking { .. } | ResvState::Requested));
@@ -345,7 +345,7 @@ impl Core {
 
     /// The reservations of job `id`'s current run.
     fn run_resvs(&self, id: JobId) -> impl Iterator<Item = (ReservationId, &Resv)> + '_ {
-        let generation = self.jobs.get(&id).map(|j| j.generation);
+        let generation = self.jobs.get(&id).map(|j| j.generation());
         self.reserve
             .table
             .iter()
@@ -359,7 +359,7 @@ impl Core {
         let r = self.reserve.table.get(&rid)?;
         let j = self.jobs.get(&r.job)?;
         (r.state != ResvState::Abandoned
-            && j.generation == r.generation
+            && j.generation() == r.generation
             && j.phase == Phase::Claiming)
             .then_some(r.job)
     }
@@ -436,7 +436,7 @@ impl Core {
         }
         run.start = Some(start);
         let j = self.jobs.get_mut(&id).expect("reserving");
-        j.hold_until = Some(start);
+        j.set_hold_until(Some(start));
         j.record.run_mut().last_jst = Some(start);
         self.request_due(id, start);
     }
@@ -446,7 +446,7 @@ impl Core {
         let live = self
             .jobs
             .get(&id)
-            .is_some_and(|j| j.generation == generation && j.phase == Phase::Claiming);
+            .is_some_and(|j| j.generation() == generation && j.phase == Phase::Claiming);
         if let (true, Some(start)) = (live, self.reserve.runs.get(&id).and_then(|r| r.start)) {
             self.request_due(id, start);
             self.arm_answer(id);
@@ -491,7 +491,7 @@ impl Core {
             });
         }
         if let Some(due) = next {
-            let generation = self.jobs[&id].generation;
+            let generation = self.jobs[&id].generation();
             let timer = Timer::ReserveDue {
                 job: id,
                 generation,
@@ -603,7 +603,7 @@ impl Core {
         }
         let j = self.jobs.get_mut(&id).expect("reserving");
         j.phase = Phase::Starting;
-        j.hold_until = Some(start);
+        j.set_hold_until(Some(start));
         self.active_changed(id);
         self.arm_hold(id);
         self.check_commit(id);

@@ -440,7 +440,9 @@ impl Scheduler {
             let now = core.now;
             let mut queued = 0;
             for j in core.jobs.values() {
-                if j.phase == super::Phase::Queued && j.retry_at.is_none() && !j.awaiting_admission
+                if j.phase == super::Phase::Queued
+                    && j.retry_at().is_none()
+                    && !j.awaiting_admission
                 {
                     queue.push(j.id, &j.job, now);
                     queued += 1;

@@ -24,7 +24,7 @@ impl Core {
     ) -> Result<(), Rejected> {
         for (i, c) in job.components.iter().enumerate() {
             if let Some(name) = &c.site {
-                if !self.sites.sites.iter().any(|s| &s.name == name) {
+                if !self.sites.sites.iter().any(|s| *s.name == **name) {
                     return Err(Rejected::Invalid(format!(
                         "component {i} names site `{name}`, which is not in the site list"
                     )));
@@ -247,7 +247,7 @@ impl Core {
         }
         match result {
             Ok(p) => {
-                j.hold_until = options.hold_until;
+                j.set_hold_until(options.hold_until);
                 match p {
                     Placed::Whole(p) => {
                         if options.kill_local {
@@ -389,12 +389,12 @@ impl Core {
 
     pub(super) fn arm_hold(&mut self, id: JobId) {
         let j = &self.jobs[&id];
-        if let Some(t) = j.hold_until.filter(|&t| t > self.now) {
+        if let Some(t) = j.hold_until().filter(|&t| t > self.now) {
             self.timers.insert((
                 t,
                 Timer::Hold {
                     job: id,
-                    generation: j.generation,
+                    generation: j.generation(),
                 },
             ));
         }
@@ -408,7 +408,7 @@ impl Core {
         };
         if j.phase != Phase::Starting
             || !j.required_ready()
-            || j.hold_until.is_some_and(|t| t > now)
+            || j.hold_until().is_some_and(|t| t > now)
         {
             return;
         }
@@ -718,21 +718,21 @@ impl Core {
         );
         let j = self.jobs.get_mut(&id).expect("abort of a known job");
         let (count, limit, what) = if after_commit {
-            j.record.completion_failures += 1;
+            j.record.run_mut().completion_failures += 1;
             (
-                j.record.completion_failures,
+                j.record.completion_failures(),
                 limits.1,
                 "failures after start",
             )
         } else {
-            j.record.submit_failures += 1;
-            (j.record.submit_failures, limits.0, "aborted starts")
+            j.record.run_mut().submit_failures += 1;
+            (j.record.submit_failures(), limits.0, "aborted starts")
         };
         if limit.is_some_and(|l| count > l) {
             let why = format!("{reason} (limit of {} {what} reached)", limit.unwrap_or(0));
             return self.end_job(id, Err(why));
         }
-        let failures = j.record.submit_failures + j.record.completion_failures;
+        let failures = j.record.submit_failures() + j.record.completion_failures();
         let wait = self.config.backoff_after(failures);
         self.reset_to_queue(id);
         let reason = if wait > 0 {
@@ -752,8 +752,8 @@ impl Core {
         self.requeued.retain(|&r| r != id);
         let j = self.jobs.get_mut(&id).expect("known job");
         let at = self.now + wait;
-        j.retry_at = Some(at);
-        let generation = j.generation;
+        j.set_retry_at(Some(at));
+        let generation = j.generation();
         self.timers.insert((
             at,
             Timer::Retry {
@@ -768,8 +768,8 @@ impl Core {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if j.generation == generation && j.phase == Phase::Queued && j.retry_at.is_some() {
-            j.retry_at = None;
+        if j.generation() == generation && j.phase == Phase::Queued && j.retry_at().is_some() {
+            j.set_retry_at(None);
             self.requeued.push(id);
             self.dirty = true;
         }
@@ -779,7 +779,7 @@ impl Core {
     pub(super) fn reset_to_queue(&mut self, id: JobId) {
         self.drop_reservations(id);
         let j = self.jobs.get_mut(&id).expect("known job");
-        if let Some(flex) = j.job.flexible {
+        if let Some(flex) = j.job.flexible() {
             j.job.components.truncate(1);
             j.job.components[0].count = flex.total;
         }
@@ -790,11 +790,11 @@ impl Core {
             .collect();
         let mut keep = keep.into_iter();
         j.job.components.retain(|_| keep.next().unwrap_or(true));
-        j.comps = Vec::new();
+        j.comps = Box::default();
         j.owner_committed = false;
         j.told_ready = false;
         j.phase = Phase::Queued;
-        j.generation += 1;
+        j.bump_generation();
         j.record.run_mut().start = None;
         j.record.run_mut().barrier_release = None;
         self.active_changed(id);
@@ -811,7 +811,7 @@ impl Core {
         }
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
-        j.generation += 1;
+        j.bump_generation();
         j.record.run_mut().end = Some(now);
         // A job about to be forgotten gives its record away instead of copying it.
         let record = Box::new(if self.config.forget_ended {

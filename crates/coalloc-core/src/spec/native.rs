@@ -405,18 +405,15 @@ impl JobDoc {
                 "must be longer than zero",
             ));
         }
-        let job = Job {
-            id: self.id,
-            extra: None,
-            priority: named("priority", &self.priority, Priority::from_name)?.unwrap_or_default(),
-            kind,
-            components,
+        let mut job = Job::new(kind, components).with_limits(
             flexible,
-            submit: time("submit", &self.submit)?,
-            deadline: time("deadline", &self.deadline)?,
-            runtime_estimate: duration("runtime_estimate", &self.runtime_estimate)?,
-            max_wall_time: duration("max_wall_time", &self.max_wall_time)?,
-        };
+            time("deadline", &self.deadline)?,
+            duration("max_wall_time", &self.max_wall_time)?,
+        );
+        job.id = self.id;
+        job.priority = named("priority", &self.priority, Priority::from_name)?.unwrap_or_default();
+        job.submit = time("submit", &self.submit)?;
+        job.runtime_estimate = duration("runtime_estimate", &self.runtime_estimate)?;
         let start = time("start", &self.start)?;
         if start.is_some() && !self.reserve {
             return Err(SpecError::invalid(
@@ -426,9 +423,9 @@ impl JobDoc {
         }
         let reserve = self.reserve.then_some(ReserveRequest { start });
         let job = job.with(|e| {
-            e.name = self.name.clone();
-            e.user = self.user.clone();
-            e.input_file = input_file;
+            e.name = self.name.as_deref().map(Into::into);
+            e.user = self.user.as_deref().map(Into::into);
+            e.input_file = input_file.map(Box::new);
             e.barrier_timeout = barrier_timeout;
             e.hold_at_barrier = self.hold_at_barrier;
             e.reserve = reserve;
@@ -451,16 +448,16 @@ impl JobDoc {
         let dur = |d: Option<Millis>| d.map(|d| Scalar::Str(format_duration(d)));
         JobDoc {
             id: job.id,
-            name: job.extra().name.clone(),
-            user: job.extra().user.clone(),
+            name: job.name().map(str::to_owned),
+            user: job.user().map(str::to_owned),
             priority: Some(job.priority.name().to_owned()),
             kind: Some(job.kind.name().to_owned()),
-            total: job.flexible.map(|f| i64::from(f.total)),
-            min_component: job.flexible.and_then(|f| f.min_component).map(i64::from),
+            total: job.flexible().map(|f| i64::from(f.total)),
+            min_component: job.flexible().and_then(|f| f.min_component).map(i64::from),
             submit: time(job.submit),
-            deadline: time(job.deadline),
+            deadline: time(job.deadline()),
             runtime_estimate: dur(job.runtime_estimate),
-            max_wall_time: dur(job.max_wall_time),
+            max_wall_time: dur(job.max_wall_time()),
             barrier_timeout: dur(job.extra().barrier_timeout),
             hold_at_barrier: job.extra().hold_at_barrier,
             reserve: job.extra().reserve.is_some(),
@@ -475,7 +472,7 @@ impl JobDoc {
                 .iter()
                 .map(|c| ComponentDoc {
                     count: (job.kind != JobKind::Flexible).then_some(i64::from(c.count)),
-                    site: c.site.clone(),
+                    site: c.site.as_deref().map(str::to_owned),
                     start_type: Some(c.start_type.name().to_owned()),
                     executable: c.details().executable.clone(),
                     arguments: c
@@ -569,7 +566,7 @@ impl ComponentDoc {
         };
         Ok(Component {
             count,
-            site: self.site.clone(),
+            site: self.site.as_deref().map(Into::into),
             start_type: named(&f("start_type"), &self.start_type, StartType::from_name)?
                 .unwrap_or_default(),
             job_type: named(&f("job_type"), &self.job_type, JobType::from_name)?

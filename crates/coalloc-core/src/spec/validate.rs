@@ -109,7 +109,7 @@ pub fn validate(job: &Job, positions: &[Pos]) -> Result<(), SpecError> {
             }
         }
     }
-    if let (Some(submit), Some(deadline)) = (job.submit, job.deadline) {
+    if let (Some(submit), Some(deadline)) = (job.submit, job.deadline()) {
         if deadline < submit {
             return Err(SpecError::invalid(
                 "deadline",
@@ -121,7 +121,7 @@ pub fn validate(job: &Job, positions: &[Pos]) -> Result<(), SpecError> {
             ));
         }
     }
-    for (field, t) in [("submit", job.submit), ("deadline", job.deadline)] {
+    for (field, t) in [("submit", job.submit), ("deadline", job.deadline())] {
         if let Some(t) = t {
             if t < 0 {
                 return Err(SpecError::invalid(field, "must not be negative"));
@@ -130,7 +130,7 @@ pub fn validate(job: &Job, positions: &[Pos]) -> Result<(), SpecError> {
     }
     for (field, d) in [
         ("runtime_estimate", job.runtime_estimate),
-        ("max_wall_time", job.max_wall_time),
+        ("max_wall_time", job.max_wall_time()),
     ] {
         if let Some(d) = d {
             if d <= 0 {
@@ -167,8 +167,11 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
             ));
         }
     }
-    for (name, value) in [("site", &c.site), ("label", &c.details().label)] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+    for (name, value) in [
+        ("site", c.site.as_deref()),
+        ("label", c.details().label.as_deref()),
+    ] {
+        if value.is_some_and(|v| v.trim().is_empty()) {
             return Err(SpecError::invalid(f(name), "must not be empty"));
         }
     }
@@ -258,7 +261,7 @@ fn check_kind(job: &Job) -> Result<(), SpecError> {
             format!("a total job has exactly one component (got {n})"),
         )),
         JobKind::Flexible => {
-            let Some(flex) = job.flexible else {
+            let Some(flex) = job.flexible() else {
                 return Err(SpecError::invalid(
                     "total",
                     "a flexible job needs `total`, the number of processors to split over sites",
@@ -294,7 +297,7 @@ fn check_kind(job: &Job) -> Result<(), SpecError> {
                 _ => Ok(()),
             }
         }
-        _ if job.flexible.is_some() => Err(SpecError::invalid(
+        _ if job.flexible().is_some() => Err(SpecError::invalid(
             "total",
             format!("only flexible jobs have a total; this job is {}", job.kind),
         )),

@@ -282,10 +282,10 @@ fn jobs_jsonl(o: &Outcome) -> String {
             "end": secs(r.and_then(|r| r.end())),
             "start_delay": secs(r.and_then(|r| r.start_delay())),
             "placement_tries": r.map(|r| r.placement_tries),
-            "claim_tries": r.map(|r| r.claim_tries),
-            "submit_failures": r.map(|r| r.submit_failures),
-            "completion_failures": r.map(|r| r.completion_failures),
-            "preemptions": r.map(|r| r.preemptions),
+            "claim_tries": r.map(|r| r.claim_tries()),
+            "submit_failures": r.map(|r| r.submit_failures()),
+            "completion_failures": r.map(|r| r.completion_failures()),
+            "preemptions": r.map(|r| r.preemptions()),
             "sites": r.map(|r| r.sites().to_vec()),
         });
         let _ = writeln!(out, "{line}");

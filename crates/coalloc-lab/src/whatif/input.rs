@@ -213,7 +213,7 @@ pub fn read(
         if let (Treatment::Finished, Some(placed), Some(release), Some(end)) =
             (how, r.placed, r.barrier_release, r.end)
         {
-            if job.flexible.is_none() && job.components.len() == r.sites.len() {
+            if job.flexible().is_none() && job.components.len() == r.sites.len() {
                 for (k, (c, site)) in job.components.iter().zip(&r.sites).enumerate() {
                     let Some(site) = sites.iter().position(|s| s == site) else {
                         continue;

@@ -153,7 +153,7 @@ pub fn owned(caller: &Caller, job: Job) -> Result<Job, ApiError> {
             403,
             format!("`{}` may not submit a job for user `{u}`", caller.name),
         )),
-        None => Ok(job.with(|e| e.user = Some(caller.name.clone()))),
+        None => Ok(job.with(|e| e.user = Some(caller.name.as_str().into()))),
     }
 }
 

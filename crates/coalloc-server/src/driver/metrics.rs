@@ -43,17 +43,17 @@ impl Driver {
             for (t, v) in tries.iter_mut().zip([
                 r.placement_tries,
                 r.placement_failures,
-                r.claim_tries,
-                r.claim_failures,
+                r.claim_tries(),
+                r.claim_failures(),
             ]) {
                 *t += u64::from(v);
             }
             for (a, v) in aborts.iter_mut().zip([
-                r.submit_failures,
-                r.completion_failures,
-                r.claim_failures,
-                r.limit_kills,
-                r.preemptions,
+                r.submit_failures(),
+                r.completion_failures(),
+                r.claim_failures(),
+                r.limit_kills(),
+                r.preemptions(),
             ]) {
                 *a += u64::from(v);
             }

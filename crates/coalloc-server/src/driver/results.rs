@@ -70,12 +70,12 @@ impl Driver {
                 .collect(),
             placement_tries: r.placement_tries,
             placement_failures: r.placement_failures,
-            submit_failures: r.submit_failures,
-            completion_failures: r.completion_failures,
-            claim_tries: r.claim_tries,
-            claim_failures: r.claim_failures,
-            preemptions: r.preemptions,
-            limit_kills: r.limit_kills,
+            submit_failures: r.submit_failures(),
+            completion_failures: r.completion_failures(),
+            claim_tries: r.claim_tries(),
+            claim_failures: r.claim_failures(),
+            preemptions: r.preemptions(),
+            limit_kills: r.limit_kills(),
             aborts,
         };
         if self.durable() {

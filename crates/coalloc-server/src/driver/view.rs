@@ -86,7 +86,7 @@ impl Driver {
                     .launch
                     .and_then(|l| self.launches.get(&l.0))
                     .filter(|_| full);
-                let resv = self.reservation_of(j.id, j.generation, i);
+                let resv = self.reservation_of(j.id, j.generation(), i);
                 ComponentView {
                     index: i,
                     count: c.count.max(spec.map_or(0, |s| s.count)),
@@ -120,11 +120,11 @@ impl Driver {
             end: r.end(),
             components,
             placement_tries: r.placement_tries,
-            claiming_tries: r.claim_tries,
-            submit_failures: r.submit_failures,
-            completion_failures: r.completion_failures,
+            claiming_tries: r.claim_tries(),
+            submit_failures: r.submit_failures(),
+            completion_failures: r.completion_failures(),
             last_abort: self.abort_reasons.get(&j.id).cloned(),
-            retry_at: j.retry_at,
+            retry_at: j.retry_at(),
             array: self
                 .array_of(j.id)
                 .map(|(first, index)| super::arrays::element_name(first, index)),

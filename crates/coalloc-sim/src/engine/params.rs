@@ -166,7 +166,7 @@ impl Jobs<'_> {
                 let j = &self.built().expect("a built workload").jobs[i];
                 (
                     j.tag,
-                    j.job.deadline,
+                    j.job.deadline(),
                     j.job.components.len(),
                     j.job.components.iter().map(|c| u64::from(c.count)).sum(),
                     j.job.priority,

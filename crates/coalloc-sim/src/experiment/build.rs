@@ -243,7 +243,7 @@ fn jobs(
                                 .collect(),
                         );
                         job.submit = Some(g.submit);
-                        job.deadline = Some(g.deadline);
+                        job.set_deadline(Some(g.deadline));
                         known_runtime(i, job, g.runtime)
                     })
                     .collect(),

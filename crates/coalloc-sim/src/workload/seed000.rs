@@ -51,12 +51,12 @@ pub fn jobs(rate: f64, sites: usize, seed: u64, count: usize) -> Result<Vec<Seed
                 (0..n).map(|_| Component::new(size / n)).collect(),
             )
             .with(|e| {
-                e.name = Some(format!("koala-{k}"));
-                e.input_file = Some(InputFile {
+                e.name = Some(format!("koala-{k}").into());
+                e.input_file = Some(Box::new(InputFile {
                     name: format!("input-{k}"),
                     size: gb * 1_000_000_000,
                     distribution: FileDistribution::Whole,
-                });
+                }));
             });
             job.priority = if high { Priority::High } else { Priority::Low };
             job.submit = Some(submit);

@@ -38,7 +38,7 @@ pub fn batch(
             };
             let components = (0..4)
                 .map(|k| Component {
-                    site: ordered.then(|| sites[(j + k) % sites.len()].clone()),
+                    site: ordered.then(|| sites[(j + k) % sites.len()].as_str().into()),
                     ..Component::new(size)
                 })
                 .collect();
@@ -51,7 +51,7 @@ pub fn batch(
                 components,
             );
             job.submit = Some(0);
-            job.with(|e| e.name = Some(format!("poisson-{j}")))
+            job.with(|e| e.name = Some(format!("poisson-{j}").into()))
         })
         .collect())
 }

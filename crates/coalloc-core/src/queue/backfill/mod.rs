@@ -109,7 +109,7 @@ pub struct Demand {
 
 impl Demand {
     pub fn of(job: &Job) -> Demand {
-        let largest = match job.flexible {
+        let largest = match job.flexible() {
             Some(f) => f.min_component.unwrap_or(1).min(f.total),
             None => job.components.iter().map(|c| c.count).max().unwrap_or(0),
         };
