@@ -659,7 +659,8 @@ impl JobRecord {
 mod record_form_tests {
     use super::*;
 
-    /// `JobRecord` as it was with every counter inline: the reference form.
+    /// `JobRecord` as it was with every counter inline: the reference form, a frozen copy
+    /// kept apart from `JobRecordForm` on purpose (a change to that form must fail here).
     #[derive(serde::Serialize)]
     struct InlineRecord<'a> {
         job: JobId,

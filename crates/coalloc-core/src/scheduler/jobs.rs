@@ -560,7 +560,8 @@ mod form_tests {
     use super::*;
     use crate::model::{Component, Flexible, JobKind};
 
-    /// `JobState` as it was with every field inline: the reference form.
+    /// `JobState` as it was with every field inline: the reference form, a frozen copy kept
+    /// apart from `JobStateForm` on purpose (a change to that form must fail here).
     #[derive(serde::Serialize)]
     struct InlineState<'a> {
         id: JobId,
