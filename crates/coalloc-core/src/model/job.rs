@@ -521,16 +521,16 @@ struct JobLimits {
     max_wall_time: Option<Millis>,
 }
 
-/// [`Job`]'s serialized form, as read: its fields in the order and of the types they had
-/// when they were all inline (the written form is the same, borrowed).
-#[derive(serde::Deserialize)]
+/// [`Job`]'s serialized form: its fields in the order and of the types they had when they
+/// were all inline (written borrowed, read owned).
+#[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename = "Job")]
-struct JobForm {
+struct JobForm<E, C> {
     id: Option<u64>,
-    extra: Option<Box<JobExtra>>,
+    extra: E,
     priority: Priority,
     kind: JobKind,
-    components: Vec<Component>,
+    components: C,
     flexible: Option<Flexible>,
     submit: Option<Time>,
     deadline: Option<Time>,
@@ -540,21 +540,7 @@ struct JobForm {
 
 impl serde::Serialize for Job {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        #[serde(rename = "Job")]
-        struct Form<'a> {
-            id: Option<u64>,
-            extra: &'a Option<Box<JobExtra>>,
-            priority: Priority,
-            kind: JobKind,
-            components: &'a [Component],
-            flexible: Option<Flexible>,
-            submit: Option<Time>,
-            deadline: Option<Time>,
-            runtime_estimate: Option<Millis>,
-            max_wall_time: Option<Millis>,
-        }
-        Form {
+        JobForm {
             id: self.id,
             extra: &self.extra,
             priority: self.priority,
@@ -572,7 +558,7 @@ impl serde::Serialize for Job {
 
 impl<'de> serde::Deserialize<'de> for Job {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Job, D::Error> {
-        let f = JobForm::deserialize(d)?;
+        let f = JobForm::<Option<Box<JobExtra>>, Vec<Component>>::deserialize(d)?;
         Ok(Job {
             id: f.id,
             extra: f.extra,
@@ -619,21 +605,15 @@ impl Job {
     }
 
     pub fn set_flexible(&mut self, f: Option<Flexible>) {
-        if f.is_some() || self.limits.is_some() {
-            self.set_limits(|l| l.flexible = f);
-        }
+        super::set_boxed(&mut self.limits, |l| l.flexible = f);
     }
 
     pub fn set_deadline(&mut self, t: Option<Time>) {
-        if t.is_some() || self.limits.is_some() {
-            self.set_limits(|l| l.deadline = t);
-        }
+        super::set_boxed(&mut self.limits, |l| l.deadline = t);
     }
 
     pub fn set_max_wall_time(&mut self, t: Option<Millis>) {
-        if t.is_some() || self.limits.is_some() {
-            self.set_limits(|l| l.max_wall_time = t);
-        }
+        super::set_boxed(&mut self.limits, |l| l.max_wall_time = t);
     }
 
     /// This job with its splitting rule, deadline and wall-time limit as given.
@@ -643,22 +623,14 @@ impl Job {
         deadline: Option<Time>,
         max_wall_time: Option<Millis>,
     ) -> Job {
-        let limits = JobLimits {
-            flexible,
-            deadline,
-            max_wall_time,
-        };
-        self.limits = (limits != JobLimits::default()).then(|| Box::new(limits));
+        super::set_boxed(&mut self.limits, |l| {
+            *l = JobLimits {
+                flexible,
+                deadline,
+                max_wall_time,
+            }
+        });
         self
-    }
-
-    /// Changes the boxed limits with `f`; the box is dropped when it ends up empty.
-    fn set_limits(&mut self, f: impl FnOnce(&mut JobLimits)) {
-        let l = self.limits.get_or_insert_with(Box::default);
-        f(l);
-        if **l == JobLimits::default() {
-            self.limits = None;
-        }
     }
 
     /// How long a started component of this job may take to check in at the barrier: its

@@ -26,3 +26,24 @@ pub const SECOND: Millis = 1_000;
 pub const MINUTE: Millis = 60 * SECOND;
 /// Milliseconds per hour.
 pub const HOUR: Millis = 60 * MINUTE;
+
+/// Changes with `f` a value kept boxed only while it differs from its default (the rarely
+/// set fields of a job and of its scheduler state): the box is made only when `f` leaves
+/// something set, and dropped when `f` empties it.
+pub(crate) fn set_boxed<T: Default + PartialEq>(slot: &mut Option<Box<T>>, f: impl FnOnce(&mut T)) {
+    match slot {
+        Some(b) => {
+            f(b);
+            if **b == T::default() {
+                *slot = None;
+            }
+        }
+        None => {
+            let mut v = T::default();
+            f(&mut v);
+            if v != T::default() {
+                *slot = Some(Box::new(v));
+            }
+        }
+    }
+}

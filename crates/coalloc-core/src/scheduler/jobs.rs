@@ -186,13 +186,7 @@ impl serde::Serialize for JobState {
 impl<'de> serde::Deserialize<'de> for JobState {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JobState, D::Error> {
         let f = JobStateForm::<Job, Box<[CompState]>, JobRecord, ClaimState>::deserialize(d)?;
-        let rare = JobRare {
-            hold_until: f.hold_until,
-            claim: f.claim,
-            l_permille: f.l_permille,
-            retry_at: f.retry_at,
-        };
-        Ok(JobState {
+        let mut j = JobState {
             id: f.id,
             job: f.job,
             phase: f.phase,
@@ -201,11 +195,20 @@ impl<'de> serde::Deserialize<'de> for JobState {
             generation: u32::try_from(f.generation)
                 .map_err(|_| serde::de::Error::custom("a job's generation beyond u32"))?,
             holding_until: f.holding_until,
-            rare: (rare != JobRare::default()).then(|| Box::new(rare)),
+            rare: None,
             awaiting_admission: f.awaiting_admission,
             owner_committed: f.owner_committed,
             told_ready: f.told_ready,
-        })
+        };
+        crate::model::set_boxed(&mut j.rare, |r| {
+            *r = JobRare {
+                hold_until: f.hold_until,
+                claim: f.claim,
+                l_permille: f.l_permille,
+                retry_at: f.retry_at,
+            }
+        });
+        Ok(j)
     }
 }
 
@@ -240,15 +243,6 @@ impl JobState {
         self.generation = self.generation.wrapping_add(1);
     }
 
-    /// Changes the rarely held state with `f`; the box is dropped when it ends up empty.
-    fn set_rare(&mut self, f: impl FnOnce(&mut JobRare)) {
-        let rare = self.rare.get_or_insert_with(Box::default);
-        f(rare);
-        if **rare == JobRare::default() {
-            self.rare = None;
-        }
-    }
-
     /// The barrier may not be released before this time (seed 001: jobs start at their
     /// deadline; seed 000: at their JST).
     pub fn hold_until(&self) -> Option<Time> {
@@ -256,9 +250,7 @@ impl JobState {
     }
 
     pub fn set_hold_until(&mut self, t: Option<Time>) {
-        if t.is_some() || self.rare.is_some() {
-            self.set_rare(|r| r.hold_until = t);
-        }
+        crate::model::set_boxed(&mut self.rare, |r| r.hold_until = t);
     }
 
     /// Claiming state (ICP), when placed under it.
@@ -271,9 +263,7 @@ impl JobState {
     }
 
     pub fn set_claim(&mut self, c: Option<ClaimState>) {
-        if c.is_some() || self.rare.is_some() {
-            self.set_rare(|r| r.claim = c);
-        }
+        crate::model::set_boxed(&mut self.rare, |r| r.claim = c);
     }
 
     /// ICP's L for this job in thousandths; lowered each time claiming fails (seed 000 §3.2).
@@ -282,9 +272,7 @@ impl JobState {
     }
 
     pub fn set_l_permille(&mut self, l: Option<u32>) {
-        if l.is_some() || self.rare.is_some() {
-            self.set_rare(|r| r.l_permille = l);
-        }
+        crate::model::set_boxed(&mut self.rare, |r| r.l_permille = l);
     }
 
     /// A queued job waiting out its retry back-off: when it goes back into its queue (it
@@ -294,9 +282,7 @@ impl JobState {
     }
 
     pub fn set_retry_at(&mut self, t: Option<Time>) {
-        if t.is_some() || self.rare.is_some() {
-            self.set_rare(|r| r.retry_at = t);
-        }
+        crate::model::set_boxed(&mut self.rare, |r| r.retry_at = t);
     }
 
     /// Whether component `i` was deleted from the current run.
