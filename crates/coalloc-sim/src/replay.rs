@@ -79,13 +79,16 @@ pub fn replay(
         true_runtimes: false,
         local: Vec::new(),
     };
-    let out = simulate(sites, config, work, &SimParams::default())?;
+    let params = SimParams {
+        keep_records: false,
+        ..SimParams::default()
+    };
+    let out = simulate(sites, config, work, &params)?;
     let seconds = |t: Option<Time>| t.map(|t| t.div_euclid(SECOND));
     let mut refused = Vec::new();
     let mut waiting = 0;
     let mut scheduled = Vec::with_capacity(jobs.len());
     for (t, o) in jobs.iter().zip(&out.jobs) {
-        let record = o.record.as_ref();
         let finished = o.fate == JobFate::Finished;
         match &o.fate {
             JobFate::Failed(why) | JobFate::Refused(why) => refused.push((t.number, why.clone())),
@@ -95,8 +98,8 @@ pub fn replay(
         scheduled.push(Scheduled {
             number: t.number,
             submit: t.submit,
-            start: seconds(record.and_then(|r| r.start())),
-            end: seconds(record.and_then(|r| r.end()).filter(|_| finished)),
+            start: seconds(o.start),
+            end: seconds(o.end.filter(|_| finished)),
             processors: t.processors,
         });
     }

@@ -274,6 +274,11 @@ pub struct SimParams {
     /// then); a job missing here, or a component past its list's end, runs for the job's
     /// runtime.
     pub component_runtimes: BTreeMap<usize, Vec<Millis>>,
+    /// Keep each ended job's whole record in its [`JobOutcome`](super::JobOutcome) (the
+    /// metrics and the JSONL need it). A replay, which needs only the start and end every
+    /// outcome has, turns it off: the records then go back to the allocator as jobs end,
+    /// instead of holding about 200 bytes a job to the end of the run.
+    pub keep_records: bool,
 }
 
 impl Default for SimParams {
@@ -293,6 +298,7 @@ impl Default for SimParams {
             job_start_latency: BTreeMap::new(),
             aborted_starts: BTreeMap::new(),
             component_runtimes: BTreeMap::new(),
+            keep_records: true,
         }
     }
 }

@@ -45,8 +45,12 @@ pub struct JobOutcome {
     pub priority: Priority,
     pub runtime: Millis,
     pub fate: JobFate,
-    /// The core's record, for a job that ended (finished or failed).
-    pub record: Option<JobRecord>,
+    /// When its last run started and ended, for a job that ended (the record's).
+    pub start: Option<Time>,
+    pub end: Option<Time>,
+    /// The core's record, for a job that ended (finished or failed), when
+    /// [`SimParams::keep_records`] says so.
+    pub record: Option<Box<JobRecord>>,
 }
 
 /// One reading of one site's load (seed 003 appendix A.5's surveillance log).
@@ -438,6 +442,8 @@ fn outcome_of(work: &Jobs, i: usize) -> JobOutcome {
         priority,
         runtime: work.runtime(i),
         fate: JobFate::Unfinished,
+        start: None,
+        end: None,
         record: None,
     }
 }
@@ -865,16 +871,16 @@ impl Sim<'_> {
                 }
             }
             Command::Notify(_) => {}
-            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, *record),
+            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, record),
             Command::JobFailed {
                 job,
                 reason,
                 record,
-            } => self.ended(job, JobFate::Failed(reason), *record),
+            } => self.ended(job, JobFate::Failed(reason), record),
         }
     }
 
-    fn ended(&mut self, job: JobId, fate: JobFate, record: JobRecord) {
+    fn ended(&mut self, job: JobId, fate: JobFate, record: Box<JobRecord>) {
         self.deferred.retain(|_, st| st.job != job);
         let launches = self.by_job.remove(job).map(|e| e.launches);
         for launch in launches.into_iter().flatten() {
@@ -883,8 +889,13 @@ impl Sim<'_> {
             }
         }
         if let Some(i) = self.index(job) {
-            self.outcomes[i].fate = fate;
-            self.outcomes[i].record = Some(record);
+            let o = &mut self.outcomes[i];
+            o.fate = fate;
+            o.start = record.start();
+            o.end = record.end();
+            if self.params.keep_records {
+                o.record = Some(record);
+            }
         }
     }
 
