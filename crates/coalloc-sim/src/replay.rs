@@ -88,7 +88,8 @@ pub fn replay(
     let mut refused = Vec::new();
     let mut waiting = 0;
     let mut scheduled = Vec::with_capacity(jobs.len());
-    for (t, o) in jobs.iter().zip(&out.jobs) {
+    for (i, (t, o)) in jobs.iter().zip(&out.jobs).enumerate() {
+        let (start, end) = out.times(i);
         let finished = o.fate == JobFate::Finished;
         match &o.fate {
             JobFate::Failed(why) | JobFate::Refused(why) => refused.push((t.number, why.clone())),
@@ -98,8 +99,8 @@ pub fn replay(
         scheduled.push(Scheduled {
             number: t.number,
             submit: t.submit,
-            start: seconds(o.start),
-            end: seconds(o.end.filter(|_| finished)),
+            start: seconds(start),
+            end: seconds(end.filter(|_| finished)),
             processors: t.processors,
         });
     }

@@ -69,14 +69,18 @@ fn ideal_sites_give_the_replay_schedule_job_by_job() {
         };
         let lean = simulate(sites(&[100]), config(policy), &work, &lean).unwrap();
         let mut compared = 0;
-        for ((r, o), l) in expected.jobs.iter().zip(&out.jobs).zip(&lean.jobs) {
+        for (i, ((r, o), l)) in expected
+            .jobs
+            .iter()
+            .zip(&out.jobs)
+            .zip(&lean.jobs)
+            .enumerate()
+        {
             assert_eq!(r.number, o.tag);
             let rec = o.record.as_ref();
-            assert_eq!(
-                (o.start, o.end),
-                (rec.and_then(|r| r.start()), rec.and_then(|r| r.end()))
-            );
-            assert_eq!((l.start, l.end, &l.fate), (o.start, o.end, &o.fate));
+            let times = (rec.and_then(|r| r.start()), rec.and_then(|r| r.end()));
+            assert_eq!(out.times(i), times);
+            assert_eq!((lean.times(i), &l.fate), (times, &o.fate));
             assert!(l.record.is_none());
             let start = rec.and_then(|r| r.start()).map(|t| t / SECOND);
             let end = rec.and_then(|r| r.end()).map(|t| t / SECOND);

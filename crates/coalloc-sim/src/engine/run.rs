@@ -45,16 +45,13 @@ pub struct JobOutcome {
     pub priority: Priority,
     pub runtime: Millis,
     pub fate: JobFate,
-    /// When its last run started and ended, for a job that ended (the record's).
-    pub start: Option<Time>,
-    pub end: Option<Time>,
     /// The core's record, for a job that ended (finished or failed), when
-    /// [`SimParams::keep_records`] says so.
-    pub record: Option<Box<JobRecord>>,
+    /// [`SimParams::keep_records`] says so (else [`Outcome::times`] has its start and end).
+    pub record: Option<JobRecord>,
 }
 
 /// When a job ended, as [`Sim::ended`] keeps it ([`Time::MIN`]: none).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Ended {
     start: Time,
     end: Time,
@@ -77,16 +74,9 @@ impl Ended {
         }
     }
 
-    fn copy_to(&self, o: &mut JobOutcome) {
-        if self.state == 0 {
-            return;
-        }
+    fn times(&self) -> (Option<Time>, Option<Time>) {
         let time = |t: Time| (t != Time::MIN).then_some(t);
-        o.start = time(self.start);
-        o.end = time(self.end);
-        if self.state == 1 {
-            o.fate = JobFate::Finished;
-        }
+        (time(self.start), time(self.end))
     }
 }
 
@@ -161,6 +151,20 @@ pub struct Outcome {
     pub end: Time,
     /// Per site: what it leased and cost (all zero for clusters and static clouds).
     pub clouds: Vec<CloudUsage>,
+    /// When each job ended, when the records were not kept (empty when they were).
+    ends: Vec<Ended>,
+}
+
+impl Outcome {
+    /// When workload job `i`'s last run started and ended (`None` before it did): from its
+    /// record, or, when [`SimParams::keep_records`] was off, from the engine's own table.
+    pub fn times(&self, i: usize) -> (Option<Time>, Option<Time>) {
+        match (&self.jobs[i].record, self.ends.get(i)) {
+            (Some(r), _) => (r.start(), r.end()),
+            (None, Some(e)) => e.times(),
+            (None, None) => (None, None),
+        }
+    }
 }
 
 /// Why a run could not be made.
@@ -278,10 +282,11 @@ struct Sim<'a> {
     arrivals: Vec<usize>,
     next_arrival: usize,
     outcomes: Vec<JobOutcome>,
-    /// When each workload job ended, apart from its outcome: every job's end writes here, a
-    /// table of 24 bytes a job that stays in the caches, where the outcomes (over 100 bytes
-    /// a job, untouched since the job arrived) would cost a miss each. [`Sim::finish`]
-    /// copies them into the outcomes.
+    /// When each workload job ended, when the records are not kept: every job's end writes
+    /// here, a table of 24 bytes a job that stays in the caches, where the outcomes (over
+    /// 100 bytes a job, untouched since the job arrived) would cost a miss each. The
+    /// [`Outcome`] keeps it ([`Outcome::times`]); [`Sim::finish`] marks the finished jobs'
+    /// outcomes. Empty when the records are kept (the outcome is written then anyway).
     ends: Vec<Ended>,
     /// Core events caused by carrying out commands at the current instant, and an empty
     /// buffer to swap with it.
@@ -432,7 +437,11 @@ pub fn simulate<'a>(
         index_of: Vec::with_capacity(outcomes.len()),
         arrivals: Vec::new(),
         next_arrival: 0,
-        ends: vec![Ended::NOT; outcomes.len()],
+        ends: if params.keep_records {
+            Vec::new()
+        } else {
+            vec![Ended::NOT; outcomes.len()]
+        },
         outcomes,
         follow: Vec::new(),
         spare: Vec::new(),
@@ -485,8 +494,6 @@ fn outcome_of(work: &Jobs, i: usize) -> JobOutcome {
         priority,
         runtime: work.runtime(i),
         fate: JobFate::Unfinished,
-        start: None,
-        end: None,
         record: None,
     }
 }
@@ -933,13 +940,15 @@ impl Sim<'_> {
         }
         if let Some(i) = self.index(job) {
             let finished = fate == JobFate::Finished;
-            self.ends[i] = Ended::of(&record, finished);
-            if !finished {
-                self.outcomes[i].fate = fate;
+            if let Some(e) = self.ends.get_mut(i) {
+                *e = Ended::of(&record, finished);
+                if finished {
+                    return;
+                }
+            } else {
+                self.outcomes[i].record = Some(*record);
             }
-            if self.params.keep_records {
-                self.outcomes[i].record = Some(record);
-            }
+            self.outcomes[i].fate = fate;
         }
     }
 
@@ -1252,7 +1261,9 @@ impl Sim<'_> {
             }
         }
         for (o, e) in self.outcomes.iter_mut().zip(&self.ends) {
-            e.copy_to(o);
+            if e.state == 1 {
+                o.fate = JobFate::Finished;
+            }
         }
         let sites = self.sites.finish(window_end);
         Outcome {
@@ -1268,6 +1279,7 @@ impl Sim<'_> {
             window_end,
             end: self.now,
             clouds: self.cloud_usage,
+            ends: self.ends,
         }
     }
 }
