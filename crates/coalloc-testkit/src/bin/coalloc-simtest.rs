@@ -43,6 +43,10 @@ struct Args {
     /// second server taking over from the fenced journal.
     #[arg(long, conflicts_with_all = ["classic", "files"])]
     failover: bool,
+    /// The plans under the other queue policies (conservative backfilling, KOALA's,
+    /// HSDF, TAGS and the rest), one drawn per seed.
+    #[arg(long, conflicts_with_all = ["classic", "files", "failover"])]
+    policies: bool,
 }
 
 fn main() {
@@ -53,6 +57,8 @@ fn main() {
         coalloc_testkit::sim::run_files
     } else if a.failover {
         coalloc_testkit::sim::run_failover
+    } else if a.policies {
+        coalloc_testkit::sim::run_policies
     } else {
         coalloc_testkit::sim::run
     };

@@ -116,6 +116,11 @@ pub fn run_failover(seed: u64, trace: bool) -> Result<Outcome, Violation> {
     run_plan(plan::failover(seed), trace)
 }
 
+/// Run the plan of `seed` under another queue policy ([`plan::policies`]).
+pub fn run_policies(seed: u64, trace: bool) -> Result<Outcome, Violation> {
+    run_plan(plan::policies(seed), trace)
+}
+
 /// Run the plan of `seed` without agent sites ([`plan::classic`]).
 pub fn run_classic(seed: u64, trace: bool) -> Result<Outcome, Violation> {
     run_plan(plan::classic(seed), trace)

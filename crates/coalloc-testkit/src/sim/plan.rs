@@ -182,6 +182,8 @@ pub struct Plan {
     pub with_files: bool,
     /// Made by [`failover`].
     pub failover: bool,
+    /// Made by [`policies`].
+    pub policies: bool,
     /// `server.min_job_age`: ended jobs leave the server's memory, and their launches are
     /// discarded at their managers, this long after their end (`None`: never within a
     /// run, the plans before discards were checked).
@@ -291,6 +293,68 @@ pub fn failover(seed: u64) -> Plan {
         p.faults.push((at, Fault::Failover { back, exit }));
     }
     p.faults.sort_by_key(|(t, _)| *t);
+    p
+}
+
+/// The queue policies [`policies`] draws from: every one the server runs but those
+/// [`classic`] draws (FCFS, FPFS, EASY), SJF-ideal (it reads the true runtimes, which a
+/// server does not know) and KOALA's (`koala`: 5 of its first 30 seeds leave jobs queued
+/// for good, not yet understood; see the closing note of 2026-11-29, tenth session).
+pub const OTHER_POLICIES: &[&str] = &[
+    "conservative",
+    "rpp",
+    "ff",
+    "rr",
+    "sjf",
+    "hsdf",
+    "tags-chain",
+    "tags-sets",
+];
+
+/// [`plan`]'s, under a queue policy drawn from [`OTHER_POLICIES`] (`--policies`): the
+/// backfilling that reserves for every job, the pre-emptive policy of seed 001 and the
+/// period-driven policies of seed 004 (HSDF, and TAGS killing a job at its runtime limit
+/// and queueing it again further on), under the same faults. Drawn from a stream of its
+/// own, so the seed's other draws stay the same; [`Plan::config`] gives the policy its
+/// tables.
+///
+/// TAGS runs a job on the sites of its level only (one site each, here), first in first
+/// out: a job that cannot fit on a level's site blocks that level for good, rightly. So
+/// under TAGS every job fits on any one site next to its local load (at most that many
+/// processors in all, no component pinned to a site, no edit that adds one), and none asks
+/// for advance reservation (a killed job moves on to a level whose site may take none).
+pub fn policies(seed: u64) -> Plan {
+    let mut p = plan(seed);
+    p.policies = true;
+    let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0x9011_c1e5);
+    p.policy = OTHER_POLICIES[r.random_range(0..OTHER_POLICIES.len())];
+    if p.policy.starts_with("tags") {
+        let room = p
+            .sites
+            .iter()
+            .map(|s| s.processors - s.other)
+            .min()
+            .unwrap_or(1);
+        for j in &mut p.jobs {
+            if let Kind::Flexible { total, min } = &mut j.kind {
+                *total = (*total).min(room);
+                *min = (*min).min(*total);
+            }
+            if j.kind == Kind::Ordered {
+                j.kind = Kind::Unordered;
+            }
+            j.edit = None;
+            j.reserve = None;
+            for c in &mut j.comps {
+                c.site = None;
+            }
+            while j.comps.iter().map(|c| c.count).sum::<u32>() > room {
+                if let Some(c) = j.comps.iter_mut().max_by_key(|c| c.count) {
+                    c.count -= 1;
+                }
+            }
+        }
+    }
     p
 }
 
@@ -509,6 +573,7 @@ pub fn classic(seed: u64) -> Plan {
         classic: true,
         with_files: false,
         failover: false,
+        policies: false,
         min_job_age: None,
     }
 }
@@ -516,11 +581,12 @@ pub fn classic(seed: u64) -> Plan {
 impl Plan {
     /// The flags that make this plan again, besides its seed.
     pub fn flags(&self) -> &'static str {
-        match (self.classic, self.with_files, self.failover) {
-            (true, _, _) => " --classic",
-            (false, true, _) => " --files",
-            (false, false, true) => " --failover",
-            (false, false, false) => "",
+        match (self.classic, self.with_files, self.failover, self.policies) {
+            (true, ..) => " --classic",
+            (false, true, ..) => " --files",
+            (false, false, true, _) => " --failover",
+            (false, false, false, true) => " --policies",
+            (false, false, false, false) => "",
         }
     }
 
@@ -587,7 +653,50 @@ impl Plan {
         if !self.files.is_empty() {
             c += "claiming = \"icp\"\n";
         }
-        c
+        c + &self.policy_tables()
+    }
+
+    /// The tables of a period-driven policy (seed 004 §IV): a short period, so that a run
+    /// is not mostly waiting for it; TAGS's chain (or decreasing sets) over the sites in
+    /// order, with runtime limits that kill about half the jobs at least once (jobs run
+    /// 0.5 to 20 s).
+    fn policy_tables(&self) -> String {
+        let names: Vec<String> = self
+            .sites
+            .iter()
+            .map(|s| format!("\"{}\"", s.name))
+            .collect();
+        let limits: Vec<&str> = ["3s", "8s", "15s"][..names.len() - 1].to_vec();
+        let limits = format!(
+            "limits = [{}]\n",
+            limits
+                .iter()
+                .map(|l| format!("\"{l}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        match self.policy {
+            "ff" | "rr" | "sjf" | "hsdf" => "\n[scheduler.koala_c]\nperiod = \"2s\"\n".into(),
+            // Global jobs' priority over local ones would kill local jobs, which an agent
+            // site cannot (the server refuses the configuration, rightly).
+            "rpp" if self.sites.iter().any(|s| s.agent.is_some()) => {
+                "\n[scheduler.rpp]\npriority = \"lp\"\n".into()
+            }
+            "tags-chain" => format!(
+                "\n[scheduler.tags]\nperiod = \"2s\"\nchains = [[{}]]\n{limits}",
+                names.join(", ")
+            ),
+            "tags-sets" => {
+                let sets: Vec<String> = (0..names.len())
+                    .map(|i| format!("[{}]", names[i..].join(", ")))
+                    .collect();
+                format!(
+                    "\n[scheduler.tags]\nperiod = \"2s\"\nsets = [{}]\n{limits}",
+                    sets.join(", ")
+                )
+            }
+            _ => String::new(),
+        }
     }
 
     /// The job spec of planned job `i` (TOML): each component runs `sim RUNTIME`.
