@@ -156,7 +156,8 @@ fn the_seeds_with_failovers_keep_every_invariant() {
     );
 }
 
-/// The other queue policies (`--policies`): conservative backfilling, RPP (seed 001),
+/// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
+/// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their
 /// runtime limits and queueing them again further on, one drawn per seed, on the plans of
 /// [`sim::plan::plan`] (agent sites, crashes, cut commits, lossy links). 250 seeds (a

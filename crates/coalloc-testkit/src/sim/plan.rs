@@ -297,11 +297,11 @@ pub fn failover(seed: u64) -> Plan {
 }
 
 /// The queue policies [`policies`] draws from: every one the server runs but those
-/// [`classic`] draws (FCFS, FPFS, EASY), SJF-ideal (it reads the true runtimes, which a
-/// server does not know) and KOALA's (`koala`: 5 of its first 30 seeds leave jobs queued
-/// for good, not yet understood; see the closing note of 2026-11-29, tenth session).
+/// [`classic`] draws (FCFS, FPFS, EASY) and SJF-ideal (it reads the true runtimes, which a
+/// server does not know).
 pub const OTHER_POLICIES: &[&str] = &[
     "conservative",
+    "koala",
     "rpp",
     "ff",
     "rr",
@@ -312,8 +312,8 @@ pub const OTHER_POLICIES: &[&str] = &[
 ];
 
 /// [`plan`]'s, under a queue policy drawn from [`OTHER_POLICIES`] (`--policies`): the
-/// backfilling that reserves for every job, the pre-emptive policy of seed 001 and the
-/// period-driven policies of seed 004 (HSDF, and TAGS killing a job at its runtime limit
+/// backfilling that reserves for every job, KOALA's placement queues (seed 000), the
+/// pre-emptive policy of seed 001 and the period-driven policies of seed 004 (HSDF, and TAGS killing a job at its runtime limit
 /// and queueing it again further on), under the same faults. Drawn from a stream of its
 /// own, so the seed's other draws stay the same; [`Plan::config`] gives the policy its
 /// tables.
@@ -656,8 +656,9 @@ impl Plan {
         c + &self.policy_tables()
     }
 
-    /// The tables of a period-driven policy (seed 004 §IV): a short period, so that a run
-    /// is not mostly waiting for it; TAGS's chain (or decreasing sets) over the sites in
+    /// The tables of a periodic policy (seed 000 §3.1, seed 004 §IV): a short period or
+    /// scan interval, so that a run is not mostly waiting for it (with KOALA's 4-minute
+    /// scan, 5 of 30 seeds still had jobs queued 40 minutes after their last fault); TAGS's chain (or decreasing sets) over the sites in
     /// order, with runtime limits that kill about half the jobs at least once (jobs run
     /// 0.5 to 20 s).
     fn policy_tables(&self) -> String {
@@ -677,6 +678,7 @@ impl Plan {
         );
         match self.policy {
             "ff" | "rr" | "sjf" | "hsdf" => "\n[scheduler.koala_c]\nperiod = \"2s\"\n".into(),
+            "koala" => "\n[scheduler.koala]\nscan_interval = \"2s\"\n".into(),
             // Global jobs' priority over local ones would kill local jobs, which an agent
             // site cannot (the server refuses the configuration, rightly).
             "rpp" if self.sites.iter().any(|s| s.agent.is_some()) => {
