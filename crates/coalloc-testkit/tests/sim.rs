@@ -183,7 +183,7 @@ fn the_seeds_under_the_other_queue_policies_keep_every_invariant() {
     let crashes: u32 = o.iter().map(|o| o.crashes).sum();
     eprintln!("policies {seen:?}, {crashes} server crashes");
     assert!(
-        seen.len() == sim::plan::OTHER_POLICIES.len() && crashes > 0,
+        seen.len() == sim::plan::other_policies().len() && crashes > 0,
         "the seeds run every other policy, with crashes"
     );
 }

@@ -296,22 +296,19 @@ pub fn failover(seed: u64) -> Plan {
     p
 }
 
-/// The queue policies [`policies`] draws from: every one the server runs but those
-/// [`classic`] draws (FCFS, FPFS, EASY) and SJF-ideal (it reads the true runtimes, which a
-/// server does not know).
-pub const OTHER_POLICIES: &[&str] = &[
-    "conservative",
-    "koala",
-    "rpp",
-    "ff",
-    "rr",
-    "sjf",
-    "hsdf",
-    "tags-chain",
-    "tags-sets",
-];
+/// The queue policies [`policies`] draws from: every one the server runs
+/// ([`QueueConfig::NAMES`](coalloc_core::scheduler::QueueConfig::NAMES), so a new policy
+/// joins by itself) but those [`classic`] draws (FCFS, FPFS, EASY) and SJF-ideal (it reads
+/// the true runtimes, which a server does not know).
+pub fn other_policies() -> Vec<&'static str> {
+    coalloc_core::scheduler::QueueConfig::NAMES
+        .iter()
+        .copied()
+        .filter(|n| !["fcfs", "fpfs", "easy", "sjf-ideal"].contains(n))
+        .collect()
+}
 
-/// [`plan`]'s, under a queue policy drawn from [`OTHER_POLICIES`] (`--policies`): the
+/// [`plan`]'s, under a queue policy drawn from [`other_policies`] (`--policies`): the
 /// backfilling that reserves for every job, KOALA's placement queues (seed 000), the
 /// pre-emptive policy of seed 001 and the period-driven policies of seed 004 (HSDF, and TAGS killing a job at its runtime limit
 /// and queueing it again further on), under the same faults. Drawn from a stream of its
@@ -327,7 +324,8 @@ pub fn policies(seed: u64) -> Plan {
     let mut p = plan(seed);
     p.policies = true;
     let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0x9011_c1e5);
-    p.policy = OTHER_POLICIES[r.random_range(0..OTHER_POLICIES.len())];
+    let names = other_policies();
+    p.policy = names[r.random_range(0..names.len())];
     if p.policy.starts_with("tags") {
         let room = p
             .sites
