@@ -346,17 +346,19 @@ fn tags_sets_scans_set_1_before_the_jobs_killed_into_set_2() {
     assert_eq!(h.record(j2).limit_kills(), 1);
 }
 
+/// TAGS-chain over sites 0→1 and 2→3, a limit of 1 s on the first, round-robin dispatch.
+fn two_chains_round_robin() -> QueueConfig {
+    QueueConfig::TagsChain(TagsChainParams {
+        chains: vec![vec![0, 1], vec![2, 3]],
+        limits: vec![1_000],
+        dispatch: ChainDispatch::RoundRobin,
+        period: None,
+    })
+}
+
 #[test]
 fn tags_chain_dispatches_round_robin_and_moves_killed_jobs_down_their_chain() {
-    let mut h = H::new(
-        QueueConfig::TagsChain(TagsChainParams {
-            chains: vec![vec![0, 1], vec![2, 3]],
-            limits: vec![1_000],
-            dispatch: ChainDispatch::RoundRobin,
-            period: None,
-        }),
-        &[1, 1, 1, 1],
-    );
+    let mut h = H::new(two_chains_round_robin(), &[1, 1, 1, 1]);
     let mut st = Vec::new();
     for _ in 0..4 {
         st.extend(starts(&h.submit(0, job(1, "u", None)).1));
@@ -388,6 +390,35 @@ fn tags_chain_dispatches_round_robin_and_moves_killed_jobs_down_their_chain() {
     assert_eq!(h.s.next_wakeup(), Some(2_000));
     h.finish(9_000, 1);
     assert_eq!(h.record(1).limit_kills(), 1);
+}
+
+/// A job that cannot fit a chain's first site even when it is empty would wait there for
+/// good, holding up the jobs behind it: submission refuses it, naming the sites, as it
+/// refuses a job no site can hold. Tags-sets enters at its first set.
+#[test]
+fn tags_refuses_a_job_that_cannot_fit_where_new_jobs_enter() {
+    let mut h = H::new(two_chains_round_robin(), &[4, 16, 8, 16]);
+    let refused = h.s.handle(0, Event::Submit(Box::new(job(8, "u", None))));
+    match refused {
+        Err(Rejected::Invalid(m)) => assert!(
+            m.contains("where the queue policy puts new jobs (s0)"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Small enough for both chains' first sites: taken, and started on chain 1's.
+    let (id, out) = h.submit(0, job(4, "u", None));
+    assert_eq!(starts(&out), [(id, 0)]);
+    let mut h = H::new(
+        QueueConfig::TagsSets(TagsSetsParams {
+            sets: vec![vec![0, 1], vec![1]],
+            limits: vec![1_000],
+            period: None,
+        }),
+        &[4, 16],
+    );
+    let (id, out) = h.submit(0, job(16, "u", None));
+    assert_eq!(starts(&out), [(id, 1)]);
 }
 
 #[test]

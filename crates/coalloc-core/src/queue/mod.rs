@@ -245,6 +245,13 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     fn fit(&self) -> Option<Fit> {
         None
     }
+    /// The sites a new job is confined to until it moves on, one list per place it may
+    /// enter (TAGS: each chain's first site, or the first set); empty (the default) when a
+    /// job may use every site. A job that cannot fit one of them even when empty would wait
+    /// there for good, so submission refuses it.
+    fn entry_sites(&self) -> Vec<Vec<crate::scheduler::api::SiteId>> {
+        Vec::new()
+    }
     /// How long the job may run after commit before it is killed and queued again (TAGS,
     /// seed 004 §IV-B, §IV-C). Asked once per commit.
     fn runtime_limit(&self, _id: JobId) -> Option<Millis> {

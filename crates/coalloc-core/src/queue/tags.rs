@@ -496,6 +496,16 @@ impl QueuePolicy for Tags {
         Some(Fit::First)
     }
 
+    /// A misconfigured policy has none: its jobs fail in the pass, with the reason.
+    fn entry_sites(&self) -> Vec<Vec<SiteId>> {
+        self.entries
+            .iter()
+            .filter_map(|&e| self.levels.get(e))
+            .filter(|l| !l.sites.is_empty() && self.misconfigured.is_none())
+            .map(|l| l.sites.clone())
+            .collect()
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

@@ -282,7 +282,7 @@ impl Scheduler {
                 {
                     return Err(Rejected::QueueFull(max));
                 }
-                let id = core.submit(*job, self.queue.fit())?;
+                let id = core.submit(*job, self.queue.fit(), &self.queue.entry_sites())?;
                 if wait {
                     core.hold_for_admission(id);
                 }
@@ -600,9 +600,11 @@ impl Core {
         &mut self,
         mut job: Job,
         fit: Option<crate::placement::Fit>,
+        entries: &[Vec<SiteId>],
     ) -> Result<JobId, Rejected> {
         crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
         self.check_fits_when_empty(&job, fit)?;
+        self.check_fits_entries(&job, fit, entries)?;
         let request = job.extra().reserve;
         self.check_reservable(&job, request.is_some())?;
         self.shared.share(&mut job);

@@ -38,6 +38,33 @@ impl Core {
             .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
 
+    /// Refuse a job that could not run even on empty sites at one of the places the queue
+    /// policy may put it first ([`QueuePolicy::entry_sites`](crate::queue::QueuePolicy::entry_sites):
+    /// TAGS's chain heads or first set, seed 004 §IV-B, §IV-C), where it would wait for good
+    /// and hold up every job behind it.
+    pub(super) fn check_fits_entries(
+        &self,
+        job: &Job,
+        fit: Option<Fit>,
+        entries: &[Vec<SiteId>],
+    ) -> Result<(), Rejected> {
+        let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        for sites in entries {
+            let usable: PerSite<bool> = (0..idle.len()).map(|s| sites.contains(&s)).collect();
+            if let Err(e) = self.place_sites(job, &idle, &usable, fit) {
+                let names: Vec<&str> = sites
+                    .iter()
+                    .filter_map(|&s| self.sites.sites.get(s).map(|s| s.name.as_str()))
+                    .collect();
+                return Err(Rejected::Invalid(format!(
+                    "the job can never start where the queue policy puts new jobs ({}): {e}",
+                    names.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Place a job against these idle processors and usable sites.
     pub(super) fn place_against(
         &self,
