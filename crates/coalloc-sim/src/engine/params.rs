@@ -275,9 +275,10 @@ pub struct SimParams {
     /// runtime.
     pub component_runtimes: BTreeMap<usize, Vec<Millis>>,
     /// Keep each ended job's whole record in its [`JobOutcome`](super::JobOutcome) (the
-    /// metrics and the JSONL need it). A replay, which needs only the start and end every
-    /// outcome has, turns it off: the records then go back to the allocator as jobs end,
-    /// instead of holding about 200 bytes a job to the end of the run.
+    /// metrics and the JSONL need it). A replay, which needs only each job's start and end
+    /// ([`Outcome::times`](super::Outcome::times)), turns it off: the records then go back
+    /// to the allocator as jobs end, instead of holding about 200 bytes a job to the end of
+    /// the run.
     pub keep_records: bool,
 }
 
