@@ -251,6 +251,10 @@ fn kill_9_after_commit_leaves_nothing_behind_and_starts_nothing_twice() {
     let file = job_file(&s, &starts, 1);
     let id = s.submit_reserved(&file, "+6s");
     let t = s.promised_start(id, 30);
+    // Committed: every component submitted into its reservation and the manager's id
+    // journaled. (Killed between the two, the restart fails the unrecorded launches and
+    // reserves again: a new start, as CI once saw.)
+    s.wait_submitted(id, 30);
     s.kill_and_restart();
     assert_eq!(s.promised_start(id, 30), t);
     let j = s.wait_ended(id, 60);

@@ -318,11 +318,7 @@ fn kill_9_while_reserving_and_after_commit_leaves_nothing_behind_and_starts_noth
     assert_eq!(rigs.held_of(id).len(), 3);
     // Committed (every component submitted into its reservation, each manager's id known),
     // before the start: kill -9 again.
-    s.wait_for(id, 30, "submitted everywhere", |j| {
-        j["components"]
-            .as_array()
-            .is_some_and(|c| c.iter().all(|c| c["remote"].is_string()))
-    });
+    s.wait_submitted(id, 30);
     assert!(now_ms() < t - DELAY, "submitted too late to see the wait");
     s.kill_and_restart();
     assert_eq!(s.promised_start(id, 60), t);

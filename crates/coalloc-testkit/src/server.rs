@@ -415,6 +415,18 @@ impl Server {
         starts[0]
     }
 
+    /// Wait until every component of job `id` was submitted at its site and the resource
+    /// manager's id for it journaled (`remote` in its view). A component started into its
+    /// reservation shows `started` before that: a `kill -9` in between leaves a launch the
+    /// restart cannot find, which it fails and places again (at a new start), by design.
+    pub fn wait_submitted(&self, id: u64, secs: u64) -> Value {
+        self.wait_for(id, secs, "submitted everywhere", |j| {
+            j["components"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["remote"].is_string()))
+        })
+    }
+
     /// Mark every site unusable, so that what is submitted next stays queued.
     pub fn hold_the_queue(&self) {
         let sites = self.get("/v1/sites");
