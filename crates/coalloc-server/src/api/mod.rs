@@ -105,7 +105,42 @@ pub fn router(state: AppState) -> Router {
         .merge(authed)
         .merge(ui::routes())
         .fallback(|| async { ApiError::not_found("no such route; see /openapi.json") })
+        .layer(axum::middleware::from_fn(read_body_first))
         .with_state(state)
+}
+
+/// The most a request's body may hold: axum's own limit for its `Json` extractor.
+const BODY_LIMIT: usize = 2 << 20;
+
+/// Read every request's body before its route runs. A route that refuses a request before
+/// reading its body (a 401 or 403 from the caller's extractor, a 404) would otherwise
+/// leave it unread, and hyper then closes the connection if the body's bytes had not all
+/// arrived when the answer went out: a client that sends its next request on that
+/// kept-alive connection sees "peer disconnected", and one that does not retry a `POST`
+/// fails (the users test, a CI run of 2026-11-29). Every body here is a JSON document or
+/// empty, so holding it whole costs nothing the route would not pay.
+async fn read_body_first(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return ApiError::new(
+            413,
+            format!("the request's body is over {BODY_LIMIT} bytes"),
+        )
+        .into_response();
+    }
+    let (parts, body) = req.into_parts();
+    match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(bytes) => {
+            let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            next.run(req).await
+        }
+        Err(e) => {
+            ApiError::new(400, format!("cannot read the request's body: {e}")).into_response()
+        }
+    }
 }
 
 /// Liveness: answers without a token.
