@@ -249,7 +249,7 @@ pub trait QueuePolicy: std::fmt::Debug + Send {
     /// enter (TAGS: each chain's first site, or the first set); empty (the default) when a
     /// job may use every site. A job that cannot fit one of them even when empty would wait
     /// there for good, so submission refuses it.
-    fn entry_sites(&self) -> Vec<Vec<crate::scheduler::api::SiteId>> {
+    fn entry_sites(&self) -> Vec<&[crate::scheduler::api::SiteId]> {
         Vec::new()
     }
     /// How long the job may run after commit before it is killed and queued again (TAGS,

@@ -497,12 +497,12 @@ impl QueuePolicy for Tags {
     }
 
     /// A misconfigured policy has none: its jobs fail in the pass, with the reason.
-    fn entry_sites(&self) -> Vec<Vec<SiteId>> {
+    fn entry_sites(&self) -> Vec<&[SiteId]> {
         self.entries
             .iter()
             .filter_map(|&e| self.levels.get(e))
             .filter(|l| !l.sites.is_empty() && self.misconfigured.is_none())
-            .map(|l| l.sites.clone())
+            .map(|l| &l.sites[..])
             .collect()
     }
 

@@ -600,7 +600,7 @@ impl Core {
         &mut self,
         mut job: Job,
         fit: Option<crate::placement::Fit>,
-        entries: &[Vec<SiteId>],
+        entries: &[&[SiteId]],
     ) -> Result<JobId, Rejected> {
         crate::spec::validate::validate(&job, &[]).map_err(|e| Rejected::Invalid(e.to_string()))?;
         self.check_fits_when_empty(&job, fit)?;

@@ -31,27 +31,27 @@ impl Core {
                 }
             }
         }
-        let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
-        let usable: PerSite<bool> = smallvec::smallvec![true; idle.len()];
-        self.place_sites(job, &idle, &usable, fit)
-            .map(|_| ())
+        self.fits_when_empty(job, fit, None)
             .map_err(|e| Rejected::Invalid(format!("the job can never run here: {e}")))
     }
 
     /// Refuse a job that could not run even on empty sites at one of the places the queue
     /// policy may put it first ([`QueuePolicy::entry_sites`](crate::queue::QueuePolicy::entry_sites):
     /// TAGS's chain heads or first set, seed 004 §IV-B, §IV-C), where it would wait for good
-    /// and hold up every job behind it.
+    /// and hold up every job behind it. An entry of every site was checked already
+    /// ([`Core::check_fits_when_empty`]).
     pub(super) fn check_fits_entries(
         &self,
         job: &Job,
         fit: Option<Fit>,
-        entries: &[Vec<SiteId>],
+        entries: &[&[SiteId]],
     ) -> Result<(), Rejected> {
-        let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
-        for sites in entries {
-            let usable: PerSite<bool> = (0..idle.len()).map(|s| sites.contains(&s)).collect();
-            if let Err(e) = self.place_sites(job, &idle, &usable, fit) {
+        let all = self.sites.sites.len();
+        for &sites in entries {
+            if (0..all).all(|s| sites.contains(&s)) {
+                continue;
+            }
+            if let Err(e) = self.fits_when_empty(job, fit, Some(sites)) {
                 let names: Vec<&str> = sites
                     .iter()
                     .filter_map(|&s| self.sites.sites.get(s).map(|s| s.name.as_str()))
@@ -63,6 +63,21 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// A dry run of `job`'s placement with every site's processors idle, on the sites
+    /// `only` names (every site when `None`).
+    fn fits_when_empty(
+        &self,
+        job: &Job,
+        fit: Option<Fit>,
+        only: Option<&[SiteId]>,
+    ) -> Result<(), NoFit> {
+        let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
+        let usable: PerSite<bool> = (0..idle.len())
+            .map(|s| only.is_none_or(|o| o.contains(&s)))
+            .collect();
+        self.place_sites(job, &idle, &usable, fit).map(|_| ())
     }
 
     /// Place a job against these idle processors and usable sites.
