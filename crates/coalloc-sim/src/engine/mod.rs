@@ -3,7 +3,7 @@
 //!
 //! Events wait in a heap ordered by time, then by a sequence number, so equal times keep the
 //! order they were made in. All events of one instant are handed to the core together
-//! ([`Scheduler::handle_all`]), the ends and site reports before the arrivals; the core's
+//! ([`Scheduler::handle_all_into`](coalloc_core::scheduler::Scheduler::handle_all_into)), the ends and site reports before the arrivals; the core's
 //! commands are then carried out, and whatever they cause at the same instant (a component
 //! that starts at once, a new site reading) goes back to the core until the instant is
 //! quiet. [`crate::replay`] is this engine on ideal sites (issue 22, item 2).

@@ -184,7 +184,7 @@ pub struct WorkloadDoc {
 pub struct LocalDoc {
     /// λl per site, jobs per second.
     pub arrival_rate: Option<f64>,
-    /// The requested local load Ul instead (λl = Ul · μl · N / E[Sl]).
+    /// The requested local load Ul instead (λl = Ul · μl · N / E\[Sl\]).
     pub load: Option<f64>,
     /// μl (default 0.01).
     pub service_rate: Option<f64>,
