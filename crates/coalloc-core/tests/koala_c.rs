@@ -421,6 +421,60 @@ fn tags_refuses_a_job_that_cannot_fit_where_new_jobs_enter() {
     assert_eq!(starts(&out), [(id, 1)]);
 }
 
+/// A job killed at its level's limit skips the later levels whose sites could never hold
+/// it, to the first that could; when none could, it fails with the reason instead of
+/// waiting for ever at the head of its next level's queue, in front of every job there.
+#[test]
+fn a_killed_tags_job_skips_levels_too_small_for_it_or_fails() {
+    // One chain: s0 (8, limit 1 s), s1 (4, limit 2 s), s2 (8).
+    let chain = || {
+        QueueConfig::TagsChain(TagsChainParams {
+            chains: vec![vec![0, 1, 2]],
+            limits: vec![1_000, 2_000],
+            dispatch: ChainDispatch::RoundRobin,
+            period: None,
+        })
+    };
+    let mut h = H::new(chain(), &[8, 4, 8]);
+    let (id, out) = h.submit(0, job(6, "u", None));
+    assert_eq!(starts(&out), [(id, 0)]);
+    h.commit(10, id);
+    let out = h.at(1_010, Event::Tick);
+    assert_eq!(h.record(id).limit_kills(), 1);
+    assert_eq!(starts(&out), [(id, 2)], "past s1, too small, to s2");
+    // A job of 4 behind it at s1 is not held up.
+    let (small, out) = h.submit(1_020, job(4, "u", None));
+    assert_eq!(starts(&out), [(small, 0)]);
+    h.commit(1_030, small);
+    let out = h.at(2_030, Event::Tick);
+    assert_eq!(starts(&out), [(small, 1)]);
+
+    // Decreasing sets {s0, s1}, {s1}: a job of 6 killed in set 1 fits no later set.
+    let sets = QueueConfig::TagsSets(TagsSetsParams {
+        sets: vec![vec![0, 1], vec![1]],
+        limits: vec![1_000],
+        period: None,
+    });
+    let mut h = H::new(sets, &[8, 4]);
+    let (id, out) = h.submit(0, job(6, "u", None));
+    assert_eq!(starts(&out), [(id, 0)]);
+    h.commit(10, id);
+    let out = h.at(1_010, Event::Tick);
+    let reason = out
+        .iter()
+        .find_map(|c| match c {
+            Command::JobFailed { job, reason, .. } if *job == id => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the job failed");
+    assert!(
+        reason.contains("killed at the runtime limit of its level (sites 0, 1), and no later level of `tags-sets` could ever hold it (sites 1)"),
+        "{reason}"
+    );
+    assert!(starts(&out).is_empty());
+    assert_eq!(h.s.queued(), 0);
+}
+
 #[test]
 fn tags_chain_random_dispatch_follows_the_seed() {
     let seed = 42;

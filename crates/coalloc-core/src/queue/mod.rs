@@ -196,6 +196,9 @@ pub trait PassCtx {
     /// Where the job would go if the sites had these idle processors: `(site, processors)`
     /// per component, or `None` if it would not fit.
     fn place_on(&self, id: JobId, idle: &[u32], usable: &[bool]) -> Option<SitesOf>;
+    /// Whether the job could be placed on `sites` alone with `fit` (the configured one when
+    /// `None`) if they were empty and usable: `false` means it can never start there.
+    fn fits_when_empty(&self, id: JobId, sites: &[SiteId], fit: Option<Fit>) -> bool;
     /// End a queued job that the policy gives up on (a try limit); the policy has already
     /// dropped it from its queue.
     fn fail(&mut self, id: JobId, reason: String);

@@ -40,7 +40,10 @@
 //! Starts use the placement module restricted to the level's sites with [`Fit::First`], so
 //! multi-component and flexible jobs work too, all of their components inside the level. A
 //! job that can never fit its level's sites (too large, or an ordered job naming another
-//! site) waits there for ever: the configuration layer should keep such jobs out.
+//! site) would wait there for ever, and every job behind it with it: submission refuses one
+//! that cannot fit where new jobs enter ([`QueuePolicy::entry_sites`]), and a job killed at a
+//! limit skips the later levels that could never hold it, or fails, with the reason, when
+//! none could.
 //! [`TagsChainParams::check_sites`] and [`TagsSetsParams::check_sites`] check the site
 //! indexes against the site list (the core builds policies without it). An invalid
 //! configuration that reaches [`Tags::misconfigured`] fails every job with the reason
@@ -246,6 +249,14 @@ struct Level {
     next: Option<usize>,
     /// Arrival sequence → job.
     queue: BTreeMap<u64, JobId>,
+}
+
+impl Level {
+    /// Its sites by index, as the module's messages name them: "1, 2".
+    fn names(&self) -> String {
+        let names: Vec<String> = self.sites.iter().map(ToString::to_string).collect();
+        names.join(", ")
+    }
 }
 
 /// Where a job the policy knows is.
@@ -456,19 +467,66 @@ impl Tags {
         self.jobs.insert(id, Where::Queued { level, seq });
     }
 
-    /// Put returned jobs in the queue of their level: the next one after a limit kill.
-    fn resolve_returned(&mut self, ctx: &dyn PassCtx) {
+    /// Put returned jobs in the queue of their level: the next one after a limit kill, or
+    /// past it to the first later one whose sites could hold the job. A job too large for
+    /// every later level fails, with the reason: left at its next level it would wait there
+    /// for ever, and as that level serves its queue's head only, every job behind it too
+    /// (a chain whose later sites are smaller; submission checks the entry levels only).
+    fn resolve_returned(&mut self, ctx: &mut dyn PassCtx) {
         for (seq, id) in std::mem::take(&mut self.returned) {
             let Some(&Where::Returned { level, kills, .. }) = self.jobs.get(&id) else {
                 continue;
             };
             let killed = ctx.record(id).limit_kills() > kills;
-            let level = match self.levels.get(level) {
-                Some(l) if killed => l.next.unwrap_or(level),
-                _ => level,
+            let next = match self.levels.get(level) {
+                Some(l) if killed => l.next,
+                _ => None,
             };
-            self.enqueue(id, level, seq);
+            let Some(next) = next else {
+                self.enqueue(id, level, seq);
+                continue;
+            };
+            match self.later_level_for(id, next, ctx) {
+                Some(later) => self.enqueue(id, later, seq),
+                None => {
+                    self.jobs.remove(&id);
+                    let sites = self.sites_from(next);
+                    ctx.fail(
+                        id,
+                        format!(
+                            "killed at the runtime limit of its level (sites {}), and no later level of `{}` could ever hold it (sites {sites})",
+                            self.levels[level].names(),
+                            self.name
+                        ),
+                    );
+                }
+            }
         }
+    }
+
+    /// The first level from `level` on, following the levels' `next`, whose sites could
+    /// hold job `id` if they were empty.
+    fn later_level_for(&self, id: JobId, level: usize, ctx: &dyn PassCtx) -> Option<usize> {
+        let mut at = Some(level);
+        while let Some(k) = at {
+            let l = self.levels.get(k)?;
+            if ctx.fits_when_empty(id, &l.sites, Some(Fit::First)) {
+                return Some(k);
+            }
+            at = l.next;
+        }
+        None
+    }
+
+    /// The sites of every level from `level` on, following the levels' `next`, by index.
+    fn sites_from(&self, level: usize) -> String {
+        let mut names = Vec::new();
+        let mut at = Some(level);
+        while let Some(l) = at.and_then(|k| self.levels.get(k)) {
+            names.push(l.names());
+            at = l.next;
+        }
+        names.join("; ")
     }
 }
 

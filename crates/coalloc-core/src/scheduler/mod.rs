@@ -1001,6 +1001,17 @@ impl PassCtx for Core {
         self.place_sites(job, idle, usable, None).ok()
     }
 
+    fn fits_when_empty(
+        &self,
+        id: JobId,
+        sites: &[SiteId],
+        fit: Option<crate::placement::Fit>,
+    ) -> bool {
+        self.jobs
+            .get(&id)
+            .is_some_and(|j| Core::fits_when_empty(self, &j.job, fit, Some(sites)).is_ok())
+    }
+
     fn fail(&mut self, id: JobId, reason: String) {
         if self.jobs.get(&id).is_some_and(|j| j.phase == Phase::Queued) {
             self.pass_effects += 1;

@@ -67,7 +67,7 @@ impl Core {
 
     /// A dry run of `job`'s placement with every site's processors idle, on the sites
     /// `only` names (every site when `None`).
-    fn fits_when_empty(
+    pub(super) fn fits_when_empty(
         &self,
         job: &Job,
         fit: Option<Fit>,
