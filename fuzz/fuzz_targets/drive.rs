@@ -28,7 +28,13 @@ pub fn run(s: &mut Scheduler, mut now: Time, mut at_barrier: impl FnMut(&mut Sch
                     events.push(Event::ComponentStarted { launch: st.launch });
                     events.push(Event::ComponentReady { launch: st.launch });
                 }
-                Command::CancelComponent { launch, .. } => running.retain(|r| r.1 != launch),
+                Command::CancelComponent { launch, .. } => {
+                    running.retain(|r| r.1 != launch);
+                    // The cancel takes effect at once (the core's `draining`).
+                    if s.draining().get(launch).is_some() {
+                        events.push(Event::CancelTaken { launch });
+                    }
+                }
                 Command::ReleaseBarrier { job } => {
                     for (_, launch) in running.iter().filter(|r| r.0 == job) {
                         events.push(Event::ComponentFinished { launch: *launch });

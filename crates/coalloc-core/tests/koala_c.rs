@@ -8,7 +8,7 @@ use coalloc_core::predictor::RuntimePredictor;
 use coalloc_core::queue::koala_c::KoalaCParams;
 use coalloc_core::queue::tags::{ChainDispatch, SplitMix64, TagsChainParams, TagsSetsParams};
 use coalloc_core::scheduler::*;
-use common::{drain, job_starts as starts};
+use common::{drain, job_starts as starts, take_cancels};
 use std::collections::BTreeMap;
 
 /// A one-site job (seed 004's jobs; our `JobKind::Total`).
@@ -48,8 +48,10 @@ impl H {
         }
     }
 
-    fn drain(&mut self) -> Vec<Command> {
-        let cmds: Vec<Command> = drain(&mut self.s);
+    /// The commands so far, every draining launch's cancel taken at once at `t`.
+    fn drain(&mut self, t: Time) -> Vec<Command> {
+        let cmds = drain(&mut self.s);
+        let cmds = take_cancels(&mut self.s, t, cmds);
         for c in &cmds {
             if let Command::StartComponent(s) = c {
                 self.launches.insert(s.job, s.launch);
@@ -60,7 +62,7 @@ impl H {
 
     fn at(&mut self, t: Time, e: Event) -> Vec<Command> {
         self.s.handle(t, e).expect("event accepted");
-        self.drain()
+        self.drain(t)
     }
 
     fn submit(&mut self, t: Time, job: Job) -> (JobId, Vec<Command>) {
@@ -68,7 +70,7 @@ impl H {
             Ok(Reply::Submitted(id)) => id,
             other => panic!("{other:?}"),
         };
-        (id, self.drain())
+        (id, self.drain(t))
     }
 
     /// The job's component runs and reaches the barrier: the job commits (starts) at `t`.

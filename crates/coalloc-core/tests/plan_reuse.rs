@@ -89,6 +89,7 @@ enum Ev {
     Finish(LaunchId),
     VmUp(VmId),
     VmGone(VmId),
+    CancelTaken(LaunchId),
 }
 
 /// Run the workload under `queue` with On-Demand provisioning; `reuse` as the scheduler's
@@ -160,6 +161,7 @@ fn run(queue: QueueConfig, work: &[(Time, u32, Millis)], reuse: bool) -> Run {
                 }
                 Ev::VmUp(vm) => Event::VmLeased { vm },
                 Ev::VmGone(vm) => Event::VmReleased { vm },
+                Ev::CancelTaken(launch) => Event::CancelTaken { launch },
             };
             batch.push(event);
         }
@@ -185,6 +187,10 @@ fn run(queue: QueueConfig, work: &[(Time, u32, Millis)], reuse: bool) -> Run {
                 }
                 Command::CancelComponent { launch, .. } => {
                     launch_job.remove(launch);
+                    // The cancel takes effect at once (the core's `draining`).
+                    if s.draining().get(*launch).is_some() {
+                        push(&mut events, t, Ev::CancelTaken(*launch));
+                    }
                 }
                 Command::LeaseVm { site, vm } => {
                     push(&mut events, t + latency[*site], Ev::VmUp(*vm))

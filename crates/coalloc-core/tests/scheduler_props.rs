@@ -6,7 +6,8 @@
 //! `StartComponent` later with an outcome taken from the generated case (started then ready,
 //! failed before start, started then failed, ready then finished, ready then failed, or no
 //! answer at all when a pending timeout is configured), drops a launch on
-//! `CancelComponent`, answers transfers, and advances time to `next_wakeup()` when it has
+//! `CancelComponent` (and, for one the core keeps draining, answers `CancelTaken` later, as
+//! one of its actions), answers transfers, and advances time to `next_wakeup()` when it has
 //! nothing else to do. After every event it checks:
 //!
 //! - (a) no site is over-allocated: the processors of live launches plus local jobs never
@@ -17,7 +18,9 @@
 //!   component (no orphan holds processors);
 //! - (c) `ReleaseBarrier` comes only when every required (and interactive, unless deleted)
 //!   component of the run has a launch that reported ready (and is live, or finished after
-//!   it was ready), no input transfer of the run is still under way, and at most once a run;
+//!   it was ready), no input transfer of the run is still under way, at most once a run,
+//!   and not while a cancelled launch of the job's stopped committed run waits for its
+//!   `CancelTaken` (the core's `draining`; the simulation harness, seed 1391);
 //! - (d) when a job ends or goes back to its queue, none of its launches is live any more
 //!   (the cancels came before the notice), and nothing of it starts after it ended;
 //! - (e) determinism: the same case played twice gives the same command sequence;
@@ -414,6 +417,8 @@ struct Driver<'c> {
     live: BTreeMap<LaunchId, Live>,
     seen_launches: BTreeSet<LaunchId>,
     transfers: Vec<Transfer>,
+    /// Cancels of draining launches not yet answered with `CancelTaken`: launch, job.
+    unconfirmed: Vec<(LaunchId, JobId)>,
     runs: BTreeMap<JobId, Run>,
     accepted: Vec<JobId>,
     ended: BTreeSet<JobId>,
@@ -442,6 +447,7 @@ impl<'c> Driver<'c> {
             live: BTreeMap::new(),
             seen_launches: BTreeSet::new(),
             transfers: Vec::new(),
+            unconfirmed: Vec::new(),
             runs: BTreeMap::new(),
             accepted: Vec::new(),
             ended: BTreeSet::new(),
@@ -600,6 +606,9 @@ impl<'c> Driver<'c> {
             } => {
                 let l = self.live.remove(&launch);
                 prop_assert!(l.is_some(), "cancel of {launch}, which is not live");
+                if self.s.draining().get(launch).is_some() {
+                    self.unconfirmed.push((launch, job));
+                }
                 let l = l.expect("checked");
                 prop_assert_eq!((l.job, l.comp, l.site), (job, component, site));
                 if let Some(r) = self.runs.get_mut(&job) {
@@ -667,6 +676,16 @@ impl<'c> Driver<'c> {
     /// Invariant (c).
     fn check_release(&mut self, job: JobId) -> R {
         let interactive_delete = self.case.cfg.interactive_delete;
+        let waiting: Vec<LaunchId> = self
+            .unconfirmed
+            .iter()
+            .filter(|u| u.1 == job)
+            .map(|u| u.0)
+            .collect();
+        prop_assert!(
+            waiting.is_empty(),
+            "(c) job {job} released while its stopped run's launches {waiting:?} may still run"
+        );
         let run = self.runs.entry(job).or_default();
         prop_assert!(!run.released, "(c) job {job} released twice in one run");
         run.released = true;
@@ -811,6 +830,7 @@ impl<'c> Driver<'c> {
             .map(|(&id, _)| Action::Launch(id))
             .collect();
         out.extend((0..self.transfers.len()).map(Action::Transfer));
+        out.extend((0..self.unconfirmed.len()).map(Action::CancelTaken));
         out
     }
 
@@ -860,6 +880,10 @@ impl<'c> Driver<'c> {
                         })?;
                     }
                 }
+            }
+            Action::CancelTaken(k) => {
+                let (launch, _) = self.unconfirmed.remove(k);
+                self.done(Event::CancelTaken { launch })?;
             }
             Action::Transfer(k) => {
                 // Transfers go on after their run ended: late reports of old runs come too.
@@ -1038,6 +1062,8 @@ impl<'c> Driver<'c> {
 enum Action {
     Launch(LaunchId),
     Transfer(usize),
+    /// Answer the cancel of a draining launch (by its place in `unconfirmed`).
+    CancelTaken(usize),
 }
 
 /// Play a case; the log of every reply and command.
@@ -1155,6 +1181,7 @@ fn the_generated_cases_reach_every_path() {
         "JobFinished",
         "JobFailed",
         "CancelComponent",
+        "CancelTaken",
         "Requeued",
         "could not claim every component",
         "pending timeout",

@@ -77,6 +77,11 @@ pub enum Entry {
     Finished {
         launch: u64,
     },
+    /// A draining launch (of a stopped committed run, the core's `draining` module) is gone
+    /// from its site: its cancel took effect, or it ended by itself.
+    CancelTaken {
+        launch: u64,
+    },
     TransferDone {
         transfer: u64,
         ok: bool,
@@ -262,6 +267,7 @@ impl Entry {
                 fault: *fault,
             },
             Entry::Finished { launch } => Event::ComponentFinished { launch: l(launch) },
+            Entry::CancelTaken { launch } => Event::CancelTaken { launch: l(launch) },
             Entry::TransferDone { transfer, ok } => Event::TransferDone {
                 transfer: TransferId(*transfer),
                 ok: *ok,
@@ -359,6 +365,16 @@ mod tests {
                 ..
             }
         ));
+        let taken = Entry::CancelTaken { launch: 9 };
+        let text = serde_json::to_string(&taken).unwrap();
+        assert_eq!(text, r#"{"e":"cancel_taken","launch":9}"#);
+        assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), taken);
+        assert_eq!(
+            taken.to_event().unwrap(),
+            Some(Event::CancelTaken {
+                launch: LaunchId(9)
+            })
+        );
         assert_eq!(
             Entry::KvPut {
                 job: 1,

@@ -118,6 +118,12 @@ pub enum Event {
     },
     /// The launch's processes ended successfully.
     ComponentFinished { launch: LaunchId },
+    /// A launch the core stopped after its job's commit ([`Command::CancelComponent`] of a
+    /// committed run: a runtime-limit kill, a failure after commit, a preemption) is gone
+    /// from its site: its cancel took effect, or it ended by itself. Until then the launch
+    /// is *draining* ([`super::Scheduler::draining`]) and the job's next run is not
+    /// committed. A report about a launch that is not draining changes nothing.
+    CancelTaken { launch: LaunchId },
     /// A file transfer ended. A failed one counts as an error of the file's site, not of
     /// the execution site (the replica was unreadable or its link failed).
     TransferDone { transfer: TransferId, ok: bool },
@@ -220,7 +226,8 @@ pub struct Start {
 pub enum Command {
     /// Submit a component to a site's resource manager.
     StartComponent(Box<Start>),
-    /// Cancel (kill) a launch.
+    /// Cancel (kill) a launch. When the launch's run had committed, the core keeps it as
+    /// draining until the driver answers with [`Event::CancelTaken`] (or its site is lost).
     CancelComponent {
         launch: LaunchId,
         job: JobId,

@@ -13,7 +13,8 @@
 //!   §3.4): every live launch there fails as the site's fault, so a claiming job is aborted
 //!   or its component re-placed elsewhere (seed 002 §3.2) and a committed job meets a
 //!   completion failure and goes back to its queue under its failure limits (seed 003
-//!   §4.3.5). The outage counts as *one* error of the site, not one per launch (it is one
+//!   §4.3.5); the launches of stopped committed runs still draining there are no longer
+//!   waited for ([`super::draining`]). The outage counts as *one* error of the site, not one per launch (it is one
 //!   fault of the cluster, and a site with many launches must not be counted out by one
 //!   outage), and the site stays out of service until its link comes back; it then counts
 //!   as reconnected, with its error counters as they were.
@@ -148,6 +149,8 @@ impl Core {
         for l in live {
             self.failed(l, reason.clone(), Fault::Site);
         }
+        // Nor are its draining launches waited for any more (`draining.rs`).
+        self.give_up_draining_at(site);
         if any {
             if let super::sites::ErrorOutcome::MadeUnusable(_) =
                 self.sites.error(site, before_start)

@@ -24,6 +24,7 @@ pub mod api;
 mod bandwidth;
 mod clouds;
 pub mod config;
+pub mod draining;
 mod edit;
 pub mod faults;
 pub mod icp;
@@ -104,6 +105,10 @@ struct Core {
     /// Jobs placed and not ended.
     active: jobs::Active,
     launches: launches::Launches,
+    /// Launches of stopped committed runs that may still run at their sites
+    /// ([`draining`]); read as none from a head of form 6 or older.
+    #[serde(default, deserialize_with = "draining::read")]
+    draining: draining::Draining,
     /// Transfers under way: the job and component they feed, and the file's site.
     transfers: BTreeMap<TransferId, transfers::OpenTransfer>,
     /// Measured throughput per (from, to) pair, bytes per second (an EWMA).
@@ -205,6 +210,7 @@ impl Scheduler {
                 jobs: jobs::JobTable::default(),
                 active: jobs::Active::default(),
                 launches: launches::Launches::default(),
+                draining: draining::Draining::default(),
                 transfers: BTreeMap::new(),
                 measured: BTreeMap::new(),
                 next_transfer: 1,
@@ -331,6 +337,10 @@ impl Scheduler {
                 core.finished(launch);
                 Ok(Reply::Done)
             }
+            Event::CancelTaken { launch } => {
+                core.cancel_taken(launch);
+                Ok(Reply::Done)
+            }
             Event::TransferDone { transfer, ok } => {
                 core.transfer_done(transfer, ok);
                 Ok(Reply::Done)
@@ -451,6 +461,12 @@ impl Scheduler {
     /// A job's state, if the scheduler knows it.
     pub fn job(&self, id: JobId) -> Option<&JobState> {
         self.core.jobs.get(&id)
+    }
+
+    /// The launches of stopped committed runs that may still run at their sites: the
+    /// driver answers each with [`Event::CancelTaken`] once it is gone ([`draining`]).
+    pub fn draining(&self) -> &draining::Draining {
+        &self.core.draining
     }
 
     /// Every job the scheduler knows, by number.

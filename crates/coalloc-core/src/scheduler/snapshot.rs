@@ -37,7 +37,7 @@ use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 6;
+pub const SNAPSHOT_VERSION: u32 = 7;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Clone, Serialize)]
@@ -122,6 +122,11 @@ pub const LINKLESS_SNAPSHOT_VERSION: u32 = 4;
 /// reservations (it had none to keep) and that count 0 until the next reading.
 pub const RESERVELESS_SNAPSHOT_VERSION: u32 = 5;
 
+/// The form before this one, which differed only in the core's head: form 6 kept no
+/// draining launches ([`super::draining`]). A form-6 head is read with none: its stopped
+/// committed runs' launches were forgotten at their cancel, as form 6's build did.
+pub const DRAINLESS_SNAPSHOT_VERSION: u32 = 6;
+
 thread_local! {
     /// The older form being decoded on this thread (0: this build's).
     static READING_FORM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -161,6 +166,12 @@ pub(crate) fn reading_linkless() -> bool {
 pub(crate) fn reading_reserveless() -> bool {
     let form = READING_FORM.with(std::cell::Cell::get);
     form != 0 && form <= RESERVELESS_SNAPSHOT_VERSION
+}
+
+/// A head of a form without draining launches (3 to 6) is being decoded on this thread.
+pub(crate) fn reading_drainless() -> bool {
+    let form = READING_FORM.with(std::cell::Cell::get);
+    form != 0 && form <= DRAINLESS_SNAPSHOT_VERSION
 }
 
 /// A run of a [`PREVIOUS_SNAPSHOT_VERSION`] snapshot's job slots read back: its jobs, and
@@ -251,10 +262,15 @@ impl Snapshot {
     /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
-        if head.version == LINKLESS_SNAPSHOT_VERSION || head.version == RESERVELESS_SNAPSHOT_VERSION
+        if [
+            LINKLESS_SNAPSHOT_VERSION,
+            RESERVELESS_SNAPSHOT_VERSION,
+            DRAINLESS_SNAPSHOT_VERSION,
+        ]
+        .contains(&head.version)
         {
-            // Read in `reading_form(4 or 5, ..)`: every site's link up (4), no reservations
-            // (4 and 5), the rest as now.
+            // Read in `reading_form(4, 5 or 6, ..)`: every site's link up (4), no
+            // reservations (4 and 5), no draining launches (4 to 6), the rest as now.
             head.version = SNAPSHOT_VERSION;
         }
         let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();

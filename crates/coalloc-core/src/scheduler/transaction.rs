@@ -442,7 +442,8 @@ impl Core {
         }
     }
 
-    /// Commit when every required component is at the barrier (seed 002 §3.2).
+    /// Commit when every required component is at the barrier (seed 002 §3.2) and no
+    /// launch of the job's stopped committed run still drains (`draining.rs`).
     pub(super) fn check_commit(&mut self, id: JobId) {
         let now = self.now;
         let Some(j) = self.jobs.get_mut(&id) else {
@@ -464,6 +465,12 @@ impl Core {
             }
             return;
         }
+        if self.drains(id) {
+            // A launch of its stopped committed run may still run past that run's barrier
+            // (`draining.rs`): this one's waits until it is gone.
+            return;
+        }
+        let j = self.jobs.get_mut(&id).expect("checked above");
         if j.job.extra().hold_at_barrier && !j.owner_committed {
             // An interactive transaction: the owner commits (seed 002 §3.2).
             if !j.told_ready {
@@ -851,6 +858,7 @@ impl Core {
         if outcome.is_err() {
             self.unfinished_ends += 1;
         }
+        self.forget_draining(id);
         let j = self.jobs.get_mut(&id).expect("known job");
         j.phase = Phase::Ended;
         j.bump_generation();
@@ -876,6 +884,8 @@ impl Core {
         });
     }
 
+    /// Cancel component `i`'s live launch, if any, and give its processors back; one of a
+    /// committed run is kept draining until it is gone from its site (`draining.rs`).
     pub(super) fn cancel_component(&mut self, id: JobId, i: usize) {
         let c = self.jobs[&id].comps[i].clone();
         if let (true, Some(launch), Some(site)) = (c.live(), c.launch, c.site) {
@@ -885,6 +895,7 @@ impl Core {
                 component: i,
                 site,
             });
+            self.drain_if_committed(id, i, launch, site);
             self.release_launch(site, launch, c.count, c.phase == CompPhase::Submitted);
             self.launches.remove(launch);
             self.dirty = true;

@@ -23,6 +23,30 @@ pub fn drain(s: &mut Scheduler) -> Vec<Command> {
     std::iter::from_fn(|| s.poll_command()).collect()
 }
 
+/// Answer at `t` every cancel among `cmds` of a draining launch (the core's `draining`)
+/// with `Event::CancelTaken`, as a driver whose cancels take effect at once; `cmds` and
+/// the commands the answers caused.
+pub fn take_cancels(s: &mut Scheduler, t: Time, mut cmds: Vec<Command>) -> Vec<Command> {
+    let mut seen = 0;
+    while seen < cmds.len() {
+        let taken: Vec<LaunchId> = cmds[seen..]
+            .iter()
+            .filter_map(|c| match c {
+                Command::CancelComponent { launch, .. } => Some(*launch),
+                _ => None,
+            })
+            .filter(|l| s.draining().get(*l).is_some())
+            .collect();
+        seen = cmds.len();
+        for launch in taken {
+            s.handle(t, Event::CancelTaken { launch })
+                .expect("a cancel taken is accepted");
+            cmds.extend(drain(s));
+        }
+    }
+    cmds
+}
+
 /// Submit a job at `t`; its number and the commands the submission caused.
 pub fn submit(s: &mut Scheduler, t: Time, job: Job) -> (JobId, Vec<Command>) {
     match s.handle(t, Event::Submit(Box::new(job))) {

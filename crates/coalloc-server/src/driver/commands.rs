@@ -26,13 +26,34 @@ impl Driver {
             match cmd {
                 Command::StartComponent(s) => self.start_component(*s),
                 Command::CancelComponent { launch, .. } => {
+                    // A stopped committed run's launch drains (the core's `draining`): it
+                    // stays watched until its site says it is gone (`Driver::remote_state`),
+                    // and the core hears that as `CancelTaken`; its job's next run commits
+                    // only then (the simulation harness, seed 1391 of `--policies`: it was
+                    // forgotten here at once, and the next run's barrier was released on
+                    // another site while it still ran past its own).
+                    let draining = self.core.draining().get(launch).is_some();
                     if let Some(l) = self.launches.get_mut(&launch.0) {
-                        l.ended = true;
+                        if draining && l.ended && !self.replaying {
+                            // Its end is already decided here, its last report on its way to
+                            // the core (a restart found its submission unanswered and
+                            // cancelled it by its name; a start that never reached the
+                            // manager): nothing more will be heard of it at its site
+                            // (harness seed 31 of `--policies`: killed at its limit at the
+                            // restart's first turn, it drained for ever). During a replay
+                            // `reconcile` settles it.
+                            self.internal
+                                .push_back(Entry::CancelTaken { launch: launch.0 });
+                            continue;
+                        }
+                        l.ended = !draining;
                         if !self.replaying {
                             match &l.remote {
                                 Some(r) => {
                                     self.workers[l.site].cancel(r.clone());
-                                    self.workers[l.site].forget(launch.0);
+                                    if !draining {
+                                        self.workers[l.site].forget(launch.0);
+                                    }
                                 }
                                 // Its submission's answer has not come: the manager may have
                                 // it running already (its processes may even have passed the
@@ -332,7 +353,20 @@ impl Driver {
             .filter(|(_, l)| !l.ended)
             .map(|(k, l)| (*k, l.clone()))
             .collect();
+        // The launches of stopped committed runs that may still run at their sites:
+        // cancelled again (`cancel_superseded_again`) and watched until their sites say
+        // they are gone; one whose end was decided here already is gone.
+        let draining: Vec<u64> = self.core.draining().iter().map(|(l, _)| l.0).collect();
+        for launch in draining {
+            match self.launches.get(&launch).cloned() {
+                Some(l) if !l.ended => self.resume_draining(launch, &l),
+                _ => self.internal.push_back(Entry::CancelTaken { launch }),
+            }
+        }
         for (launch, l) in open {
+            if self.is_draining(launch) {
+                continue;
+            }
             // A launch the core has moved on from, or whose component has ended (its end
             // is in the journal): nothing to adopt, watch or journal again.
             if self.live_phase_of(launch).is_none() {
@@ -375,6 +409,36 @@ impl Driver {
         self.resume_transfers();
         self.resume_reservations();
         self.turn();
+    }
+
+    /// After a restart: a draining launch (the core's `draining`) is watched again, so that
+    /// its site's word that it is gone reaches the core (its cancel goes again with
+    /// `cancel_superseded_again`). One whose submission was never answered: at an agent
+    /// site, its agent says whether it holds it (`agent_back`, then `submitted`); at a direct
+    /// site it is cancelled by its name, and counted gone
+    /// with that (nothing can say more of it).
+    fn resume_draining(&mut self, launch: u64, l: &LaunchInfo) {
+        match &l.remote {
+            Some(remote) => {
+                tracing::info!(
+                    launch,
+                    remote,
+                    "watching a draining launch until it is gone"
+                );
+                self.workers[l.site].watch(launch, remote.clone());
+            }
+            None if matches!(
+                self.config.backends[l.site],
+                crate::config::BackendKind::Agent { .. }
+            ) =>
+            {
+                self.unrecorded.insert(launch);
+            }
+            None => {
+                self.launches.get_mut(&launch).expect("open launch").ended = true;
+                self.internal.push_back(Entry::CancelTaken { launch });
+            }
+        }
     }
 
     /// Cancel again, at a restart, every launch of a live job that the core has moved on

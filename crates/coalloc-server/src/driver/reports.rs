@@ -66,6 +66,14 @@ impl Driver {
                     launch,
                     remote: remote.clone(),
                 });
+                if self.is_draining(launch) {
+                    // Cancelled while it was being submitted, after its run committed: cancel
+                    // it (as below) and watch it until the site says it is gone.
+                    self.after_commit
+                        .push((l.site, crate::msg::SiteCall::Cancel(remote.clone())));
+                    self.workers[l.site].watch(launch, remote);
+                    return;
+                }
                 if l.ended || !self.is_current(launch) {
                     // Cancelled while it was being submitted: once its handle is durable, so
                     // that a restart still knows it and has the site discard it when its job
@@ -96,7 +104,11 @@ impl Driver {
                         },
                     ));
                 }
-                if !l.ended {
+                if self.is_draining(launch) {
+                    // Refused, it never ran; unanswered, it is cancelled by its name (above),
+                    // and nothing can say more of it: gone, either way.
+                    self.drained(launch);
+                } else if !l.ended {
                     // Refused as impossible here (the job's request); else the manager's.
                     let fault = match e {
                         coalloc_backends::BackendError::Rejected(_) => Fault::Job,
@@ -221,6 +233,14 @@ impl Driver {
         if l.ended {
             return;
         }
+        if self.is_draining(launch) {
+            // A stopped committed run's launch: once its site no longer runs it, the core
+            // may commit the job's next run (the core's `draining`).
+            if !matches!(state, RemoteState::Queued | RemoteState::Running) {
+                self.drained(launch);
+            }
+            return;
+        }
         // An ended component: nothing to tell the core, and nothing to journal again.
         let Some(phase) = self.live_phase_of(launch) else {
             // The core has moved on from this launch.
@@ -267,6 +287,23 @@ impl Driver {
                 Fault::Site,
             ),
         }
+    }
+
+    /// Whether `launch` is draining: of a stopped committed run, and maybe still running at
+    /// its site (the core's `draining`).
+    pub(crate) fn is_draining(&self, launch: u64) -> bool {
+        self.core.draining().get(LaunchId(launch)).is_some()
+    }
+
+    /// A draining launch is gone from its site: stop watching it, and tell the core.
+    pub(crate) fn drained(&mut self, launch: u64) {
+        if let Some(l) = self.launches.get_mut(&launch) {
+            l.ended = true;
+            let site = l.site;
+            self.workers[site].forget(launch);
+            self.emit_launch("component_cancelled", launch);
+        }
+        let _ = self.apply(Entry::CancelTaken { launch });
     }
 
     /// Tell the event stream about one launch of a component.

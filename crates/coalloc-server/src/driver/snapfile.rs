@@ -10,15 +10,17 @@
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
 //!
-//! Files of the three forms before (`coalsnp3`, `coalsnp4` and `coalsnp5`, the same layout;
-//! the core's [`PREVIOUS_SNAPSHOT_VERSION`], [`LINKLESS_SNAPSHOT_VERSION`] and
-//! [`RESERVELESS_SNAPSHOT_VERSION`] say how their state differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
+//! Files of the four forms before (`coalsnp3` to `coalsnp6`, the same layout; the core's
+//! [`PREVIOUS_SNAPSHOT_VERSION`], [`LINKLESS_SNAPSHOT_VERSION`],
+//! [`RESERVELESS_SNAPSHOT_VERSION`] and [`DRAINLESS_SNAPSHOT_VERSION`] say how their state
+//! differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
 //! its state directory; the next snapshot is written in this form.
 
 use super::codec::{self, CodecError};
 use coalloc_core::scheduler::snapshot::{
     reading_form, reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
-    LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION, RESERVELESS_SNAPSHOT_VERSION,
+    DRAINLESS_SNAPSHOT_VERSION, LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION,
+    RESERVELESS_SNAPSHOT_VERSION,
 };
 use std::io::Write;
 
@@ -27,8 +29,11 @@ pub const RUNS: usize = 4;
 
 /// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
 /// form changes (4: the queue's job index is no longer saved; 5: the sites' links are; 6:
-/// the core's reservations are, issue 31).
-const MAGIC: &[u8; 8] = b"coalsnp6";
+/// the core's reservations are, issue 31; 7: its draining launches are).
+const MAGIC: &[u8; 8] = b"coalsnp7";
+
+/// Form 6's last bytes ([`DRAINLESS_SNAPSHOT_VERSION`]).
+const DRAINLESS_MAGIC: &[u8; 8] = b"coalsnp6";
 
 /// Form 5's last bytes ([`RESERVELESS_SNAPSHOT_VERSION`]).
 const RESERVELESS_MAGIC: &[u8; 8] = b"coalsnp5";
@@ -47,6 +52,8 @@ pub enum Runs {
     Linkless(Vec<JobSlots>),
     /// Form 5's: the slots as now (its head read without reservations).
     Reserveless(Vec<JobSlots>),
+    /// Form 6's: the slots as now (its head read without draining launches).
+    Drainless(Vec<JobSlots>),
     Previous(Vec<PreviousJobSlots>),
 }
 
@@ -55,17 +62,20 @@ impl Runs {
     #[cfg(test)]
     fn count(&self) -> usize {
         match self {
-            Runs::This(r) | Runs::Linkless(r) | Runs::Reserveless(r) => r.len(),
+            Runs::This(r) | Runs::Linkless(r) | Runs::Reserveless(r) | Runs::Drainless(r) => {
+                r.len()
+            }
             Runs::Previous(r) => r.len(),
         }
     }
 
-    /// The file's form (5, or 4 or 3 for the older ones).
+    /// The file's form (7, or 6 to 3 for the older ones).
     pub fn form(&self) -> u32 {
         match self {
             Runs::This(_) => u32::from(MAGIC[7] - b'0'),
             Runs::Linkless(_) => LINKLESS_SNAPSHOT_VERSION,
             Runs::Reserveless(_) => RESERVELESS_SNAPSHOT_VERSION,
+            Runs::Drainless(_) => DRAINLESS_SNAPSHOT_VERSION,
             Runs::Previous(_) => PREVIOUS_SNAPSHOT_VERSION,
         }
     }
@@ -74,9 +84,10 @@ impl Runs {
 /// The core's snapshot made whole from its head and the file's runs, in this form.
 pub fn join(core: Snapshot, runs: Runs) -> Snapshot {
     match runs {
-        Runs::This(runs) | Runs::Linkless(runs) | Runs::Reserveless(runs) => {
-            Snapshot::join(core, runs)
-        }
+        Runs::This(runs)
+        | Runs::Linkless(runs)
+        | Runs::Reserveless(runs)
+        | Runs::Drainless(runs) => Snapshot::join(core, runs),
         Runs::Previous(runs) => Snapshot::join_previous(core, runs),
     }
 }
@@ -146,14 +157,21 @@ pub fn read<H: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(H, Runs), C
         })?;
         return Ok((head, Runs::Reserveless(runs)));
     }
+    if len >= 12 && tail == DRAINLESS_MAGIC {
+        let (head, runs) = read_parts(bytes, |head| {
+            reading_form(DRAINLESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
+        })?;
+        return Ok((head, Runs::Drainless(runs)));
+    }
     if len < 12 || tail != MAGIC {
         return Err(if len >= 12 && tail.starts_with(&MAGIC[..7]) {
             bad(&format!(
-                "form {} (this build reads forms {}, {}, {} and {})",
+                "form {} (this build reads forms {}, {}, {}, {} and {})",
                 String::from_utf8_lossy(&tail[7..]),
                 PREVIOUS_MAGIC[7] as char,
                 LINKLESS_MAGIC[7] as char,
                 RESERVELESS_MAGIC[7] as char,
+                DRAINLESS_MAGIC[7] as char,
                 MAGIC[7] as char
             ))
         } else {
@@ -270,7 +288,7 @@ mod tests {
         older[at] = b'2';
         let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
         assert!(
-            e.contains("form 2 (this build reads forms 3, 4, 5 and 6)"),
+            e.contains("form 2 (this build reads forms 3, 4, 5, 6 and 7)"),
             "{e}"
         );
         let mut flipped = bytes.clone();

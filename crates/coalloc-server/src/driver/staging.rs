@@ -188,6 +188,11 @@ impl Driver {
         let Some(l) = self.launches.get(&launch).filter(|l| !l.ended) else {
             return;
         };
+        if self.is_draining(launch) {
+            // Cancelled during its stage-in after its run committed: it never reached the
+            // manager.
+            return self.drained(launch);
+        }
         let site = l.site;
         match result {
             Ok(()) => self.workers[site].submit(req),

@@ -292,6 +292,14 @@ struct Sim<'a> {
     /// buffer to swap with it.
     follow: Vec<Event>,
     spare: Vec<Event>,
+    /// The confirmations of cancels of draining launches (`Event::CancelTaken`; the core's
+    /// `draining` module): a simulated cancel takes effect at once. They go to the core
+    /// first among the next events it takes (at this instant, or the next one), never on
+    /// their own: a handling of its own would run a scheduling pass the core did not run
+    /// before it kept draining launches (a pass that an ICP preemption left due), and the
+    /// schedules would change. Nothing is delayed by it: the next run of a job whose launch
+    /// drains commits on a report about its own launches, an event that carries them.
+    cancels_taken: Vec<Event>,
     /// The core's replies (a buffer).
     replies: Vec<Result<Reply, Rejected>>,
     /// Sites whose holdings changed at the current instant.
@@ -445,6 +453,7 @@ pub fn simulate<'a>(
         outcomes,
         follow: Vec::new(),
         spare: Vec::new(),
+        cancels_taken: Vec::new(),
         replies: Vec::new(),
         dirty: SiteSet::default(),
         reported,
@@ -603,6 +612,7 @@ impl Sim<'_> {
                 self.next_arrival += 1;
             }
             self.settle_sites();
+            batch.splice(0..0, self.cancels_taken.drain(..));
             batch.append(&mut self.follow);
             let ends = batch.len();
             for &i in &arrivals {
@@ -684,6 +694,7 @@ impl Sim<'_> {
             }
             // The buffers are kept: no allocation per instant.
             let mut events = std::mem::replace(&mut self.follow, std::mem::take(&mut self.spare));
+            events.splice(0..0, self.cancels_taken.drain(..));
             self.core
                 .handle_all_into(self.now, events.drain(..), &mut self.replies);
             self.spare = events;
@@ -833,6 +844,9 @@ impl Sim<'_> {
         match cmd {
             Command::StartComponent(st) => self.start(&st),
             Command::CancelComponent { launch, .. } => {
+                if self.core.draining().get(launch).is_some() {
+                    self.cancels_taken.push(Event::CancelTaken { launch });
+                }
                 self.deferred.remove(&launch);
                 if self.launches.get(launch.0).is_some() {
                     self.drop_launch(launch);

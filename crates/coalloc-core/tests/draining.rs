@@ -1,0 +1,203 @@
+//! Draining launches (the scheduler's `draining` module; the simulation harness, seed 1391
+//! of `--policies`): a committed run the core stops keeps its launches until the driver
+//! says they are gone from their sites or their site is lost, and the job's next run is
+//! placed and started meanwhile but not committed.
+
+mod common;
+
+use coalloc_core::model::*;
+use coalloc_core::queue::tags::{ChainDispatch, TagsChainParams};
+use coalloc_core::scheduler::draining::Drain;
+use coalloc_core::scheduler::jobs::{CompPhase, Phase};
+use coalloc_core::scheduler::*;
+use common::{drain, starts, submit, unordered};
+
+/// Two sites of 4 processors; with `tags`, one TAGS chain over them, a 1 s limit on s0.
+fn scheduler(tags: bool) -> Scheduler {
+    let mut config = SchedulerConfig::default();
+    if tags {
+        config.queue = QueueConfig::TagsChain(TagsChainParams {
+            chains: vec![vec![0, 1]],
+            limits: vec![1_000],
+            dispatch: ChainDispatch::RoundRobin,
+            period: None,
+        });
+    }
+    let sites = vec![Site::cluster("s0", 4), Site::cluster("s1", 4)];
+    Scheduler::new(config, sites)
+}
+
+/// Launch `launch` runs and reaches the barrier at `t`; the commands that caused.
+fn ready(s: &mut Scheduler, t: Time, launch: LaunchId) -> Vec<Command> {
+    s.handle(t, Event::ComponentStarted { launch }).unwrap();
+    s.handle(t, Event::ComponentReady { launch }).unwrap();
+    drain(s)
+}
+
+fn released(cmds: &[Command], id: JobId) -> bool {
+    cmds.iter()
+        .any(|c| matches!(c, Command::ReleaseBarrier { job } if *job == id))
+}
+
+fn cancelled(cmds: &[Command]) -> Vec<(LaunchId, SiteId)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::CancelComponent { launch, site, .. } => Some((*launch, *site)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A TAGS job killed at its limit after its commit: started again on the chain's next site
+/// at once, its barrier held until the first launch's cancel is taken.
+fn killed_and_placed_again(s: &mut Scheduler) -> (JobId, LaunchId, LaunchId) {
+    let (id, out) = submit(s, 0, unordered(&[2]));
+    let first = starts(&out)[0];
+    assert_eq!(first.2, 0, "the chain's first site");
+    assert!(released(&ready(s, 100, first.0), id));
+    let out = {
+        s.handle(1_100, Event::Tick).unwrap();
+        drain(s)
+    };
+    assert_eq!(cancelled(&out), [(first.0, 0)]);
+    let again = starts(&out);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].2, 1, "the chain's next site");
+    assert_eq!(
+        s.draining().get(first.0),
+        Some(Drain {
+            job: id,
+            component: 0,
+            site: 0
+        })
+    );
+    // The processors are given back at once (see the module's reasons).
+    assert_eq!(s.site_state(0).unwrap().ours, 0);
+    assert_eq!(s.site_state(0).unwrap().idle, 4);
+    (id, first.0, again[0].0)
+}
+
+#[test]
+fn a_run_killed_after_commit_is_committed_again_only_once_its_launch_is_gone() {
+    let mut s = scheduler(true);
+    let (id, first, second) = killed_and_placed_again(&mut s);
+    // The new launch is at the barrier; the first may still run past its own.
+    let out = ready(&mut s, 1_200, second);
+    assert!(!released(&out, id), "{out:?}");
+    let j = s.job(id).unwrap();
+    assert_eq!(
+        (j.phase, j.comps[0].phase),
+        (Phase::Starting, CompPhase::Ready)
+    );
+    // Its cancel took effect: the job commits now.
+    s.handle(1_500, Event::CancelTaken { launch: first })
+        .unwrap();
+    let out = drain(&mut s);
+    assert!(released(&out, id), "{out:?}");
+    let j = s.job(id).unwrap();
+    assert_eq!(j.phase, Phase::Running);
+    assert_eq!(j.record.start(), Some(1_500));
+    assert!(s.draining().is_empty());
+    // A second word of it, or of a launch that never drained, changes nothing.
+    for launch in [first, second, LaunchId(99)] {
+        s.handle(1_600, Event::CancelTaken { launch }).unwrap();
+        assert!(drain(&mut s).is_empty());
+    }
+    assert_eq!(s.job(id).unwrap().phase, Phase::Running);
+}
+
+#[test]
+fn a_lost_site_is_not_waited_for() {
+    let mut s = scheduler(true);
+    let grace = 5_000;
+    let (id, first, second) = killed_and_placed_again(&mut s);
+    s.handle(1_150, Event::SiteDisconnected { site: 0, grace })
+        .unwrap();
+    let out = ready(&mut s, 1_200, second);
+    assert!(!released(&out, id));
+    // Within the grace: still waiting.
+    s.handle(1_150 + grace - 1, Event::Tick).unwrap();
+    assert!(!released(&drain(&mut s), id));
+    assert!(s.draining().get(first).is_some());
+    // Lost: given up on, and the job commits.
+    s.handle(1_150 + grace, Event::Tick).unwrap();
+    let out = drain(&mut s);
+    assert!(released(&out, id), "{out:?}");
+    assert!(s.draining().is_empty());
+    assert_eq!(s.job(id).unwrap().record.start(), Some(1_150 + grace));
+}
+
+#[test]
+fn a_failure_after_commit_drains_the_other_components_and_a_cancel_forgets_them() {
+    let mut s = scheduler(false);
+    // Two components of 4: one on each site.
+    let (id, out) = submit(&mut s, 0, unordered(&[4, 4]));
+    let st = starts(&out);
+    assert_eq!(st.len(), 2);
+    ready(&mut s, 10, st[0].0);
+    assert!(released(&ready(&mut s, 10, st[1].0), id));
+    // Component 0 dies after commit: the job goes back to its queue (no back-off here) and
+    // is placed again at once; component 1's launch drains, the failed one does not.
+    s.handle(
+        500,
+        Event::ComponentFailed {
+            launch: st[0].0,
+            reason: "exit 1".into(),
+            fault: Fault::Job,
+        },
+    )
+    .unwrap();
+    let out = drain(&mut s);
+    assert_eq!(cancelled(&out), [(st[1].0, st[1].2)]);
+    let drained: Vec<LaunchId> = s.draining().iter().map(|(l, _)| l).collect();
+    assert_eq!(drained, [st[1].0]);
+    let again = starts(&out);
+    assert_eq!(again.len(), 2);
+    ready(&mut s, 600, again[0].0);
+    assert!(!released(&ready(&mut s, 600, again[1].0), id));
+    // The job is cancelled: nothing waits for its draining launch any more.
+    s.handle(700, Event::Cancel { job: id }).unwrap();
+    assert!(s.draining().is_empty());
+    assert_eq!(s.job(id).unwrap().phase, Phase::Ended);
+}
+
+#[test]
+fn a_snapshot_keeps_the_draining_launches_and_a_form_6_head_has_none() {
+    use ciborium::Value;
+    use coalloc_core::scheduler::snapshot::{reading_form, Snapshot};
+    let mut s = scheduler(true);
+    let (_, first, _) = killed_and_placed_again(&mut s);
+    let sites = s.sites().to_vec();
+    let config = || SchedulerConfig {
+        queue: QueueConfig::TagsChain(TagsChainParams {
+            chains: vec![vec![0, 1]],
+            limits: vec![1_000],
+            dispatch: ChainDispatch::RoundRobin,
+            period: None,
+        }),
+        ..SchedulerConfig::default()
+    };
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().unwrap(), &mut bytes).unwrap();
+    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
+    let (back, _) = Scheduler::restore(config(), &sites, saved).unwrap();
+    assert_eq!(back.draining(), s.draining());
+    assert!(back.draining().get(first).is_some());
+    // A form-6 head: no `draining` in the core.
+    let mut v: Value = ciborium::from_reader(&bytes[..]).unwrap();
+    let Value::Map(top) = &mut v else { panic!() };
+    for (k, val) in top.iter_mut() {
+        match (k.as_text(), val) {
+            (Some("version"), val) => *val = Value::Integer(6.into()),
+            (Some("core"), Value::Map(core)) => {
+                core.retain(|(k, _)| k.as_text() != Some("draining"))
+            }
+            _ => {}
+        }
+    }
+    let mut old = Vec::new();
+    ciborium::into_writer(&v, &mut old).unwrap();
+    let head: Snapshot = reading_form(6, || ciborium::from_reader(&old[..]).unwrap());
+    let (back, _) = Scheduler::restore(config(), &sites, Snapshot::join(head, vec![])).unwrap();
+    assert!(back.draining().is_empty());
+}
