@@ -612,7 +612,9 @@ impl Sim<'_> {
                 self.next_arrival += 1;
             }
             self.settle_sites();
-            batch.splice(0..0, self.cancels_taken.drain(..));
+            if !self.cancels_taken.is_empty() {
+                batch.splice(0..0, self.cancels_taken.drain(..));
+            }
             batch.append(&mut self.follow);
             let ends = batch.len();
             for &i in &arrivals {
@@ -694,7 +696,9 @@ impl Sim<'_> {
             }
             // The buffers are kept: no allocation per instant.
             let mut events = std::mem::replace(&mut self.follow, std::mem::take(&mut self.spare));
-            events.splice(0..0, self.cancels_taken.drain(..));
+            if !self.cancels_taken.is_empty() {
+                events.splice(0..0, self.cancels_taken.drain(..));
+            }
             self.core
                 .handle_all_into(self.now, events.drain(..), &mut self.replies);
             self.spare = events;
