@@ -166,14 +166,16 @@ impl ApiError {
 
 /// A report from a site worker.
 pub enum Report {
-    /// The resource manager took (or refused) a launch.
+    /// Site `site`'s resource manager took (or refused) a launch.
     Submitted {
+        site: usize,
         launch: u64,
         result: Result<String, BackendError>,
     },
     /// Several launches submitted one after another (in that order), reported at once so
     /// that the driver journals them in one turn.
-    SubmittedMany(Vec<(u64, Result<String, BackendError>)>),
+    /// The site's number first.
+    SubmittedMany(usize, Vec<(u64, Result<String, BackendError>)>),
     /// A provider leased a VM (its node's name) or failed to.
     Leased {
         site: usize,

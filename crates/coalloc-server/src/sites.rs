@@ -123,7 +123,7 @@ impl SiteWorker {
                                     .map(|r| r.launch)
                                     .zip(b.submit_many(&burst))
                                     .collect();
-                                let _ = d.send(Msg::Site(Report::SubmittedMany(all)));
+                                let _ = d.send(Msg::Site(Report::SubmittedMany(site, all)));
                             });
                         }
                         Ok(Some(SiteCall::Submit(req))) => {
@@ -131,6 +131,7 @@ impl SiteWorker {
                             std::thread::spawn(move || {
                                 let result = b.submit(&req);
                                 let _ = d.send(Msg::Site(Report::Submitted {
+                                    site,
                                     launch: req.launch,
                                     result,
                                 }));
@@ -468,12 +469,12 @@ mod tests {
         let mut seen = 0;
         while seen < n {
             match rx.recv_timeout(Duration::from_secs(10)).expect("a report") {
-                Msg::Site(Report::Submitted { launch, result }) => {
+                Msg::Site(Report::Submitted { launch, result, .. }) => {
                     assert_eq!(result.unwrap(), format!("R{launch}"));
                     out.push((false, vec![launch]));
                     seen += 1;
                 }
-                Msg::Site(Report::SubmittedMany(all)) => {
+                Msg::Site(Report::SubmittedMany(_, all)) => {
                     let launches: Vec<u64> = all.iter().map(|(l, _)| *l).collect();
                     for (l, r) in all {
                         assert_eq!(r.unwrap(), format!("R{l}"));

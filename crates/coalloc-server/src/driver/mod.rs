@@ -158,6 +158,9 @@ pub struct Driver {
     /// Calls to sites that follow from this turn's entries, made once they are durable
     /// (after the commit): a site never acts on what a restart would not know.
     after_commit: Vec<(usize, SiteCall)>,
+    /// Launches a site took for a job that had already left memory: cancelled when their
+    /// id came, dropped from their site at the next aging look (`reports.rs`, `submitted`).
+    orphans: Vec<(Time, usize, String)>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
     events: broadcast::Sender<String>,
@@ -344,6 +347,7 @@ impl Driver {
             replies: Vec::new(),
             internal: VecDeque::new(),
             after_commit: Vec::new(),
+            orphans: Vec::new(),
             replaying: true,
             events: events.clone(),
             next_sample: 0,

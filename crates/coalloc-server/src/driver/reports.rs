@@ -16,10 +16,14 @@ use serde_json::json;
 impl Driver {
     pub(crate) fn on_report(&mut self, r: Report) {
         match r {
-            Report::Submitted { launch, result } => self.submitted(launch, result),
-            Report::SubmittedMany(all) => {
+            Report::Submitted {
+                site,
+                launch,
+                result,
+            } => self.submitted(site, launch, result),
+            Report::SubmittedMany(site, all) => {
                 for (launch, result) in all {
-                    self.submitted(launch, result);
+                    self.submitted(site, launch, result);
                 }
             }
             Report::Leased { site, vm, result } => self.leased(site, vm, result),
@@ -56,8 +60,29 @@ impl Driver {
         }
     }
 
-    fn submitted(&mut self, launch: u64, result: Result<String, coalloc_backends::BackendError>) {
+    fn submitted(
+        &mut self,
+        site: usize,
+        launch: u64,
+        result: Result<String, coalloc_backends::BackendError>,
+    ) {
         let Some(l) = self.launches.get(&launch).cloned() else {
+            // A launch the driver no longer knows: its job left memory while the submission
+            // waited (for an agent site's link, say), and the site now runs it for nobody
+            // (the simulation harness, seeds 211 and 2311: its barrier aborts it, and it
+            // stayed in the manager's log for ever). Cancel it, and have the site drop it
+            // at the next aging look, a second or more from now, when the cancel has had
+            // its time (a manager drops only what has ended).
+            if let (Ok(remote), Some(w)) = (result, self.workers.get(site)) {
+                tracing::info!(
+                    site,
+                    launch,
+                    remote,
+                    "cancelling a launch of a forgotten job"
+                );
+                w.cancel(remote.clone());
+                self.orphans.push((self.now, site, remote));
+            }
             return;
         };
         match result {
@@ -149,7 +174,7 @@ impl Driver {
                         .into(),
                 )),
             };
-            self.submitted(launch, answer);
+            self.submitted(site, launch, answer);
         }
         let unwanted = crate::link::hub::unwanted(held, |launch| {
             self.launches

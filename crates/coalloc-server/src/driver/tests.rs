@@ -142,8 +142,9 @@ fn submit_two(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
 fn take(d: &mut Driver, launches: &[(usize, u64)]) {
     let taken = launches
         .iter()
-        .map(|&(_, l)| {
+        .map(|&(site, l)| {
             Msg::Site(Report::Submitted {
+                site,
                 launch: l,
                 result: Ok(format!("R{l}")),
             })
@@ -451,8 +452,9 @@ fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
     let timed_out = || {
         pending
             .iter()
-            .map(|&(_, launch)| {
+            .map(|&(site, launch)| {
                 Msg::Site(Report::Submitted {
+                    site,
                     launch,
                     result: Err(BackendError::Unavailable("timed out".into())),
                 })
@@ -574,4 +576,41 @@ fn a_deposed_leader_cancels_nothing_an_agent_holds() {
         .map(|(_, c)| c.clone())
         .collect();
     assert_eq!(cancels, vec![SiteCall::Cancel("R7".into())]);
+}
+
+#[test]
+fn a_launch_taken_for_a_forgotten_job_is_cancelled_then_dropped() {
+    // Harness seeds 211 and 2311: a submission held while its agent site's link was down
+    // went out after its job had left memory; the site ran it for nobody, and the driver,
+    // not knowing the launch, neither cancelled it nor had the site drop it.
+    let (mut d, calls) = driver("orphan");
+    let taken = Msg::Site(Report::Submitted {
+        site: 1,
+        launch: 77,
+        result: Ok("R77".into()),
+    });
+    d.step(1_000, vec![taken]).expect("step");
+    let made = |calls: &Calls| -> Vec<(usize, SiteCall)> {
+        (calls.lock().expect("calls").iter())
+            .filter(|(_, c)| matches!(c, SiteCall::Cancel(_) | SiteCall::Discard(_)))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        format!("{:?}", made(&calls)),
+        format!("{:?}", [(1, SiteCall::Cancel("R77".into()))])
+    );
+    // Dropped at the first aging look a second or more after the cancel, not before.
+    calls.lock().expect("calls").clear();
+    d.step(1_500, Vec::new()).expect("step");
+    assert!(made(&calls).is_empty(), "{:?}", made(&calls));
+    d.step(2_100, Vec::new()).expect("step");
+    assert_eq!(
+        format!("{:?}", made(&calls)),
+        format!("{:?}", [(1, SiteCall::Discard("R77".into()))])
+    );
+    // Once.
+    calls.lock().expect("calls").clear();
+    d.step(4_000, Vec::new()).expect("step");
+    assert!(made(&calls).is_empty(), "{:?}", made(&calls));
 }

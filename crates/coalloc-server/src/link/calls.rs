@@ -196,7 +196,8 @@ impl AgentCalls {
                         .into_iter()
                         .map(|l| (l, Err(BackendError::Unavailable(why.clone()))))
                         .collect();
-                    self.reports.push_back(Report::SubmittedMany(all));
+                    self.reports
+                        .push_back(Report::SubmittedMany(self.site, all));
                 }
                 Pending::Cancel(call, _) => again.push(call),
                 Pending::Discard(ids) => again.push(Call::Discard(ids)),
@@ -298,6 +299,7 @@ impl AgentCalls {
                     Err(e) => (0..n).map(|_| Err(backend_error(e.clone()))).collect(),
                 };
                 self.reports.push_back(Report::SubmittedMany(
+                    self.site,
                     launches.into_iter().zip(all).collect(),
                 ));
             }

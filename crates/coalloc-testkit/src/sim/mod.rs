@@ -998,8 +998,9 @@ impl World {
             Report::Submitted {
                 launch,
                 result: Ok(remote),
+                ..
             } => vec![(*launch, remote)],
-            Report::SubmittedMany(all) => all
+            Report::SubmittedMany(_, all) => all
                 .iter()
                 .filter_map(|(l, r)| Some((*l, r.as_ref().ok()?)))
                 .collect(),
@@ -1074,6 +1075,7 @@ impl World {
                     other => (other, self.delay()),
                 };
                 let report = Report::Submitted {
+                    site,
                     launch: r.launch,
                     result,
                 };

@@ -54,7 +54,7 @@ fn req(launch: u64) -> SubmitRequest {
 /// The launches and results of a `SubmittedMany` report.
 fn submitted(r: &Report) -> Vec<(u64, Result<String, String>)> {
     match r {
-        Report::SubmittedMany(all) => all
+        Report::SubmittedMany(_, all) => all
             .iter()
             .map(|(l, r)| (*l, r.as_ref().cloned().map_err(|e| e.to_string())))
             .collect(),

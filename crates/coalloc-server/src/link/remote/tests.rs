@@ -65,7 +65,7 @@ fn the_drivers_call_goes_out_when_the_pump_wakes_and_the_answer_comes_back_as_a_
     let (reports, relays) = p.take();
     assert!(relays.is_empty());
     match &reports[..] {
-        [Report::SubmittedMany(all)] => {
+        [Report::SubmittedMany(_, all)] => {
             assert_eq!(all.len(), 1);
             assert_eq!(all[0].0, 2);
             assert_eq!(all[0].1.as_ref().unwrap(), "R2");
@@ -76,7 +76,7 @@ fn the_drivers_call_goes_out_when_the_pump_wakes_and_the_answer_comes_back_as_a_
     let (reports, still_up) = p.end();
     assert!(!still_up && !site.connected());
     match &reports[..] {
-        [Report::SubmittedMany(all)] => {
+        [Report::SubmittedMany(_, all)] => {
             assert_eq!(all[0].0, 1);
             assert!(all[0].1.is_err());
         }
