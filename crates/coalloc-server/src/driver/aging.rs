@@ -26,16 +26,6 @@ impl Driver {
         if self.now < self.next_age {
             return;
         }
-        // Launches taken for jobs already gone, cancelled when their ids came: their sites
-        // may drop them a look's interval after that.
-        let now = self.now;
-        let (due, later) = std::mem::take(&mut self.orphans)
-            .into_iter()
-            .partition(|(at, _, _)| at + AGE_EVERY <= now);
-        self.orphans = later;
-        for (_, site, remote) in due {
-            self.workers[site].discard(remote);
-        }
         let cutoff = self.now.saturating_sub(self.config.min_job_age);
         let mut gone = Vec::new();
         while let Some(&(end, job)) = self.ended_at.front() {

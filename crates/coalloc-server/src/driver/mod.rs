@@ -158,9 +158,10 @@ pub struct Driver {
     /// Calls to sites that follow from this turn's entries, made once they are durable
     /// (after the commit): a site never acts on what a restart would not know.
     after_commit: Vec<(usize, SiteCall)>,
-    /// Launches a site took for a job that had already left memory: cancelled when their
-    /// id came, dropped from their site at the next aging look (`reports.rs`, `submitted`).
-    orphans: Vec<(Time, usize, String)>,
+    /// Launches a site took for a job that had already left memory, by launch number: their
+    /// site and handle. Cancelled when their handle came and watched; dropped from their
+    /// site once a poll finds them ended (`reports.rs`, `submitted` and `remote_state`).
+    orphans: BTreeMap<u64, (usize, String)>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
     events: broadcast::Sender<String>,
@@ -347,7 +348,7 @@ impl Driver {
             replies: Vec::new(),
             internal: VecDeque::new(),
             after_commit: Vec::new(),
-            orphans: Vec::new(),
+            orphans: BTreeMap::new(),
             replaying: true,
             events: events.clone(),
             next_sample: 0,

@@ -70,9 +70,9 @@ impl Driver {
             // A launch the driver no longer knows: its job left memory while the submission
             // waited (for an agent site's link, say), and the site now runs it for nobody
             // (the simulation harness, seeds 211 and 2311: its barrier aborts it, and it
-            // stayed in the manager's log for ever). Cancel it, and have the site drop it
-            // at the next aging look, a second or more from now, when the cancel has had
-            // its time (a manager drops only what has ended).
+            // stayed in the manager's log for ever). Cancel it, and watch it: once a poll
+            // finds it ended, the site drops it (`remote_state`; a manager drops only what
+            // has ended). Not journaled: a restart before then leaves it, as before.
             if let (Ok(remote), Some(w)) = (result, self.workers.get(site)) {
                 tracing::info!(
                     site,
@@ -81,7 +81,8 @@ impl Driver {
                     "cancelling a launch of a forgotten job"
                 );
                 w.cancel(remote.clone());
-                self.orphans.push((self.now, site, remote));
+                w.watch(launch, remote.clone());
+                self.orphans.insert(launch, (site, remote));
             }
             return;
         };
@@ -252,6 +253,16 @@ impl Driver {
     }
 
     fn remote_state(&mut self, launch: u64, state: RemoteState) {
+        let ended = !matches!(state, RemoteState::Queued | RemoteState::Running);
+        if ended && !self.orphans.is_empty() {
+            if let Some((site, remote)) = self.orphans.remove(&launch) {
+                // A launch of a forgotten job (`submitted`), cancelled, now ended: its site
+                // may drop it.
+                self.workers[site].forget(launch);
+                self.workers[site].discard(remote);
+                return;
+            }
+        }
         let Some(l) = self.launches.get(&launch).cloned() else {
             return;
         };

@@ -590,27 +590,57 @@ fn a_launch_taken_for_a_forgotten_job_is_cancelled_then_dropped() {
         result: Ok("R77".into()),
     });
     d.step(1_000, vec![taken]).expect("step");
-    let made = |calls: &Calls| -> Vec<(usize, SiteCall)> {
-        (calls.lock().expect("calls").iter())
-            .filter(|(_, c)| matches!(c, SiteCall::Cancel(_) | SiteCall::Discard(_)))
+    let made = |calls: &Calls| -> String {
+        let made: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+            .filter(|(_, c)| {
+                matches!(
+                    c,
+                    SiteCall::Cancel(_)
+                        | SiteCall::Discard(_)
+                        | SiteCall::Watch { .. }
+                        | SiteCall::Forget(_)
+                )
+            })
             .cloned()
-            .collect()
+            .collect();
+        calls.lock().expect("calls").clear();
+        format!("{made:?}")
+    };
+    let watch = SiteCall::Watch {
+        launch: 77,
+        remote: "R77".into(),
     };
     assert_eq!(
-        format!("{:?}", made(&calls)),
-        format!("{:?}", [(1, SiteCall::Cancel("R77".into()))])
+        made(&calls),
+        format!("{:?}", [(1, SiteCall::Cancel("R77".into())), (1, watch)])
     );
-    // Dropped at the first aging look a second or more after the cancel, not before.
-    calls.lock().expect("calls").clear();
-    d.step(1_500, Vec::new()).expect("step");
-    assert!(made(&calls).is_empty(), "{:?}", made(&calls));
-    d.step(2_100, Vec::new()).expect("step");
+    let polled = |state: RemoteState| {
+        Msg::Site(Report::Polled {
+            site: 1,
+            load: Ok(SiteLoad {
+                idle: 4,
+                total: 4,
+                other: 0,
+            }),
+            states: vec![(77, state)],
+        })
+    };
+    // Dropped once a poll finds it ended, not while it still runs; and once.
+    d.step(1_200, vec![polled(RemoteState::Running)])
+        .expect("step");
+    assert_eq!(made(&calls), "[]");
+    let ended = RemoteState::Failed("cancelled".into());
+    d.step(1_400, vec![polled(ended.clone())]).expect("step");
     assert_eq!(
-        format!("{:?}", made(&calls)),
-        format!("{:?}", [(1, SiteCall::Discard("R77".into()))])
+        made(&calls),
+        format!(
+            "{:?}",
+            [
+                (1, SiteCall::Forget(77)),
+                (1, SiteCall::Discard("R77".into()))
+            ]
+        )
     );
-    // Once.
-    calls.lock().expect("calls").clear();
-    d.step(4_000, Vec::new()).expect("step");
-    assert!(made(&calls).is_empty(), "{:?}", made(&calls));
+    d.step(1_600, vec![polled(ended)]).expect("step");
+    assert_eq!(made(&calls), "[]");
 }
