@@ -127,6 +127,16 @@ pub const RESERVELESS_SNAPSHOT_VERSION: u32 = 5;
 /// committed runs' launches were forgotten at their cancel, as form 6's build did.
 pub const DRAINLESS_SNAPSHOT_VERSION: u32 = 6;
 
+/// The older forms whose job slots are laid out as this form's: only their heads differ,
+/// and each is read in [`reading_form`] with its number (every site's link up for 4, no
+/// reservations for 4 and 5, no draining launches for 4 to 6), then made whole by
+/// [`Snapshot::join`]. A form added the same way joins this list.
+pub const SAME_SLOTS_FORMS: [u32; 3] = [
+    LINKLESS_SNAPSHOT_VERSION,
+    RESERVELESS_SNAPSHOT_VERSION,
+    DRAINLESS_SNAPSHOT_VERSION,
+];
+
 thread_local! {
     /// The older form being decoded on this thread (0: this build's).
     static READING_FORM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -262,15 +272,8 @@ impl Snapshot {
     /// A snapshot read back as its [`SnapshotRef::head`] and then its runs of slots, in
     /// order, made whole.
     pub fn join(mut head: Snapshot, runs: Vec<JobSlots>) -> Snapshot {
-        if [
-            LINKLESS_SNAPSHOT_VERSION,
-            RESERVELESS_SNAPSHOT_VERSION,
-            DRAINLESS_SNAPSHOT_VERSION,
-        ]
-        .contains(&head.version)
-        {
-            // Read in `reading_form(4, 5 or 6, ..)`: every site's link up (4), no
-            // reservations (4 and 5), no draining launches (4 to 6), the rest as now.
+        if SAME_SLOTS_FORMS.contains(&head.version) {
+            // Read in `reading_form` with its form: the rest as now.
             head.version = SNAPSHOT_VERSION;
         }
         let len = head.jobs.0.len() + runs.iter().map(|r| r.0.len()).sum::<usize>();

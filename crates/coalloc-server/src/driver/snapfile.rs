@@ -10,17 +10,15 @@
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
 //!
-//! Files of the four forms before (`coalsnp3` to `coalsnp6`, the same layout; the core's
-//! [`PREVIOUS_SNAPSHOT_VERSION`], [`LINKLESS_SNAPSHOT_VERSION`],
-//! [`RESERVELESS_SNAPSHOT_VERSION`] and [`DRAINLESS_SNAPSHOT_VERSION`] say how their state
-//! differs) are read too, and made whole in this form by [`join`], so that an upgrade keeps
-//! its state directory; the next snapshot is written in this form.
+//! Files of the older forms (`coalsnp3` to `coalsnp6`, the same layout; the core's
+//! [`PREVIOUS_SNAPSHOT_VERSION`] and [`SAME_SLOTS_FORMS`] say how their state differs) are
+//! read too, and made whole in this form by [`join`], so that an upgrade keeps its state
+//! directory; the next snapshot is written in this form.
 
 use super::codec::{self, CodecError};
 use coalloc_core::scheduler::snapshot::{
     reading_form, reading_previous_form, JobSlots, PreviousJobSlots, Snapshot, SnapshotRef,
-    DRAINLESS_SNAPSHOT_VERSION, LINKLESS_SNAPSHOT_VERSION, PREVIOUS_SNAPSHOT_VERSION,
-    RESERVELESS_SNAPSHOT_VERSION,
+    PREVIOUS_SNAPSHOT_VERSION, SAME_SLOTS_FORMS,
 };
 use std::io::Write;
 
@@ -32,28 +30,25 @@ pub const RUNS: usize = 4;
 /// the core's reservations are, issue 31; 7: its draining launches are).
 const MAGIC: &[u8; 8] = b"coalsnp7";
 
-/// Form 6's last bytes ([`DRAINLESS_SNAPSHOT_VERSION`]).
-const DRAINLESS_MAGIC: &[u8; 8] = b"coalsnp6";
+/// This form's number, as its last bytes give it.
+const FORM: u32 = (MAGIC[7] - b'0') as u32;
 
-/// Form 5's last bytes ([`RESERVELESS_SNAPSHOT_VERSION`]).
-const RESERVELESS_MAGIC: &[u8; 8] = b"coalsnp5";
-
-/// Form 4's last bytes ([`LINKLESS_SNAPSHOT_VERSION`]).
-const LINKLESS_MAGIC: &[u8; 8] = b"coalsnp4";
-
-/// The previous form's last bytes ([`PREVIOUS_SNAPSHOT_VERSION`]).
-const PREVIOUS_MAGIC: &[u8; 8] = b"coalsnp3";
+/// The last bytes of a file of form `form` (one digit).
+fn magic_of(form: u32) -> [u8; 8] {
+    let mut m = *MAGIC;
+    m[7] = b'0' + form as u8;
+    m
+}
 
 /// The runs of job slots a file held, in its form.
 #[derive(Debug)]
 pub enum Runs {
-    This(Vec<JobSlots>),
-    /// Form 4's: the slots as now (its head read without the sites' links).
-    Linkless(Vec<JobSlots>),
-    /// Form 5's: the slots as now (its head read without reservations).
-    Reserveless(Vec<JobSlots>),
-    /// Form 6's: the slots as now (its head read without draining launches).
-    Drainless(Vec<JobSlots>),
+    /// This form's, or those of an older form with the same slots ([`SAME_SLOTS_FORMS`];
+    /// its head was read in that form).
+    Slots {
+        form: u32,
+        runs: Vec<JobSlots>,
+    },
     Previous(Vec<PreviousJobSlots>),
 }
 
@@ -62,9 +57,7 @@ impl Runs {
     #[cfg(test)]
     fn count(&self) -> usize {
         match self {
-            Runs::This(r) | Runs::Linkless(r) | Runs::Reserveless(r) | Runs::Drainless(r) => {
-                r.len()
-            }
+            Runs::Slots { runs, .. } => runs.len(),
             Runs::Previous(r) => r.len(),
         }
     }
@@ -72,10 +65,7 @@ impl Runs {
     /// The file's form (7, or 6 to 3 for the older ones).
     pub fn form(&self) -> u32 {
         match self {
-            Runs::This(_) => u32::from(MAGIC[7] - b'0'),
-            Runs::Linkless(_) => LINKLESS_SNAPSHOT_VERSION,
-            Runs::Reserveless(_) => RESERVELESS_SNAPSHOT_VERSION,
-            Runs::Drainless(_) => DRAINLESS_SNAPSHOT_VERSION,
+            Runs::Slots { form, .. } => *form,
             Runs::Previous(_) => PREVIOUS_SNAPSHOT_VERSION,
         }
     }
@@ -84,10 +74,7 @@ impl Runs {
 /// The core's snapshot made whole from its head and the file's runs, in this form.
 pub fn join(core: Snapshot, runs: Runs) -> Snapshot {
     match runs {
-        Runs::This(runs)
-        | Runs::Linkless(runs)
-        | Runs::Reserveless(runs)
-        | Runs::Drainless(runs) => Snapshot::join(core, runs),
+        Runs::Slots { runs, .. } => Snapshot::join(core, runs),
         Runs::Previous(runs) => Snapshot::join_previous(core, runs),
     }
 }
@@ -139,47 +126,34 @@ pub fn read<H: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(H, Runs), C
     let bad = |m: &str| CodecError::new(format!("not a snapshot of this build's form: {m}"));
     let len = bytes.len();
     let tail = bytes.get(len.saturating_sub(8)..).unwrap_or_default();
-    if len >= 12 && tail == PREVIOUS_MAGIC {
+    if len >= 12 && tail == magic_of(PREVIOUS_SNAPSHOT_VERSION) {
         let (head, runs) = read_parts(bytes, |head| {
             reading_previous_form(|| codec::from_bytes(head))
         })?;
         return Ok((head, Runs::Previous(runs)));
     }
-    if len >= 12 && tail == LINKLESS_MAGIC {
-        let (head, runs) = read_parts(bytes, |head| {
-            reading_form(LINKLESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
-        })?;
-        return Ok((head, Runs::Linkless(runs)));
-    }
-    if len >= 12 && tail == RESERVELESS_MAGIC {
-        let (head, runs) = read_parts(bytes, |head| {
-            reading_form(RESERVELESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
-        })?;
-        return Ok((head, Runs::Reserveless(runs)));
-    }
-    if len >= 12 && tail == DRAINLESS_MAGIC {
-        let (head, runs) = read_parts(bytes, |head| {
-            reading_form(DRAINLESS_SNAPSHOT_VERSION, || codec::from_bytes(head))
-        })?;
-        return Ok((head, Runs::Drainless(runs)));
+    let older = SAME_SLOTS_FORMS.into_iter().find(|&f| tail == magic_of(f));
+    if let Some(form) = older.filter(|_| len >= 12) {
+        let (head, runs) =
+            read_parts(bytes, |head| reading_form(form, || codec::from_bytes(head)))?;
+        return Ok((head, Runs::Slots { form, runs }));
     }
     if len < 12 || tail != MAGIC {
         return Err(if len >= 12 && tail.starts_with(&MAGIC[..7]) {
+            let mut forms = vec![PREVIOUS_SNAPSHOT_VERSION];
+            forms.extend(SAME_SLOTS_FORMS);
+            let forms: Vec<String> = forms.iter().map(u32::to_string).collect();
             bad(&format!(
-                "form {} (this build reads forms {}, {}, {}, {} and {})",
+                "form {} (this build reads forms {} and {FORM})",
                 String::from_utf8_lossy(&tail[7..]),
-                PREVIOUS_MAGIC[7] as char,
-                LINKLESS_MAGIC[7] as char,
-                RESERVELESS_MAGIC[7] as char,
-                DRAINLESS_MAGIC[7] as char,
-                MAGIC[7] as char
+                forms.join(", ")
             ))
         } else {
             bad("no trailer (written by an older build?)")
         });
     }
     let (head, runs) = read_parts(bytes, |head| codec::from_bytes(head))?;
-    Ok((head, Runs::This(runs)))
+    Ok((head, Runs::Slots { form: FORM, runs }))
 }
 
 /// The parts of a file whose trailer has been checked: the head, decoded on this thread by
@@ -295,5 +269,23 @@ mod tests {
         let at = bytes.len() - 20;
         flipped[at] ^= 0xff;
         assert!(read::<(String, Snapshot)>(&flipped).is_err());
+    }
+
+    #[test]
+    fn the_older_forms_with_this_forms_slots_are_read_as_their_form() {
+        let s = scheduler(5);
+        let snap = s.snapshot().unwrap();
+        let mut bytes = Vec::new();
+        write(&("head", 7u32), &snap, &mut bytes).unwrap();
+        for form in [4u32, 5, 6, 7] {
+            let mut b = bytes.clone();
+            let at = b.len() - 1;
+            b[at] = b'0' + form as u8;
+            let ((name, n), runs): ((String, u32), _) = read(&b).unwrap();
+            assert_eq!(
+                (name.as_str(), n, runs.form(), runs.count()),
+                ("head", 7, form, RUNS)
+            );
+        }
     }
 }
