@@ -504,28 +504,24 @@ impl Tags {
         }
     }
 
-    /// The first level from `level` on, following the levels' `next`, whose sites could
-    /// hold job `id` if they were empty.
-    fn later_level_for(&self, id: JobId, level: usize, ctx: &dyn PassCtx) -> Option<usize> {
-        let mut at = Some(level);
-        while let Some(k) = at {
-            let l = self.levels.get(k)?;
-            if ctx.fits_when_empty(id, &l.sites, Some(Fit::First)) {
-                return Some(k);
-            }
-            at = l.next;
-        }
-        None
+    /// The levels from `level` on, following each one's `next`: where a job killed at
+    /// `level`'s predecessor may go.
+    fn levels_from(&self, level: usize) -> impl Iterator<Item = (usize, &Level)> + '_ {
+        std::iter::successors(self.levels.get(level).map(|l| (level, l)), |(_, l)| {
+            l.next.and_then(|k| self.levels.get(k).map(|n| (k, n)))
+        })
     }
 
-    /// The sites of every level from `level` on, following the levels' `next`, by index.
+    /// The first level from `level` on whose sites could hold job `id` if they were empty.
+    fn later_level_for(&self, id: JobId, level: usize, ctx: &dyn PassCtx) -> Option<usize> {
+        self.levels_from(level)
+            .find(|(_, l)| ctx.fits_when_empty(id, &l.sites, Some(Fit::First)))
+            .map(|(k, _)| k)
+    }
+
+    /// The sites of every level from `level` on, by index.
     fn sites_from(&self, level: usize) -> String {
-        let mut names = Vec::new();
-        let mut at = Some(level);
-        while let Some(l) = at.and_then(|k| self.levels.get(k)) {
-            names.push(l.names());
-            at = l.next;
-        }
+        let names: Vec<String> = self.levels_from(level).map(|(_, l)| l.names()).collect();
         names.join("; ")
     }
 }
