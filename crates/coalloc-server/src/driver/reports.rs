@@ -272,7 +272,7 @@ impl Driver {
         if self.is_draining(launch) {
             // A stopped committed run's launch: once its site no longer runs it, the core
             // may commit the job's next run (the core's `draining`).
-            if !matches!(state, RemoteState::Queued | RemoteState::Running) {
+            if ended {
                 self.drained(launch);
             }
             return;
