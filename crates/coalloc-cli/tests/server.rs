@@ -463,22 +463,8 @@ fn edits_before_commit_and_the_event_stream() {
     // The response's head first: the server subscribes the stream before it answers, so no
     // event of the job is missed (submitting at once raced the subscription, and a CI run
     // saw the stream begin after `placed`).
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        match std::io::Read::read(&mut conn, &mut byte) {
-            Ok(1) => head.push(byte[0]),
-            other => panic!(
-                "the event stream: {other:?} after {:?}",
-                String::from_utf8_lossy(&head)
-            ),
-        }
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
+    let head = common::read_head(&mut conn).unwrap_or_else(|e| panic!("the event stream: {e}"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     // The component waits for a mark before its check-in, so the job stays uncommitted.
     let mark = s.dir.join("go");
     let wait = format!(

@@ -356,18 +356,14 @@ fn on_slurm_with_run_as_owner_a_component_runs_as_its_jobs_owner() {
     );
 }
 
-/// One HTTP/1.1 response read off `conn`: its head and body ("" and "" at end of stream).
+/// One HTTP/1.1 response read off `conn`: its head and body (how the stream ended, and
+/// "", when it ended before a whole head).
 fn read_response(conn: &mut std::net::TcpStream) -> (String, String) {
     use std::io::Read;
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match conn.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return (String::from_utf8_lossy(&head).into_owned(), String::new()),
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
+    let head = match common::read_head(conn) {
+        Ok(head) => head,
+        Err(ended) => return (ended, String::new()),
+    };
     let length: usize = head
         .lines()
         .find_map(|l| {

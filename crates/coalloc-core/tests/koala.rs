@@ -2,7 +2,7 @@
 //! interval, the high-priority queue S times per scan of the low-priority one, a try limit.
 
 mod common;
-use common::{drain, submit};
+use common::{drain, failure, submit};
 
 use coalloc_core::model::*;
 use coalloc_core::queue::koala::KoalaParams;
@@ -73,13 +73,7 @@ fn a_job_past_the_try_limit_fails() {
     submit(&mut s, 0, one(32, Priority::Low));
     let (j, _) = submit(&mut s, 0, one(8, Priority::High));
     s.handle(60_000, Event::Tick).unwrap();
-    let reason = drain(&mut s)
-        .into_iter()
-        .find_map(|c| match c {
-            Command::JobFailed { job, reason, .. } if job == j => Some(reason),
-            _ => None,
-        })
-        .expect("failed");
+    let reason = failure(&drain(&mut s), j).expect("failed");
     assert_eq!(reason, "no placement after 2 tries (limit of 1 reached)");
     assert_eq!(s.queued(), 0);
 }

@@ -8,7 +8,7 @@ use coalloc_core::predictor::RuntimePredictor;
 use coalloc_core::queue::koala_c::KoalaCParams;
 use coalloc_core::queue::tags::{ChainDispatch, SplitMix64, TagsChainParams, TagsSetsParams};
 use coalloc_core::scheduler::*;
-use common::{drain, job_starts as starts, take_cancels};
+use common::{drain, failure, job_starts as starts, take_cancels};
 use std::collections::BTreeMap;
 
 /// A one-site job (seed 004's jobs; our `JobKind::Total`).
@@ -323,14 +323,7 @@ fn tags_forgets_running_jobs_that_were_cancelled() {
 
 #[test]
 fn tags_sets_scans_set_1_before_the_jobs_killed_into_set_2() {
-    let mut h = H::new(
-        QueueConfig::TagsSets(TagsSetsParams {
-            sets: vec![vec![0, 1], vec![1]],
-            limits: vec![1_000],
-            period: None,
-        }),
-        &[1, 1],
-    );
+    let mut h = H::new(two_decreasing_sets(), &[1, 1]);
     let (j1, _) = h.submit(0, job(1, "u", None));
     let (j2, _) = h.submit(0, job(1, "u", None));
     h.commit(0, j1);
@@ -349,6 +342,15 @@ fn tags_sets_scans_set_1_before_the_jobs_killed_into_set_2() {
 }
 
 /// TAGS-chain over sites 0→1 and 2→3, a limit of 1 s on the first, round-robin dispatch.
+/// TAGS-sets on {s0, s1} (limit 1 s), then {s1}.
+fn two_decreasing_sets() -> QueueConfig {
+    QueueConfig::TagsSets(TagsSetsParams {
+        sets: vec![vec![0, 1], vec![1]],
+        limits: vec![1_000],
+        period: None,
+    })
+}
+
 fn two_chains_round_robin() -> QueueConfig {
     QueueConfig::TagsChain(TagsChainParams {
         chains: vec![vec![0, 1], vec![2, 3]],
@@ -411,14 +413,7 @@ fn tags_refuses_a_job_that_cannot_fit_where_new_jobs_enter() {
     // Small enough for both chains' first sites: taken, and started on chain 1's.
     let (id, out) = h.submit(0, job(4, "u", None));
     assert_eq!(starts(&out), [(id, 0)]);
-    let mut h = H::new(
-        QueueConfig::TagsSets(TagsSetsParams {
-            sets: vec![vec![0, 1], vec![1]],
-            limits: vec![1_000],
-            period: None,
-        }),
-        &[4, 16],
-    );
+    let mut h = H::new(two_decreasing_sets(), &[4, 16]);
     let (id, out) = h.submit(0, job(16, "u", None));
     assert_eq!(starts(&out), [(id, 1)]);
 }
@@ -452,23 +447,12 @@ fn a_killed_tags_job_skips_levels_too_small_for_it_or_fails() {
     assert_eq!(starts(&out), [(small, 1)]);
 
     // Decreasing sets {s0, s1}, {s1}: a job of 6 killed in set 1 fits no later set.
-    let sets = QueueConfig::TagsSets(TagsSetsParams {
-        sets: vec![vec![0, 1], vec![1]],
-        limits: vec![1_000],
-        period: None,
-    });
-    let mut h = H::new(sets, &[8, 4]);
+    let mut h = H::new(two_decreasing_sets(), &[8, 4]);
     let (id, out) = h.submit(0, job(6, "u", None));
     assert_eq!(starts(&out), [(id, 0)]);
     h.commit(10, id);
     let out = h.at(1_010, Event::Tick);
-    let reason = out
-        .iter()
-        .find_map(|c| match c {
-            Command::JobFailed { job, reason, .. } if *job == id => Some(reason.clone()),
-            _ => None,
-        })
-        .expect("the job failed");
+    let reason = failure(&out, id).expect("the job failed");
     assert!(
         reason.contains("killed at the runtime limit of its level (sites 0, 1), and no later level of `tags-sets` could ever hold it (sites 1)"),
         "{reason}"

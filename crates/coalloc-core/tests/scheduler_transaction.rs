@@ -1,7 +1,7 @@
 //! The co-allocation transaction and fault handling, walked event by event.
 
 mod common;
-use common::unordered;
+use common::{failure, unordered};
 
 use coalloc_core::model::*;
 use coalloc_core::scheduler::*;
@@ -305,13 +305,7 @@ fn a_job_past_its_abort_limit_fails_with_the_reason() {
             },
         );
     }
-    let reason = cmds
-        .iter()
-        .find_map(|c| match c {
-            Command::JobFailed { job, reason, .. } if *job == id => Some(reason.clone()),
-            _ => None,
-        })
-        .expect("failed");
+    let reason = failure(&cmds, id).expect("failed");
     assert_eq!(
         reason,
         "component 0 on site `s0`: boom (limit of 1 aborted starts reached)"

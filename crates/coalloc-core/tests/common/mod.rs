@@ -79,3 +79,11 @@ pub fn job_starts(cmds: &[Command]) -> Vec<(JobId, SiteId)> {
 pub fn launches(cmds: &[Command]) -> Vec<LaunchId> {
     starts(cmds).into_iter().map(|s| s.0).collect()
 }
+
+/// The reason job `job` failed with, among `cmds` (`None`: it did not fail there).
+pub fn failure(cmds: &[Command], job: JobId) -> Option<String> {
+    cmds.iter().find_map(|c| match c {
+        Command::JobFailed { job: j, reason, .. } if *j == job => Some(reason.clone()),
+        _ => None,
+    })
+}
