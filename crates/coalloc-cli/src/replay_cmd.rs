@@ -7,7 +7,7 @@ use crate::table;
 use clap::Args;
 use coalloc_core::scheduler::QueueConfig;
 use coalloc_core::spec::scheduler::parse_config;
-use coalloc_sim::replay::{replay, trace_jobs};
+use coalloc_sim::replay::{read_trace_jobs, replay};
 use coalloc_sim::swf;
 use std::io::Write;
 use std::path::PathBuf;
@@ -56,9 +56,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         ..swf::Filter::default()
     };
     let name = args.trace.display().to_string();
-    let trace = swf::read(&args.trace, &filter).map_err(|e| CliError::bad(e.with_file(&name)))?;
-    let jobs = trace_jobs(&trace);
-    drop(trace);
+    let jobs =
+        read_trace_jobs(&args.trace, &filter).map_err(|e| CliError::bad(e.with_file(&name)))?;
     let processors: u64 = sites.iter().map(|s| u64::from(s.processors)).sum();
     let policy = config.queue.build().name();
     let mut fastest = None;

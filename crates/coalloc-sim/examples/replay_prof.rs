@@ -14,7 +14,7 @@
 use coalloc_core::scheduler::QueueConfig;
 use coalloc_core::spec::scheduler::parse_config;
 use coalloc_sim::experiment::{build::TraceCache, run_one_with, Experiment};
-use coalloc_sim::replay::{replay, trace_jobs};
+use coalloc_sim::replay::{read_trace_jobs, replay};
 use coalloc_sim::swf;
 use std::time::Instant;
 
@@ -38,7 +38,7 @@ fn trace_replay(trace: &str, sites: &str, policy: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(sites).map_err(|e| e.to_string())?;
     let (sites, mut config) = parse_config(&text).map_err(|e| e.to_string())?;
     config.queue = QueueConfig::from_name(policy).map_err(|e| e.to_string())?;
-    let jobs = trace_jobs(&swf::read(trace, &swf::Filter::default()).map_err(|e| e.to_string())?);
+    let jobs = read_trace_jobs(trace, &swf::Filter::default()).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
     let r = replay(&jobs, sites, config).map_err(|e| e.to_string())?;
     let t2 = Instant::now();

@@ -116,17 +116,29 @@ pub fn replay(
 /// The jobs of a trace that can be replayed (known runtime and processors), in file order.
 pub fn trace_jobs(trace: &crate::swf::Trace) -> Vec<TraceJob> {
     let mut out = Vec::with_capacity(trace.jobs.len());
-    out.extend(trace.jobs.iter().filter_map(|j| {
-        Some(TraceJob {
-            number: j.job_number,
-            submit: j.submit_time,
-            runtime: j.run_time()?,
-            requested: j.requested_time_or_run_time()?,
-            processors: u32::try_from(j.processors()?).ok()?,
-            user: j.user_id(),
-        })
-    }));
+    out.extend(trace.jobs.iter().filter_map(trace_job));
     out
+}
+
+/// [`trace_jobs`] of the SWF file at `path` (see [`crate::swf::read`]), read straight into
+/// [`TraceJob`]s: the whole [`crate::swf::Job`]s (three times the size) are never held.
+pub fn read_trace_jobs(
+    path: impl AsRef<std::path::Path>,
+    filter: &crate::swf::Filter,
+) -> Result<Vec<TraceJob>, crate::swf::SwfError> {
+    crate::swf::read_map(path, filter, |j| trace_job(&j))
+}
+
+/// A trace job as the replay needs it, if it can be replayed.
+fn trace_job(j: &crate::swf::Job) -> Option<TraceJob> {
+    Some(TraceJob {
+        number: j.job_number,
+        submit: j.submit_time,
+        runtime: j.run_time()?,
+        requested: j.requested_time_or_run_time()?,
+        processors: u32::try_from(j.processors()?).ok()?,
+        user: j.user_id(),
+    })
 }
 
 /// The core's job for a trace job.

@@ -3,7 +3,7 @@
 
 use coalloc_core::model::Site;
 use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
-use coalloc_sim::replay::{replay, Replay, TraceJob};
+use coalloc_sim::replay::{read_trace_jobs, replay, trace_jobs, Replay, TraceJob};
 use coalloc_sim::swf;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -31,6 +31,32 @@ fn kth(first: Option<usize>) -> Vec<TraceJob> {
             user: j.user_id(),
         })
         .collect()
+}
+
+/// The replay's own reader (`read_trace_jobs`, which never holds the whole SWF jobs) reads
+/// the same jobs as the whole trace does, with and without a filter.
+#[test]
+fn the_direct_reader_reads_the_same_jobs_as_the_whole_trace() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/KTH-SP2-1996-2.1-cln.swf.gz");
+    assert_eq!(
+        read_trace_jobs(&path, &swf::Filter::default()).unwrap(),
+        kth(None)
+    );
+    let small = swf::Filter {
+        max_processors: Some(8),
+        first: Some(5_000),
+        ..swf::Filter::default()
+    };
+    let direct = read_trace_jobs(&path, &small).unwrap();
+    let whole = trace_jobs(&swf::read(&path, &small).unwrap());
+    assert_eq!(direct, whole);
+    assert!(
+        direct.len() > 3_000 && direct.len() < 5_000,
+        "{}",
+        direct.len()
+    );
+    assert_eq!(kth(None).len(), 28_475);
 }
 
 fn run(jobs: &[TraceJob], queue: QueueConfig) -> Replay {
