@@ -10,7 +10,7 @@
 //! which writes their exit codes, when the configuration names a launcher program; else each
 //! launch runs under a `/bin/sh` wrapper that writes them. Because all of that is on disk and
 //! the processes run in their own process groups, they outlive a crashed server: a new
-//! `LocalCluster` on the same work directory adopts them (see [`adopt`]) and connects to the
+//! `LocalCluster` on the same work directory adopts them (see `local::adopt`) and connects to the
 //! same launcher. A launch creates no file of its own but its output files.
 //!
 //! Standard output and error of all processes of a component go to the request's files; the
@@ -20,7 +20,7 @@
 //! ([`LocalCluster::set_background_slots`], or a varying load from [`BackgroundLoad`]).
 //!
 //! The cluster takes advance reservations (issue 31) on a calendar of its slots
-//! ([`calendar`]); a launch submitted into one waits for its start, ahead of the queue.
+//! (`local::calendar`); a launch submitted into one waits for its start, ahead of the queue.
 
 mod adopt;
 mod calendar;

@@ -53,7 +53,7 @@ pub struct Config {
     /// component at the same time, so nothing waits for ever; seed 002 §3.2).
     pub barrier_timeout: Option<Duration>,
     /// How long a call retries an unreachable server before giving up. Not from the
-    /// environment: [`DEFAULT_PATIENCE`] unless the program (or a test) changes it.
+    /// environment: `DEFAULT_PATIENCE` (5 minutes) unless the program (or a test) changes it.
     pub patience: Duration,
 }
 

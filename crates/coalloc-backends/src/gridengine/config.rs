@@ -66,7 +66,7 @@ const SETTINGS: [&str; 5] = [
     "SGE_CLUSTER_NAME",
 ];
 
-/// `NAME=value` assignments of [`SETTINGS`] in a `settings.sh` (`NAME=value; export NAME`
+/// `NAME=value` assignments of `SETTINGS` in a `settings.sh` (`NAME=value; export NAME`
 /// or `export NAME=value`, optionally quoted).
 pub fn settings_env(text: &str) -> Vec<(String, String)> {
     let mut env = Vec::new();

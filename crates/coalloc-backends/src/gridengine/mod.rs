@@ -35,7 +35,7 @@
 //! - **reservations** (issue 31): `qrsub`, `qsub -ar`, `qrdel`, `qrstat`, see [`reserve`].
 //!
 //! Every command runs under [`GridEngineConfig::command_timeout`] and is killed past it
-//! ([`crate::run`]): a stopped qmaster makes `qstat` wait for minutes. The server calls each
+//! (`crate::run`): a stopped qmaster makes `qstat` wait for minutes. The server calls each
 //! site's backend from its own worker, so one cell never holds up another.
 
 mod config;

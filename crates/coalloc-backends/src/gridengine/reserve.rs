@@ -3,7 +3,7 @@
 //! of their answers. Managers, operators and members of the `arusers` access list may make
 //! them; a site grants that and says so with `reserve = true` in its manager table
 //! ([`super::GridEngineConfig::reserve`]). Every command runs with `TZ=UTC0`
-//! ([`advance`]): Grid Engine reads and prints wall-clock times in the client's zone.
+//! (`slurm::advance`): Grid Engine reads and prints wall-clock times in the client's zone.
 //!
 //! - **reserve**: `qrsub -N NAME -a CCYYMMDDhhmm.SS -d SECONDS [-pe PE COUNT] [-q QUEUE]`,
 //!   the slots asked as a component's `qsub` asks for them (a parallel environment for more
@@ -18,7 +18,7 @@
 //! - **unreserve**: `qrdel NAME` (it takes names); `denied: advance_reservation "NAME" does
 //!   not exist` is success. It also deletes the jobs running in it.
 //! - **reservations**: `qrstat -u '*' -xml` (every user's; an empty `<qrstat>` when none).
-//! - **reserve_earliest**: trial reservations ([`advance::earliest`]) at `not_before` and at
+//! - **reserve_earliest**: trial reservations (`slurm::advance::earliest`) at `not_before` and at
 //!   the ends of running jobs (`qstat -r -s rs -u '*' -xml`: start plus `h_rt`, and that
 //!   plus the 60 s offset) and of reservations.
 
@@ -79,7 +79,7 @@ fn seconds(text: &str) -> Option<i64> {
 }
 
 /// When the running jobs of `qstat -r -s rs -u '*' -xml` (run with `TZ=UTC0`) end, as the
-/// scheduler counts them: start plus `h_rt`, and that plus [`DURATION_OFFSET`]. Jobs
+/// scheduler counts them: start plus `h_rt`, and that plus `DURATION_OFFSET` (60 s). Jobs
 /// without `h_rt` never end.
 pub fn job_ends(xml: &str) -> Result<Vec<i64>, String> {
     let doc = roxmltree::Document::parse(xml).map_err(|e| format!("qstat -xml: {e}"))?;

@@ -21,7 +21,7 @@
 //! component's PMI proxy, started by it, runs its ranks over every node of a multi-node
 //! allocation with an overlapping step of its own (coalloc-runtime `pmi::spread`). When it ends,
 //! `salloc` ends the allocation with the step's exit code, so the job ends `COMPLETED` or
-//! `FAILED` with `ExitCode=` exactly like a batch job, and [`super::query`] reads it the same
+//! `FAILED` with `ExitCode=` exactly like a batch job, and `slurm::query` reads it the same
 //! way; `scancel` revokes the allocation, which ends `srun`, the step and `salloc`. `salloc`
 //! writes `Granted job allocation ID` (or `Pending job allocation ID` when the CPUs are
 //! busy: it then waits in the queue like a batch job) to a log file beside the component's

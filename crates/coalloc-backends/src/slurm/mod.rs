@@ -10,7 +10,7 @@
 //! cluster, so the server must key jobs by (site, id); inside one backend the id is enough.
 //!
 //! Every command runs under [`SlurmConfig::command_timeout`] and is killed past it (see
-//! [`crate::run`]), so a dead or hung controller costs one site at most that long per command; the
+//! `crate::run`), so a dead or hung controller costs one site at most that long per command; the
 //! server calls each site's backend from its own worker, so calls to one cluster never hold
 //! up another. Slurm 22.05 facts relied on here are in scripts/slurm/README.md: `squeue
 //! --json` ignores `-j` (so `-o` formats are parsed instead), finished jobs vanish after

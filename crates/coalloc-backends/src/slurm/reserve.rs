@@ -5,7 +5,7 @@
 //!
 //! - **reserve**: `scontrol create reservation reservationname=NAME
 //!   starttime=YYYY-MM-DDTHH:MM:SS endtime=YYYY-MM-DDTHH:MM:SS users=USER corecnt=COUNT
-//!   [partitionname=PARTITION]`, times in UTC (`TZ=UTC0`, [`advance`]). `endtime` rather
+//!   [partitionname=PARTITION]`, times in UTC (`TZ=UTC0`, `slurm::advance`). `endtime` rather
 //!   than `duration`, which Slurm keeps in whole minutes (`duration=1-00:00:05` became
 //!   `1-00:01:00` on 22.05). `USER` is the backend's own user (the one that runs `sbatch`);
 //!   `corecnt` counts cores, which are CPUs on clusters without hyper-threads (the rig's).
@@ -25,7 +25,7 @@
 //!   jobs are cancelled and the deletion tried again, for up to 10 s.
 //! - **reservations**: `scontrol show reservation -o` (`No reservations in the system`
 //!   when empty; no `--json` in 22.05's scontrol), the names of this server's.
-//! - **reserve_earliest**: trial reservations ([`advance::earliest`]) at `not_before` and at
+//! - **reserve_earliest**: trial reservations (`slurm::advance::earliest`) at `not_before` and at
 //!   the ends of running jobs (`squeue -h -t R,S -o %e`, their time limits) and of
 //!   reservations. `sbatch --test-only` was tried and not used: on 22.05 it answers
 //!   `Requested node configuration is not available` for a job that would fit only after a

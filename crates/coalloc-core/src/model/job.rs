@@ -487,10 +487,10 @@ impl std::hash::Hash for Job {
 /// A job: one or more components that must start together.
 ///
 /// Its name, user and input file sit in one boxed [`JobExtra`], absent when empty, and its
-/// splitting rule, deadline and wall-time limit in one boxed [`JobLimits`], absent when
+/// splitting rule, deadline and wall-time limit in one boxed `JobLimits`, absent when
 /// empty, so that a queued job stays small; two jobs are equal when their fields are,
 /// whether an empty box is kept or absent. The serialized form is the one the fields had
-/// inline ([`JobForm`]).
+/// inline (`JobForm`).
 #[derive(Debug, Clone)]
 pub struct Job {
     /// Set by the server or taken from a trace; a spec file may leave it out.

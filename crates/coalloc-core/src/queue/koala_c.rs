@@ -36,7 +36,7 @@
 //!   `(wait + predicted runtime) / predicted runtime`, highest first, ties by arrival, with
 //!   SJF's prediction and the wait estimate of [`crate::predictor`] (the time waited since
 //!   submission); the head starts first-fit. The order is found at each pass without sorting
-//!   the queue: each head in one look per predicted runtime ([`hsdf`]).
+//!   the queue: each head in one look per predicted runtime (`koala_c::hsdf`).
 //!
 //! "Arrival" is entry into this queue: a job that comes back after an abort or a failure
 //! after commit goes to the tail of its ties (as in [`super::fcfs`]) with a fresh prediction.
@@ -54,7 +54,7 @@
 //! FF, RR, SJF and SJF-ideal try the head only, in an order that depends on nothing but the
 //! queue, so a pass that ended on a blocked head cannot start anything before a site gains
 //! processors or becomes usable ([`PassCtx::epoch`]) or a job enters or leaves the queue:
-//! until then passes are skipped ([`Stall`]) and the policy is [`QueuePolicy::blocked`], so
+//! until then passes are skipped (`Stall`) and the policy is [`QueuePolicy::blocked`], so
 //! the scheduler stops waking it every period. A skipped pass tries nothing, so it counts
 //! no placement try (as under FCFS).
 //!
@@ -63,7 +63,7 @@
 //! cannot start anything before the epoch changes, `h` leaves the queue, or another job
 //! overtakes `h` in the order. Estimated slowdowns grow linearly with the time, so a job
 //! that overtakes `h` stays before it, and the first time any queued job does can be
-//! computed ([`hsdf::Index::overtaken_at`]); a job that enters the queue meanwhile brings
+//! computed (`hsdf::Index::overtaken_at`); a job that enters the queue meanwhile brings
 //! that time forward if it overtakes `h` sooner (a job that leaves may leave it early, which
 //! costs one pass that finds `h` again). Until that time HSDF is blocked as the others are,
 //! and the scheduler wakes it at the first multiple of the period at or after it

@@ -82,9 +82,9 @@ impl CompState {
 /// A job and everything the scheduler keeps about it.
 ///
 /// What few jobs ever hold (a barrier hold time, ICP's claiming state and L, a retry
-/// back-off) sits in one boxed [`JobRare`], absent while all of it is empty, so that a queued
+/// back-off) sits in one boxed `JobRare`, absent while all of it is empty, so that a queued
 /// job stays small (issue 34 item 3: 320 bytes before). Read and change those through the
-/// accessors. The serialized form is the one the fields had inline (see [`JobStateForm`]),
+/// accessors. The serialized form is the one the fields had inline (see `JobStateForm`),
 /// so snapshots keep their form.
 #[derive(Debug, Clone)]
 pub struct JobState {
@@ -104,7 +104,7 @@ pub struct JobState {
     /// What few jobs hold (see the type's documentation).
     rare: Option<Box<JobRare>>,
     /// Submitted while the queue was full: waiting in the admission backlog, not yet in
-    /// the queue ([`super::admission`]).
+    /// the queue (`scheduler::admission`).
     pub awaiting_admission: bool,
     /// A job held at the barrier (`hold_at_barrier`): its owner has committed this run.
     pub owner_committed: bool,

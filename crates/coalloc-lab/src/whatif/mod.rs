@@ -129,7 +129,7 @@ pub fn replay(
 }
 
 /// Slack on a job's observed start-up beyond its sites' start latency before it counts as
-/// having waited at a site ([`started_late`]).
+/// having waited at a site (`started_late`).
 pub const START_SLACK_MS: i64 = 1_000;
 
 /// The history's run of this job started late at a site: from its placement to its barrier

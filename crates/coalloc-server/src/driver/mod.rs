@@ -9,11 +9,11 @@
 //! and what a resource manager was asked to do, always follows from the journal.
 //!
 //! A turn that holds only what the server learns of its own launches (a handle, a check-in:
-//! [`Driver::commit`]) and answers nobody is committed without waiting for the disk; a crash
+//! `Driver::commit`) and answers nobody is committed without waiting for the disk; a crash
 //! may drop it, and the restart finds the same as after a crash before it (the launch is
 //! looked up by its number, the processes check in again). Whatever leaves the server next
 //! (a reply, a command, a barrier's answer, a read, a result line, a snapshot) waits for
-//! [`Driver::durable`] first.
+//! `Driver::durable` first.
 //!
 //! On start the journal is replayed into a fresh core (commands are then only booked, not
 //! carried out), then reconciled with the backends: launches still running are adopted,

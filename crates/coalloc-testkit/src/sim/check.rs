@@ -4,13 +4,13 @@
 //!   restart, in `World::start_server`);
 //! - a restart from the journal reaches the state of the run that wrote it (likewise);
 //! - the barrier is never released with a required component missing or not checked in
-//!   ([`released`], when a process hears `released`);
+//!   (`released`, when a process hears `released`);
 //! - no component has two launches running past the barrier at once, at any manager, but
 //!   while the manager of the one given up on cannot be reached to cancel it, or its
 //!   agent's link is down (and a grace for the worker's retries after: back, the server
 //!   cancels what the agent still holds);
 //! - a launch a direct site's worker was asked to cancel is gone from its manager within
-//!   [`CANCEL_GRACE`] (and a second) of the later of the ask and the manager's taking
+//!   `CANCEL_GRACE` (and a second) of the later of the ask and the manager's taking
 //!   cancels again (back up, and `Fault::SlowCancels` over): the
 //!   worker tries until the manager takes it (not checked at agent sites, whose
 //!   `AgentCalls` gives a cancel up after five tries);
@@ -22,7 +22,7 @@
 //!   must end within 40 virtual minutes of its last fault).
 //! - then, with jobs that leave memory within the run (`min_job_age`), nothing grows for
 //!   ever: every launch a manager took and ended is discarded from its launch log within
-//!   [`DISCARD_GRACE`] of the last job's leaving ([`World::discards_settled`]), but for
+//!   `DISCARD_GRACE` of the last job's leaving (`World::discards_settled`), but for
 //!   those whose id the server never heard or did not record (an answer lost, a commit
 //!   cut: it cancels them by launch number, or as orphans an agent reports) and those
 //!   whose discard a server crash took with it (an agent site's, not yet sent);
@@ -30,7 +30,7 @@
 //!   component's (by the reservation's name) and does not run before the window it was
 //!   submitted into begins; the barrier of a reserving run is never released before the
 //!   run's promised start; once the run is over, no manager holds any reservation, within
-//!   [`RESERVE_GRACE`] (nothing left behind, across any number of server crashes);
+//!   `RESERVE_GRACE` (nothing left behind, across any number of server crashes);
 //! - fail-overs (issue 32): what a deposed leader does after the takeover reaches no site,
 //!   and the journal's fencing numbers never go back (`super::failover`).
 

@@ -8,16 +8,16 @@
 //!
 //! Some sites are agent sites ([`plan::AgentPlan`], in about half the seeds): the driver
 //! reaches them through their agent over a seeded network with delay, loss and partitions,
-//! each end running the link's real sans-IO session ([`net`], [`agent`]); agents crash and
+//! each end running the link's real sans-IO session (`sim::net`, `sim::agent`); agents crash and
 //! restart. With `--files`, in about a third, jobs take input files, whose transfers are
-//! played on the clock and cut half-way ([`files`]). In about half, some sites may reserve
+//! played on the clock and cut half-way (`sim::files`). In about half, some sites may reserve
 //! and some jobs ask for advance reservation (issue 31, [`plan`]): the managers keep a
-//! calendar of reservations ([`calendar`]), the driver's reservation calls reach them as
-//! its site workers make them, with the managers' and the link's faults ([`reserve`]), and
+//! calendar of reservations (`sim::calendar`), the driver's reservation calls reach them as
+//! its site workers make them, with the managers' and the link's faults (`sim::reserve`), and
 //! [`check`] sees that no launch runs before its window, no barrier is released before
 //! its run's promised start, and nothing is left at any manager. `--classic` runs a
 //! seed's plan without agents, files or reservations, as before they came. `--failover`
-//! adds fail-overs to a standby (issue 32, [`failover`]): the leader frozen or cut off, a
+//! adds fail-overs to a standby (issue 32, `sim::failover`): the leader frozen or cut off, a
 //! second driver taking over from the shared, fenced journal, the deposed one running on
 //! unaware until its writes are refused.
 //!

@@ -157,7 +157,7 @@ pub enum Fault {
     /// standby takes the journal's lease when it runs out and takes over; the deposed
     /// leader comes back `back` ms after the takeover, unaware, and runs on until its
     /// first write is refused or, at the latest, `exit` ms later (its renewal hears that it
-    /// was deposed). [`super::failover`].
+    /// was deposed; `sim::failover`).
     Failover { back: Time, exit: Time },
 }
 

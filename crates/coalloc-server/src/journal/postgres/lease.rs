@@ -5,7 +5,7 @@
 //! not matter).
 //!
 //! - The leader renews the lease every quarter of its term (`server.lease`, 3 s by default)
-//!   on a connection of its own ([`Renewer`]). A renewal that finds the epoch moved, or no
+//!   on a connection of its own (`Renewer`). A renewal that finds the epoch moved, or no
 //!   renewal succeeding for a whole term, deposes it: [`OnLost`] is called (`coalloc serve`
 //!   exits at once; its writes would be refused by the fence anyway). A leader frozen
 //!   (or starved) past its term asks the database once more before it gives up: if no one

@@ -1,7 +1,7 @@
 //! The PostgreSQL journal (issue 32, item 1): `server.journal = "postgres://user@host/db"`.
 //! One database holds what the state directory holds with SQLite: the journal, the jobs a
 //! compaction took out of it (`submitted`), the history of ended jobs (`history`, written in
-//! the journal's transactions), the newest snapshot (`snapshot`, [`snapshots`]), and the
+//! the journal's transactions), the newest snapshot (`snapshot`, `postgres::snapshots`), and the
 //! lease and the tag in launches' names that its servers share (`lease`, `tag`: [`lease`]).
 //!
 //! Durability: a durable append ([`PgJournal::append`]) is one transaction committed with
