@@ -115,6 +115,7 @@ fn settings(c: &SchedulerConfig) -> Vec<(&'static str, String)> {
         ("max_completion_failures", limit(c.max_completion_failures)),
         ("pending_timeout", timeout(c.pending_timeout)),
         ("barrier_timeout", timeout(c.barrier_timeout)),
+        ("recancel_interval", timeout(c.recancel_interval)),
         ("retry_backoff", format_duration(c.retry_backoff)),
         ("retry_backoff_max", format_duration(c.retry_backoff_max)),
         (

@@ -201,3 +201,174 @@ fn a_snapshot_keeps_the_draining_launches_and_a_form_6_head_has_none() {
     let (back, _) = Scheduler::restore(config(), &sites, Snapshot::join(head, vec![])).unwrap();
     assert!(back.draining().is_empty());
 }
+
+/// The cancel of a draining launch goes again every `recancel_interval` (`draining.rs`): a
+/// cancel asked once may be lost (an agent that gave it up, a manager down when it came)
+/// while the launch runs on and the job's next run waits at its barrier.
+const AGAIN: Time = 10_000;
+
+/// [`scheduler`] without TAGS, cancelling draining launches again every [`AGAIN`].
+fn recancelling() -> Scheduler {
+    let config = SchedulerConfig {
+        recancel_interval: Some(AGAIN),
+        ..SchedulerConfig::default()
+    };
+    let sites = vec![Site::cluster("s0", 4), Site::cluster("s1", 4)];
+    Scheduler::new(config, sites)
+}
+
+/// A job of two components of 4 commits at 10; component 0 fails at 500, so component 1's
+/// launch drains (its cancel sent at 500), and the next run, placed again at once, is at
+/// its barrier at 600. The job, the draining launch and its cancel command.
+fn failed_after_commit(s: &mut Scheduler) -> (JobId, LaunchId, Command) {
+    let (id, out) = submit(s, 0, unordered(&[4, 4]));
+    let st = starts(&out);
+    ready(s, 10, st[0].0);
+    assert!(released(&ready(s, 10, st[1].0), id));
+    let failed = Event::ComponentFailed {
+        launch: st[0].0,
+        reason: "exit 1".into(),
+        fault: Fault::Job,
+    };
+    s.handle(500, failed).unwrap();
+    let out = drain(s);
+    let cancel = Command::CancelComponent {
+        launch: st[1].0,
+        job: id,
+        component: 1,
+        site: st[1].2,
+    };
+    assert_eq!(
+        out.iter()
+            .filter(|c| matches!(c, Command::CancelComponent { .. }))
+            .collect::<Vec<_>>(),
+        [&cancel]
+    );
+    let again = starts(&out);
+    assert_eq!(again.len(), 2);
+    ready(s, 600, again[0].0);
+    assert!(!released(&ready(s, 600, again[1].0), id));
+    (id, st[1].0, cancel)
+}
+
+#[test]
+fn a_cancel_never_taken_is_sent_again_every_interval_until_it_is_taken() {
+    let mut s = recancelling();
+    let (id, launch, cancel) = failed_after_commit(&mut s);
+    // The next cancel is due one interval after the first, and the driver is to wake then.
+    assert_eq!(s.draining().cancel_again_at(launch), Some(500 + AGAIN));
+    assert_eq!(s.next_wakeup(), Some(500 + AGAIN));
+    s.handle(500 + AGAIN - 1, Event::Tick).unwrap();
+    assert_eq!(drain(&mut s), []);
+    // Due: the same command again, and the next one an interval later.
+    s.handle(500 + AGAIN, Event::Tick).unwrap();
+    assert_eq!(drain(&mut s), std::slice::from_ref(&cancel));
+    assert_eq!(s.next_wakeup(), Some(500 + 2 * AGAIN));
+    // A driver that wakes late (or an event that comes after the time) sends it then, and
+    // the next one is an interval after that: no burst of the ones missed.
+    let late = 500 + 2 * AGAIN + 3_000;
+    s.handle(late, Event::ComponentQueued { launch }).unwrap();
+    assert_eq!(drain(&mut s), [cancel]);
+    assert_eq!(s.next_wakeup(), Some(late + AGAIN));
+    // Still waiting at its barrier all along.
+    assert_eq!(s.job(id).unwrap().phase, Phase::Starting);
+    // Taken: the job commits, and the cancel goes no more.
+    s.handle(late + 100, Event::CancelTaken { launch }).unwrap();
+    assert!(released(&drain(&mut s), id));
+    assert!(s.draining().is_empty());
+    assert_eq!(s.draining().cancel_again_at(launch), None);
+    assert_eq!(s.next_wakeup(), None);
+    for t in [late + AGAIN, late + 5 * AGAIN] {
+        s.handle(t, Event::Tick).unwrap();
+        assert!(cancelled(&drain(&mut s)).is_empty());
+    }
+}
+
+#[test]
+fn without_an_interval_a_cancel_is_asked_once() {
+    // The simulator's configuration (its cancels take effect at once): nothing to wake for.
+    let mut s = scheduler(false);
+    let (_, launch, _) = failed_after_commit(&mut s);
+    assert_eq!(s.draining().cancel_again_at(launch), None);
+    assert_eq!(s.next_wakeup(), None);
+    s.handle(500 + 10 * AGAIN, Event::Tick).unwrap();
+    assert!(cancelled(&drain(&mut s)).is_empty());
+    assert!(s.draining().get(launch).is_some());
+}
+
+#[test]
+fn no_cancel_goes_again_over_a_silent_link_and_none_once_the_site_is_given_up() {
+    let mut s = recancelling();
+    let (id, launch, cancel) = failed_after_commit(&mut s);
+    let site = s.draining().get(launch).unwrap().site;
+    let grace = 3 * AGAIN;
+    s.handle(700, Event::SiteDisconnected { site, grace })
+        .unwrap();
+    drain(&mut s);
+    // Silent: the call could not reach the agent; the schedule goes on.
+    s.handle(500 + AGAIN, Event::Tick).unwrap();
+    assert!(cancelled(&drain(&mut s)).is_empty());
+    assert_eq!(s.draining().cancel_again_at(launch), Some(500 + 2 * AGAIN));
+    // Back within the grace: asked again at its time.
+    s.handle(600 + AGAIN, Event::SiteReconnected { site })
+        .unwrap();
+    drain(&mut s);
+    s.handle(500 + 2 * AGAIN, Event::Tick).unwrap();
+    assert_eq!(drain(&mut s), [cancel]);
+    // Silent past its grace: given up on at the tick its cancel was due, and not asked
+    // again (the next run's component there fails with the site, and the run is aborted).
+    let since = 500 + 2 * AGAIN + 1;
+    s.handle(
+        since,
+        Event::SiteDisconnected {
+            site,
+            grace: AGAIN - 1,
+        },
+    )
+    .unwrap();
+    drain(&mut s);
+    s.handle(500 + 3 * AGAIN, Event::Tick).unwrap();
+    let out = drain(&mut s);
+    assert!(
+        !cancelled(&out).iter().any(|(l, _)| *l == launch),
+        "{out:?}"
+    );
+    assert!(s.draining().is_empty());
+    assert_eq!(s.draining().cancel_again_at(launch), None);
+    assert_eq!(s.job(id).unwrap().phase, Phase::Queued);
+}
+
+#[test]
+fn a_restored_core_cancels_again_one_interval_after_its_snapshot() {
+    use coalloc_core::scheduler::snapshot::Snapshot;
+    let mut s = recancelling();
+    let (_, launch, cancel) = failed_after_commit(&mut s);
+    // A first cancel again at 10,500; the snapshot is taken at 12,000.
+    s.handle(500 + AGAIN, Event::Tick).unwrap();
+    drain(&mut s);
+    s.handle(12_000, Event::Tick).unwrap();
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().unwrap(), &mut bytes).unwrap();
+    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
+    let sites = s.sites().to_vec();
+    let config = SchedulerConfig {
+        recancel_interval: Some(AGAIN),
+        ..SchedulerConfig::default()
+    };
+    let (mut back, _) = Scheduler::restore(config, &sites, saved).unwrap();
+    // The schedule is not in the snapshot (its form is unchanged): it starts again from
+    // the snapshot's time.
+    assert!(back.draining().get(launch).is_some());
+    assert_eq!(
+        back.draining().cancel_again_at(launch),
+        Some(12_000 + AGAIN)
+    );
+    assert_eq!(back.next_wakeup(), Some(12_000 + AGAIN));
+    back.handle(12_000 + AGAIN, Event::Tick).unwrap();
+    assert_eq!(drain(&mut back), [cancel]);
+    // Restored without an interval: never again.
+    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
+    let (back, _) = Scheduler::restore(SchedulerConfig::default(), &sites, saved).unwrap();
+    assert_eq!(back.draining().cancel_again_at(launch), None);
+    assert_eq!(back.next_wakeup(), None);
+}

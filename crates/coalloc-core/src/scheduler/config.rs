@@ -159,6 +159,15 @@ pub struct SchedulerConfig {
     /// failed its start (seed 002 §3.2: "failure or timeout of a required resource"); a job
     /// may set its own (`barrier_timeout` in its spec). `None` = wait for ever.
     pub barrier_timeout: Option<Millis>,
+    /// While a launch of a stopped committed run drains ([`super::draining`]), send its
+    /// cancel again this long after the last one, until the driver answers with
+    /// [`Event::CancelTaken`](crate::scheduler::Event::CancelTaken) or the site is given up
+    /// on: a cancel is only asked for, and the one asked may be lost (an agent that gave it
+    /// up after its tries, a resource manager down when it was sent), while the job's next
+    /// run waits at its barrier (seed 002 §3.2). `None` = ask once: the simulator's cancels
+    /// take effect at once (the documents' model); a server's default is
+    /// [`SERVED_RECANCEL_INTERVAL`].
+    pub recancel_interval: Option<Millis>,
     /// A job aborted before or after commit waits this long before it is queued again,
     /// doubled at each further failure of the job and capped at `retry_backoff_max`
     /// (Kueue's requeue back-off). 0 = back to the queue at once (the documents' model).
@@ -210,6 +219,7 @@ impl Default for SchedulerConfig {
             max_completion_failures: Some(3),
             pending_timeout: None,
             barrier_timeout: None,
+            recancel_interval: None,
             retry_backoff: 0,
             retry_backoff_max: 0,
             max_queued: None,
@@ -231,6 +241,10 @@ pub const SERVED_PENDING_TIMEOUT: Millis = 10 * crate::model::MINUTE;
 /// enough for a large MPI start-up on a busy node, short enough that a silent component
 /// does not hold the processors of the others for long.
 pub const SERVED_BARRIER_TIMEOUT: Millis = 5 * crate::model::MINUTE;
+/// The server's wait between two cancels of a draining launch unless its configuration says
+/// otherwise: a lost cancel holds the job's next run at its barrier for at most about this
+/// long once the site takes cancels again, and a site is asked at most twice a minute.
+pub const SERVED_RECANCEL_INTERVAL: Millis = 30 * crate::model::SECOND;
 /// The server's first wait before a failed job is tried again.
 pub const SERVED_RETRY_BACKOFF: Millis = 10 * crate::model::SECOND;
 /// The server's longest wait between two tries of a job.
@@ -238,12 +252,14 @@ pub const SERVED_RETRY_BACKOFF_MAX: Millis = 10 * crate::model::MINUTE;
 
 impl SchedulerConfig {
     /// What a server runs with when its configuration says nothing: [`Default`] (the
-    /// documents' model, which the simulator reproduces) plus the timeouts and back-off a
-    /// real grid needs, so that no launch or barrier waits for ever (issue 20).
+    /// documents' model, which the simulator reproduces) plus the timeouts, back-off and
+    /// repeated cancels a real grid needs, so that no launch or barrier waits for ever
+    /// (issue 20).
     pub fn served() -> SchedulerConfig {
         SchedulerConfig {
             pending_timeout: Some(SERVED_PENDING_TIMEOUT),
             barrier_timeout: Some(SERVED_BARRIER_TIMEOUT),
+            recancel_interval: Some(SERVED_RECANCEL_INTERVAL),
             retry_backoff: SERVED_RETRY_BACKOFF,
             retry_backoff_max: SERVED_RETRY_BACKOFF_MAX,
             site_recovery: Some(super::recovery::SiteRecovery::default()),

@@ -17,6 +17,27 @@
 //! here, and the barrier (`Core::check_commit`) commits no run of the job while any is: the next run
 //! may be placed and started, only its barrier waits.
 //!
+//! The cancel is asked for again every `recancel_interval` (a [`super::SchedulerConfig`]
+//! field; 30 s in a server, none in the simulator) while the launch drains. Asked once, it
+//! could be lost for good with the launch still running, and the job's next run then
+//! waited at its barrier until the barrier timeout, the agent's reconnecting or a cancel of
+//! the job: an agent site's link gives a failed cancel up after five tries while the link
+//! stays up; a direct site's resource manager may be down, or refuse the cancel, when it is
+//! sent; a site an operator takes down keeps what runs there. The core reads no clock:
+//! the next cancel's time is the `now` of the event that sent the last one plus the
+//! interval, the due ones go at the first event or tick at or after it
+//! (`Core::recancel_due`, after the timers), and [`super::Scheduler::next_wakeup`]
+//! includes the earliest, so a driver wakes for it. A repeated cancel is the same
+//! [`Command::CancelComponent`] as the first (a driver carries it out the same way; a
+//! cancel of a launch already gone changes nothing at its site). None is sent while the site's link is down (the call could not reach the agent;
+//! the driver cancels what the agent still holds when it is back, and a lost link gives
+//! the launch up); the schedule goes on. The schedule is not in a snapshot, so the
+//! snapshot's form (7) is unchanged: a restored core asks again one interval after the
+//! snapshot's time (the server's restart cancels every draining launch once more anyway,
+//! its driver's `cancel_superseded_again`). The simulator's cancels take effect at once,
+//! but it hears them taken at its next instant: a wake-up for a repeated cancel could
+//! bring that instant forward and change its schedules, so it runs without one.
+//!
 //! Their processors are given back at once, as before, not when the launch is gone. The
 //! simulator confirms every cancel at the same instant (its cancels take effect at once),
 //! but only after the event that stopped the run has run its scheduling pass: processors
@@ -31,10 +52,11 @@
 //! A draining launch of a job that ends (cancelled, or failed past its limits) is
 //! forgotten with it: nothing waits for it any more.
 
-use super::api::{JobId, LaunchId, SiteId};
+use super::api::{Command, JobId, LaunchId, SiteId};
 use super::Core;
+use crate::model::{Millis, Time};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a draining launch is: its job, component and site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,10 +66,47 @@ pub struct Drain {
     pub site: SiteId,
 }
 
-/// The draining launches, by launch number.
+/// The draining launches, by launch number, and when each one's cancel goes again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Draining {
     launches: BTreeMap<LaunchId, Drain>,
+    /// When each draining launch's cancel is sent again (none without a
+    /// `recancel_interval`). Not in a snapshot (see the module's doc): a restored core
+    /// makes it afresh ([`Draining::restart_schedule`]).
+    #[serde(skip)]
+    again: Schedule,
+}
+
+/// The times of the repeated cancels: by launch, and in time order (ties in launch order),
+/// so that the due ones are found at once and go in one order on every run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Schedule {
+    at: BTreeMap<LaunchId, Time>,
+    order: BTreeSet<(Time, LaunchId)>,
+}
+
+impl Schedule {
+    fn set(&mut self, launch: LaunchId, t: Time) {
+        self.unset(launch);
+        self.at.insert(launch, t);
+        self.order.insert((t, launch));
+    }
+
+    fn unset(&mut self, launch: LaunchId) {
+        if let Some(t) = self.at.remove(&launch) {
+            self.order.remove(&(t, launch));
+        }
+    }
+
+    /// Take out the first launch due at or before `now`.
+    fn pop_due(&mut self, now: Time) -> Option<LaunchId> {
+        let &(t, launch) = self.order.first()?;
+        if t > now {
+            return None;
+        }
+        self.unset(launch);
+        Some(launch)
+    }
 }
 
 impl Draining {
@@ -69,20 +128,38 @@ impl Draining {
         self.launches.values().any(|d| d.job == job)
     }
 
-    fn insert(&mut self, launch: LaunchId, drain: Drain) {
+    /// When the cancel of draining launch `launch` is to be sent again, if it is.
+    pub fn cancel_again_at(&self, launch: LaunchId) -> Option<Time> {
+        self.again.at.get(&launch).copied()
+    }
+
+    /// The earliest time a draining launch's cancel is to be sent again.
+    pub fn next_cancel_again(&self) -> Option<Time> {
+        self.again.order.first().map(|(t, _)| *t)
+    }
+
+    /// Keep `launch` draining; its cancel goes again at `again`, if given.
+    fn insert(&mut self, launch: LaunchId, drain: Drain, again: Option<Time>) {
         self.launches.insert(launch, drain);
+        match again {
+            Some(t) => self.again.set(launch, t),
+            None => self.again.unset(launch),
+        }
     }
 
     fn remove(&mut self, launch: LaunchId) -> Option<Drain> {
+        self.again.unset(launch);
         self.launches.remove(&launch)
     }
 
     /// Take out the draining launches that `which` picks; their jobs, in order, once each.
     fn take(&mut self, which: impl Fn(&Drain) -> bool) -> Vec<JobId> {
         let mut jobs: Vec<JobId> = Vec::new();
-        self.launches.retain(|_, d| {
+        let again = &mut self.again;
+        self.launches.retain(|l, d| {
             if which(d) {
                 jobs.push(d.job);
+                again.unset(*l);
                 false
             } else {
                 true
@@ -91,6 +168,17 @@ impl Draining {
         jobs.sort_unstable();
         jobs.dedup();
         jobs
+    }
+
+    /// After a restore: every draining launch's cancel goes again `every` after `now` (the
+    /// snapshot's time), or never without an interval.
+    pub(super) fn restart_schedule(&mut self, now: Time, every: Option<Millis>) {
+        self.again = Schedule::default();
+        if let Some(every) = every {
+            for l in self.launches.keys() {
+                self.again.set(*l, now.saturating_add(every.max(1)));
+            }
+        }
     }
 }
 
@@ -123,7 +211,42 @@ impl Core {
                 component: i,
                 site,
             };
-            self.draining.insert(launch, drain);
+            let again = self
+                .config
+                .recancel_interval
+                .map(|every| self.now + every.max(1));
+            self.draining.insert(launch, drain, again);
+        }
+    }
+
+    /// Send again the cancel of every draining launch whose time has come (in time order,
+    /// then launch order), and set its next one `recancel_interval` after `now`: a cancel
+    /// asked once may be lost while the launch runs on (the module's doc; the barrier of the
+    /// job's next run waits for it, seed 002 §3.2). Not while the site's link is down (the
+    /// call could not reach its agent); the next one is set all the same.
+    pub(super) fn recancel_due(&mut self) {
+        let Some(every) = self.config.recancel_interval else {
+            return;
+        };
+        let next = self.now + every.max(1);
+        let mut sent = Vec::new();
+        while let Some(launch) = self.draining.again.pop_due(self.now) {
+            sent.push(launch);
+        }
+        for launch in sent {
+            let Some(d) = self.draining.get(launch) else {
+                continue;
+            };
+            let linked = self.sites.state.get(d.site).is_some_and(|s| s.link.is_up());
+            if linked {
+                self.commands.push_back(Command::CancelComponent {
+                    launch,
+                    job: d.job,
+                    component: d.component,
+                    site: d.site,
+                });
+            }
+            self.draining.again.set(launch, next);
         }
     }
 

@@ -411,7 +411,9 @@ impl Scheduler {
         } else {
             self.queue.next_wakeup()
         };
-        [timer, queue, self.core.provision_at]
+        // A draining launch's next cancel (`draining.rs`): the driver must wake for it.
+        let recancel = self.core.draining.next_cancel_again();
+        [timer, queue, self.core.provision_at, recancel]
             .into_iter()
             .flatten()
             .min()
@@ -534,6 +536,8 @@ impl Scheduler {
             self.core.timers.pop_first();
             self.core.timer(timer);
         }
+        // After the timers: a launch a timer gave up on (its site lost) is not asked again.
+        self.core.recancel_due();
     }
 
     /// One scheduling pass of the queue policy. The demand version moves unless the policy

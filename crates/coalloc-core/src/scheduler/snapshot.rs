@@ -481,6 +481,9 @@ impl Scheduler {
         for j in core.jobs.values_mut() {
             core.shared.share(&mut j.job);
         }
+        // The repeated cancels' times are not in the snapshot (`draining.rs`): from its time.
+        let (now, every) = (core.now, core.config.recancel_interval);
+        core.draining.restart_schedule(now, every);
         core.dirty |= !changes.is_empty();
         Ok((Scheduler { core, queue }, changes))
     }

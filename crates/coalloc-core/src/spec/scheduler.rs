@@ -12,6 +12,8 @@
 //! max_completion_failures = 3
 //! pending_timeout = "10m"    # or "none"; the server's default is 10m, the simulator's none
 //! barrier_timeout = "5m"     # or "none"; the server's default is 5m, the simulator's none
+//! recancel_interval = "30s"  # or "none"; cancel a draining launch again this often until
+//!                            # it is gone (the server's default is 30s, the simulator's none)
 //! retry_backoff = "10s"      # wait before a failed job's next try, doubled each failure
 //! retry_backoff_max = "10m"  # (server defaults; the simulator's are 0: at once)
 //! max_queued = 100
@@ -103,6 +105,7 @@ pub struct SchedulerDoc {
     pub max_completion_failures: Option<Scalar>,
     pub pending_timeout: Option<Scalar>,
     pub barrier_timeout: Option<Scalar>,
+    pub recancel_interval: Option<Scalar>,
     pub retry_backoff: Option<Scalar>,
     pub retry_backoff_max: Option<Scalar>,
     pub max_queued: Option<Scalar>,
@@ -379,6 +382,11 @@ pub fn scheduler_config_over(
         )?,
         pending_timeout: timeout("pending_timeout", &doc.pending_timeout, d.pending_timeout)?,
         barrier_timeout: timeout("barrier_timeout", &doc.barrier_timeout, d.barrier_timeout)?,
+        recancel_interval: timeout(
+            "recancel_interval",
+            &doc.recancel_interval,
+            d.recancel_interval,
+        )?,
         retry_backoff: dur("retry_backoff", &doc.retry_backoff)?
             .unwrap_or(d.retry_backoff)
             .max(0),
@@ -671,6 +679,31 @@ mod tests {
             .site_recovery
             .expect("on");
         assert_eq!((r.probe_after, r.healthy_for), (120_000, 10_000));
+    }
+
+    #[test]
+    fn the_recancel_interval_is_read_and_none_turns_it_off() {
+        assert_eq!(
+            parse("[scheduler]\nrecancel_interval = \"45s\"\n")
+                .unwrap()
+                .recancel_interval,
+            Some(45_000)
+        );
+        let (sites, _) = parse_config(SITES).unwrap();
+        let served = |doc: &SchedulerDoc| {
+            scheduler_config_over(doc, &sites, SchedulerConfig::served()).map_err(|e| e.to_string())
+        };
+        // A server cancels a draining launch again every 30 s; the simulator asks once.
+        let dflt = served(&SchedulerDoc::default()).unwrap();
+        assert_eq!(dflt.recancel_interval, Some(30_000));
+        assert_eq!(parse("").unwrap().recancel_interval, None);
+        let off = SchedulerDoc {
+            recancel_interval: Some(Scalar::Str("none".into())),
+            ..SchedulerDoc::default()
+        };
+        assert_eq!(served(&off).unwrap().recancel_interval, None);
+        let e = parse("[scheduler]\nrecancel_interval = \"0s\"\n").unwrap_err();
+        assert!(e.contains("recancel_interval"), "{e}");
     }
 
     #[test]

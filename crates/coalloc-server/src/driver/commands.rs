@@ -32,8 +32,21 @@ impl Driver {
                     // only then (the simulation harness, seed 1391 of `--policies`: it was
                     // forgotten here at once, and the next run's barrier was released on
                     // another site while it still ran past its own).
+                    //
+                    // The core sends a draining launch's cancel again every
+                    // `recancel_interval` until it is gone (a cancel can be lost: an agent
+                    // gives one up after five tries, a manager down or refusing it); each
+                    // goes to the site the same way, and a cancel of a launch already gone
+                    // changes nothing there. A launch unknown here is not cancelled, and
+                    // one the core has moved on from whose end this driver already knows (a
+                    // repeated cancel that crossed its `CancelTaken` in this turn) is left
+                    // as it is: nothing is journaled, watched or forgotten twice.
                     let draining = self.core.draining().get(launch).is_some();
+                    let current = self.is_current(launch.0);
                     if let Some(l) = self.launches.get_mut(&launch.0) {
+                        if l.ended && !draining && !current {
+                            continue;
+                        }
                         if draining && l.ended && !self.replaying {
                             // Its end is already decided here, its last report on its way to
                             // the core (a restart found its submission unanswered and
@@ -42,8 +55,13 @@ impl Driver {
                             // (harness seed 31 of `--policies`: killed at its limit at the
                             // restart's first turn, it drained for ever). During a replay
                             // `reconcile` settles it.
-                            self.internal
-                                .push_back(Entry::CancelTaken { launch: launch.0 });
+                            let told = self.internal.iter().any(
+                                |e| matches!(e, Entry::CancelTaken { launch: l } if *l == launch.0),
+                            );
+                            if !told {
+                                self.internal
+                                    .push_back(Entry::CancelTaken { launch: launch.0 });
+                            }
                             continue;
                         }
                         l.ended = !draining;

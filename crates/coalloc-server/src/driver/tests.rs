@@ -644,3 +644,144 @@ fn a_launch_taken_for_a_forgotten_job_is_cancelled_then_dropped() {
     d.step(1_600, vec![polled(ended)]).expect("step");
     assert_eq!(made(&calls), "[]");
 }
+
+#[test]
+fn a_draining_launch_whose_cancel_is_lost_is_cancelled_again_until_its_site_no_longer_runs_it() {
+    // The core's repeated cancel (`recancel_interval`, 30 s in a server). A committed job's
+    // other component fails, so the core cancels the launch on site `a` and the job's next
+    // run waits at its barrier until that launch is gone; the cancel is lost (an agent gave
+    // it up after its five tries with its link up, or a direct site's manager was down when
+    // it came) and the site runs the launch on. Without the repeated cancel nothing asked
+    // again: the next run waited until its barrier timeout or the agent's reconnecting.
+    let direct = "[[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"local\" }\n";
+    let agent = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    for (name, site_a) in [("direct", direct), ("agent", agent)] {
+        let config = format!(
+            "{site_a}\n[[site]]\nname = \"b\"\nprocessors = 4\nmanager = {{ type = \"local\" }}\n"
+        );
+        let journal = MemJournal::default();
+        let (mut d, calls) = driver_of(
+            &format!("recancel-{name}"),
+            &config,
+            Box::new(journal.clone()),
+            0,
+        );
+        if name == "agent" {
+            let back = Msg::Site(Report::AgentBack {
+                site: 0,
+                held: Vec::new(),
+            });
+            d.step(500, vec![back]).expect("step");
+        }
+        calls.lock().expect("calls").clear();
+        let (id, _) = submit(
+            &mut d,
+            "name = \"j\"\nkind = \"ordered\"\n\n\
+             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"a\"\n\n\
+             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"b\"\n",
+        )
+        .expect("accepted");
+        let launches = submitted(&calls);
+        assert_eq!(launches.len(), 2, "{name}: {launches:?}");
+        take(&mut d, &launches);
+        let (first, _) = check_in(id, launches[0].1);
+        let (second, _) = check_in(id, launches[1].1);
+        d.step(1_020, vec![first, second]).expect("step");
+        let phase = |d: &Driver| d.core().job(id).map(|j| j.phase);
+        assert_eq!(
+            phase(&d),
+            Some(coalloc_core::scheduler::jobs::Phase::Running)
+        );
+        let (a, draining) = launches[0];
+        assert_eq!(a, 0, "{name}: component 0 is on site a");
+        let poll = |site: usize, launch: u64, state: RemoteState| {
+            Msg::Site(Report::Polled {
+                site,
+                load: Ok(SiteLoad {
+                    idle: 3,
+                    total: 4,
+                    other: 0,
+                }),
+                states: vec![(launch, state)],
+            })
+        };
+        // Site b loses component 1: the job goes back to its queue, its launch on a drains.
+        d.step(
+            1_030,
+            vec![poll(
+                1,
+                launches[1].1,
+                RemoteState::Lost("the node died".into()),
+            )],
+        )
+        .expect("step");
+        let launch_id = coalloc_core::scheduler::LaunchId(draining);
+        assert!(d.core().draining().get(launch_id).is_some());
+        let remote = format!("R{draining}");
+        // The calls to site a about the draining launch since the last look.
+        let to_a = |calls: &Calls| -> Vec<SiteCall> {
+            let mut c = calls.lock().expect("calls");
+            let out = (c.iter())
+                .filter(|(site, call)| {
+                    *site == 0
+                        && match call {
+                            SiteCall::Cancel(r) => *r == remote,
+                            SiteCall::Forget(l) => *l == draining,
+                            SiteCall::CancelUnrecorded { launch, .. } => *launch == draining,
+                            _ => false,
+                        }
+                })
+                .map(|(_, call)| call.clone())
+                .collect();
+            c.clear();
+            out
+        };
+        let cancel = SiteCall::Cancel(remote.clone());
+        assert_eq!(to_a(&calls), std::slice::from_ref(&cancel), "{name}");
+        // The cancel is lost: site a runs the launch on. The next one is due 30 s after it.
+        let again = d.core().draining().cancel_again_at(launch_id);
+        assert_eq!(again, Some(31_030), "{name}");
+        d.step(20_000, vec![poll(0, draining, RemoteState::Running)])
+            .expect("step");
+        assert_eq!(to_a(&calls), [], "{name}: not before its time");
+        d.step(31_030, vec![poll(0, draining, RemoteState::Running)])
+            .expect("step");
+        assert_eq!(to_a(&calls), std::slice::from_ref(&cancel), "{name}: again");
+        d.step(61_030, Vec::new()).expect("step");
+        assert_eq!(
+            to_a(&calls),
+            std::slice::from_ref(&cancel),
+            "{name}: and again"
+        );
+        // Watched all along: once its site no longer runs it, the core hears it once and
+        // the site stops watching it.
+        let gone = RemoteState::Failed("cancelled".into());
+        d.step(62_000, vec![poll(0, draining, gone.clone())])
+            .expect("step");
+        assert!(d.core().draining().is_empty(), "{name}");
+        assert_eq!(to_a(&calls), [SiteCall::Forget(draining)], "{name}");
+        // A later report of it changes nothing, and its cancel goes no more.
+        d.step(62_200, vec![poll(0, draining, gone)]).expect("step");
+        for t in [91_030, 121_030, 200_000] {
+            d.step(t, Vec::new()).expect("step");
+        }
+        assert_eq!(to_a(&calls), [], "{name}: no cancel once it is gone");
+        let taken = (journal.records().iter())
+            .filter(|(_, r)| {
+                matches!(r.entry, crate::entry::Entry::CancelTaken { launch } if launch == draining)
+            })
+            .count();
+        assert_eq!(taken, 1, "{name}: one `cancel_taken` in the journal");
+        drop(d);
+        // The journal replays: the restart reaches the same state.
+        let (d, _) = driver_of(
+            &format!("recancel-{name}-2"),
+            &config,
+            Box::new(journal),
+            200_000,
+        );
+        assert!(d.core().draining().is_empty(), "{name}");
+        assert!(d.core().job(id).is_some(), "{name}");
+    }
+}

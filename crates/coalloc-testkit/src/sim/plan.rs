@@ -589,7 +589,11 @@ impl Plan {
     }
 
     /// The server's configuration for this plan: its sites (local managers: the harness
-    /// stands in for them), short timeouts so that a run ends soon after its faults.
+    /// stands in for them), short timeouts so that a run ends soon after its faults. A
+    /// draining launch's cancel goes again every 5 s (`recancel_interval`, the server's 30
+    /// s): the plans' processes end by themselves within 20 s of their release, so at 30 s
+    /// no repeated cancel was ever sent in the first 500 seeds of the plans, `--policies`
+    /// or not; at 5 s some are, with the crashes, replays and lossy links around them.
     pub fn config(&self) -> String {
         let mut c = format!(
             "[server]\nmonitor_interval = \"200ms\"\nsample_interval = \"2s\"\nmin_job_age = \"{}\"\nsnapshot_every = {}\n\n",
@@ -641,7 +645,7 @@ impl Plan {
             c += "\n";
         }
         c += &format!(
-            "[scheduler]\npolicy = \"{}\"\nfit = \"{}\"\nbarrier_timeout = \"20s\"\npending_timeout = \"30s\"\nretry_backoff = \"1s\"\nretry_backoff_max = \"8s\"\nsite_probe_after = \"5s\"\nsite_healthy_for = \"1s\"\n",
+            "[scheduler]\npolicy = \"{}\"\nfit = \"{}\"\nbarrier_timeout = \"20s\"\npending_timeout = \"30s\"\nrecancel_interval = \"5s\"\nretry_backoff = \"1s\"\nretry_backoff_max = \"8s\"\nsite_probe_after = \"5s\"\nsite_healthy_for = \"1s\"\n",
             self.policy,
             // Close-to-Files places with the input files (seed 000 §2.5).
             if self.files.is_empty() { "worst" } else { "ctf" }

@@ -262,50 +262,83 @@ fn a_connection_that_ends_fails_its_submissions_and_keeps_its_cancels_and_discar
     assert_eq!(again.len(), 2);
 }
 
-#[test]
-fn a_failed_cancel_is_tried_again_one_two_four_eight_seconds_later() {
-    let t0 = Instant::now();
+/// Step `c` every 500 ms from `from` until past `until`, answering its polls at once and
+/// each cancel it sends with `answer`: when (whole seconds since `t0`) a cancel went out.
+fn cancels_until(
+    c: &mut AgentCalls,
+    s: &mut ServerSession,
+    t0: Instant,
+    from: Instant,
+    until: Instant,
+    answer: fn() -> Result<Answer, CallError>,
+) -> Vec<u64> {
+    let mut now = from;
+    let mut tries = Vec::new();
+    loop {
+        for (id, call) in out(s) {
+            match call {
+                Call::Cancel(_) => {
+                    tries.push(now.duration_since(t0).as_secs());
+                    c.answered(now, id, answer());
+                }
+                // Polls answer at once; only the cancels' times matter.
+                _ => c.answered(now, id, Ok(Answer::Load(SiteLoad::default()))),
+            }
+        }
+        now += Duration::from_millis(500);
+        if now > until {
+            return tries;
+        }
+        c.handle_timeout(now, s);
+    }
+}
+
+/// A connected site's calls, its first poll out of the way, and a cancel of `R1` sent.
+fn cancelling(t0: Instant) -> (AgentCalls, ServerSession) {
     let mut c = AgentCalls::new(0, "s1".into(), INTERVAL);
     let mut s = session(t0);
     c.connected(t0, 1, &mut s);
-    c.handle_timeout(t0, &mut s); // the first poll, out of the way
+    c.handle_timeout(t0, &mut s);
     let poll = out(&mut s);
     c.answered(t0, poll[0].0, Ok(Answer::Load(SiteLoad::default())));
     c.call(SiteCall::Cancel("R1".into()));
     c.flush(t0, &mut s);
-    let mut now = t0;
-    let mut tries = Vec::new();
-    loop {
-        let sent: Vec<(u64, Call)> = out(&mut s)
-            .into_iter()
-            .filter(|(_, c)| matches!(c, Call::Cancel(_)))
-            .collect();
-        if let [(id, _)] = &sent[..] {
-            tries.push(now.duration_since(t0).as_secs());
-            c.answered(now, *id, Err(CallError::Unavailable("down".into())));
-        }
-        // Polls answer at once; only the retries' times matter.
-        for (id, call) in out(&mut s) {
-            if call == Call::Load {
-                c.answered(now, id, Ok(Answer::Load(SiteLoad::default())));
-            }
-        }
-        now += Duration::from_millis(500);
-        if now > t0 + Duration::from_secs(30) {
-            break;
-        }
-        c.handle_timeout(now, &mut s);
-        for (id, call) in out(&mut s) {
-            match call {
-                Call::Cancel(_) => {
-                    tries.push(now.duration_since(t0).as_secs());
-                    c.answered(now, id, Err(CallError::Unavailable("down".into())));
-                }
-                _ => c.answered(now, id, Ok(Answer::Load(SiteLoad::default()))),
-            }
-        }
-    }
+    (c, s)
+}
+
+fn down() -> Result<Answer, CallError> {
+    Err(CallError::Unavailable("down".into()))
+}
+
+#[test]
+fn a_failed_cancel_is_tried_again_one_two_four_eight_seconds_later() {
+    let t0 = Instant::now();
+    let (mut c, mut s) = cancelling(t0);
+    let until = t0 + Duration::from_secs(30);
+    let tries = cancels_until(&mut c, &mut s, t0, t0, until, down);
     assert_eq!(tries, vec![0, 1, 3, 7, 15], "five tries in all");
+}
+
+#[test]
+fn a_cancel_given_up_goes_out_again_when_the_driver_sends_it_again() {
+    // The link gives a failed cancel up after five tries while it stays up; the core sends
+    // a draining launch's cancel again every `recancel_interval` (30 s in a server), and
+    // the driver passes it on: a call of its own, with five tries of its own.
+    let t0 = Instant::now();
+    let (mut c, mut s) = cancelling(t0);
+    let secs = |n| t0 + Duration::from_secs(n);
+    assert_eq!(
+        cancels_until(&mut c, &mut s, t0, t0, secs(30), down),
+        vec![0, 1, 3, 7, 15]
+    );
+    c.call(SiteCall::Cancel("R1".into()));
+    c.flush(secs(31), &mut s);
+    let taken = || Ok(Answer::Done);
+    assert_eq!(
+        cancels_until(&mut c, &mut s, t0, secs(31), secs(60), taken),
+        vec![31],
+        "sent again, taken at once, not tried again"
+    );
 }
 
 #[test]
