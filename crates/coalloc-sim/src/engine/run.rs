@@ -47,9 +47,9 @@ pub struct JobOutcome {
     pub fate: JobFate,
     /// The core's record, for a job that ended (finished or failed), when
     /// [`SimParams::keep_records`] says so (else [`Outcome::times`] has its start and end).
-    /// Inline, not boxed: a box kept per ended job held 13 MB more in `coalloc sim` EASY
-    /// SDSC-BLUE (136 -> 149 MB), where an empty slot costs a replay 32 bytes a job.
-    pub record: Option<JobRecord>,
+    /// Boxed as the core hands it over: an outcome without one (every job of a replay) is
+    /// 32 bytes smaller, and a kept one is not copied out of its box.
+    pub record: Option<Box<JobRecord>>,
 }
 
 /// When a job ended, as [`Sim::ended`] keeps it ([`Time::MIN`]: none).
@@ -966,7 +966,7 @@ impl Sim<'_> {
                     return;
                 }
             } else {
-                self.outcomes[i].record = Some(*record);
+                self.outcomes[i].record = Some(record);
             }
             self.outcomes[i].fate = fate;
         }
