@@ -29,9 +29,10 @@
 //! (`Core::recancel_due`, after the timers), and [`super::Scheduler::next_wakeup`]
 //! includes the earliest, so a driver wakes for it. A repeated cancel is the same
 //! [`Command::CancelComponent`] as the first (a driver carries it out the same way; a
-//! cancel of a launch already gone changes nothing at its site). None is sent while the site's link is down (the call could not reach the agent;
-//! the driver cancels what the agent still holds when it is back, and a lost link gives
-//! the launch up); the schedule goes on. The schedule is not in a snapshot, so the
+//! cancel of a launch already gone changes nothing at its site). None is sent while the
+//! site's link is down (the call could not reach the agent; the driver cancels what the
+//! agent still holds when it is back, and a lost link gives the launch up); the schedule
+//! goes on. The schedule is not in a snapshot, so the
 //! snapshot's form (7) is unchanged: a restored core asks again one interval after the
 //! snapshot's time (the server's restart cancels every draining launch once more anyway,
 //! its driver's `cancel_superseded_again`). The simulator's cancels take effect at once,

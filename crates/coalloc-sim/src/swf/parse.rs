@@ -32,12 +32,7 @@ pub fn read_map<T>(
 /// bytes, then as [`parse_text`]. The decompressed text is read a line at a time, never
 /// held whole (a trace of 250,000 jobs is over 20 MB of text).
 pub fn parse(bytes: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
-    let (header, jobs, counts) = parse_bytes(bytes, filter, Some)?;
-    Ok(Trace {
-        header,
-        jobs,
-        counts,
-    })
+    parse_bytes(bytes, filter, Some).map(trace)
 }
 
 /// [`parse`] as [`read_map`] reads.
@@ -49,16 +44,26 @@ pub fn parse_map<T>(
     parse_bytes(bytes, filter, map).map(|(_, jobs, _)| jobs)
 }
 
+/// What [`parse_lines`] reads: the header, the kept jobs as `map` made them, the counts.
+type Parts<T> = (Header, Vec<T>, Counts);
+
+/// A whole trace from its parts.
+fn trace((header, jobs, counts): Parts<Job>) -> Trace {
+    Trace {
+        header,
+        jobs,
+        counts,
+    }
+}
+
 /// Plain or gzip-compressed bytes through [`parse_lines`].
 fn parse_bytes<T>(
     bytes: &[u8],
     filter: &Filter,
     map: impl FnMut(Job) -> Option<T>,
-) -> Result<(Header, Vec<T>, Counts), SwfError> {
+) -> Result<Parts<T>, SwfError> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
-        // A slice is read without I/O errors; `Io` names one if it ever came.
-        return parse_lines(bytes, estimate_jobs(bytes.len(), filter), filter, map)
-            .map_err(|e| e.into_swf(SwfError::Io));
+        return text_parts(bytes, filter, map);
     }
     let text = std::io::BufReader::with_capacity(1 << 14, MultiGzDecoder::new(bytes));
     parse_lines(
@@ -68,6 +73,17 @@ fn parse_bytes<T>(
         map,
     )
     .map_err(|e| e.into_swf(SwfError::Gzip))
+}
+
+/// Plain text through [`parse_lines`].
+fn text_parts<T>(
+    text: &[u8],
+    filter: &Filter,
+    map: impl FnMut(Job) -> Option<T>,
+) -> Result<Parts<T>, SwfError> {
+    // A slice is read without I/O errors; `Io` names one if it ever came.
+    parse_lines(text, estimate_jobs(text.len(), filter), filter, map)
+        .map_err(|e| e.into_swf(SwfError::Io))
 }
 
 /// The uncompressed size a gzip file's last four bytes give (mod 2^32), bounded so that a
@@ -98,14 +114,7 @@ pub fn decompress(bytes: &[u8]) -> Result<Cow<'_, [u8]>, SwfError> {
 /// Parse SWF text (not compressed; bytes, so that a comment in Latin-1 is no error) and
 /// keep the jobs `filter` selects.
 pub fn parse_text(text: &[u8], filter: &Filter) -> Result<Trace, SwfError> {
-    // A slice is read without I/O errors; `Io` names one if it ever came.
-    let (header, jobs, counts) = parse_lines(text, estimate_jobs(text.len(), filter), filter, Some)
-        .map_err(|e| e.into_swf(SwfError::Io))?;
-    Ok(Trace {
-        header,
-        jobs,
-        counts,
-    })
+    text_parts(text, filter, Some).map(trace)
 }
 
 /// Why [`parse_lines`] stopped: the text, or the reader under it (a corrupt gzip stream).
@@ -132,7 +141,7 @@ fn parse_lines<T>(
     capacity: usize,
     filter: &Filter,
     mut map: impl FnMut(Job) -> Option<T>,
-) -> Result<(Header, Vec<T>, Counts), LineError> {
+) -> Result<Parts<T>, LineError> {
     let mut header = Header::default();
     let mut open_entry = false;
     let mut jobs = Vec::with_capacity(capacity);
