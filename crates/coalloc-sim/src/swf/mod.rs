@@ -18,7 +18,8 @@
 //!
 //! [`read`] and [`parse`] read the (decompressed) text a line at a time, never holding it whole,
 //! and split each line into fields without regular expressions or per-field allocation; only
-//! comment lines allocate. Gzip is inflated by zlib-rs (through `flate2`).
+//! comment lines allocate. Gzip is inflated by zlib-rs (through `flate2`), on a second
+//! thread ahead of the parser (`ahead.rs`).
 //! Every error names the line and column ([`SwfError`]); no input makes them panic.
 //!
 //! A field is unknown when it is negative (the archive writes `-1`). [`Job`] keeps the 18
@@ -58,6 +59,7 @@
 //! smallest value that at least p % of the values do not exceed. It is always one of the
 //! values, with no interpolation.
 
+mod ahead;
 mod error;
 mod header;
 mod parse;

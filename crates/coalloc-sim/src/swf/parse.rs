@@ -65,14 +65,9 @@ fn parse_bytes<T>(
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return text_parts(bytes, filter, map);
     }
-    let text = std::io::BufReader::with_capacity(1 << 14, MultiGzDecoder::new(bytes));
-    parse_lines(
-        text,
-        estimate_jobs(gzip_size_hint(bytes), filter),
-        filter,
-        map,
-    )
-    .map_err(|e| e.into_swf(SwfError::Gzip))
+    let capacity = estimate_jobs(gzip_size_hint(bytes), filter);
+    super::ahead::inflated(bytes, |text| parse_lines(text, capacity, filter, map))
+        .map_err(|e| e.into_swf(SwfError::Gzip))
 }
 
 /// Plain text through [`parse_lines`].
