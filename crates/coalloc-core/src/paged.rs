@@ -64,6 +64,25 @@ impl<T> Paged<T> {
 
     /// Hold `value` at number `n`, making its page if need be; the value it replaces.
     pub fn insert(&mut self, n: u64, value: T) -> Option<T> {
+        // Most inserts land on a page that is there: a short path, the rest out of line
+        // (the simulator inserts at every job; its hot code must stay small).
+        if let Some((p, i)) = self.at(n) {
+            if let Some(Some(page)) = self.pages.get_mut(p) {
+                let old = page.slots[i].replace(value);
+                if old.is_none() {
+                    page.live += 1;
+                    self.len += 1;
+                }
+                return old;
+            }
+        }
+        self.insert_paging(n, value)
+    }
+
+    /// [`Paged::insert`] where the page must be made (and the table grown) first.
+    #[cold]
+    #[inline(never)]
+    fn insert_paging(&mut self, n: u64, value: T) -> Option<T> {
         let page = n / PAGE;
         if self.pages.is_empty() {
             self.first_page = page;

@@ -77,6 +77,7 @@ impl Core {
     }
 
     /// Placed under ICP: start the transfers, compute JST and JCT0, and wait for the JCT.
+    #[inline(never)]
     pub(super) fn begin_claiming(&mut self, id: JobId, placement: Placement) {
         let now = self.now;
         let params = self.icp();

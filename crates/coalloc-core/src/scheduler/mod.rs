@@ -294,9 +294,6 @@ impl Scheduler {
                 }
                 Ok(Reply::Submitted(id))
             }
-            Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
-            Event::Commit { job } => core.owner_commit(job).map(|()| Reply::Done),
-            Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
             Event::SiteStatus {
                 site,
                 idle,
@@ -305,16 +302,6 @@ impl Scheduler {
                 other,
             } => core
                 .site_status(site, idle, total, other, healthy)
-                .map(|()| Reply::Done),
-            Event::SetUsable { site, usable } => {
-                core.set_usable(site, usable).map(|()| Reply::Done)
-            }
-            Event::SiteControl {
-                site,
-                control,
-                reason,
-            } => core
-                .site_control(site, control, reason)
                 .map(|()| Reply::Done),
             Event::ComponentQueued { .. } => Ok(Reply::Done),
             Event::ComponentStarted { launch } => {
@@ -337,54 +324,8 @@ impl Scheduler {
                 core.finished(launch);
                 Ok(Reply::Done)
             }
-            Event::CancelTaken { launch } => {
-                core.cancel_taken(launch);
-                Ok(Reply::Done)
-            }
-            Event::TransferDone { transfer, ok } => {
-                core.transfer_done(transfer, ok);
-                Ok(Reply::Done)
-            }
-            Event::Replica {
-                site,
-                file,
-                present,
-            } => core.replica(site, file, present).map(|()| Reply::Done),
-            Event::TransferMeasured {
-                from,
-                to,
-                bytes,
-                millis,
-            } => core
-                .transfer_measured(from, to, bytes, millis)
-                .map(|()| Reply::Done),
-            Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
-            Event::LeaseFailed { vm, reason } => {
-                core.lease_failed(vm, &reason).map(|()| Reply::Done)
-            }
-            Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
-            Event::SiteDisconnected { site, grace } => {
-                core.site_disconnected(site, grace).map(|()| Reply::Done)
-            }
-            Event::SiteReconnected { site } => core.site_reconnected(site).map(|()| Reply::Done),
-            Event::ReserveOffer {
-                reservation,
-                earliest,
-            } => core
-                .reserve_offer(reservation, earliest)
-                .map(|()| Reply::Done),
-            Event::Reserved {
-                reservation,
-                result,
-            } => core.reserved(reservation, result).map(|()| Reply::Done),
-            Event::ReservationsFound {
-                site,
-                names,
-                pending,
-            } => core
-                .reservations_found(site, names, pending)
-                .map(|()| Reply::Done),
             Event::Tick => Ok(Reply::Done),
+            event => core.apply_rare(event),
         }
     }
 
@@ -611,6 +552,88 @@ impl Scheduler {
         }
         for id in core.ended.drain(..) {
             core.jobs.forget(id);
+        }
+    }
+}
+
+impl Core {
+    /// [`Scheduler::apply`] of the events a busy queue's every job does not bring (a user's
+    /// cancel or edit, operators, transfers, clouds, agents' links, reservations): out of
+    /// the path every job takes, whose code must stay small for the processor's instruction
+    /// cache (issue 34: the simulator's replay waits on instruction fetches).
+    #[cold]
+    #[inline(never)]
+    fn apply_rare(&mut self, event: Event) -> Result<Reply, Rejected> {
+        let core = self;
+        match event {
+            Event::Submit(_)
+            | Event::SiteStatus { .. }
+            | Event::ComponentQueued { .. }
+            | Event::ComponentStarted { .. }
+            | Event::ComponentReady { .. }
+            | Event::ComponentFailed { .. }
+            | Event::ComponentFinished { .. }
+            | Event::Tick => unreachable!("applied by Scheduler::apply"),
+            Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
+            Event::Commit { job } => core.owner_commit(job).map(|()| Reply::Done),
+            Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
+            Event::SetUsable { site, usable } => {
+                core.set_usable(site, usable).map(|()| Reply::Done)
+            }
+            Event::SiteControl {
+                site,
+                control,
+                reason,
+            } => core
+                .site_control(site, control, reason)
+                .map(|()| Reply::Done),
+            Event::CancelTaken { launch } => {
+                core.cancel_taken(launch);
+                Ok(Reply::Done)
+            }
+            Event::TransferDone { transfer, ok } => {
+                core.transfer_done(transfer, ok);
+                Ok(Reply::Done)
+            }
+            Event::Replica {
+                site,
+                file,
+                present,
+            } => core.replica(site, file, present).map(|()| Reply::Done),
+            Event::TransferMeasured {
+                from,
+                to,
+                bytes,
+                millis,
+            } => core
+                .transfer_measured(from, to, bytes, millis)
+                .map(|()| Reply::Done),
+            Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
+            Event::LeaseFailed { vm, reason } => {
+                core.lease_failed(vm, &reason).map(|()| Reply::Done)
+            }
+            Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
+            Event::SiteDisconnected { site, grace } => {
+                core.site_disconnected(site, grace).map(|()| Reply::Done)
+            }
+            Event::SiteReconnected { site } => core.site_reconnected(site).map(|()| Reply::Done),
+            Event::ReserveOffer {
+                reservation,
+                earliest,
+            } => core
+                .reserve_offer(reservation, earliest)
+                .map(|()| Reply::Done),
+            Event::Reserved {
+                reservation,
+                result,
+            } => core.reserved(reservation, result).map(|()| Reply::Done),
+            Event::ReservationsFound {
+                site,
+                names,
+                pending,
+            } => core
+                .reservations_found(site, names, pending)
+                .map(|()| Reply::Done),
         }
     }
 }

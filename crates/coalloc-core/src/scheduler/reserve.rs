@@ -226,6 +226,8 @@ impl Core {
 
     /// Placed under reserve claiming: hold the processors, start the transfers, and ask
     /// every site for its earliest start (steps 1–2 of the module documentation).
+    #[cold]
+    #[inline(never)]
     pub(super) fn begin_reserving(&mut self, id: JobId, placement: Placement) {
         let now = self.now;
         self.apply_pieces(id, &super::transaction::sites_of(&placement));
@@ -661,6 +663,8 @@ impl Core {
     /// still serve files). Room is what coalloc does not hold: processors other users'
     /// jobs hold now count as free, since the sites answer when they will be (seed 002
     /// §2.2's forecasts); what coalloc holds or has reserved does not.
+    #[cold]
+    #[inline(never)]
     pub(super) fn place_reserving(
         &self,
         job: &Job,

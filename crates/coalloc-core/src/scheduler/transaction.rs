@@ -73,6 +73,19 @@ impl Core {
         fit: Option<Fit>,
         only: Option<&[SiteId]>,
     ) -> Result<(), NoFit> {
+        // One component without a file, on any site: it fits if a site is large enough
+        // (what `place_sites`' own short way finds). Every submission asks this; the dry run
+        // below is left for the rest, and for the error that names why.
+        if let (None, [c], true, None) = (
+            only,
+            job.components.as_slice(),
+            matches!(job.kind, JobKind::Unordered | JobKind::Total),
+            &job.extra().input_file,
+        ) {
+            if self.sites.sites.iter().any(|s| s.processors >= c.count) {
+                return Ok(());
+            }
+        }
         let idle: PerSite<u32> = self.sites.sites.iter().map(|s| s.processors).collect();
         let usable: PerSite<bool> = (0..idle.len())
             .map(|s| only.is_none_or(|o| o.contains(&s)))
@@ -126,6 +139,7 @@ impl Core {
     /// flexible jobs placed while the replicas' sites were out). With no replica anywhere,
     /// or none that can reach a site, those fits place the job without a file site, as
     /// the placement module documents.
+    #[inline(never)]
     pub(super) fn place(
         &self,
         job: &Job,
@@ -319,6 +333,8 @@ impl Core {
 
     /// Free, by killing local jobs, what a placement needs beyond the idle processors
     /// (seed 001 §2.2, GP).
+    #[cold]
+    #[inline(never)]
     fn kill_local_for(&mut self, placed: &[(SiteId, u32)]) {
         let mut need = vec![0u32; self.sites.len()];
         for &(site, count) in placed {
