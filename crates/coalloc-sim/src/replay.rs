@@ -147,7 +147,7 @@ pub fn job_of(t: &TraceJob, now: Time) -> Job {
     job.submit = Some(now);
     job.runtime_estimate = Some(t.requested.max(1) * SECOND);
     if let Some(u) = t.user {
-        job = job.with(|e| e.user = Some(u.to_string().into()));
+        job = job.with(|e| e.user = Some(itoa::Buffer::new().format(u).into()));
     }
     job
 }

@@ -486,6 +486,30 @@ pub fn simulate<'a>(
     Ok(sim.finish(window_end))
 }
 
+/// The report of a running launch's end other than a plain finish: its job's scripted
+/// failure, a crash or a wall-time kill.
+#[cold]
+#[inline(never)]
+fn ended_badly(ev: Ev, launch: LaunchId, own: Option<String>) -> Event {
+    match (ev, own) {
+        (Ev::End(_), reason) => Event::ComponentFailed {
+            launch,
+            reason: reason.unwrap_or_default(),
+            fault: Fault::Job,
+        },
+        (Ev::Crash(_), _) => Event::ComponentFailed {
+            launch,
+            reason: "the component crashed (injected)".into(),
+            fault: Fault::Site,
+        },
+        _ => Event::ComponentFailed {
+            launch,
+            reason: "killed at its maximum wall time".into(),
+            fault: Fault::Job,
+        },
+    }
+}
+
 /// The earlier of two times, either of which may be absent.
 fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
     match (a, b) {
@@ -728,32 +752,47 @@ impl Sim<'_> {
                 if !matches!(self.launches.get(launch.0), Some(l) if l.state == LState::Running) {
                     return;
                 }
-                let own = self.launches.get(launch.0).and_then(|l| {
-                    match self.params.scripted.get(&self.index(l.job)?) {
-                        Some(Scripted::FailsAtEnd(reason)) => Some(reason.clone()),
-                        _ => None,
-                    }
-                });
+                let own = if self.params.scripted.is_empty() {
+                    None
+                } else {
+                    self.fails_at_end(launch)
+                };
                 self.drop_launch(launch);
                 batch.push(match (ev, own) {
-                    (Ev::End(_), Some(reason)) => Event::ComponentFailed {
-                        launch,
-                        reason,
-                        fault: Fault::Job,
-                    },
                     (Ev::End(_), None) => Event::ComponentFinished { launch },
-                    (Ev::Crash(_), _) => Event::ComponentFailed {
-                        launch,
-                        reason: "the component crashed (injected)".into(),
-                        fault: Fault::Site,
-                    },
-                    _ => Event::ComponentFailed {
-                        launch,
-                        reason: "killed at its maximum wall time".into(),
-                        fault: Fault::Job,
-                    },
+                    (ev, own) => ended_badly(ev, launch, own),
                 });
             }
+            _ => self.take_rare(ev, batch),
+        }
+    }
+
+    /// The reason launch `launch`'s job fails at its end, if the run scripts one
+    /// ([`Scripted::FailsAtEnd`]).
+    #[cold]
+    #[inline(never)]
+    fn fails_at_end(&self, launch: LaunchId) -> Option<String> {
+        let l = self.launches.get(launch.0)?;
+        match self.params.scripted.get(&self.index(l.job)?) {
+            Some(Scripted::FailsAtEnd(reason)) => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// [`Sim::take`] of the events most runs have few of (none in a trace replay): kept out
+    /// of the path of every job, whose code must stay small enough for the processor's
+    /// instruction cache (issue 34: the replay waits on instruction fetches).
+    #[cold]
+    #[inline(never)]
+    fn take_rare(&mut self, ev: Ev, batch: &mut Vec<Event>) {
+        let now = self.now;
+        match ev {
+            Ev::LocalArrive(..)
+            | Ev::LocalEnd(..)
+            | Ev::Ready(_)
+            | Ev::End(_)
+            | Ev::Crash(_)
+            | Ev::WallKill(_) => unreachable!("taken by Sim::take"),
             Ev::Transfer(transfer, ok) => batch.push(Event::TransferDone { transfer, ok }),
             Ev::Cancel(job) => batch.push(Event::Cancel { job }),
             Ev::ReservedStart(launch) => self.reserved_start(launch),
@@ -847,18 +886,8 @@ impl Sim<'_> {
 
     /// Carry out one command of the core.
     fn carry_out(&mut self, cmd: Command) {
-        let now = self.now;
         match cmd {
             Command::StartComponent(st) => self.start(&st),
-            Command::CancelComponent { launch, .. } => {
-                if self.core.draining().get(launch).is_some() {
-                    self.cancels_taken.push(Event::CancelTaken { launch });
-                }
-                self.deferred.remove(&launch);
-                if self.launches.get(launch.0).is_some() {
-                    self.drop_launch(launch);
-                }
-            }
             Command::ReleaseBarrier { job } => {
                 let entry = match self.by_job.get_mut(job) {
                     Some(entry) => entry,
@@ -874,6 +903,43 @@ impl Sim<'_> {
                     if matches!(self.launches.get(launch.0), Some(x) if x.state == LState::Ready) {
                         self.run_launch(launch);
                     }
+                }
+            }
+            Command::Notify(Notice::Requeued { job, .. }) => {
+                if let Some(entry) = self.by_job.get_mut(job) {
+                    entry.released = false;
+                }
+            }
+            Command::Notify(_) => {}
+            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, record),
+            Command::JobFailed {
+                job,
+                reason,
+                record,
+            } => self.ended(job, JobFate::Failed(reason), record),
+            cmd => self.carry_out_rare(cmd),
+        }
+    }
+
+    /// [`Sim::carry_out`] of the commands a trace replay never gets (kept out of the path of
+    /// every job, as [`Sim::take_rare`]).
+    #[cold]
+    #[inline(never)]
+    fn carry_out_rare(&mut self, cmd: Command) {
+        let now = self.now;
+        match cmd {
+            Command::StartComponent(_)
+            | Command::ReleaseBarrier { .. }
+            | Command::Notify(_)
+            | Command::JobFinished { .. }
+            | Command::JobFailed { .. } => unreachable!("carried out by Sim::carry_out"),
+            Command::CancelComponent { launch, .. } => {
+                if self.core.draining().get(launch).is_some() {
+                    self.cancels_taken.push(Event::CancelTaken { launch });
+                }
+                self.deferred.remove(&launch);
+                if self.launches.get(launch.0).is_some() {
+                    self.drop_launch(launch);
                 }
             }
             Command::StartTransfer {
@@ -936,23 +1002,13 @@ impl Sim<'_> {
                 ..
             } => self.reserve(reservation, site, count, (start, duration), name),
             Command::Unreserve { site, name } => self.unreserve(site, &name),
-            Command::Notify(Notice::Requeued { job, .. }) => {
-                if let Some(entry) = self.by_job.get_mut(job) {
-                    entry.released = false;
-                }
-            }
-            Command::Notify(_) => {}
-            Command::JobFinished { job, record } => self.ended(job, JobFate::Finished, record),
-            Command::JobFailed {
-                job,
-                reason,
-                record,
-            } => self.ended(job, JobFate::Failed(reason), record),
         }
     }
 
     fn ended(&mut self, job: JobId, fate: JobFate, record: Box<JobRecord>) {
-        self.deferred.retain(|_, st| st.job != job);
+        if !self.deferred.is_empty() {
+            self.deferred.retain(|_, st| st.job != job);
+        }
         let launches = self.by_job.remove(job).map(|e| e.launches);
         for launch in launches.into_iter().flatten() {
             if self.launches.get(launch.0).is_some() {
@@ -981,9 +1037,11 @@ impl Sim<'_> {
         // No draw when starts never fail (the stream serves nothing else).
         let p = self.params.failures.start;
         let mut doomed = p > 0.0 && self.starts.random_bool(p);
-        if let Some(reason) = self.scripted_abort(st.job) {
-            doomed = true;
-            self.abort_reasons.insert(st.launch, reason);
+        if !self.params.aborted_starts.is_empty() {
+            if let Some(reason) = self.scripted_abort(st.job) {
+                doomed = true;
+                self.abort_reasons.insert(st.launch, reason);
+            }
         }
         let mut l = Launch {
             job: st.job,
@@ -1010,20 +1068,11 @@ impl Sim<'_> {
             }
         }
         if !self.sites[site].up {
-            self.follow.push(Event::ComponentFailed {
-                launch: st.launch,
-                reason: format!(
-                    "site {} does not answer (injected outage)",
-                    self.site_names[site]
-                ),
-                fault: Fault::Site,
-            });
+            self.start_at_down_site(st);
             return;
         }
-        if let Some(r) = &st.reservation {
-            // Its processors leave the reservation's idle count for the component's own.
-            self.sites.at(site, self.now).calendar.claim(&r.name);
-            self.window_of.insert(st.launch, r.name.clone());
+        if st.reservation.is_some() {
+            self.claim_window(st);
         }
         if self.sites.at(site, self.now).claim(st.launch, st.count) {
             l.state = LState::Starting;
@@ -1035,6 +1084,31 @@ impl Sim<'_> {
                 .push(Event::ComponentQueued { launch: st.launch });
         }
         self.dirty.insert(site);
+    }
+
+    /// A start at a site that is down fails at once.
+    #[cold]
+    #[inline(never)]
+    fn start_at_down_site(&mut self, st: &Start) {
+        self.follow.push(Event::ComponentFailed {
+            launch: st.launch,
+            reason: format!(
+                "site {} does not answer (injected outage)",
+                self.site_names[st.site]
+            ),
+            fault: Fault::Site,
+        });
+    }
+
+    /// A start into a reservation: its processors leave the reservation's idle count for
+    /// the component's own.
+    #[cold]
+    #[inline(never)]
+    fn claim_window(&mut self, st: &Start) {
+        if let Some(r) = &st.reservation {
+            self.sites.at(st.site, self.now).calendar.claim(&r.name);
+            self.window_of.insert(st.launch, r.name.clone());
+        }
     }
 
     /// The reason of the job's next scripted aborted start ([`SimParams::aborted_starts`]),
@@ -1066,22 +1140,14 @@ impl Sim<'_> {
             return;
         };
         l.state = LState::Starting;
-        let site_latency = self
-            .params
-            .site_start_latency
-            .get(&l.site)
-            .copied()
-            .unwrap_or(self.params.start_latency);
-        let (job, doomed) = (l.job, l.doomed);
-        let own = self
-            .index(job)
-            .and_then(|i| self.params.job_start_latency.get(&i).copied())
-            .filter(|_| !doomed);
-        let Some(l) = self.launches.get_mut(launch.0) else {
-            return;
+        let (site, job, doomed) = (l.site, l.job, l.doomed);
+        let p = self.params;
+        let latency = if p.site_start_latency.is_empty() && p.job_start_latency.is_empty() {
+            p.start_latency
+        } else {
+            self.latency_of(site, job, doomed)
         };
-        let latency = own.unwrap_or(site_latency);
-        let at_once = latency <= 0 && !l.doomed;
+        let at_once = latency <= 0 && !doomed;
         if at_once {
             // `ComponentReady` alone: the core's ready passes the start first, so a
             // `ComponentStarted` just before it would change nothing (one event less per
@@ -1093,6 +1159,20 @@ impl Sim<'_> {
             self.follow.push(Event::ComponentStarted { launch });
             self.push(now + latency.max(0), Ev::Ready(launch));
         }
+    }
+
+    /// The start latency of a launch at `site` of job `job` when some sites or jobs have
+    /// their own ([`SimParams::site_start_latency`], [`SimParams::job_start_latency`]; a
+    /// launch that fails to start has its site's).
+    #[cold]
+    #[inline(never)]
+    fn latency_of(&self, site: SiteId, job: JobId, doomed: bool) -> Millis {
+        let p = self.params;
+        let site_latency = (p.site_start_latency.get(&site).copied()).unwrap_or(p.start_latency);
+        let own = (self.index(job))
+            .and_then(|i| p.job_start_latency.get(&i).copied())
+            .filter(|_| !doomed);
+        own.unwrap_or(site_latency)
     }
 
     /// A starting launch reports at the barrier, or fails to start (injected); a launch of
@@ -1143,18 +1223,12 @@ impl Sim<'_> {
         let runtime = self
             .index(job)
             .map_or(0, |i| {
-                self.params
-                    .component_runtimes
-                    .get(&i)
+                (self.params.component_runtimes.get(&i))
                     .and_then(|r| r.get(component).copied())
                     .unwrap_or_else(|| self.work.runtime(i))
             })
             .max(0);
-        let crash = self
-            .params
-            .failures
-            .mtbf
-            .map(|m| (exponential(&mut self.crashes, 1.0 / m.max(1) as f64)).round() as Millis);
+        let crash = self.params.failures.mtbf.map(|m| self.draw_crash(m));
         let mut end = (runtime, Ev::End(launch));
         if let Some(w) = wall {
             if w < end.0 {
@@ -1172,11 +1246,37 @@ impl Sim<'_> {
         self.push(now + end.0, end.1);
     }
 
+    /// When a launch that computes crashes, under a mean time between failures of `mtbf`.
+    #[cold]
+    #[inline(never)]
+    fn draw_crash(&mut self, mtbf: Millis) -> Millis {
+        (exponential(&mut self.crashes, 1.0 / mtbf.max(1) as f64)).round() as Millis
+    }
+
     /// Forget a launch and give its processors back.
     fn drop_launch(&mut self, launch: LaunchId) {
         let Some(l) = self.launches.remove(launch.0) else {
             return;
         };
+        if !self.window_of.is_empty() || !self.abort_reasons.is_empty() {
+            self.drop_extras(launch, &l);
+        }
+        let s = self.sites.at(l.site, self.now);
+        match l.state {
+            LState::Queued => {
+                s.withdraw(launch);
+            }
+            LState::Running => s.release(l.count, true),
+            LState::Starting | LState::Ready => s.release(l.count, false),
+        }
+        self.dirty.insert(l.site);
+    }
+
+    /// What a dropped launch leaves besides its processors: the reservation window it
+    /// claimed, a scripted aborted start it was dealt.
+    #[cold]
+    #[inline(never)]
+    fn drop_extras(&mut self, launch: LaunchId, l: &Launch) {
         if let Some(name) = self.window_of.remove(&launch) {
             // The reservation stays until the core deletes it.
             self.sites.at(l.site, self.now).calendar.unclaim(&name);
@@ -1191,15 +1291,6 @@ impl Sim<'_> {
                 *n = n.saturating_sub(1);
             }
         }
-        let s = self.sites.at(l.site, self.now);
-        match l.state {
-            LState::Queued => {
-                s.withdraw(launch);
-            }
-            LState::Running => s.release(l.count, true),
-            LState::Starting | LState::Ready => s.release(l.count, false),
-        }
-        self.dirty.insert(l.site);
     }
 
     /// Start what now fits on changed sites, and tell the core what the monitor sees.
