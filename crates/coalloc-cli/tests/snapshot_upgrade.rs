@@ -106,7 +106,7 @@ fn a_snapshot_of_the_previous_form_is_read_and_the_server_carries_on() {
         s.terminate(Duration::from_secs(20)),
         "the server did not stop"
     );
-    assert_eq!(form(&s.dir), "coalsnp7");
+    assert_eq!(form(&s.dir), "coalsnp8");
     s.restart();
     let after: Vec<u64> = jobs(&s).iter().map(|j| j.0).collect();
     assert_eq!(after, vec![1, 2, 3, 5, 6, 7]);

@@ -9,6 +9,7 @@ use coalloc_core::model::*;
 use coalloc_core::queue::tags::{ChainDispatch, TagsChainParams};
 use coalloc_core::scheduler::draining::Drain;
 use coalloc_core::scheduler::jobs::{CompPhase, Phase};
+use coalloc_core::scheduler::snapshot;
 use coalloc_core::scheduler::*;
 use common::{drain, starts, submit, unordered};
 
@@ -161,10 +162,34 @@ fn a_failure_after_commit_drains_the_other_components_and_a_cancel_forgets_them(
     assert_eq!(s.job(id).unwrap().phase, Phase::Ended);
 }
 
+/// `s`'s snapshot as one of the older `form` would be, its core's map changed by `edit`
+/// (taking out what that form lacked), read as that form and made whole.
+fn as_form(
+    s: &Scheduler,
+    form: u32,
+    edit: impl FnOnce(&mut Vec<(ciborium::Value, ciborium::Value)>),
+) -> snapshot::Snapshot {
+    use ciborium::Value;
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&s.snapshot().unwrap(), &mut bytes).unwrap();
+    let mut v: Value = ciborium::from_reader(&bytes[..]).unwrap();
+    let Value::Map(top) = &mut v else { panic!() };
+    let mut edit = Some(edit);
+    for (k, val) in top.iter_mut() {
+        match (k.as_text(), val) {
+            (Some("version"), val) => *val = Value::Integer(form.into()),
+            (Some("core"), Value::Map(core)) => edit.take().expect("one core")(core),
+            _ => {}
+        }
+    }
+    let mut old = Vec::new();
+    ciborium::into_writer(&v, &mut old).unwrap();
+    let head = snapshot::reading_form(form, || ciborium::from_reader(&old[..]).unwrap());
+    snapshot::Snapshot::join(head, vec![])
+}
+
 #[test]
 fn a_snapshot_keeps_the_draining_launches_and_a_form_6_head_has_none() {
-    use ciborium::Value;
-    use coalloc_core::scheduler::snapshot::{reading_form, Snapshot};
     let mut s = scheduler(true);
     let (_, first, _) = killed_and_placed_again(&mut s);
     let sites = s.sites().to_vec();
@@ -179,26 +204,15 @@ fn a_snapshot_keeps_the_draining_launches_and_a_form_6_head_has_none() {
     };
     let mut bytes = Vec::new();
     ciborium::into_writer(&s.snapshot().unwrap(), &mut bytes).unwrap();
-    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
+    let saved: snapshot::Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
     let (back, _) = Scheduler::restore(config(), &sites, saved).unwrap();
     assert_eq!(back.draining(), s.draining());
     assert!(back.draining().get(first).is_some());
     // A form-6 head: no `draining` in the core.
-    let mut v: Value = ciborium::from_reader(&bytes[..]).unwrap();
-    let Value::Map(top) = &mut v else { panic!() };
-    for (k, val) in top.iter_mut() {
-        match (k.as_text(), val) {
-            (Some("version"), val) => *val = Value::Integer(6.into()),
-            (Some("core"), Value::Map(core)) => {
-                core.retain(|(k, _)| k.as_text() != Some("draining"))
-            }
-            _ => {}
-        }
-    }
-    let mut old = Vec::new();
-    ciborium::into_writer(&v, &mut old).unwrap();
-    let head: Snapshot = reading_form(6, || ciborium::from_reader(&old[..]).unwrap());
-    let (back, _) = Scheduler::restore(config(), &sites, Snapshot::join(head, vec![])).unwrap();
+    let head = as_form(&s, 6, |core| {
+        core.retain(|(k, _)| k.as_text() != Some("draining"))
+    });
+    let (back, _) = Scheduler::restore(config(), &sites, head).unwrap();
     assert!(back.draining().is_empty());
 }
 
@@ -256,7 +270,7 @@ fn a_cancel_never_taken_is_sent_again_every_interval_until_it_is_taken() {
     let mut s = recancelling();
     let (id, launch, cancel) = failed_after_commit(&mut s);
     // The next cancel is due one interval after the first, and the driver is to wake then.
-    assert_eq!(s.draining().cancel_again_at(launch), Some(500 + AGAIN));
+    assert_eq!(s.recancel_at(launch), Some(500 + AGAIN));
     assert_eq!(s.next_wakeup(), Some(500 + AGAIN));
     s.handle(500 + AGAIN - 1, Event::Tick).unwrap();
     assert_eq!(drain(&mut s), []);
@@ -276,12 +290,15 @@ fn a_cancel_never_taken_is_sent_again_every_interval_until_it_is_taken() {
     s.handle(late + 100, Event::CancelTaken { launch }).unwrap();
     assert!(released(&drain(&mut s), id));
     assert!(s.draining().is_empty());
-    assert_eq!(s.draining().cancel_again_at(launch), None);
-    assert_eq!(s.next_wakeup(), None);
+    assert_eq!(s.recancel_at(launch), None);
+    // Its timer, set before, fires at its time (as the core's other timers of what has
+    // moved on) and sends nothing, nor sets another.
+    assert_eq!(s.next_wakeup(), Some(late + AGAIN));
     for t in [late + AGAIN, late + 5 * AGAIN] {
         s.handle(t, Event::Tick).unwrap();
         assert!(cancelled(&drain(&mut s)).is_empty());
     }
+    assert_eq!(s.next_wakeup(), None);
 }
 
 #[test]
@@ -289,7 +306,7 @@ fn without_an_interval_a_cancel_is_asked_once() {
     // The simulator's configuration (its cancels take effect at once): nothing to wake for.
     let mut s = scheduler(false);
     let (_, launch, _) = failed_after_commit(&mut s);
-    assert_eq!(s.draining().cancel_again_at(launch), None);
+    assert_eq!(s.recancel_at(launch), None);
     assert_eq!(s.next_wakeup(), None);
     s.handle(500 + 10 * AGAIN, Event::Tick).unwrap();
     assert!(cancelled(&drain(&mut s)).is_empty());
@@ -308,7 +325,7 @@ fn no_cancel_goes_again_over_a_silent_link_and_none_once_the_site_is_given_up() 
     // Silent: the call could not reach the agent; the schedule goes on.
     s.handle(500 + AGAIN, Event::Tick).unwrap();
     assert!(cancelled(&drain(&mut s)).is_empty());
-    assert_eq!(s.draining().cancel_again_at(launch), Some(500 + 2 * AGAIN));
+    assert_eq!(s.recancel_at(launch), Some(500 + 2 * AGAIN));
     // Back within the grace: asked again at its time.
     s.handle(600 + AGAIN, Event::SiteReconnected { site })
         .unwrap();
@@ -334,41 +351,62 @@ fn no_cancel_goes_again_over_a_silent_link_and_none_once_the_site_is_given_up() 
         "{out:?}"
     );
     assert!(s.draining().is_empty());
-    assert_eq!(s.draining().cancel_again_at(launch), None);
+    assert_eq!(s.recancel_at(launch), None);
     assert_eq!(s.job(id).unwrap().phase, Phase::Queued);
 }
 
 #[test]
-fn a_restored_core_cancels_again_one_interval_after_its_snapshot() {
-    use coalloc_core::scheduler::snapshot::Snapshot;
+fn a_restored_core_cancels_again_when_its_snapshot_would_have_and_a_form_7_one_after_its_time() {
     let mut s = recancelling();
     let (_, launch, cancel) = failed_after_commit(&mut s);
-    // A first cancel again at 10,500; the snapshot is taken at 12,000.
+    // A first cancel again at 10,500, the next due at 20,500; the snapshot is taken at
+    // 12,000.
     s.handle(500 + AGAIN, Event::Tick).unwrap();
     drain(&mut s);
     s.handle(12_000, Event::Tick).unwrap();
+    assert_eq!(s.recancel_at(launch), Some(500 + 2 * AGAIN));
     let mut bytes = Vec::new();
     ciborium::into_writer(&s.snapshot().unwrap(), &mut bytes).unwrap();
-    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
     let sites = s.sites().to_vec();
-    let config = SchedulerConfig {
+    let config = || SchedulerConfig {
         recancel_interval: Some(AGAIN),
         ..SchedulerConfig::default()
     };
-    let (mut back, _) = Scheduler::restore(config, &sites, saved).unwrap();
-    // The schedule is not in the snapshot (its form is unchanged): it starts again from
-    // the snapshot's time.
-    assert!(back.draining().get(launch).is_some());
-    assert_eq!(
-        back.draining().cancel_again_at(launch),
-        Some(12_000 + AGAIN)
-    );
-    assert_eq!(back.next_wakeup(), Some(12_000 + AGAIN));
-    back.handle(12_000 + AGAIN, Event::Tick).unwrap();
-    assert_eq!(drain(&mut back), [cancel]);
-    // Restored without an interval: never again.
-    let saved: Snapshot = ciborium::from_reader(&bytes[..]).unwrap();
-    let (back, _) = Scheduler::restore(SchedulerConfig::default(), &sites, saved).unwrap();
-    assert_eq!(back.draining().cancel_again_at(launch), None);
-    assert_eq!(back.next_wakeup(), None);
+    // Restored: when the cancel goes again (and the driver is to wake), then it goes at
+    // that time, not before, and the next an interval later.
+    let restore = |config: SchedulerConfig, saved: snapshot::Snapshot| {
+        let (mut back, _) = Scheduler::restore(config, &sites, saved).unwrap();
+        assert!(back.draining().get(launch).is_some());
+        let due = back.recancel_at(launch);
+        assert_eq!(back.next_wakeup(), due);
+        if let Some(t) = due {
+            back.handle(t - 1, Event::Tick).unwrap();
+            assert_eq!(drain(&mut back), []);
+            back.handle(t, Event::Tick).unwrap();
+            assert_eq!(drain(&mut back), std::slice::from_ref(&cancel));
+            assert_eq!(back.recancel_at(launch), Some(t + AGAIN));
+        }
+        due
+    };
+    // Its timer is in the snapshot: asked again at 20,500, as the core it was taken of.
+    let saved = || ciborium::from_reader(&bytes[..]).unwrap();
+    assert_eq!(restore(config(), saved()), Some(500 + 2 * AGAIN));
+    // Form 7 kept no timer of the repeated cancels: asked again an interval after the
+    // snapshot's time.
+    let recancelless = || {
+        as_form(&s, 7, |core| {
+            for (k, v) in core.iter_mut() {
+                if let (Some("timers"), ciborium::Value::Array(timers)) = (k.as_text(), v) {
+                    let n = timers.len();
+                    timers.retain(|t| !format!("{t:?}").contains("Recancel"));
+                    assert_eq!(n - timers.len(), 1, "{timers:?}");
+                }
+            }
+        })
+    };
+    assert_eq!(restore(config(), recancelless()), Some(12_000 + AGAIN));
+    // Restored without an interval: never again, and nothing to wake for.
+    let none = SchedulerConfig::default;
+    assert_eq!(restore(none(), saved()), None);
+    assert_eq!(restore(none(), recancelless()), None);
 }

@@ -23,21 +23,30 @@
 //! waited at its barrier until the barrier timeout, the agent's reconnecting or a cancel of
 //! the job: an agent site's link gives a failed cancel up after five tries while the link
 //! stays up; a direct site's resource manager may be down, or refuse the cancel, when it is
-//! sent; a site an operator takes down keeps what runs there. The core reads no clock:
-//! the next cancel's time is the `now` of the event that sent the last one plus the
-//! interval, the due ones go at the first event or tick at or after it
-//! (`Core::recancel_due`, after the timers), and [`super::Scheduler::next_wakeup`]
-//! includes the earliest, so a driver wakes for it. A repeated cancel is the same
-//! [`Command::CancelComponent`] as the first (a driver carries it out the same way; a
-//! cancel of a launch already gone changes nothing at its site). None is sent while the
-//! site's link is down (the call could not reach the agent; the driver cancels what the
-//! agent still holds when it is back, and a lost link gives the launch up); the schedule
-//! goes on. The schedule is not in a snapshot, so the
-//! snapshot's form (7) is unchanged: a restored core asks again one interval after the
-//! snapshot's time (the server's restart cancels every draining launch once more anyway,
-//! its driver's `cancel_superseded_again`). The simulator's cancels take effect at once,
-//! but it hears them taken at its next instant: a wake-up for a repeated cancel could
-//! bring that instant forward and change its schedules, so it runs without one.
+//! sent; a site an operator takes down keeps what runs there. The core reads no clock: a
+//! draining launch's cancel sets one of the core's timers (`Timer::Recancel`) for the `now`
+//! of the event that sent it plus the interval. Like every timer it fires at the first event
+//! or tick at or after its time ([`super::Scheduler::next_wakeup`] has it, so a driver wakes
+//! for it), and sends the same [`Command::CancelComponent`] as the first (a driver carries it
+//! out the same way; a cancel of a launch already gone changes nothing at its site) and sets
+//! the next one. It is the last of the timers' variants, so at one time it fires after the
+//! others (a launch that a timer gives up on then, its site lost, is not asked again), and
+//! several at one time fire in launch order. None is sent while the site's link is down (the
+//! call could not reach the agent; the driver cancels what the agent still holds when it is
+//! back, and a lost link gives the launch up); the next one is set all the same. One that
+//! fires for a launch that no longer drains (taken, given up on, its job ended) does
+//! nothing and sets none, as the core's other timers of what has moved on.
+//!
+//! The timers are in the snapshot (form 8), so a restored core asks again when the core it
+//! was taken of would have. A form-7 snapshot has none (form 7's core kept their times
+//! apart, out of the snapshot; the forms before kept no draining launches), nor has one
+//! taken without an interval: [`Scheduler::restore`](super::Scheduler::restore) gives each
+//! draining launch without a timer one, an interval after the snapshot's time, and drops
+//! them all under a configuration without an interval (the server's restart also cancels
+//! every draining launch once more, its driver's `cancel_superseded_again`). The
+//! simulator's cancels take effect at once, but it hears them taken at its next instant: a
+//! wake-up for a repeated cancel could bring that instant forward and change its
+//! schedules, so it runs without one.
 //!
 //! Their processors are given back at once, as before, not when the launch is gone. The
 //! simulator confirms every cancel at the same instant (its cancels take effect at once),
@@ -54,8 +63,8 @@
 //! forgotten with it: nothing waits for it any more.
 
 use super::api::{Command, JobId, LaunchId, SiteId};
-use super::Core;
-use crate::model::{Millis, Time};
+use super::{Core, Scheduler, Timer};
+use crate::model::Time;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -67,47 +76,10 @@ pub struct Drain {
     pub site: SiteId,
 }
 
-/// The draining launches, by launch number, and when each one's cancel goes again.
+/// The draining launches, by launch number.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Draining {
     launches: BTreeMap<LaunchId, Drain>,
-    /// When each draining launch's cancel is sent again (none without a
-    /// `recancel_interval`). Not in a snapshot (see the module's doc): a restored core
-    /// makes it afresh ([`Draining::restart_schedule`]).
-    #[serde(skip)]
-    again: Schedule,
-}
-
-/// The times of the repeated cancels: by launch, and in time order (ties in launch order),
-/// so that the due ones are found at once and go in one order on every run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Schedule {
-    at: BTreeMap<LaunchId, Time>,
-    order: BTreeSet<(Time, LaunchId)>,
-}
-
-impl Schedule {
-    fn set(&mut self, launch: LaunchId, t: Time) {
-        self.unset(launch);
-        self.at.insert(launch, t);
-        self.order.insert((t, launch));
-    }
-
-    fn unset(&mut self, launch: LaunchId) {
-        if let Some(t) = self.at.remove(&launch) {
-            self.order.remove(&(t, launch));
-        }
-    }
-
-    /// Take out the first launch due at or before `now`.
-    fn pop_due(&mut self, now: Time) -> Option<LaunchId> {
-        let &(t, launch) = self.order.first()?;
-        if t > now {
-            return None;
-        }
-        self.unset(launch);
-        Some(launch)
-    }
 }
 
 impl Draining {
@@ -129,38 +101,12 @@ impl Draining {
         self.launches.values().any(|d| d.job == job)
     }
 
-    /// When the cancel of draining launch `launch` is to be sent again, if it is.
-    pub fn cancel_again_at(&self, launch: LaunchId) -> Option<Time> {
-        self.again.at.get(&launch).copied()
-    }
-
-    /// The earliest time a draining launch's cancel is to be sent again.
-    pub fn next_cancel_again(&self) -> Option<Time> {
-        self.again.order.first().map(|(t, _)| *t)
-    }
-
-    /// Keep `launch` draining; its cancel goes again at `again`, if given.
-    fn insert(&mut self, launch: LaunchId, drain: Drain, again: Option<Time>) {
-        self.launches.insert(launch, drain);
-        match again {
-            Some(t) => self.again.set(launch, t),
-            None => self.again.unset(launch),
-        }
-    }
-
-    fn remove(&mut self, launch: LaunchId) -> Option<Drain> {
-        self.again.unset(launch);
-        self.launches.remove(&launch)
-    }
-
     /// Take out the draining launches that `which` picks; their jobs, in order, once each.
     fn take(&mut self, which: impl Fn(&Drain) -> bool) -> Vec<JobId> {
         let mut jobs: Vec<JobId> = Vec::new();
-        let again = &mut self.again;
-        self.launches.retain(|l, d| {
+        self.launches.retain(|_, d| {
             if which(d) {
                 jobs.push(d.job);
-                again.unset(*l);
                 false
             } else {
                 true
@@ -169,17 +115,6 @@ impl Draining {
         jobs.sort_unstable();
         jobs.dedup();
         jobs
-    }
-
-    /// After a restore: every draining launch's cancel goes again `every` after `now` (the
-    /// snapshot's time), or never without an interval.
-    pub(super) fn restart_schedule(&mut self, now: Time, every: Option<Millis>) {
-        self.again = Schedule::default();
-        if let Some(every) = every {
-            for l in self.launches.keys() {
-                self.again.set(*l, now.saturating_add(every.max(1)));
-            }
-        }
     }
 }
 
@@ -194,7 +129,7 @@ pub(super) fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Draining, D
 
 impl Core {
     /// Launch `launch` of component `i` of job `id`, on `site`, is being cancelled: keep it
-    /// draining when its run had committed.
+    /// draining when its run had committed, its cancel to go again an interval from now.
     pub(super) fn drain_if_committed(
         &mut self,
         id: JobId,
@@ -212,49 +147,75 @@ impl Core {
                 component: i,
                 site,
             };
-            let again = self
-                .config
-                .recancel_interval
-                .map(|every| self.now + every.max(1));
-            self.draining.insert(launch, drain, again);
+            self.draining.launches.insert(launch, drain);
+            self.recancel_later(launch);
         }
     }
 
-    /// Send again the cancel of every draining launch whose time has come (in time order,
-    /// then launch order), and set its next one `recancel_interval` after `now`: a cancel
-    /// asked once may be lost while the launch runs on (the module's doc; the barrier of the
-    /// job's next run waits for it, seed 002 §3.2). Not while the site's link is down (the
-    /// call could not reach its agent); the next one is set all the same.
-    pub(super) fn recancel_due(&mut self) {
-        let Some(every) = self.config.recancel_interval else {
+    /// Set the timer of draining launch `launch`'s next cancel `recancel_interval` after
+    /// now (none without an interval).
+    fn recancel_later(&mut self, launch: LaunchId) {
+        if let Some(every) = self.config.recancel_interval {
+            let at = self.now.saturating_add(every.max(1));
+            self.timers.insert((at, Timer::Recancel { launch }));
+        }
+    }
+
+    /// `Timer::Recancel`: send the cancel of `launch` again if it still drains, and set its
+    /// next one: a cancel asked once may be lost while the launch runs on (the module's doc;
+    /// the barrier of the job's next run waits for it, seed 002 §3.2). Not while the site's
+    /// link is down (the call could not reach its agent); the next one is set all the same.
+    pub(super) fn recancel(&mut self, launch: LaunchId) {
+        let Some(d) = self.draining.get(launch) else {
             return;
         };
-        let next = self.now + every.max(1);
-        let mut sent = Vec::new();
-        while let Some(launch) = self.draining.again.pop_due(self.now) {
-            sent.push(launch);
+        if self.config.recancel_interval.is_none() {
+            return;
         }
-        for launch in sent {
-            let Some(d) = self.draining.get(launch) else {
-                continue;
-            };
-            let linked = self.sites.state.get(d.site).is_some_and(|s| s.link.is_up());
-            if linked {
-                self.commands.push_back(Command::CancelComponent {
-                    launch,
-                    job: d.job,
-                    component: d.component,
-                    site: d.site,
-                });
-            }
-            self.draining.again.set(launch, next);
+        let linked = self.sites.state.get(d.site).is_some_and(|s| s.link.is_up());
+        if linked {
+            self.commands.push_back(Command::CancelComponent {
+                launch,
+                job: d.job,
+                component: d.component,
+                site: d.site,
+            });
+        }
+        self.recancel_later(launch);
+    }
+
+    /// After a restore: the repeated cancels follow the configuration's interval. Without
+    /// one, no timer of theirs is kept; with one, each draining launch that has none (a
+    /// form-7 snapshot kept none, nor did one taken without an interval) is asked again one
+    /// interval after the snapshot's time (the module's doc).
+    pub(super) fn recancel_after_restore(&mut self) {
+        if self.config.recancel_interval.is_none() {
+            self.timers
+                .retain(|(_, t)| !matches!(t, Timer::Recancel { .. }));
+            return;
+        }
+        if self.draining.is_empty() {
+            return;
+        }
+        let timed: BTreeSet<LaunchId> = (self.timers.iter())
+            .filter_map(|(_, t)| match t {
+                Timer::Recancel { launch } => Some(*launch),
+                _ => None,
+            })
+            .collect();
+        let untimed: Vec<LaunchId> = (self.draining.launches.keys())
+            .filter(|l| !timed.contains(l))
+            .copied()
+            .collect();
+        for launch in untimed {
+            self.recancel_later(launch);
         }
     }
 
     /// [`Event::CancelTaken`](super::Event::CancelTaken): the launch is gone from its site;
     /// its job's run may commit once nothing else of it drains.
     pub(super) fn cancel_taken(&mut self, launch: LaunchId) {
-        if let Some(d) = self.draining.remove(launch) {
+        if let Some(d) = self.draining.launches.remove(&launch) {
             if !self.draining.holds(d.job) {
                 self.check_commit(d.job);
             }
@@ -282,5 +243,18 @@ impl Core {
     /// Whether job `id` has a draining launch (its run may not commit).
     pub(super) fn drains(&self, id: JobId) -> bool {
         !self.draining.is_empty() && self.draining.holds(id)
+    }
+}
+
+impl Scheduler {
+    /// When the cancel of draining launch `launch` goes again (its `Timer::Recancel`), if
+    /// it drains and has one. A look through every timer: for tests and diagnostics.
+    pub fn recancel_at(&self, launch: LaunchId) -> Option<Time> {
+        let core = &self.core;
+        core.draining.get(launch)?;
+        let timer = Timer::Recancel { launch };
+        (core.timers.iter())
+            .find(|(_, x)| *x == timer)
+            .map(|(t, _)| *t)
     }
 }

@@ -84,6 +84,10 @@ enum Timer {
     /// A reserving run's common start has come within every site's lead time
     /// ([`reserve::reserve_ahead`]): make the reservations now.
     ReserveDue { job: JobId, generation: u64 },
+    /// A draining launch's cancel goes again, if it still drains ([`draining`]). The last
+    /// variant, so that at one time it fires after every other timer, and so that the
+    /// encodings of the others are those of the snapshot forms before it (7 and older).
+    Recancel { launch: LaunchId },
 }
 
 /// `true`, for a field that serde fills when it is not in a snapshot.
@@ -352,9 +356,7 @@ impl Scheduler {
         } else {
             self.queue.next_wakeup()
         };
-        // A draining launch's next cancel (`draining.rs`): the driver must wake for it.
-        let recancel = self.core.draining.next_cancel_again();
-        [timer, queue, self.core.provision_at, recancel]
+        [timer, queue, self.core.provision_at]
             .into_iter()
             .flatten()
             .min()
@@ -477,8 +479,6 @@ impl Scheduler {
             self.core.timers.pop_first();
             self.core.timer(timer);
         }
-        // After the timers: a launch a timer gave up on (its site lost) is not asked again.
-        self.core.recancel_due();
     }
 
     /// One scheduling pass of the queue policy. The demand version moves unless the policy
@@ -817,6 +817,7 @@ impl Core {
             Timer::LinkGrace { site, since } => self.link_grace_over(site, since),
             Timer::ReserveAnswer { job, generation } => self.answer_overdue(job, generation),
             Timer::ReserveDue { job, generation } => self.reserve_due(job, generation),
+            Timer::Recancel { launch } => self.recancel(launch),
             Timer::Hold { job, generation } => {
                 if self
                     .jobs

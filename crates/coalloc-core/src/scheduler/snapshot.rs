@@ -37,7 +37,7 @@ use crate::queue::saved::{Saved, SavedRef};
 use serde::{Deserialize, Serialize};
 
 /// The version of the snapshot's form; a snapshot of another version is refused.
-pub const SNAPSHOT_VERSION: u32 = 7;
+pub const SNAPSHOT_VERSION: u32 = 8;
 
 /// A scheduler's state, borrowed, to serialize ([`Scheduler::snapshot`]).
 #[derive(Debug, Clone, Serialize)]
@@ -127,14 +127,23 @@ pub const RESERVELESS_SNAPSHOT_VERSION: u32 = 5;
 /// committed runs' launches were forgotten at their cancel, as form 6's build did.
 pub const DRAINLESS_SNAPSHOT_VERSION: u32 = 6;
 
+/// The form before this one, which differed only in the core's timers: form 7's core kept
+/// the times of the draining launches' repeated cancels apart from its timers, out of the
+/// snapshot, where this form has a timer for each ([`super::draining`]). A form-7 head
+/// reads as this form's, without those timers; [`Scheduler::restore`] gives each draining
+/// launch one, an interval after the snapshot's time, as form 7's build did.
+pub const RECANCELLESS_SNAPSHOT_VERSION: u32 = 7;
+
 /// The older forms whose job slots are laid out as this form's: only their heads differ,
 /// and each is read in [`reading_form`] with its number (every site's link up for 4, no
-/// reservations for 4 and 5, no draining launches for 4 to 6), then made whole by
-/// [`Snapshot::join`]. A form added the same way joins this list.
-pub const SAME_SLOTS_FORMS: [u32; 3] = [
+/// reservations for 4 and 5, no draining launches for 4 to 6, no repeated cancels' timers
+/// for 4 to 7), then made whole by [`Snapshot::join`] and [`Scheduler::restore`]. A form
+/// added the same way joins this list.
+pub const SAME_SLOTS_FORMS: [u32; 4] = [
     LINKLESS_SNAPSHOT_VERSION,
     RESERVELESS_SNAPSHOT_VERSION,
     DRAINLESS_SNAPSHOT_VERSION,
+    RECANCELLESS_SNAPSHOT_VERSION,
 ];
 
 thread_local! {
@@ -481,9 +490,9 @@ impl Scheduler {
         for j in core.jobs.values_mut() {
             core.shared.share(&mut j.job);
         }
-        // The repeated cancels' times are not in the snapshot (`draining.rs`): from its time.
-        let (now, every) = (core.now, core.config.recancel_interval);
-        core.draining.restart_schedule(now, every);
+        // The repeated cancels follow the configured interval; a form-7 snapshot had no
+        // timers of theirs (`draining.rs`).
+        core.recancel_after_restore();
         core.dirty |= !changes.is_empty();
         Ok((Scheduler { core, queue }, changes))
     }

@@ -10,7 +10,7 @@
 //! The ends are byte offsets from the start of the file, u64 little-endian; `RUNS` is a u32
 //! little-endian; `MAGIC` is 8 bytes.
 //!
-//! Files of the older forms (`coalsnp3` to `coalsnp6`, the same layout; the core's
+//! Files of the older forms (`coalsnp3` to `coalsnp7`, the same layout; the core's
 //! [`PREVIOUS_SNAPSHOT_VERSION`] and [`SAME_SLOTS_FORMS`] say how their state differs) are
 //! read too, and made whole in this form by [`join`], so that an upgrade keeps its state
 //! directory; the next snapshot is written in this form.
@@ -27,8 +27,9 @@ pub const RUNS: usize = 4;
 
 /// The file's last bytes: `coalsnp` and the form's number, bumped whenever the state's
 /// form changes (4: the queue's job index is no longer saved; 5: the sites' links are; 6:
-/// the core's reservations are, issue 31; 7: its draining launches are).
-const MAGIC: &[u8; 8] = b"coalsnp7";
+/// the core's reservations are, issue 31; 7: its draining launches are; 8: the timers of
+/// their repeated cancels are).
+const MAGIC: &[u8; 8] = b"coalsnp8";
 
 /// This form's number, as its last bytes give it.
 const FORM: u32 = (MAGIC[7] - b'0') as u32;
@@ -62,7 +63,7 @@ impl Runs {
         }
     }
 
-    /// The file's form (7, or 6 to 3 for the older ones).
+    /// The file's form (8, or 7 to 3 for the older ones).
     pub fn form(&self) -> u32 {
         match self {
             Runs::Slots { form, .. } => *form,
@@ -262,7 +263,7 @@ mod tests {
         older[at] = b'2';
         let e = read::<(String, Snapshot)>(&older).unwrap_err().to_string();
         assert!(
-            e.contains("form 2 (this build reads forms 3, 4, 5, 6 and 7)"),
+            e.contains("form 2 (this build reads forms 3, 4, 5, 6, 7 and 8)"),
             "{e}"
         );
         let mut flipped = bytes.clone();
@@ -277,7 +278,7 @@ mod tests {
         let snap = s.snapshot().unwrap();
         let mut bytes = Vec::new();
         write(&("head", 7u32), &snap, &mut bytes).unwrap();
-        for form in [4u32, 5, 6, 7] {
+        for form in [4u32, 5, 6, 7, 8] {
             let mut b = bytes.clone();
             let at = b.len() - 1;
             b[at] = b'0' + form as u8;

@@ -740,7 +740,7 @@ fn a_draining_launch_whose_cancel_is_lost_is_cancelled_again_until_its_site_no_l
         let cancel = SiteCall::Cancel(remote.clone());
         assert_eq!(to_a(&calls), std::slice::from_ref(&cancel), "{name}");
         // The cancel is lost: site a runs the launch on. The next one is due 30 s after it.
-        let again = d.core().draining().cancel_again_at(launch_id);
+        let again = d.core().recancel_at(launch_id);
         assert_eq!(again, Some(31_030), "{name}");
         d.step(20_000, vec![poll(0, draining, RemoteState::Running)])
             .expect("step");
