@@ -16,11 +16,10 @@
 //! multiplied by 1,000, so a schedule written back in seconds is exact (a cloud VM's lease
 //! latency need not be whole seconds: times are rounded down).
 
-use crate::engine::{simulate, JobFate, SimError, SimParams, TraceWork};
+use crate::engine::{simulate, JobFate, SimError, SimParams, TraceJobs, TraceWork};
 use crate::workload::trace::Split;
-use coalloc_core::model::{Component, Job, JobKind, Site, Time, SECOND};
+use coalloc_core::model::{Component, Job, JobExtra, JobKind, Site, Time, SECOND};
 use coalloc_core::scheduler::SchedulerConfig;
-use std::borrow::Cow;
 
 /// One job of the workload, as the replay needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +73,7 @@ pub fn replay(
     config: SchedulerConfig,
 ) -> Result<Replay, ReplayError> {
     let work = TraceWork {
-        jobs: Cow::Borrowed(jobs),
+        jobs: TraceJobs::Borrowed(jobs),
         split: Split::Whole,
         true_runtimes: false,
         local: Vec::new(),
@@ -147,7 +146,11 @@ pub fn job_of(t: &TraceJob, now: Time) -> Job {
     job.submit = Some(now);
     job.runtime_estimate = Some(t.requested.max(1) * SECOND);
     if let Some(u) = t.user {
-        job = job.with(|e| e.user = Some(itoa::Buffer::new().format(u).into()));
+        // Made whole at once (`Job::with` would compare it with an empty one afterwards).
+        job.extra = Some(Box::new(JobExtra {
+            user: Some(itoa::Buffer::new().format(u).into()),
+            ..JobExtra::default()
+        }));
     }
     job
 }

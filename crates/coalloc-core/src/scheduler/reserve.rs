@@ -194,7 +194,7 @@ impl Core {
     /// Whether job `id` is placed by reservation: its own request or the scheduler's mode.
     pub(super) fn reserves(&self, id: JobId) -> bool {
         matches!(self.config.claiming, super::config::Claiming::Reserve(_))
-            || self.reserve.requests.contains_key(&id)
+            || (!self.reserve.requests.is_empty() && self.reserve.requests.contains_key(&id))
     }
 
     /// At submission: keep the job's own request, and refuse a reserving job no site that
@@ -654,6 +654,16 @@ impl Core {
 
     /// Job `id` ended: its run's reservations are dropped and its request forgotten.
     pub(super) fn end_reservations(&mut self, id: JobId) {
+        // Most runs reserve nothing: their every job's end passes by here.
+        if !self.reserve.runs.is_empty() || !self.reserve.requests.is_empty() {
+            self.end_reserving(id);
+        }
+    }
+
+    /// [`Core::end_reservations`] while anything is reserved or asked for.
+    #[cold]
+    #[inline(never)]
+    fn end_reserving(&mut self, id: JobId) {
         self.drop_reservations(id);
         self.reserve.requests.remove(&id);
     }

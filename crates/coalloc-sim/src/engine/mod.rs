@@ -18,6 +18,6 @@ mod run;
 pub mod site;
 
 pub use params::{
-    Failures, Jobs, LinkLoss, Outage, Scripted, SimJob, SimParams, TraceWork, Workload,
+    Failures, Jobs, LinkLoss, Outage, Scripted, SimJob, SimParams, TraceJobs, TraceWork, Workload,
 };
 pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};

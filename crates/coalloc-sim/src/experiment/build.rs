@@ -3,7 +3,9 @@
 
 use super::spec::{ExperimentDoc, LocalDoc, SimDoc, WorkloadDoc};
 use crate::engine::site::Local;
-use crate::engine::{Failures, Jobs, LinkLoss, Outage, SimJob, SimParams, TraceWork, Workload};
+use crate::engine::{
+    Failures, Jobs, LinkLoss, Outage, SimJob, SimParams, TraceJobs, TraceWork, Workload,
+};
 use crate::replay::{trace_jobs, TraceJob};
 use crate::swf;
 use crate::workload::rsd::Rsd;
@@ -16,7 +18,6 @@ use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
 use coalloc_core::spec::scheduler::scheduler_config;
 use coalloc_core::spec::sites::sites_from_docs;
 use coalloc_core::spec::units::{parse_duration, parse_size, Scalar};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -325,7 +326,7 @@ fn jobs(
                 _ => return Err("workload: give at most one of `split` and `max_component`".into()),
             };
             Ok(Jobs::Trace(TraceWork {
-                jobs: Cow::Owned(trace.to_vec()),
+                jobs: TraceJobs::Shared(trace),
                 split,
                 true_runtimes: false,
                 local: Vec::new(),

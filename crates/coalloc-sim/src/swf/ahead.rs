@@ -14,6 +14,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 const CHUNK: usize = 1 << 16;
 /// Chunks inflated ahead of the parser at most (and a chunk being filled, one being read).
 const DEPTH: usize = 6;
+/// The inflating thread's stack (the decoder's state is on the heap).
+const STACK: usize = 128 << 10;
 
 /// Run `read` over the text of the gzip stream `bytes` (every member, as `gzip -d` reads),
 /// inflated on a scoped thread. When `read` returns before the end (an error in the text,
@@ -22,7 +24,17 @@ pub(super) fn inflated<R>(bytes: &[u8], read: impl FnOnce(Ahead) -> R) -> R {
     std::thread::scope(|scope| {
         let (chunks, rx) = sync_channel(DEPTH);
         let (back, spent) = sync_channel(DEPTH + 2);
-        scope.spawn(move || inflate(bytes, &chunks, &spent));
+        // The decoder and every chunk are made here and only used there, and the thread's
+        // stack is small: a thread of its own must not cost the process memory.
+        let gz = MultiGzDecoder::new(bytes);
+        for _ in 0..DEPTH + 2 {
+            let _ = back.try_send(vec![0; CHUNK]);
+        }
+        std::thread::Builder::new()
+            .name("swf-inflate".into())
+            .stack_size(STACK)
+            .spawn_scoped(scope, move || inflate(gz, &chunks, &spent))
+            .expect("a thread to inflate the trace");
         read(Ahead {
             rx,
             back,
@@ -34,8 +46,11 @@ pub(super) fn inflated<R>(bytes: &[u8], read: impl FnOnce(Ahead) -> R) -> R {
 
 /// The inflating thread: fill chunks (spent ones again when the reader gave them back) and
 /// send them, until the end of the stream, an error (sent too), or a reader that is gone.
-fn inflate(bytes: &[u8], chunks: &SyncSender<io::Result<Vec<u8>>>, spent: &Receiver<Vec<u8>>) {
-    let mut gz = MultiGzDecoder::new(bytes);
+fn inflate(
+    mut gz: MultiGzDecoder<&[u8]>,
+    chunks: &SyncSender<io::Result<Vec<u8>>>,
+    spent: &Receiver<Vec<u8>>,
+) {
     loop {
         let mut chunk = spent.try_recv().unwrap_or_default();
         chunk.resize(CHUNK, 0);
