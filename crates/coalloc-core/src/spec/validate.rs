@@ -159,6 +159,10 @@ fn check_component(i: usize, c: &Component) -> Result<(), SpecError> {
     if c.count == 0 {
         return Err(SpecError::invalid(f("count"), "must be at least 1 (got 0)"));
     }
+    if c.details.is_none() && c.site.is_none() {
+        // A count alone (a trace's every job): nothing else to check.
+        return Ok(());
+    }
     if let Some(w) = c.details().max_wall_time {
         if w <= 0 {
             return Err(SpecError::invalid(
