@@ -1,8 +1,8 @@
 //! Gzip inflated on a second thread, ahead of the parser: a compressed trace's text reaches
 //! [`super::parse`] through [`Ahead`], a [`BufRead`] over chunks that another thread
-//! inflates meanwhile. Inflating SDSC-BLUE (22 MB of text) is about a tenth of a whole
-//! `coalloc replay`'s work, and the parser need not wait for it: the two overlap on a
-//! machine of two cores or more (`bench/RESULTS.md`, thirteenth session). The bytes and the
+//! inflates meanwhile. Inflating SDSC-BLUE (22 MB of text) is about a twentieth of a whole
+//! `coalloc replay`'s instructions, and the parser need not wait for it: the two overlap on
+//! a machine of two cores or more (`bench/RESULTS.md`, thirteenth session). The bytes and the
 //! errors are the same as one thread's: a corrupt stream is the same `io::Error` at the
 //! same place in the text.
 
