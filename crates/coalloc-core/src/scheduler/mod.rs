@@ -564,7 +564,6 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn apply_rare(&mut self, event: Event) -> Result<Reply, Rejected> {
-        let core = self;
         match event {
             Event::Submit(_)
             | Event::SiteStatus { .. }
@@ -574,71 +573,68 @@ impl Core {
             | Event::ComponentFailed { .. }
             | Event::ComponentFinished { .. }
             | Event::Tick => unreachable!("applied by Scheduler::apply"),
-            Event::Cancel { job } => core.cancel(job).map(|()| Reply::Done),
-            Event::Commit { job } => core.owner_commit(job).map(|()| Reply::Done),
-            Event::Edit { job, edit } => core.edit(job, edit).map(|()| Reply::Done),
+            Event::Cancel { job } => self.cancel(job).map(|()| Reply::Done),
+            Event::Commit { job } => self.owner_commit(job).map(|()| Reply::Done),
+            Event::Edit { job, edit } => self.edit(job, edit).map(|()| Reply::Done),
             Event::SetUsable { site, usable } => {
-                core.set_usable(site, usable).map(|()| Reply::Done)
+                self.set_usable(site, usable).map(|()| Reply::Done)
             }
             Event::SiteControl {
                 site,
                 control,
                 reason,
-            } => core
+            } => self
                 .site_control(site, control, reason)
                 .map(|()| Reply::Done),
             Event::CancelTaken { launch } => {
-                core.cancel_taken(launch);
+                self.cancel_taken(launch);
                 Ok(Reply::Done)
             }
             Event::TransferDone { transfer, ok } => {
-                core.transfer_done(transfer, ok);
+                self.transfer_done(transfer, ok);
                 Ok(Reply::Done)
             }
             Event::Replica {
                 site,
                 file,
                 present,
-            } => core.replica(site, file, present).map(|()| Reply::Done),
+            } => self.replica(site, file, present).map(|()| Reply::Done),
             Event::TransferMeasured {
                 from,
                 to,
                 bytes,
                 millis,
-            } => core
+            } => self
                 .transfer_measured(from, to, bytes, millis)
                 .map(|()| Reply::Done),
-            Event::VmLeased { vm } => core.vm_leased(vm).map(|()| Reply::Done),
+            Event::VmLeased { vm } => self.vm_leased(vm).map(|()| Reply::Done),
             Event::LeaseFailed { vm, reason } => {
-                core.lease_failed(vm, &reason).map(|()| Reply::Done)
+                self.lease_failed(vm, &reason).map(|()| Reply::Done)
             }
-            Event::VmReleased { vm } => core.vm_released(vm).map(|()| Reply::Done),
+            Event::VmReleased { vm } => self.vm_released(vm).map(|()| Reply::Done),
             Event::SiteDisconnected { site, grace } => {
-                core.site_disconnected(site, grace).map(|()| Reply::Done)
+                self.site_disconnected(site, grace).map(|()| Reply::Done)
             }
-            Event::SiteReconnected { site } => core.site_reconnected(site).map(|()| Reply::Done),
+            Event::SiteReconnected { site } => self.site_reconnected(site).map(|()| Reply::Done),
             Event::ReserveOffer {
                 reservation,
                 earliest,
-            } => core
+            } => self
                 .reserve_offer(reservation, earliest)
                 .map(|()| Reply::Done),
             Event::Reserved {
                 reservation,
                 result,
-            } => core.reserved(reservation, result).map(|()| Reply::Done),
+            } => self.reserved(reservation, result).map(|()| Reply::Done),
             Event::ReservationsFound {
                 site,
                 names,
                 pending,
-            } => core
+            } => self
                 .reservations_found(site, names, pending)
                 .map(|()| Reply::Done),
         }
     }
-}
-
-impl Core {
     fn submit(
         &mut self,
         mut job: Job,

@@ -194,7 +194,7 @@ impl Core {
     /// Whether job `id` is placed by reservation: its own request or the scheduler's mode.
     pub(super) fn reserves(&self, id: JobId) -> bool {
         matches!(self.config.claiming, super::config::Claiming::Reserve(_))
-            || (!self.reserve.requests.is_empty() && self.reserve.requests.contains_key(&id))
+            || self.reserve.requests.contains_key(&id)
     }
 
     /// At submission: keep the job's own request, and refuse a reserving job no site that
