@@ -92,7 +92,7 @@ fn three_components_start_together_commit_at_the_barrier_and_finish() {
         Command::StartComponent(s) => s.clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(start.config.sizes, [16, 8, 8]);
+    assert_eq!(start.config.sizes[..], [16, 8, 8]);
     assert_eq!((start.config.rank_offset, start.config.total), (0, 32));
     let launches: Vec<LaunchId> = st.iter().map(|s| s.0).collect();
     // Two of three at the barrier: no commit yet.

@@ -191,8 +191,9 @@ pub struct ComponentConfig {
     pub index: usize,
     /// Components in the job.
     pub count: usize,
-    /// Every component's size, by index.
-    pub sizes: Vec<u32>,
+    /// Every component's size, by index (inline up to four: no allocation per launch of a
+    /// small job; serialized as a list, as a `Vec` is).
+    pub sizes: smallvec::SmallVec<[u32; 4]>,
     /// The rank of this component's first process: the sum of the sizes before it.
     pub rank_offset: u64,
     /// The job's total size.

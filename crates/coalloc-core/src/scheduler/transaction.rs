@@ -396,7 +396,8 @@ impl Core {
         self.next_launch += 1;
         let now = self.now;
         let j = self.jobs.get_mut(&id).expect("launch of a known job");
-        let sizes: Vec<u32> = j.job.components.iter().map(|c| c.count).collect();
+        let sizes: smallvec::SmallVec<[u32; 4]> =
+            j.job.components.iter().map(|c| c.count).collect();
         let rank_offset = sizes[..i].iter().map(|&s| u64::from(s)).sum();
         let total = sizes.iter().map(|&s| u64::from(s)).sum();
         j.comps[i] = CompState {

@@ -1015,39 +1015,38 @@ impl Sim<'_> {
                 self.push(now + runtime, Ev::LocalEnd(site, i));
             }
             if self.params.monitor_interval.is_none() {
-                let mut follow = std::mem::take(&mut self.follow);
-                self.report_site(site, &mut follow);
-                self.follow = follow;
+                if let Some(reading) = self.reading(site) {
+                    self.follow.push(reading);
+                }
             }
         }
     }
 
     fn report_sites(&mut self, out: &mut Vec<Event>) -> bool {
         let before = out.len();
-        for site in 0..self.sites.len() {
-            self.report_site(site, out);
-        }
+        out.extend((0..self.sites.len()).filter_map(|site| self.reading(site)));
         out.len() > before
     }
 
     /// A monitor reading of one site, if it changed since the last one.
-    fn report_site(&mut self, site: SiteId, out: &mut Vec<Event>) {
+    fn reading(&mut self, site: SiteId) -> Option<Event> {
         if self.link_up_at[site].is_some() {
             // Its monitor's readings cannot reach the server while its link is silent.
-            return;
+            return None;
         }
         let s = &self.sites[site];
         let reading = (s.free(), s.up);
-        if self.reported[site] != reading {
-            self.reported[site] = reading;
-            out.push(Event::SiteStatus {
-                site,
-                idle: reading.0,
-                total: s.total,
-                healthy: reading.1,
-                other: 0,
-            });
+        if self.reported[site] == reading {
+            return None;
         }
+        self.reported[site] = reading;
+        Some(Event::SiteStatus {
+            site,
+            idle: reading.0,
+            total: s.total,
+            healthy: reading.1,
+            other: 0,
+        })
     }
 
     /// Transfer time in ms: bytes over the two sites' bandwidth (either direction's figure,

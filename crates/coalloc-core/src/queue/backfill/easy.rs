@@ -125,7 +125,7 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     // The steps of the pass's profile, walked without building it.
     let demand = Demand::of(ctx.job(head));
     let sites = usable.len();
-    let at = walk_steps(now, &idle, ctx, |t, free| {
+    let at = walk_steps(now, &idle, ctx, demand.total, |t, free| {
         if !demand.may_fit_stats(usable_stats(free, &usable)) {
             return None;
         }
@@ -143,7 +143,8 @@ pub fn head_reservation(ctx: &dyn PassCtx, head: JobId) -> HeadReservation {
     let local = ctx.local_busy();
     let local_total: u64 = local.iter().map(|&l| u64::from(l)).sum();
     let all: PerSite<bool> = smallvec::smallvec![true; sites];
-    let never = walk_steps(now, &idle, ctx, |t, free| {
+    let need = demand.total.saturating_sub(local_total);
+    let never = walk_steps(now, &idle, ctx, need, |t, free| {
         let total: u64 = free.iter().map(|&f| u64::from(f)).sum();
         if total + local_total < demand.total {
             return None;
@@ -192,11 +193,17 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut dyn PassCtx) {
-        let carried = self.carry.take();
-        if let Some(carry) = carried.filter(|c| c.holds(ctx, &self.queue)) {
+        // Looked at in place: a carry is large, and most passes that have one use it.
+        if self
+            .carry
+            .as_ref()
+            .is_some_and(|c| c.holds(ctx, &self.queue))
+        {
+            let carry = self.carry.take().expect("just looked at");
             // Only jobs arrived since: the ones before them would decide as they did.
             self.backfill(ctx, carry.cursor, carry.reservation);
         } else {
+            self.carry = None;
             self.full_pass(ctx);
         }
     }

@@ -174,32 +174,46 @@ pub fn by_end(now: Time, running: &[RunningJob]) -> Vec<(Time, &RunningJob)> {
 /// one per step, and only the jobs up to the step `f` takes are looked at: what a single
 /// walk (EASY's shadow time) needs. A running job that holds no processors makes no step
 /// (its step would offer what the step before it did).
+///
+/// `f` is not asked about a step with fewer than `need` free processors over all sites: a
+/// caller that needs that many (a head of that size) would refuse it anyway, and most steps
+/// of a busy profile are such (issue 34: the per-step check was a tenth of a replay's EASY
+/// passes).
 pub fn walk_steps<R>(
     now: Time,
     idle: &[u32],
     ctx: &dyn PassCtx,
+    need: u64,
     mut f: impl FnMut(Time, &[u32]) -> Option<R>,
 ) -> Option<R> {
     let mut free = crate::placement::PerSite::<u32>::from_slice(idle);
+    let mut total: u64 = idle.iter().map(|&n| u64::from(n)).sum();
     let mut t = now;
     let mut found = None;
     ctx.visit_running_by_end(&mut |end, site, n| {
         let end = end.max(now);
         if end != t {
             // Every job that ends by `t` has given its processors back: step `t` is whole.
-            found = f(t, &free);
-            if found.is_some() {
-                return false;
+            if total >= need {
+                found = f(t, &free);
+                if found.is_some() {
+                    return false;
+                }
             }
             t = end;
         }
         if let Some(x) = free.get_mut(site) {
+            let was = *x;
             *x = x.saturating_add(n);
+            total += u64::from(*x - was);
         }
         true
     });
     if found.is_some() {
         return found;
+    }
+    if total < need {
+        return None;
     }
     f(t, &free)
 }
