@@ -16,7 +16,9 @@
 //! multiplied by 1,000, so a schedule written back in seconds is exact (a cloud VM's lease
 //! latency need not be whole seconds: times are rounded down).
 
-use crate::engine::{simulate, JobFate, SimError, SimParams, TraceJobs, TraceWork};
+use crate::engine::{
+    simulate, simulate_fed, FedJobs, JobFate, Outcome, SimError, SimParams, TraceJobs, TraceWork,
+};
 use crate::workload::trace::Split;
 use coalloc_core::model::{Component, Job, JobExtra, JobKind, Site, Time, SECOND};
 use coalloc_core::scheduler::SchedulerConfig;
@@ -72,17 +74,119 @@ pub fn replay(
     sites: Vec<Site>,
     config: SchedulerConfig,
 ) -> Result<Replay, ReplayError> {
-    let work = TraceWork {
-        jobs: TraceJobs::Borrowed(jobs),
+    let out = simulate(
+        sites,
+        config,
+        trace_work(TraceJobs::Borrowed(jobs)),
+        &params(),
+    )?;
+    replayed(jobs, &out)
+}
+
+/// Errors of [`replay_file`]: the trace's, or the replay's.
+#[derive(Debug, thiserror::Error)]
+pub enum FileReplayError {
+    #[error(transparent)]
+    Trace(#[from] crate::swf::SwfError),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+}
+
+/// Trace jobs per chunk a [`replay_file`] reader passes on (about 200 KB), and chunks
+/// read ahead of the run at most.
+const CHUNK_JOBS: usize = 4096;
+const CHUNKS_AHEAD: usize = 4;
+
+/// [`replay`] of the jobs of the SWF file at `path` ([`read_trace_jobs`]), read on a thread
+/// of its own while the replay runs ([`crate::engine::simulate_fed`]): reading and
+/// decompressing a trace is about a seventh of a whole `coalloc replay` of SDSC-BLUE, and the
+/// run need not wait for it on a machine of two cores or more. The same replay as
+/// [`replay`] of the same jobs. A trace whose jobs are not in submit order is replayed by
+/// [`replay`] after all; an error in the file is the file's, whatever the run did meanwhile.
+pub fn replay_file(
+    path: &std::path::Path,
+    filter: &crate::swf::Filter,
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+) -> Result<Replay, FileReplayError> {
+    use crate::swf::SwfError;
+    let bytes = std::fs::read(path).map_err(|e| SwfError::Io(e.to_string()))?;
+    let (fed, read) = std::thread::scope(|scope| {
+        let (tx, chunks) = std::sync::mpsc::sync_channel(CHUNKS_AHEAD);
+        let (spent, back) = std::sync::mpsc::sync_channel::<Vec<TraceJob>>(CHUNKS_AHEAD + 2);
+        let bytes = &bytes;
+        let reader = std::thread::Builder::new()
+            .name("swf-read".into())
+            .spawn_scoped(scope, move || {
+                let fresh = || {
+                    back.try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(CHUNK_JOBS))
+                };
+                let mut chunk = fresh();
+                crate::swf::parse_each(
+                    bytes,
+                    filter,
+                    |j| trace_job(&j),
+                    |t| {
+                        chunk.push(t);
+                        if chunk.len() < CHUNK_JOBS {
+                            return true;
+                        }
+                        tx.send(std::mem::replace(&mut chunk, fresh())).is_ok()
+                    },
+                )?;
+                if !chunk.is_empty() {
+                    // A run that stopped early no longer listens: nothing to do then.
+                    let _ = tx.send(chunk);
+                }
+                Ok::<(), SwfError>(())
+            })
+            .expect("a thread to read the trace");
+        let fed = FedJobs {
+            chunks,
+            spent,
+            capacity: crate::swf::job_capacity(bytes, filter),
+        };
+        let work = trace_work(TraceJobs::Fed(Vec::new()));
+        let out = simulate_fed(sites.clone(), config.clone(), work, fed, &params());
+        let read = reader
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (out, read)
+    });
+    read?;
+    match fed {
+        Err(SimError::Unsorted) => {
+            let jobs = crate::swf::parse_map(&bytes, filter, |j| trace_job(&j))?;
+            Ok(replay(&jobs, sites, config)?)
+        }
+        fed => {
+            let (out, jobs) = fed.map_err(ReplayError::from)?;
+            Ok(replayed(&jobs, &out)?)
+        }
+    }
+}
+
+/// A replay's trace jobs as the engine's workload.
+fn trace_work(jobs: TraceJobs<'_>) -> TraceWork<'_> {
+    TraceWork {
+        jobs,
         split: Split::Whole,
         true_runtimes: false,
         local: Vec::new(),
-    };
-    let params = SimParams {
+    }
+}
+
+/// A replay's sites: ideal ([`SimParams::default`]), and only each job's times kept.
+fn params() -> SimParams {
+    SimParams {
         keep_records: false,
         ..SimParams::default()
-    };
-    let out = simulate(sites, config, work, &params)?;
+    }
+}
+
+/// What a replay's run of `jobs` did to each.
+fn replayed(jobs: &[TraceJob], out: &Outcome) -> Result<Replay, ReplayError> {
     let seconds = |t: Option<Time>| t.map(|t| t.div_euclid(SECOND));
     let mut refused = Vec::new();
     let mut waiting = 0;

@@ -3,7 +3,9 @@
 
 use coalloc_core::model::Site;
 use coalloc_core::scheduler::{QueueConfig, SchedulerConfig};
-use coalloc_sim::replay::{read_trace_jobs, replay, trace_jobs, Replay, TraceJob};
+use coalloc_sim::replay::{
+    read_trace_jobs, replay, replay_file, trace_jobs, FileReplayError, Replay, TraceJob,
+};
 use coalloc_sim::swf;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -204,4 +206,115 @@ fn a_cloud_site_is_replayed_on_the_engine() {
     let alone = replay(&jobs, vec![Site::cluster("kth", 32)], config).unwrap();
     let wait = |r: &Replay| -> i64 { r.jobs.iter().map(|j| j.start.unwrap() - j.submit).sum() };
     assert!(wait(&r) < wait(&alone), "{} vs {}", wait(&r), wait(&alone));
+}
+
+/// A trace file of its own for a test, removed when dropped.
+struct TempTrace(std::path::PathBuf);
+
+impl TempTrace {
+    fn new(name: &str, text: &str) -> TempTrace {
+        let path = std::env::temp_dir().join(format!("coalloc-{}-{name}.swf", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempTrace(path)
+    }
+}
+
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// An SWF job line: number, submit, runtime, processors, requested time, user.
+fn swf_line(n: i64, submit: i64, run: i64, procs: u32, req: i64, user: i64) -> String {
+    format!("{n} {submit} 0 {run} {procs} -1 -1 {procs} {req} -1 1 {user} -1 -1 -1 -1 -1 -1\n")
+}
+
+fn replay_both(path: &Path, filter: &swf::Filter, queue: QueueConfig) -> (Replay, Replay) {
+    let config = SchedulerConfig {
+        queue,
+        ..SchedulerConfig::default()
+    };
+    let sites = vec![Site::cluster("kth", PROCESSORS)];
+    let jobs = read_trace_jobs(path, filter).unwrap();
+    let whole = replay(&jobs, sites.clone(), config.clone()).unwrap();
+    let fed = replay_file(path, filter, sites, config).unwrap();
+    (whole, fed)
+}
+
+/// The replay of a trace read while it runs (`replay_file`, the jobs fed in chunks) is the
+/// replay of the whole trace read first, job by job, under FCFS and EASY, with a filter too.
+#[test]
+fn a_trace_replayed_as_it_is_read_is_replayed_as_when_read_first() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/KTH-SP2-1996-2.1-cln.swf.gz");
+    for queue in [QueueConfig::Fcfs, QueueConfig::Easy] {
+        for filter in [
+            swf::Filter::default(),
+            swf::Filter {
+                max_processors: Some(8),
+                first: Some(5_000),
+                ..swf::Filter::default()
+            },
+        ] {
+            let (whole, fed) = replay_both(&path, &filter, queue.clone());
+            assert!(whole.jobs.len() > 3_000);
+            assert_eq!(fed, whole, "{queue:?} {filter:?}");
+        }
+    }
+}
+
+/// Jobs of one submit time on both sides of a chunk's end (4,096 jobs) arrive together, as
+/// when the trace is read first; so do jobs of a plain-text trace.
+#[test]
+fn an_instant_split_between_chunks_is_one_instant() {
+    let mut text = String::from("; a synthetic trace\n");
+    for n in 1..=9_000 {
+        // 300 jobs a second: instants of 300 jobs, one across each chunk boundary.
+        text += &swf_line(n, n / 300, 50 + n % 7 * 30, 1 + (n % 13) as u32, 400, n % 5);
+    }
+    let t = TempTrace::new("split", &text);
+    for queue in [QueueConfig::Fcfs, QueueConfig::Easy] {
+        let (whole, fed) = replay_both(&t.0, &swf::Filter::default(), queue);
+        assert_eq!(whole.jobs.len(), 9_000);
+        assert_eq!(fed, whole);
+    }
+}
+
+/// A trace whose jobs are not in submit order is read whole and replayed as before.
+#[test]
+fn a_trace_out_of_submit_order_is_replayed_all_the_same() {
+    let mut text = String::new();
+    for n in 1..=6_000 {
+        // Job 5,000 comes 100 s before the one before it (in the second chunk).
+        let submit = if n == 5_000 { n - 100 } else { n };
+        text += &swf_line(n, submit, 90, 1 + (n % 40) as u32, 120, 1);
+    }
+    let t = TempTrace::new("unsorted", &text);
+    let (whole, fed) = replay_both(&t.0, &swf::Filter::default(), QueueConfig::Easy);
+    assert_eq!(fed, whole);
+    assert!(whole.jobs.iter().all(|j| j.end.is_some()));
+}
+
+/// An error in the file after the run has started is the file's error, as when read first.
+#[test]
+fn an_error_late_in_the_trace_is_the_traces_error() {
+    let mut text = String::new();
+    for n in 1..=6_000 {
+        text += &swf_line(n, n, 30, 4, 60, 1);
+    }
+    text += "6001 6001 0 x 4 -1 -1 4 60 -1 1 1 -1 -1 -1 -1 -1 -1\n";
+    let t = TempTrace::new("bad", &text);
+    let sites = vec![Site::cluster("kth", PROCESSORS)];
+    let first = read_trace_jobs(&t.0, &swf::Filter::default()).unwrap_err();
+    match replay_file(
+        &t.0,
+        &swf::Filter::default(),
+        sites,
+        SchedulerConfig::default(),
+    ) {
+        Err(FileReplayError::Trace(e)) => assert_eq!(e.to_string(), first.to_string()),
+        other => panic!("{other:?}"),
+    }
+    assert!(first.to_string().starts_with("6001:13:"), "{first}");
 }

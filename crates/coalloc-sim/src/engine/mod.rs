@@ -6,7 +6,9 @@
 //! ([`Scheduler::handle_all_into`](coalloc_core::scheduler::Scheduler::handle_all_into)), the ends and site reports before the arrivals; the core's
 //! commands are then carried out, and whatever they cause at the same instant (a component
 //! that starts at once, a new site reading) goes back to the core until the instant is
-//! quiet. [`crate::replay`] is this engine on ideal sites (issue 22, item 2).
+//! quiet. [`crate::replay`] is this engine on ideal sites (issue 22, item 2). A run can also
+//! take a trace's jobs while another thread reads them ([`simulate_fed`]): the jobs come
+//! in file order, and the run takes more whenever it needs the next arrival.
 //!
 //! The sites ([`site`]) run local jobs FCFS and hold coalloc's components. Faults
 //! ([`params::Failures`]) and transfers draw from their own seeded streams
@@ -20,4 +22,7 @@ pub mod site;
 pub use params::{
     Failures, Jobs, LinkLoss, Outage, Scripted, SimJob, SimParams, TraceJobs, TraceWork, Workload,
 };
-pub use run::{simulate, BillRow, CloudUsage, JobFate, JobOutcome, Outcome, SimError, SiteSample};
+pub use run::{
+    simulate, simulate_fed, BillRow, CloudUsage, FedJobs, JobFate, JobOutcome, Outcome, SimError,
+    SiteSample,
+};

@@ -77,11 +77,13 @@ pub struct TraceWork<'a> {
 
 /// A trace's jobs, borrowed (a replay of the caller's jobs) or shared (an experiment's runs
 /// of one trace share the jobs its trace cache read once: no copy per run, which was 13 MB
-/// at every run of a sweep over SDSC-BLUE).
+/// at every run of a sweep over SDSC-BLUE), or those a reader has passed on so far
+/// ([`crate::engine::simulate_fed`]).
 #[derive(Debug, Clone)]
 pub enum TraceJobs<'a> {
     Borrowed(&'a [TraceJob]),
     Shared(Arc<[TraceJob]>),
+    Fed(Vec<TraceJob>),
 }
 
 impl Deref for TraceJobs<'_> {
@@ -90,6 +92,7 @@ impl Deref for TraceJobs<'_> {
         match self {
             TraceJobs::Borrowed(jobs) => jobs,
             TraceJobs::Shared(jobs) => jobs,
+            TraceJobs::Fed(jobs) => jobs,
         }
     }
 }
@@ -123,6 +126,28 @@ impl<'a> From<TraceWork<'a>> for Jobs<'a> {
 }
 
 impl Jobs<'_> {
+    /// Trace jobs that arrived from a reader, after the ones before ([`TraceJobs::Fed`]).
+    pub(crate) fn feed(&mut self, more: &[TraceJob]) {
+        if let Jobs::Trace(TraceWork {
+            jobs: TraceJobs::Fed(jobs),
+            ..
+        }) = self
+        {
+            jobs.extend_from_slice(more);
+        }
+    }
+
+    /// The trace jobs fed so far, taken out ([`TraceJobs::Fed`]; none for other workloads).
+    pub(crate) fn take_fed(&mut self) -> Vec<TraceJob> {
+        match self {
+            Jobs::Trace(TraceWork {
+                jobs: TraceJobs::Fed(jobs),
+                ..
+            }) => std::mem::take(jobs),
+            _ => Vec::new(),
+        }
+    }
+
     fn built(&self) -> Option<&Workload> {
         match self {
             Jobs::Borrowed(w) => Some(w),

@@ -1,12 +1,16 @@
 //! The event loop of one simulated run ([`simulate`]) and what it returns ([`Outcome`]).
 
+mod feed;
 mod links;
 mod rare;
 mod reserve;
 mod site_set;
 
-use super::params::{Jobs, Scripted, SimParams};
+pub use feed::FedJobs;
+
+use super::params::{Jobs, Scripted, SimParams, TraceJobs, TraceWork};
 use super::site::{LocalFate, SimSite, Sites, Usage};
+use crate::replay::TraceJob;
 use crate::workload::{stream_of, Purpose};
 use coalloc_core::model::{Millis, Priority, Site, Time};
 use coalloc_core::paged::Paged;
@@ -186,6 +190,8 @@ pub enum SimError {
     LinkLossWindow(usize),
     #[error("{0} must be a probability in [0, 1]")]
     Probability(&'static str),
+    #[error("the trace's jobs are not in the order of their submit times")]
+    Unsorted,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -333,6 +339,12 @@ struct Sim<'a> {
     running_vms: Vec<u32>,
     cloud_usage: Vec<CloudUsage>,
     leases: ChaCha8Rng,
+    /// The last arrival of the workload (of those a reader has passed on so far, while
+    /// [`Sim::feed`] is open), and the end of the load metrics' window.
+    last_arrival: Time,
+    window_end: Time,
+    /// Trace jobs still coming from a reader on another thread ([`simulate_fed`]).
+    feed: Option<feed::Feed>,
 }
 
 /// Run `workload` on `sites` under `config`. The workload is borrowed (`&Workload`) or
@@ -343,148 +355,206 @@ pub fn simulate<'a>(
     workload: impl Into<Jobs<'a>>,
     params: &SimParams,
 ) -> Result<Outcome, SimError> {
-    let workload = workload.into();
-    if workload.local().len() > sites.len() {
-        return Err(SimError::LocalSite(workload.local().len() - 1, sites.len()));
-    }
-    for (name, p) in [
-        ("the start failure probability", params.failures.start),
-        ("the transfer failure probability", params.failures.transfer),
-        ("the lease failure probability", params.failures.lease),
-    ] {
-        if !(0.0..=1.0).contains(&p) {
-            return Err(SimError::Probability(name));
-        }
-    }
-    for (k, o) in params.failures.outages.iter().enumerate() {
-        if o.site >= sites.len() {
-            return Err(SimError::OutageSite(k + 1, o.site));
-        }
-        if o.to < o.from {
-            return Err(SimError::OutageWindow(k + 1));
-        }
-    }
-    for (k, o) in params.failures.link_losses.iter().enumerate() {
-        if o.site >= sites.len() {
-            return Err(SimError::LinkLossSite(k + 1, o.site));
-        }
-        if o.to < o.from || o.grace < 0 {
-            return Err(SimError::LinkLossWindow(k + 1));
-        }
-    }
-    let last_arrival = (0..workload.len())
-        .filter_map(|i| workload.submit(i))
-        .chain(workload.local().iter().flatten().map(|l| l.submit))
-        .max()
-        .unwrap_or(0);
-    let window_end = params.window_end.unwrap_or(last_arrival);
-    // A provisioned cloud starts with no VMs; the scheduler leases them.
-    let provisioned = matches!(config.provisioning, Provisioning::OnDemand(_));
-    let cloud_of = |s: &Site| s.cloud.clone().filter(|_| provisioned);
-    let start_size = |s: &Site| {
-        if cloud_of(s).is_some() {
-            0
-        } else {
-            s.processors
-        }
+    let mut sim = Sim::new(sites, config, workload.into(), params, None)?;
+    sim.run();
+    Ok(sim.finish())
+}
+
+/// [`simulate`] on trace jobs that a reader on another thread passes on while the run goes
+/// (`coalloc replay`: the trace is read meanwhile, [`crate::replay::replay_file`]), in
+/// chunks, until it drops its end of the channel. The run takes a chunk when it needs the
+/// next arrival, so it must get the jobs in the order of their submit times (SWF's order,
+/// which every archive trace keeps): a job that arrives before one already passed on stops
+/// the run with [`SimError::Unsorted`], for the caller to read the whole trace and use
+/// [`simulate`]. `work` says how the fed jobs become the core's (its own jobs are not
+/// looked at). The outcome is [`simulate`]'s on the same jobs, which come back with it.
+pub fn simulate_fed(
+    sites: Vec<Site>,
+    config: SchedulerConfig,
+    work: TraceWork<'_>,
+    fed: FedJobs,
+    params: &SimParams,
+) -> Result<(Outcome, Vec<TraceJob>), SimError> {
+    let capacity = fed.capacity;
+    let work = TraceWork {
+        jobs: TraceJobs::Fed(Vec::with_capacity(capacity)),
+        ..work
     };
-    let sim_sites: Vec<SimSite> = sites
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let locals = workload.local().get(i).cloned().unwrap_or_default();
-            SimSite::new(start_size(s), locals, window_end)
-        })
-        .collect();
-    let reported = sites.iter().map(|s| (start_size(s), true)).collect();
-    let vm_processors = sites
-        .iter()
-        .map(|s| cloud_of(s).map_or(0, |c| c.vm_processors))
-        .collect();
-    let lease_latency = sites
-        .iter()
-        .map(|s| cloud_of(s).map_or(0, |c| c.lease_latency))
-        .collect();
-    let price = sites
-        .iter()
-        .map(|s| cloud_of(s).map_or(0, |c| c.price_micros_per_vm_hour))
-        .collect();
-    let configured = sites.iter().map(|s| s.processors).collect();
-    let cloud_usage = vec![CloudUsage::default(); sites.len()];
-    let running_vms = vec![0; sites.len()];
-    let link_up_at = vec![None; sites.len()];
-    let seed = params.seed;
-    let outcomes: Vec<JobOutcome> = (0..workload.len())
-        .map(|i| outcome_of(&workload, i))
-        .collect();
-    let mut sim = Sim {
-        site_names: sites.iter().map(|s| s.name.clone()).collect(),
-        reserve_ahead: sites
+    let mut sim = Sim::new(sites, config, Jobs::Trace(work), params, Some(fed))?;
+    sim.outcomes.reserve(capacity);
+    sim.arrivals.reserve(capacity);
+    sim.index_of.reserve(capacity);
+    if !params.keep_records {
+        sim.ends.reserve(capacity);
+    }
+    sim.run();
+    if sim.feed.as_ref().is_some_and(|f| f.unsorted) {
+        return Err(SimError::Unsorted);
+    }
+    let jobs = sim.work.take_fed();
+    Ok((sim.finish(), jobs))
+}
+
+impl<'a> Sim<'a> {
+    /// A run's state before its first event; `feed` for [`simulate_fed`].
+    fn new(
+        sites: Vec<Site>,
+        config: SchedulerConfig,
+        workload: Jobs<'a>,
+        params: &'a SimParams,
+        feed: Option<FedJobs>,
+    ) -> Result<Sim<'a>, SimError> {
+        if workload.local().len() > sites.len() {
+            return Err(SimError::LocalSite(workload.local().len() - 1, sites.len()));
+        }
+        for (name, p) in [
+            ("the start failure probability", params.failures.start),
+            ("the transfer failure probability", params.failures.transfer),
+            ("the lease failure probability", params.failures.lease),
+        ] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(SimError::Probability(name));
+            }
+        }
+        for (k, o) in params.failures.outages.iter().enumerate() {
+            if o.site >= sites.len() {
+                return Err(SimError::OutageSite(k + 1, o.site));
+            }
+            if o.to < o.from {
+                return Err(SimError::OutageWindow(k + 1));
+            }
+        }
+        for (k, o) in params.failures.link_losses.iter().enumerate() {
+            if o.site >= sites.len() {
+                return Err(SimError::LinkLossSite(k + 1, o.site));
+            }
+            if o.to < o.from || o.grace < 0 {
+                return Err(SimError::LinkLossWindow(k + 1));
+            }
+        }
+        let last_arrival = (0..workload.len())
+            .filter_map(|i| workload.submit(i))
+            .chain(workload.local().iter().flatten().map(|l| l.submit))
+            .max()
+            .unwrap_or(0);
+        // Fed jobs: the window ends at the last arrival once the reader is done (a run never
+        // gets past the last arrival before it has heard the reader is done, so no reading
+        // before then is clipped).
+        let window_end = match (params.window_end, &feed) {
+            (Some(end), _) => end,
+            (None, Some(_)) => Time::MAX,
+            (None, None) => last_arrival,
+        };
+        // A provisioned cloud starts with no VMs; the scheduler leases them.
+        let provisioned = matches!(config.provisioning, Provisioning::OnDemand(_));
+        let cloud_of = |s: &Site| s.cloud.clone().filter(|_| provisioned);
+        let start_size = |s: &Site| {
+            if cloud_of(s).is_some() {
+                0
+            } else {
+                s.processors
+            }
+        };
+        let sim_sites: Vec<SimSite> = sites
             .iter()
-            .map(coalloc_core::scheduler::reserve::reserve_ahead)
-            .collect(),
-        bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
-        // The outcomes keep each ended job's record; the core need not.
-        core: Scheduler::new(
-            SchedulerConfig {
-                forget_ended: true,
-                ..config
+            .enumerate()
+            .map(|(i, s)| {
+                let locals = workload.local().get(i).cloned().unwrap_or_default();
+                SimSite::new(start_size(s), locals, window_end)
+            })
+            .collect();
+        let reported = sites.iter().map(|s| (start_size(s), true)).collect();
+        let vm_processors = sites
+            .iter()
+            .map(|s| cloud_of(s).map_or(0, |c| c.vm_processors))
+            .collect();
+        let lease_latency = sites
+            .iter()
+            .map(|s| cloud_of(s).map_or(0, |c| c.lease_latency))
+            .collect();
+        let price = sites
+            .iter()
+            .map(|s| cloud_of(s).map_or(0, |c| c.price_micros_per_vm_hour))
+            .collect();
+        let configured = sites.iter().map(|s| s.processors).collect();
+        let cloud_usage = vec![CloudUsage::default(); sites.len()];
+        let running_vms = vec![0; sites.len()];
+        let link_up_at = vec![None; sites.len()];
+        let seed = params.seed;
+        let outcomes: Vec<JobOutcome> = (0..workload.len())
+            .map(|i| outcome_of(&workload, i))
+            .collect();
+        let mut sim = Sim {
+            site_names: sites.iter().map(|s| s.name.clone()).collect(),
+            reserve_ahead: sites
+                .iter()
+                .map(coalloc_core::scheduler::reserve::reserve_ahead)
+                .collect(),
+            bandwidth: sites.iter().map(|s| s.bandwidth.clone()).collect(),
+            // The outcomes keep each ended job's record; the core need not.
+            core: Scheduler::new(
+                SchedulerConfig {
+                    forget_ended: true,
+                    ..config
+                },
+                sites,
+            ),
+            params,
+            take_jobs: config.max_queued.is_none(),
+            work: workload,
+            sites: Sites::new(sim_sites),
+            heap: BinaryHeap::new(),
+            periodic: 0,
+            seq: 0,
+            now: 0,
+            launches: Paged::default(),
+            by_job: Paged::default(),
+            deferred: BTreeMap::new(),
+            window_of: BTreeMap::new(),
+            abort_reasons: BTreeMap::new(),
+            aborts_dealt: BTreeMap::new(),
+            index_of: Vec::with_capacity(outcomes.len()),
+            arrivals: Vec::new(),
+            next_arrival: 0,
+            ends: if params.keep_records {
+                Vec::new()
+            } else {
+                vec![Ended::NOT; outcomes.len()]
             },
-            sites,
-        ),
-        params,
-        take_jobs: config.max_queued.is_none(),
-        work: workload,
-        sites: Sites::new(sim_sites),
-        heap: BinaryHeap::new(),
-        periodic: 0,
-        seq: 0,
-        now: 0,
-        launches: Paged::default(),
-        by_job: Paged::default(),
-        deferred: BTreeMap::new(),
-        window_of: BTreeMap::new(),
-        abort_reasons: BTreeMap::new(),
-        aborts_dealt: BTreeMap::new(),
-        index_of: Vec::with_capacity(outcomes.len()),
-        arrivals: Vec::new(),
-        next_arrival: 0,
-        ends: if params.keep_records {
-            Vec::new()
-        } else {
-            vec![Ended::NOT; outcomes.len()]
-        },
-        outcomes,
-        follow: Vec::new(),
-        spare: Vec::new(),
-        cancels_taken: Vec::new(),
-        replies: Vec::new(),
-        dirty: SiteSet::default(),
-        reported,
-        link_up_at,
-        starts: stream_of(seed, Purpose::Failures, 0),
-        crashes: stream_of(seed, Purpose::Failures, 1),
-        transfers: stream_of(seed, Purpose::Failures, 2),
-        samples: Vec::new(),
-        due: Vec::new(),
-        held: std::collections::VecDeque::new(),
-        vm_processors,
-        lease_latency,
-        price,
-        configured,
-        vms: BTreeMap::new(),
-        running_vms,
-        cloud_usage,
-        leases: stream_of(seed, Purpose::Failures, 3),
-    };
-    sim.seed_events();
-    if sim.vm_processors.iter().any(|&p| p > 0) {
-        // Provisioned clouds lease their minimum before anything arrives.
-        sim.core.handle(0, Event::Tick).ok();
-        sim.quiesce();
+            outcomes,
+            follow: Vec::new(),
+            spare: Vec::new(),
+            cancels_taken: Vec::new(),
+            replies: Vec::new(),
+            dirty: SiteSet::default(),
+            reported,
+            link_up_at,
+            starts: stream_of(seed, Purpose::Failures, 0),
+            crashes: stream_of(seed, Purpose::Failures, 1),
+            transfers: stream_of(seed, Purpose::Failures, 2),
+            samples: Vec::new(),
+            due: Vec::new(),
+            held: std::collections::VecDeque::new(),
+            vm_processors,
+            lease_latency,
+            price,
+            configured,
+            vms: BTreeMap::new(),
+            running_vms,
+            cloud_usage,
+            leases: stream_of(seed, Purpose::Failures, 3),
+            last_arrival,
+            window_end,
+            feed: feed.map(feed::Feed::new),
+        };
+        sim.seed_events();
+        if sim.vm_processors.iter().any(|&p| p > 0) {
+            // Provisioned clouds lease their minimum before anything arrives.
+            sim.core.handle(0, Event::Tick).ok();
+            sim.quiesce();
+        }
+        Ok(sim)
     }
-    sim.run(last_arrival);
-    Ok(sim.finish(window_end))
 }
 
 /// The earlier of two times, either of which may be absent.
@@ -542,6 +612,17 @@ impl Sim<'_> {
         self.heap.len() > self.periodic
             || !self.launches.is_empty()
             || self.next_arrival < self.arrivals.len()
+            || self.feed.as_ref().is_some_and(|f| f.open())
+    }
+
+    /// When the next workload job arrives, if one still does (taking more fed jobs when
+    /// those passed on are all in).
+    fn next_arrival_time(&mut self) -> Option<Time> {
+        if self.next_arrival == self.arrivals.len() && self.feed.is_some() {
+            self.take_fed();
+        }
+        let &i = self.arrivals.get(self.next_arrival)?;
+        Some(self.arrival_time(i))
     }
 
     fn push(&mut self, at: Time, ev: Ev) {
@@ -578,16 +659,18 @@ impl Sim<'_> {
         }
     }
 
-    fn run(&mut self, last_arrival: Time) {
+    fn run(&mut self) {
         let mut batch = Vec::new();
         let mut arrivals = Vec::new();
         loop {
             let next_event = earliest(
                 self.heap.peek().map(|Reverse((t, _, _))| *t),
-                self.arrivals
-                    .get(self.next_arrival)
-                    .map(|&i| self.arrival_time(i)),
+                self.next_arrival_time(),
             );
+            if self.feed.as_ref().is_some_and(|f| f.unsorted) {
+                return;
+            }
+            let last_arrival = self.last_arrival;
             let now = match (next_event, self.core.next_wakeup()) {
                 (Some(a), Some(b)) => a.min(b),
                 (Some(a), None) => a,
@@ -608,11 +691,8 @@ impl Sim<'_> {
                 }
                 self.take(ev, &mut batch);
             }
-            while let Some(&i) = self.arrivals.get(self.next_arrival) {
-                if self.arrival_time(i) != now {
-                    break;
-                }
-                arrivals.push(i);
+            while self.next_arrival_time() == Some(now) {
+                arrivals.push(self.arrivals[self.next_arrival]);
                 self.next_arrival += 1;
             }
             self.settle_sites();
@@ -642,6 +722,9 @@ impl Sim<'_> {
             self.replies = replies;
             self.quiesce();
             self.resubmit_held();
+            if self.due.is_empty() {
+                continue;
+            }
             // Periodic readings go on while anything can still happen: decided after the
             // instant, so jobs that arrived at it count.
             let alive = self.busy()
@@ -1006,13 +1089,16 @@ impl Sim<'_> {
     fn settle_sites(&mut self) {
         let now = self.now;
         while let Some(site) = self.dirty.pop_first() {
-            let (launches, locals) = self.sites.at(site, now).dispatch(now);
-            for launch in launches {
-                self.begin(launch);
-            }
-            for i in locals {
-                let runtime = self.sites[site].locals[i].runtime;
-                self.push(now + runtime, Ev::LocalEnd(site, i));
+            // Most changed sites have nothing waiting (every site of a replay): no dispatch.
+            if self.sites[site].may_dispatch() {
+                let (launches, locals) = self.sites.at(site, now).dispatch(now);
+                for launch in launches {
+                    self.begin(launch);
+                }
+                for i in locals {
+                    let runtime = self.sites[site].locals[i].runtime;
+                    self.push(now + runtime, Ev::LocalEnd(site, i));
+                }
             }
             if self.params.monitor_interval.is_none() {
                 if let Some(reading) = self.reading(site) {
@@ -1064,7 +1150,8 @@ impl Sim<'_> {
         (u128::from(bytes) * 1000).div_ceil(u128::from(bw)) as Millis
     }
 
-    fn finish(mut self, window_end: Time) -> Outcome {
+    fn finish(mut self) -> Outcome {
+        let window_end = self.window_end;
         // The provider's bill: every VM that ran, until it was gone or the run ended.
         for life in self.vms.values() {
             if let Some(up) = life.up {

@@ -134,6 +134,11 @@ impl SimSite {
         self.queue.push_back(i);
     }
 
+    /// Whether [`Self::dispatch`] may start anything: the site is up and something waits.
+    pub fn may_dispatch(&self) -> bool {
+        self.up && !(self.waiting.is_empty() && self.queue.is_empty())
+    }
+
     /// Start what fits: waiting coalloc launches first (in order), then local jobs FCFS.
     /// Returns the launches and local jobs started, so the driver can schedule their ends.
     pub fn dispatch(&mut self, now: Time) -> (Vec<LaunchId>, Vec<usize>) {
@@ -269,6 +274,14 @@ impl Sites {
         let s = &mut self.0[site];
         s.advance(now);
         s
+    }
+
+    /// The end of the measurement window, once it is known (a fed run's last arrival; no
+    /// integral has been advanced past it yet).
+    pub fn set_window_end(&mut self, end: Time) {
+        for s in &mut self.0 {
+            s.window_end = end;
+        }
     }
 
     /// A new instant: the sites that hold reservations move to it (their calendars forget

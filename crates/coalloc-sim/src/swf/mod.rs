@@ -67,7 +67,9 @@ mod stats;
 
 pub use error::SwfError;
 pub use header::{Header, HeaderEntry};
-pub use parse::{decompress, parse, parse_map, parse_text, read, read_map};
+pub use parse::{
+    decompress, job_capacity, parse, parse_each, parse_map, parse_text, read, read_map,
+};
 pub use stats::{nearest_rank, RuntimeStats};
 
 use std::fmt::Write as _;

@@ -28,6 +28,39 @@ pub fn read_map<T>(
     parse_map(&bytes, filter, map)
 }
 
+/// [`parse_map`] of an SWF file's bytes, handing each kept job's `map` to `keep` as it is
+/// read instead of keeping them, on the calling thread alone (gzip inflated as the lines are
+/// read): a reader on a thread of its own passes jobs on while it reads (`coalloc replay`
+/// runs the trace's start meanwhile, [`crate::replay::replay_file`]). Reading stops early,
+/// with no error, when `keep` returns false.
+pub fn parse_each<T>(
+    bytes: &[u8],
+    filter: &Filter,
+    map: impl FnMut(Job) -> Option<T>,
+    keep: impl FnMut(T) -> bool,
+) -> Result<(), SwfError> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return parse_lines(bytes, filter, map, keep)
+            .map(drop)
+            .map_err(|e| e.into_swf(SwfError::Io));
+    }
+    let text = std::io::BufReader::with_capacity(1 << 16, MultiGzDecoder::new(bytes));
+    parse_lines(text, filter, map, keep)
+        .map(drop)
+        .map_err(|e| e.into_swf(SwfError::Gzip))
+}
+
+/// About how many jobs `filter` keeps of an SWF file's bytes (plain or gzip-compressed), to
+/// reserve room for: one per 60 bytes of text, at most [`Filter::first`].
+pub fn job_capacity(bytes: &[u8], filter: &Filter) -> usize {
+    let size = if bytes.starts_with(&[0x1f, 0x8b]) {
+        gzip_size_hint(bytes)
+    } else {
+        bytes.len()
+    };
+    estimate_jobs(size, filter)
+}
+
 /// Parse the bytes of an SWF file: decompressed first when they start with the gzip magic
 /// bytes, then as [`parse_text`]. The decompressed text is read a line at a time, never
 /// held whole (a trace of 250,000 jobs is over 20 MB of text).
@@ -56,17 +89,33 @@ fn trace((header, jobs, counts): Parts<Job>) -> Trace {
     }
 }
 
-/// Plain or gzip-compressed bytes through [`parse_lines`].
+/// Plain or gzip-compressed bytes through [`parse_lines`], into a vector.
 fn parse_bytes<T>(
     bytes: &[u8],
     filter: &Filter,
     map: impl FnMut(Job) -> Option<T>,
 ) -> Result<Parts<T>, SwfError> {
+    let mut jobs = Vec::with_capacity(job_capacity(bytes, filter));
+    let keep = |job| {
+        jobs.push(job);
+        true
+    };
+    let (header, counts) = parse_bytes_into(bytes, filter, map, keep)?;
+    Ok((header, jobs, counts))
+}
+
+/// Plain or gzip-compressed bytes through [`parse_lines`], each kept job to `keep`.
+fn parse_bytes_into<T>(
+    bytes: &[u8],
+    filter: &Filter,
+    map: impl FnMut(Job) -> Option<T>,
+    keep: impl FnMut(T) -> bool,
+) -> Result<(Header, Counts), SwfError> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return text_parts(bytes, filter, map);
+        // A slice is read without I/O errors; `Io` names one if it ever came.
+        return parse_lines(bytes, filter, map, keep).map_err(|e| e.into_swf(SwfError::Io));
     }
-    let capacity = estimate_jobs(gzip_size_hint(bytes), filter);
-    super::ahead::inflated(bytes, |text| parse_lines(text, capacity, filter, map))
+    super::ahead::inflated(bytes, |text| parse_lines(text, filter, map, keep))
         .map_err(|e| e.into_swf(SwfError::Gzip))
 }
 
@@ -76,9 +125,7 @@ fn text_parts<T>(
     filter: &Filter,
     map: impl FnMut(Job) -> Option<T>,
 ) -> Result<Parts<T>, SwfError> {
-    // A slice is read without I/O errors; `Io` names one if it ever came.
-    parse_lines(text, estimate_jobs(text.len(), filter), filter, map)
-        .map_err(|e| e.into_swf(SwfError::Io))
+    parse_bytes(text, filter, map)
 }
 
 /// The uncompressed size a gzip file's last four bytes give (mod 2^32), bounded so that a
@@ -127,19 +174,18 @@ impl LineError {
     }
 }
 
-/// The parser: SWF text from `input`, a line at a time; `capacity` jobs reserved. Reading
-/// stops after [`Filter::first`] job lines, so the rest of a compressed file is never
-/// decompressed. Each kept job goes through `map`, and what it makes is kept (`None`: left
-/// out, but counted as kept).
+/// The parser: SWF text from `input`, a line at a time. Reading stops after
+/// [`Filter::first`] job lines, so the rest of a compressed file is never decompressed, or
+/// when `keep` returns false. Each kept job goes through `map`, and what it makes goes to
+/// `keep` (`None`: left out, but counted as kept).
 fn parse_lines<T>(
     mut input: impl std::io::BufRead,
-    capacity: usize,
     filter: &Filter,
     mut map: impl FnMut(Job) -> Option<T>,
-) -> Result<Parts<T>, LineError> {
+    mut keep: impl FnMut(T) -> bool,
+) -> Result<(Header, Counts), LineError> {
     let mut header = Header::default();
     let mut open_entry = false;
-    let mut jobs = Vec::with_capacity(capacity);
     let mut counts = Counts::default();
     let mut records = 0usize;
     let mut buf = Vec::with_capacity(256);
@@ -183,13 +229,17 @@ fn parse_lines<T>(
                 }
                 Some(_) => {
                     counts.kept += 1;
-                    jobs.extend(map(job));
+                    if let Some(t) = map(job) {
+                        if !keep(t) {
+                            break;
+                        }
+                    }
                 }
             }
         }
         counts.read += 1;
     }
-    Ok((header, jobs, counts))
+    Ok((header, counts))
 }
 
 /// A capacity hint for `bytes` of text: about one job per 60 bytes (archive lines are 70 to
