@@ -110,21 +110,23 @@ pub fn replay_file(
     config: SchedulerConfig,
 ) -> Result<Replay, FileReplayError> {
     use crate::swf::SwfError;
-    let bytes = std::fs::read(path).map_err(|e| SwfError::Io(e.to_string()))?;
     let (fed, read) = std::thread::scope(|scope| {
         let (tx, chunks) = std::sync::mpsc::sync_channel(CHUNKS_AHEAD);
         let (spent, back) = std::sync::mpsc::sync_channel::<Vec<TraceJob>>(CHUNKS_AHEAD + 2);
-        let bytes = &bytes;
+        let (size_tx, size) = std::sync::mpsc::sync_channel(1);
+        // The file is read there too: its pages are that thread's to fault in.
         let reader = std::thread::Builder::new()
             .name("swf-read".into())
             .spawn_scoped(scope, move || {
+                let bytes = std::fs::read(path).map_err(|e| SwfError::Io(e.to_string()))?;
+                let _ = size_tx.send(crate::swf::job_capacity(&bytes, filter));
                 let fresh = || {
                     back.try_recv()
                         .unwrap_or_else(|_| Vec::with_capacity(CHUNK_JOBS))
                 };
                 let mut chunk = fresh();
-                crate::swf::parse_each(
-                    bytes,
+                let read = crate::swf::parse_each(
+                    &bytes,
                     filter,
                     |j| trace_job(&j),
                     |t| {
@@ -134,18 +136,19 @@ pub fn replay_file(
                         }
                         tx.send(std::mem::replace(&mut chunk, fresh())).is_ok()
                     },
-                )?;
-                if !chunk.is_empty() {
+                );
+                if read.is_ok() && !chunk.is_empty() {
                     // A run that stopped early no longer listens: nothing to do then.
                     let _ = tx.send(chunk);
                 }
-                Ok::<(), SwfError>(())
+                read.map(|()| bytes)
             })
             .expect("a thread to read the trace");
+        // An unreadable file sends no size: the run sees no jobs, and the error is read's.
         let fed = FedJobs {
             chunks,
             spent,
-            capacity: crate::swf::job_capacity(bytes, filter),
+            capacity: size.recv().unwrap_or(0),
         };
         let work = trace_work(TraceJobs::Fed(Vec::new()));
         let out = simulate_fed(sites.clone(), config.clone(), work, fed, &params());
@@ -154,7 +157,7 @@ pub fn replay_file(
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
         (out, read)
     });
-    read?;
+    let bytes = read?;
     match fed {
         Err(SimError::Unsorted) => {
             let jobs = crate::swf::parse_map(&bytes, filter, |j| trace_job(&j))?;
