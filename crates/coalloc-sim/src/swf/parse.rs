@@ -89,34 +89,25 @@ fn trace((header, jobs, counts): Parts<Job>) -> Trace {
     }
 }
 
-/// Plain or gzip-compressed bytes through [`parse_lines`], into a vector.
+/// Plain or gzip-compressed bytes through [`parse_lines`] (gzip inflated ahead on a second
+/// thread), into a vector.
 fn parse_bytes<T>(
     bytes: &[u8],
     filter: &Filter,
     map: impl FnMut(Job) -> Option<T>,
 ) -> Result<Parts<T>, SwfError> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return text_parts(bytes, filter, map);
+    }
     let mut jobs = Vec::with_capacity(job_capacity(bytes, filter));
     let keep = |job| {
         jobs.push(job);
         true
     };
-    let (header, counts) = parse_bytes_into(bytes, filter, map, keep)?;
+    let (header, counts) =
+        super::ahead::inflated(bytes, |text| parse_lines(text, filter, map, keep))
+            .map_err(|e| e.into_swf(SwfError::Gzip))?;
     Ok((header, jobs, counts))
-}
-
-/// Plain or gzip-compressed bytes through [`parse_lines`], each kept job to `keep`.
-fn parse_bytes_into<T>(
-    bytes: &[u8],
-    filter: &Filter,
-    map: impl FnMut(Job) -> Option<T>,
-    keep: impl FnMut(T) -> bool,
-) -> Result<(Header, Counts), SwfError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        // A slice is read without I/O errors; `Io` names one if it ever came.
-        return parse_lines(bytes, filter, map, keep).map_err(|e| e.into_swf(SwfError::Io));
-    }
-    super::ahead::inflated(bytes, |text| parse_lines(text, filter, map, keep))
-        .map_err(|e| e.into_swf(SwfError::Gzip))
 }
 
 /// Plain text through [`parse_lines`].
@@ -125,7 +116,15 @@ fn text_parts<T>(
     filter: &Filter,
     map: impl FnMut(Job) -> Option<T>,
 ) -> Result<Parts<T>, SwfError> {
-    parse_bytes(text, filter, map)
+    let mut jobs = Vec::with_capacity(estimate_jobs(text.len(), filter));
+    let keep = |job| {
+        jobs.push(job);
+        true
+    };
+    // A slice is read without I/O errors; `Io` names one if it ever came.
+    let (header, counts) =
+        parse_lines(text, filter, map, keep).map_err(|e| e.into_swf(SwfError::Io))?;
+    Ok((header, jobs, counts))
 }
 
 /// The uncompressed size a gzip file's last four bytes give (mod 2^32), bounded so that a
