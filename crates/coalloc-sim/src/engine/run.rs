@@ -289,7 +289,9 @@ struct Sim<'a> {
     index_of: Vec<usize>,
     /// Workload jobs by arrival time, then workload order, and the next to arrive (arrivals
     /// are known in advance: a sorted list, not events in the heap).
-    arrivals: Vec<usize>,
+    /// Each with its arrival time: the loop reads it at every instant, without a look into
+    /// the workload.
+    arrivals: Vec<(Time, usize)>,
     next_arrival: usize,
     outcomes: Vec<JobOutcome>,
     /// When each workload job ended, when the records are not kept: every job's end writes
@@ -459,8 +461,7 @@ impl Sim<'_> {
         if self.next_arrival == self.arrivals.len() && self.feed.is_some() {
             self.take_fed();
         }
-        let &i = self.arrivals.get(self.next_arrival)?;
-        Some(self.arrival_time(i))
+        self.arrivals.get(self.next_arrival).map(|&(t, _)| t)
     }
 
     fn push(&mut self, at: Time, ev: Ev) {
@@ -472,8 +473,10 @@ impl Sim<'_> {
     }
 
     fn seed_events(&mut self) {
-        let mut arrivals: Vec<usize> = (0..self.work.len()).collect();
-        arrivals.sort_by_key(|&i| (self.arrival_time(i), i));
+        let mut arrivals: Vec<(Time, usize)> = (0..self.work.len())
+            .map(|i| (self.arrival_time(i), i))
+            .collect();
+        arrivals.sort_unstable();
         self.arrivals = arrivals;
         let locals: Vec<(Time, usize, usize)> = (self.work.local().iter().enumerate())
             .flat_map(|(s, ls)| ls.iter().enumerate().map(move |(i, l)| (l.submit, s, i)))
@@ -530,7 +533,7 @@ impl Sim<'_> {
                 self.take(ev, &mut batch);
             }
             while self.next_arrival_time() == Some(now) {
-                arrivals.push(self.arrivals[self.next_arrival]);
+                arrivals.push(self.arrivals[self.next_arrival].1);
                 self.next_arrival += 1;
             }
             self.settle_sites();

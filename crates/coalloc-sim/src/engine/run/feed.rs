@@ -82,8 +82,9 @@ impl Sim<'_> {
             if !self.params.keep_records {
                 self.ends.push(Ended::NOT);
             }
-            self.arrivals.push(i);
-            self.last_arrival = self.last_arrival.max(chunk[i - from].submit * SECOND);
+            let at = chunk[i - from].submit * SECOND;
+            self.arrivals.push((at, i));
+            self.last_arrival = self.last_arrival.max(at);
         }
         chunk.clear();
         if let Some(feed) = &self.feed {
