@@ -141,8 +141,9 @@ for r in rows:
     print(f"| {r['sim']} | {r['tag']}{note} | {r['rep']} | {r['jobs']:,} | {r['seconds']:.3f} |"
           f" {done / r['seconds']:,.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['load']:.1f} |")
 print()
-print("ratio per repetition, coalloc / AccaSim jobs per second: (a) coalloc's replay time vs")
-print("AccaSim's loop time; (b) coalloc's whole process, parse included, vs AccaSim's loop;")
+print("ratio per repetition, coalloc / AccaSim jobs per second: (a) coalloc's replay time (from")
+print("the start of the trace's reading, which overlaps the replay) vs AccaSim's loop time;")
+print("(b) coalloc's whole process vs AccaSim's loop;")
 print("(c) CPU seconds, coalloc's whole process vs AccaSim's loop")
 acc = {(r["tag"], r["rep"]): r for r in rows if r["sim"] == "accasim" and not r.get("timeout")}
 for r in rows:
