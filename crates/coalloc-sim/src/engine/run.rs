@@ -341,8 +341,8 @@ struct Sim<'a> {
     running_vms: Vec<u32>,
     cloud_usage: Vec<CloudUsage>,
     leases: ChaCha8Rng,
-    /// The last arrival of the workload (of those a reader has passed on so far, while
-    /// [`Sim::feed`] is open), and the end of the load metrics' window.
+    /// The last arrival of the workload (a fed run's is known when its reader is done: it
+    /// is read only when no more jobs can come), and the end of the load metrics' window.
     last_arrival: Time,
     window_end: Time,
     /// Trace jobs still coming from a reader on another thread ([`simulate_fed`]).
@@ -452,13 +452,15 @@ impl Sim<'_> {
         self.heap.len() > self.periodic
             || !self.launches.is_empty()
             || self.next_arrival < self.arrivals.len()
-            || self.feed.as_ref().is_some_and(|f| f.open())
+            || self.feed.as_ref().is_some_and(feed::Feed::open)
     }
 
     /// When the next workload job arrives, if one still does (taking more fed jobs when
     /// those passed on are all in).
     fn next_arrival_time(&mut self) -> Option<Time> {
-        if self.next_arrival == self.arrivals.len() && self.feed.is_some() {
+        if self.next_arrival == self.arrivals.len()
+            && self.feed.as_ref().is_some_and(feed::Feed::open)
+        {
             self.take_fed();
         }
         self.arrivals.get(self.next_arrival).map(|&(t, _)| t)

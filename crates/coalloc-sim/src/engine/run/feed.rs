@@ -23,7 +23,8 @@ pub(super) struct Feed {
     /// Chunks of jobs in file order; closed when the reader is done.
     rx: Option<Receiver<Vec<TraceJob>>>,
     spent: SyncSender<Vec<TraceJob>>,
-    /// The latest submit time passed on so far (trace seconds).
+    /// The latest submit time passed on so far (trace seconds; jobs come in submit order,
+    /// so at the end it is the last arrival).
     latest: i64,
     /// A job came before one already passed on: the run stops.
     pub(super) unsorted: bool,
@@ -39,9 +40,9 @@ impl Feed {
         }
     }
 
-    /// Whether more jobs may still come.
+    /// Whether more jobs may still come (an unsorted trace closes the feed too).
     pub(super) fn open(&self) -> bool {
-        self.rx.is_some() && !self.unsorted
+        self.rx.is_some()
     }
 }
 
@@ -61,6 +62,10 @@ impl Sim<'_> {
             .and_then(|rx| rx.iter().find(|c| !c.is_empty()));
         let Some(mut chunk) = chunk else {
             feed.rx = None;
+            // The last arrival is the last job's (the empty workload's when none came).
+            if feed.latest != i64::MIN {
+                self.last_arrival = feed.latest * SECOND;
+            }
             if self.params.window_end.is_none() {
                 self.window_end = self.last_arrival;
                 self.sites.set_window_end(self.window_end);
@@ -82,9 +87,7 @@ impl Sim<'_> {
             if !self.params.keep_records {
                 self.ends.push(Ended::NOT);
             }
-            let at = chunk[i - from].submit * SECOND;
-            self.arrivals.push((at, i));
-            self.last_arrival = self.last_arrival.max(at);
+            self.arrivals.push((chunk[i - from].submit * SECOND, i));
         }
         chunk.clear();
         if let Some(feed) = &self.feed {
