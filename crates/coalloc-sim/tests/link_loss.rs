@@ -54,15 +54,15 @@ fn a_job_on_a_site_whose_link_stays_silent_past_its_grace_is_placed_again_elsewh
         "lost at 40 s: one completion failure"
     );
     let run = a.run.as_ref().unwrap();
-    assert_eq!(run.sites, [1], "placed again on s1");
+    assert_eq!(run.sites[..], [1], "placed again on s1");
     assert_eq!(run.start, Some(40 * SECOND));
     assert_eq!(run.end, Some(140 * SECOND));
     // Submitted while s0 was silent: placed on s1, although s0 had more idle processors.
     let b = out[1].record.as_ref().unwrap().run.as_ref().unwrap();
-    assert_eq!(b.sites, [1]);
+    assert_eq!(b.sites[..], [1]);
     // After the link is back, s0 is used again (its one lost launch was one error only).
     let c = out[2].record.as_ref().unwrap().run.as_ref().unwrap();
-    assert_eq!(c.sites, [0]);
+    assert_eq!(c.sites[..], [0]);
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn a_link_back_within_its_grace_changes_nothing_but_the_time_its_reports_arrive(
     assert_eq!(out[0].fate, JobFate::Finished);
     assert_eq!((a.completion_failures(), a.submit_failures()), (0, 0));
     let run = a.run.as_ref().unwrap();
-    assert_eq!(run.sites, [0]);
+    assert_eq!(run.sites[..], [0]);
     // It ended at 100 s; the server heard it when the link came back.
     assert_eq!(run.end, Some(120 * SECOND));
 }

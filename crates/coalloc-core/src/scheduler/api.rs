@@ -530,8 +530,9 @@ pub struct RunRecord {
     pub start: Option<Time>,
     pub end: Option<Time>,
     /// Sites used by the run that ended, by component (but a component that never had
-    /// one: deleted before it was placed).
-    pub sites: Vec<SiteId>,
+    /// one: deleted before it was placed). Inline for up to two components (no allocation
+    /// per run for most jobs; serialized as the sequence it was as a `Vec`).
+    pub sites: smallvec::SmallVec<[SiteId; 2]>,
     /// Processor-milliseconds held before the barrier released (seed 001's wasted time).
     pub wasted: u64,
     /// Claiming tries (ICP) and how many did not claim every component. These counters
@@ -561,7 +562,7 @@ static NO_RUN: RunRecord = RunRecord {
     barrier_release: None,
     start: None,
     end: None,
-    sites: Vec::new(),
+    sites: smallvec::SmallVec::new_const(),
     wasted: 0,
     claim_tries: 0,
     claim_failures: 0,

@@ -42,8 +42,13 @@
 //! pass keeps its reservation and where the queue ended, and the next pass, when it sees the
 //! same epoch, [`PassCtx::running_version`], idle, usable and local processors, the same
 //! head still queued, and comes no later than the reservation's time, only looks at the jobs
-//! that arrived since. A pass in which a job backfilled onto extra processors keeps nothing:
-//! on several sites a fresh reservation may then put the head elsewhere.
+//! that arrived since. A pass in which a job backfilled keeps nothing: onto extra processors,
+//! a fresh reservation may then put the head elsewhere on several sites; onto idle ones, a
+//! job refused before that start may fit after it (the scheduler places a job on the idle
+//! processors it sees, and fewer of them on one site may move it to sites within the extra
+//! ones). A commit at the instant of the placement does not change the running version
+//! ([`PassCtx::running_version`]), so a carry outlives a pass whose only starts came before
+//! the head.
 //!
 //! # Complexity
 //!
@@ -248,8 +253,8 @@ impl Easy {
 
     /// Step 2 of a pass: start the queued jobs from sequence number `from` on (in arrival
     /// order) that backfill under the head's reservation; then carry the reservation to the
-    /// next pass if no job took any of its extra processors (a new [`head_reservation`]
-    /// would find the same).
+    /// next pass if no job backfilled (a new [`head_reservation`] would find the same, and
+    /// every job looked at was refused with the idle processors the next pass sees).
     fn backfill(&mut self, ctx: &mut dyn PassCtx, from: u64, mut r: Reservation) {
         let now = ctx.now();
         let (mut idle, mut usable) = (PerSite::new(), PerSite::new());
@@ -283,9 +288,9 @@ impl Easy {
             };
             self.queue.remove(id);
             at -= 1;
+            untouched = false;
             if !short {
                 r.extra = minus(&r.extra, &took);
-                untouched = false;
             }
             read_sites(ctx, &mut idle, &mut usable);
             room = usable_stats(&idle, &usable);
