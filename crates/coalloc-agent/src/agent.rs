@@ -61,6 +61,13 @@ pub struct Agent {
     config: AgentConfig,
     backend: Arc<dyn Backend>,
     held: Arc<Held>,
+    /// The launches being submitted, from before their manager is called until they are
+    /// recorded in `held` (or failed): a submission of one of them waits for that one's end
+    /// (`Agent::submit`).
+    submitting: (
+        std::sync::Mutex<std::collections::BTreeSet<u64>>,
+        std::sync::Condvar,
+    ),
     state_dir: PathBuf,
     /// This program (`coalloc`) on the agent's host: an `mpi` component's PMI proxy runs
     /// from here, wherever the server's copy is.
@@ -121,6 +128,7 @@ impl Agent {
             config,
             backend,
             held: Arc::new(held),
+            submitting: Default::default(),
             state_dir: state_dir.to_path_buf(),
             program,
         })
@@ -439,6 +447,12 @@ impl Agent {
     /// submission after a lost answer starts nothing). The new launches are recorded
     /// together, with one sync, before any id is answered; one result per request, in order.
     fn submit(&self, reqs: Vec<SubmitRequest>) -> Vec<Result<String, CallError>> {
+        // One submission of a launch at a time: a server that took over from a leader whose
+        // submission this agent was still making (in a thread of the connection that
+        // ended) sends it again, since the agent's hello could not list it yet; the second
+        // waits for the first and answers its id, and nothing starts twice (issue 32).
+        let launches: Vec<u64> = reqs.iter().map(|r| r.launch).collect();
+        let _claim = Submitting::claim(&self.submitting, launches);
         let made: Vec<Result<Launched, CallError>> = if self.backend.submits_in_parallel() {
             std::thread::scope(|sc| {
                 let hs: Vec<_> = reqs
@@ -586,6 +600,46 @@ fn jitter(max: Duration) -> Duration {
         .and_then(|h| u32::from_str_radix(&h[..8], 16).ok())
         .unwrap_or(0);
     max.mul_f64(f64::from(r) / f64::from(u32::MAX))
+}
+
+/// Launches claimed in `Agent::submitting` until dropped.
+struct Submitting<'a> {
+    set: &'a (
+        std::sync::Mutex<std::collections::BTreeSet<u64>>,
+        std::sync::Condvar,
+    ),
+    launches: Vec<u64>,
+}
+
+impl<'a> Submitting<'a> {
+    /// Wait until none of `launches` is being submitted, then claim them all at once (no
+    /// claim waits while it holds another: no deadlock between bursts).
+    fn claim(
+        set: &'a (
+            std::sync::Mutex<std::collections::BTreeSet<u64>>,
+            std::sync::Condvar,
+        ),
+        launches: Vec<u64>,
+    ) -> Submitting<'a> {
+        let (lock, cv) = set;
+        let mut busy = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while launches.iter().any(|l| busy.contains(l)) {
+            busy = cv.wait(busy).unwrap_or_else(|p| p.into_inner());
+        }
+        busy.extend(launches.iter().copied());
+        Submitting { set, launches }
+    }
+}
+
+impl Drop for Submitting<'_> {
+    fn drop(&mut self) {
+        let (lock, cv) = self.set;
+        let mut busy = lock.lock().unwrap_or_else(|p| p.into_inner());
+        for l in &self.launches {
+            busy.remove(l);
+        }
+        cv.notify_all();
+    }
 }
 
 #[cfg(test)]

@@ -110,3 +110,64 @@ fn server_addresses_are_read_from_urls() {
     assert_eq!(host_port("https://h:1/x"), "h:1");
     assert_eq!(host_port("h:2"), "h:2");
 }
+
+/// A manager whose submissions take a while, and that counts them.
+struct Slow(std::sync::atomic::AtomicUsize);
+
+impl Backend for Slow {
+    fn submit(&self, r: &SubmitRequest) -> Result<String, BackendError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(format!("R{}", r.launch))
+    }
+    fn query(&self, _: &[String]) -> Result<Vec<coalloc_backends::RemoteState>, BackendError> {
+        Ok(Vec::new())
+    }
+    fn cancel(&self, _: &String) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn load(&self) -> Result<coalloc_backends::SiteLoad, BackendError> {
+        Ok(coalloc_backends::SiteLoad::default())
+    }
+}
+
+#[test]
+fn a_submission_sent_again_while_the_first_is_still_being_made_starts_nothing_twice() {
+    // Issue 32: a leader's submission was still being made here when its connection ended;
+    // the hello to its successor could not list it yet, and the successor sends it again.
+    let dir = state_dir("resent");
+    let _ = std::fs::remove_dir_all(&dir);
+    let config = AgentConfig::parse(
+        "[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = { type = \"local\" }\n",
+    )
+    .unwrap();
+    let token = EnrolToken {
+        server: "wss://127.0.0.1:1".into(),
+        others: vec![],
+        fingerprint: "sha256:00".into(),
+        site: "s1".into(),
+        secret: "x".into(),
+    };
+    let backend = Arc::new(Slow(Default::default()));
+    let a =
+        Arc::new(Agent::with_backend(token, None, config, &dir, backend.clone(), None).unwrap());
+    let req = SubmitRequest {
+        launch: 7,
+        job: 3,
+        component: 1,
+        executable: "/bin/true".into(),
+        ..SubmitRequest::default()
+    };
+    let call = || Call::Submit(Box::new(req.clone()));
+    let first = {
+        let (a, c) = (a.clone(), call());
+        std::thread::spawn(move || a.execute(c))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let again = a.execute(call());
+    let first = first.join().unwrap();
+    assert_eq!(first, Ok(Answer::Submitted("R7".into())));
+    assert_eq!(again, first);
+    assert_eq!(backend.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

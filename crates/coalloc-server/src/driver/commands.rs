@@ -154,15 +154,56 @@ impl Driver {
         );
         self.started_into(&s);
         if self.replaying {
+            // At an agent site, kept until the journal answers it: a restart that finds it
+            // unanswered, and whose agent's hello shows it never arrived, sends it again
+            // (`reports::agent_back`).
+            if matches!(
+                self.config.backends[s.site],
+                crate::config::BackendKind::Agent { .. }
+            ) {
+                self.replayed_starts.insert(s.launch.0, s);
+            }
             return;
         }
+        let Some((req, staging)) = self.request_of(&s) else {
+            return;
+        };
+        self.emit(
+            json!({"event": "component_submitted", "job": s.job, "component": s.component,
+            "launch": s.launch.0, "site": self.config.sites[s.site].name}),
+        );
+        match staging {
+            Some(st) => {
+                if !st.stage_in.is_empty() {
+                    self.stage_in(s.site, req, &st);
+                } else {
+                    self.workers[s.site].submit(req);
+                }
+                self.staging.insert(s.launch.0, st);
+            }
+            None => self.workers[s.site].submit(req),
+        }
+    }
+
+    /// A start's submission to its site, with its staging; `None` when it cannot be made
+    /// (its launch then fails as the job's fault, with an entry in `internal`).
+    pub(super) fn request_of(
+        &mut self,
+        s: &Start,
+    ) -> Option<(SubmitRequest, Option<super::staging::Staging>)> {
+        let processes = match s.spec.job_type {
+            JobType::Single => 1,
+            JobType::Multiple | JobType::Mpi => s.count.max(1),
+        };
+        let mpi = s.spec.job_type == JobType::Mpi;
+        let launched = if mpi { 1 } else { processes };
         let Some(exe) = s.spec.executable().map(str::to_owned) else {
             self.internal.push_back(Entry::Failed {
                 launch: s.launch.0,
                 reason: "the component names no executable".into(),
                 fault: Fault::Job,
             });
-            return;
+            return None;
         };
         let mut arguments = s.spec.arguments().to_vec();
         let exe = if !mpi {
@@ -176,7 +217,7 @@ impl Driver {
                 reason: "jobtype=mpi needs the PMI proxy of `coalloc serve`".into(),
                 fault: Fault::Job,
             });
-            return;
+            return None;
         };
         let c = &s.config;
         let secret = self.rv.secrets.get(s.job).unwrap_or_default();
@@ -278,7 +319,7 @@ impl Driver {
                     reason,
                     fault: coalloc_core::scheduler::Fault::Job,
                 });
-                return;
+                return None;
             }
         };
         // GRAM's site variables: a site on this host expands them here; an agent does for
@@ -289,21 +330,7 @@ impl Driver {
         ) {
             coalloc_backends::site_vars::expand(&mut req, &self.state.root.join("scratch"));
         }
-        self.emit(
-            json!({"event": "component_submitted", "job": s.job, "component": s.component,
-            "launch": s.launch.0, "site": self.config.sites[s.site].name}),
-        );
-        match staging {
-            Some(st) => {
-                if !st.stage_in.is_empty() {
-                    self.stage_in(s.site, req, &st);
-                } else {
-                    self.workers[s.site].submit(req);
-                }
-                self.staging.insert(s.launch.0, st);
-            }
-            None => self.workers[s.site].submit(req),
-        }
+        Some((req, staging))
     }
 
     fn notice(&mut self, n: Notice) {
@@ -422,6 +449,8 @@ impl Driver {
                 }
             }
         }
+        let unrecorded = &self.unrecorded;
+        self.replayed_starts.retain(|k, _| unrecorded.contains(k));
         self.cancel_superseded_again();
         self.resume_vms();
         self.resume_transfers();

@@ -147,10 +147,10 @@ impl Driver {
     }
 
     /// An agent came (back): settle the submissions a restart found unanswered at its site
-    /// (`Driver::unrecorded`: adopted if the agent holds them, else failed as the site's
-    /// fault and placed again), then cancel what it holds that the server no longer wants,
-    /// the components of aborted, re-placed or cancelled starts, so they do not run on
-    /// beside their replacements.
+    /// (`Driver::unrecorded`: adopted if the agent holds them, else sent again, or, when
+    /// that cannot be, failed as the site's fault and placed again), then cancel what it
+    /// holds that the server no longer wants, the components of aborted, re-placed or
+    /// cancelled starts, so they do not run on beside their replacements.
     fn agent_back(&mut self, site: usize, held: &[crate::link::proto::HeldLaunch]) {
         let _ = self.apply(Entry::SiteLink {
             site,
@@ -170,6 +170,7 @@ impl Driver {
                     tracing::info!(launch, remote = %h.remote, "adopting a submission its agent holds");
                     Ok(h.remote.clone())
                 }
+                None if self.send_again(site, launch) => continue,
                 None => Err(coalloc_backends::BackendError::Unavailable(
                     "the server stopped while submitting it, and the site's agent does not hold it"
                         .into(),
@@ -195,6 +196,41 @@ impl Driver {
             // refused, cancels nothing its successor started (issue 32).
             (self.after_commit).push((site, crate::msg::SiteCall::Cancel(h.remote.clone())));
         }
+    }
+
+    /// A submission a restart found unanswered that the site's agent does not hold: it
+    /// never reached the agent (the agent records every launch it makes before it answers,
+    /// and lists them in its hello), so nothing of it runs. Sent again, under its launch
+    /// number, when its component still waits for it, rather than failed: failing it
+    /// aborted its job's start, and the job's other components, which had reached their
+    /// agents and started, ran a second time in the job's next start (issue 32,
+    /// failover_netns: a leader cut off between two submissions of one job). With the
+    /// commit of the link's coming up: a deposed leader, whose commit is refused, sends
+    /// nothing. Whether it was sent again (else the caller fails it).
+    fn send_again(&mut self, site: usize, launch: u64) -> bool {
+        let waits = self.launches.get(&launch).is_some_and(|l| !l.ended)
+            && self.is_current(launch)
+            && !self.is_draining(launch);
+        let Some(start) = self.replayed_starts.remove(&launch).filter(|_| waits) else {
+            return false;
+        };
+        // A stage-in would go before the commit: failed and placed again, as before.
+        let Some((req, staging)) = self.request_of(&start) else {
+            // Its request cannot be made (the job's fault, failed in `internal`).
+            return true;
+        };
+        if staging.as_ref().is_some_and(|st| !st.stage_in.is_empty()) {
+            return false;
+        }
+        tracing::info!(
+            launch,
+            "sending again a submission its agent never received"
+        );
+        if let Some(st) = staging {
+            self.staging.insert(launch, st);
+        }
+        (self.after_commit).push((site, crate::msg::SiteCall::Submit(Box::new(req))));
+        true
     }
 
     /// A site's agent link is silent: the core hears "site disconnected" with the site's

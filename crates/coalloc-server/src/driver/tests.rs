@@ -785,3 +785,77 @@ fn a_draining_launch_whose_cancel_is_lost_is_cancelled_again_until_its_site_no_l
         assert!(d.core().job(id).is_some(), "{name}");
     }
 }
+
+#[test]
+fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_re_placed() {
+    // Issue 32, failover_netns (launches 1099 and 1100 of job 550): a leader journaled the
+    // start of a job's two components at agent sites and sent both; it was cut off with
+    // one submission delivered (the agent started it: its program ran) and the other lost
+    // on the wire. The standby that took over found both submitted but unanswered; the
+    // agents' hellos listed the first (adopted) and not the second, which was failed as the
+    // site's fault: the job's start was aborted, the first component cancelled, and the job
+    // placed again, so its program ran twice. The agent's hello proves the lost launch never
+    // started: it is sent again, and the start goes on.
+    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n\n\
+        [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_of("resend", config, Box::new(journal.lead()), 0);
+    let up = |site: usize, held: Vec<crate::link::proto::HeldLaunch>| {
+        Msg::Site(Report::AgentBack { site, held })
+    };
+    d.step(500, vec![up(0, Vec::new()), up(1, Vec::new())])
+        .expect("step");
+    calls.lock().expect("calls").clear();
+    let (id, launches) = submit_two(&mut d, &calls);
+    // The leader stops with neither answer journaled; a standby takes the lease over.
+    drop(d);
+    let (mut d, calls) = driver_of("resend-2", config, Box::new(journal.lead()), 1_100);
+    calls.lock().expect("calls").clear();
+    let (kept, lost) = (launches[0], launches[1]);
+    let held = |site: usize| -> Vec<crate::link::proto::HeldLaunch> {
+        (site == kept.0)
+            .then(|| crate::link::proto::HeldLaunch {
+                launch: kept.1,
+                job: id,
+                component: 0,
+                remote: format!("R{}", kept.1),
+            })
+            .into_iter()
+            .collect()
+    };
+    d.step(1_200, vec![up(0, held(0)), up(1, held(1))])
+        .expect("step");
+    let made: Vec<(usize, SiteCall)> = calls.lock().expect("calls").clone();
+    let cancels: Vec<&(usize, SiteCall)> = (made.iter())
+        .filter(|(_, c)| matches!(c, SiteCall::Cancel(_) | SiteCall::CancelUnrecorded { .. }))
+        .collect();
+    assert!(cancels.is_empty(), "{cancels:?}");
+    let resent: Vec<(usize, u64)> = (made.iter())
+        .filter_map(|(site, c)| match c {
+            SiteCall::Submit(r) => Some((*site, r.launch)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        resent,
+        vec![lost],
+        "the lost submission, sent again: {made:?}"
+    );
+    let j = d.core().job(id).expect("the job");
+    let current: Vec<Option<u64>> = j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect();
+    assert_eq!(
+        current,
+        vec![Some(kept.1), Some(lost.1)],
+        "not placed again"
+    );
+    // Its answer comes, and the start goes on with both launches.
+    let answer = Msg::Site(Report::SubmittedMany(
+        lost.0,
+        vec![(lost.1, Ok(format!("R{}", lost.1)))],
+    ));
+    d.step(1_300, vec![answer]).expect("step");
+    let j = d.core().job(id).expect("the job");
+    let current: Vec<Option<u64>> = j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect();
+    assert_eq!(current, vec![Some(kept.1), Some(lost.1)]);
+}
