@@ -536,6 +536,42 @@ impl Rig {
         }
     }
 
+    /// Kill the `salloc` and `srun` of an allocation-mode launch against one of this rig's
+    /// clusters whose server is gone (parent 1): nothing else would end them, and one left
+    /// behind spun at a whole CPU once the rig's controller stopped (the CI run of `35af02e`,
+    /// after `mpi-slurm-nodes-fail`).
+    pub fn kill_orphaned_clients(&self) {
+        let confs: Vec<Vec<u8>> = (self.clusters.iter())
+            .map(|c| format!("SLURM_CONF={}", c.conf.display()).into_bytes())
+            .collect();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for pid in procs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if !matches!(comm.trim(), "salloc" | "srun") {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // "pid (comm) state ppid ...": the parent is the second field after the name.
+            let ppid = stat.rsplit(") ").next().and_then(|r| r.split(' ').nth(1));
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let ours = environ
+                .split(|&b| b == 0)
+                .any(|v| confs.iter().any(|c| c == v));
+            if ppid == Some("1") && ours {
+                eprintln!(
+                    "slurm rig: killing {} {pid}, left by a stopped server",
+                    comm.trim()
+                );
+                kill(pid, "-KILL");
+            }
+        }
+    }
+
     /// Wait until no cluster has a queued or running job and every node is idle.
     pub fn wait_quiet(&self, limit: Duration) -> Result<(), String> {
         let t = Instant::now();
@@ -573,6 +609,7 @@ impl Rig {
         if let Err(e) = self.wait_quiet(Duration::from_secs(30)) {
             errors.push(e);
         }
+        self.kill_orphaned_clients();
         if errors.is_empty() {
             Ok(())
         } else {
