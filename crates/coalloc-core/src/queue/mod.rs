@@ -150,10 +150,9 @@ pub trait PassCtx {
     /// queued job is edited. A job that could not be placed is still unplaceable as long as
     /// it has not changed, so policies can skip jobs they already tried at this epoch.
     fn epoch(&self) -> u64;
-    /// Changes whenever a job starts or stops holding processors, or commits later than it
-    /// was placed (its estimated end then counts from its start): whatever changes
-    /// [`PassCtx::running`]. Submissions, and a commit at the instant of the placement, do
-    /// not change it.
+    /// Changes whenever a job starts or stops holding processors, or commits (its estimated
+    /// end then counts from its start): whatever changes [`PassCtx::running`]. Submissions
+    /// do not change it.
     fn running_version(&self) -> u64;
     /// Changes whenever a job ends other than by finishing (it failed or was cancelled):
     /// the ends a policy is not told of by [`QueuePolicy::finished`]. Counts from 0 in every

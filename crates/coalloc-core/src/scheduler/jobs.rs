@@ -506,9 +506,8 @@ impl std::ops::Index<&JobId> for JobTable {
 /// The jobs that hold processors (starting or running) by estimated end, so that policies
 /// can look at them without scanning every job ever submitted, and EASY's shadow time walks
 /// them in end order without sorting them (see [`crate::queue::PassCtx::running_by_end`]);
-/// with a version that moves at every [`Active::set`] that changes what a pass sees: a job
-/// was placed, started holding processors, committed later than it was placed, was edited or
-/// left (see [`crate::queue::PassCtx::running_version`]).
+/// with a version that moves at every [`Active::set`]: a job was placed, started holding
+/// processors, committed, was edited or left (see [`crate::queue::PassCtx::running_version`]).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Active {
     /// `(estimated end, job)`; a job's key is kept in its [`JobState::holding_until`].
@@ -518,10 +517,8 @@ pub struct Active {
 
 impl Active {
     /// Job `id` held processors until `old` (estimated; `None`: it held none) and now holds
-    /// them until `new`. Called after every change to a job's phase, start or estimate. The
-    /// version moves when the end moves or when `holds_same` is false (the processors the job
-    /// holds may have changed); a commit at the instant of the placement moves neither.
-    pub fn set(&mut self, id: JobId, old: Option<Time>, new: Option<Time>, holds_same: bool) {
+    /// them until `new`. Called after every change to a job's phase, start or estimate.
+    pub fn set(&mut self, id: JobId, old: Option<Time>, new: Option<Time>) {
         if old != new {
             if let Some(old) = old {
                 self.ends.remove(&(old, id));
@@ -529,8 +526,6 @@ impl Active {
             if let Some(new) = new {
                 self.ends.insert((new, id));
             }
-        } else if holds_same {
-            return;
         }
         self.version += 1;
     }

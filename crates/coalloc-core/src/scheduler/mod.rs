@@ -866,22 +866,11 @@ impl Core {
     /// Tell the active set about job `id` after its phase, start or estimate changed
     /// ([`jobs::Active::set`]).
     fn active_changed(&mut self, id: JobId) {
-        self.active_moved(id, false);
-    }
-
-    /// [`Core::active_changed`] after a change that leaves the processors the job holds as
-    /// they were (a commit): the running version moves only if the estimated end does, so
-    /// that EASY's carried reservation outlives a commit at the instant of its placement.
-    fn active_end_changed(&mut self, id: JobId) {
-        self.active_moved(id, true);
-    }
-
-    fn active_moved(&mut self, id: JobId, holds_same: bool) {
         let Some(j) = self.jobs.get(&id) else {
             return;
         };
         let (old, new) = (j.holding_until, self.holding_until(j));
-        self.active.set(id, old, new, holds_same);
+        self.active.set(id, old, new);
         if let Some(j) = self.jobs.get_mut(&id) {
             j.holding_until = new;
         }

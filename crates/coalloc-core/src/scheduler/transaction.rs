@@ -508,7 +508,7 @@ impl Core {
             .iter()
             .filter_map(|c| Some(u64::try_from(now - c.launched_at?).ok()? * u64::from(c.count)))
             .sum::<u64>();
-        self.active_end_changed(id);
+        self.active_changed(id);
         self.commands.push_back(Command::ReleaseBarrier { job: id });
         self.notify(Notice::Committed { job: id });
         self.check_done(id);

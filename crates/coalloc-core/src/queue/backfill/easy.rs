@@ -46,9 +46,7 @@
 //! a fresh reservation may then put the head elsewhere on several sites; onto idle ones, a
 //! job refused before that start may fit after it (the scheduler places a job on the idle
 //! processors it sees, and fewer of them on one site may move it to sites within the extra
-//! ones). A commit at the instant of the placement does not change the running version
-//! ([`PassCtx::running_version`]), so a carry outlives a pass whose only starts came before
-//! the head.
+//! ones).
 //!
 //! # Complexity
 //!
