@@ -3,13 +3,34 @@
 
 use super::*;
 
-/// A site whose backend can do nothing but say whether it may reserve (and, if it
-/// may, reserve anything: its reservations are not kept).
-struct Site(bool);
+/// A site whose backend can do little but say whether it may reserve (and, if it may,
+/// reserve anything: its reservations are not kept). A slow one takes submissions, 300 ms
+/// each, and counts them; the others refuse them.
+struct Site {
+    may: bool,
+    slow: bool,
+    submitted: std::sync::atomic::AtomicUsize,
+}
+
+impl Site {
+    fn new(may: bool, slow: bool) -> Site {
+        Site {
+            may,
+            slow,
+            submitted: Default::default(),
+        }
+    }
+}
 
 impl Backend for Site {
-    fn submit(&self, _: &SubmitRequest) -> Result<String, BackendError> {
-        Err(BackendError::Rejected("no launches here".into()))
+    fn submit(&self, r: &SubmitRequest) -> Result<String, BackendError> {
+        if !self.slow {
+            return Err(BackendError::Rejected("no launches here".into()));
+        }
+        self.submitted
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(format!("R{}", r.launch))
     }
     fn query(&self, _: &[String]) -> Result<Vec<coalloc_backends::RemoteState>, BackendError> {
         Ok(Vec::new())
@@ -21,7 +42,7 @@ impl Backend for Site {
         Ok(coalloc_backends::SiteLoad::default())
     }
     fn may_reserve(&self) -> bool {
-        self.0
+        self.may
     }
     fn reserve_earliest(&self, _: u32, _: i64, not_before_ms: i64) -> Result<i64, BackendError> {
         Ok(not_before_ms + 1)
@@ -37,6 +58,11 @@ fn state_dir(name: &str) -> PathBuf {
 }
 
 fn agent(name: &str, backend_may: bool, config: &str) -> Agent {
+    agent_on(name, config, Arc::new(Site::new(backend_may, false)))
+}
+
+/// An agent of site `s1` (its `config` before the site's table) on `backend`.
+fn agent_on(name: &str, config: &str, backend: Arc<Site>) -> Agent {
     let dir = state_dir(name);
     let config = AgentConfig::parse(&format!(
         "{config}[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = {{ type = \"local\" }}\n"
@@ -49,7 +75,7 @@ fn agent(name: &str, backend_may: bool, config: &str) -> Agent {
         site: "s1".into(),
         secret: "x".into(),
     };
-    Agent::with_backend(token, None, config, &dir, Arc::new(Site(backend_may)), None).unwrap()
+    Agent::with_backend(token, None, config, &dir, backend, None).unwrap()
 }
 
 #[test]
@@ -111,46 +137,14 @@ fn server_addresses_are_read_from_urls() {
     assert_eq!(host_port("h:2"), "h:2");
 }
 
-/// A manager whose submissions take a while, and that counts them.
-struct Slow(std::sync::atomic::AtomicUsize);
-
-impl Backend for Slow {
-    fn submit(&self, r: &SubmitRequest) -> Result<String, BackendError> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(300));
-        Ok(format!("R{}", r.launch))
-    }
-    fn query(&self, _: &[String]) -> Result<Vec<coalloc_backends::RemoteState>, BackendError> {
-        Ok(Vec::new())
-    }
-    fn cancel(&self, _: &String) -> Result<(), BackendError> {
-        Ok(())
-    }
-    fn load(&self) -> Result<coalloc_backends::SiteLoad, BackendError> {
-        Ok(coalloc_backends::SiteLoad::default())
-    }
-}
-
 #[test]
 fn a_submission_sent_again_while_the_first_is_still_being_made_starts_nothing_twice() {
     // Issue 32: a leader's submission was still being made here when its connection ended;
     // the hello to its successor could not list it yet, and the successor sends it again.
     let dir = state_dir("resent");
     let _ = std::fs::remove_dir_all(&dir);
-    let config = AgentConfig::parse(
-        "[[site]]\nname = \"s1\"\nprocessors = 8\nmanager = { type = \"local\" }\n",
-    )
-    .unwrap();
-    let token = EnrolToken {
-        server: "wss://127.0.0.1:1".into(),
-        others: vec![],
-        fingerprint: "sha256:00".into(),
-        site: "s1".into(),
-        secret: "x".into(),
-    };
-    let backend = Arc::new(Slow(Default::default()));
-    let a =
-        Arc::new(Agent::with_backend(token, None, config, &dir, backend.clone(), None).unwrap());
+    let backend = Arc::new(Site::new(false, true));
+    let a = Arc::new(agent_on("resent", "", backend.clone()));
     let req = SubmitRequest {
         launch: 7,
         job: 3,
@@ -168,6 +162,9 @@ fn a_submission_sent_again_while_the_first_is_still_being_made_starts_nothing_tw
     let first = first.join().unwrap();
     assert_eq!(first, Ok(Answer::Submitted("R7".into())));
     assert_eq!(again, first);
-    assert_eq!(backend.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        backend.submitted.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
