@@ -148,10 +148,29 @@ fn the_seeds_with_failovers_keep_every_invariant() {
     let failovers: u32 = o.iter().map(|o| o.failovers).sum();
     let refused: u32 = o.iter().map(|o| o.refused).sum();
     let turns: u32 = o.iter().map(|o| o.deposed_turns).sum();
-    eprintln!("{failovers} fail-overs, {refused} deposed leaders' writes refused, {turns} turns of deposed leaders that wrote nothing");
+    let split: u32 = o.iter().map(|o| o.split_turns).sum();
+    eprintln!("{failovers} fail-overs ({split} between two submissions of a job), {refused} deposed leaders' writes refused, {turns} turns of deposed leaders that wrote nothing");
     assert!(
-        failovers > o.len() as u32 / 2 && refused > 0 && turns > 0,
-        "the seeds exercise fail-overs, refused writes and deposed leaders running on"
+        failovers > o.len() as u32 / 2 && refused > 0 && turns > 0 && split > 0,
+        "the seeds exercise fail-overs, some between two submissions of a job, refused writes and deposed leaders running on"
+    );
+}
+
+/// Issue 32, failover_netns (job 550 started twice): a leader sent two submissions of a
+/// job to agents and was cut off with one delivered (its program ran) and the other lost;
+/// the new leader failed the lost one (its agent's hello did not list it), which aborted
+/// the job's start, cancelled the delivered one, and ran that component again. Seed 49's
+/// second fail-over strikes between job 9's submissions to s0 and s1 (`Fault::Failover`'s
+/// `split`): before the fix (b745e57) it broke the started-twice check ("job 9 component 0
+/// started twice with no fault that may start it again: launch 17 (R8) at s0 runs, after
+/// launch 15 (R7) at s0"); the new leader now sends the lost submission again.
+#[test]
+fn a_leader_cut_off_between_two_submissions_of_a_job_starts_no_component_twice() {
+    let o = sim::run_failover(49, false).map_err(|v| v.to_string());
+    let o = o.expect("seed 49 keeps every invariant");
+    assert!(
+        o.split_turns == 1,
+        "the fail-over splits job 9's submissions: {o:?}"
     );
 }
 

@@ -301,6 +301,10 @@ impl World {
             None => return,
         };
         self.log(|| format!("s{site}'s agent stops its {} launches", held.len()));
+        if !held.is_empty() {
+            self.reruns
+                .excuse_all(|| format!("s{site}'s agent stopped its launches"));
+        }
         for h in held {
             if self.rms[site].cancel(self.now, &h.remote).is_ok() {
                 if let Some(a) = self.net.agents[site].as_mut() {

@@ -19,7 +19,9 @@
 //! seed's plan without agents, files or reservations, as before they came. `--failover`
 //! adds fail-overs to a standby (issue 32, `sim::failover`): the leader frozen or cut off, a
 //! second driver taking over from the shared, fenced journal, the deposed one running on
-//! unaware until its writes are refused.
+//! unaware until its writes are refused; about half the fail-overs wait for a turn that
+//! submits two or more components of one job to agent sites and cut the leader off in the
+//! middle of it, one of the job's submissions delivered and the rest lost with it.
 //!
 //! A harness of our own rather than turmoil or madsim: the driver is already a machine
 //! that takes its time and inputs as arguments, so there is no async code to run on a
@@ -99,6 +101,9 @@ pub struct Outcome {
     pub failovers: u32,
     pub refused: u32,
     pub deposed_turns: u32,
+    /// Fail-overs that struck between two submissions of one job (`Fault::Failover`'s
+    /// `split`).
+    pub split_turns: u32,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
@@ -266,6 +271,11 @@ struct World {
     /// Since when the run is over with reservations still at some manager
     /// (`check::reservations_settled`).
     reservations_over: Option<Time>,
+    /// What the started-twice check knows (`check::Reruns`).
+    reruns: check::Reruns,
+    /// A fail-over armed to cut the leader off in the middle of a turn's submissions
+    /// ([`Fault::Failover`]'s `split`): its `back` and `exit`, and since when it waits.
+    split_armed: Option<(Time, Time, Time)>,
     out: Outcome,
 }
 
@@ -289,6 +299,10 @@ impl World {
         let config = ServerConfig::parse(&plan.config())
             .map_err(|e| bad(format!("the plan's configuration: {e}")))?;
         let rms = plan.sites.iter().cloned().map(Rm::new).collect();
+        let mut reruns = check::Reruns::default();
+        if !["fcfs", "fpfs", "easy"].contains(&plan.policy) {
+            reruns.excuse_all(|| format!("policy {} may pre-empt or kill", plan.policy));
+        }
         Ok(World {
             rng: ChaCha8Rng::seed_from_u64(plan.seed ^ 0x005e_ed0f_7e57),
             config,
@@ -317,6 +331,8 @@ impl World {
             discards_lost: vec![Default::default(); plan.sites.len()],
             quiet_since: None,
             reservations_over: None,
+            reruns,
+            split_armed: None,
             out: Outcome {
                 seed: plan.seed,
                 jobs: plan.jobs.len(),
@@ -435,6 +451,7 @@ impl World {
         self.now >= self.plan.faults_end
             && self.server.is_some()
             && self.deposed.is_none()
+            && self.split_armed.is_none()
             && !self
                 .queue
                 .values()
@@ -693,10 +710,58 @@ impl World {
                 }
             }
         }
-        for (site, calls) in to_agents {
-            self.agent_calls(site, calls);
+        if self.split_armed.is_some() {
+            self.agent_calls_split(to_agents);
+        } else {
+            for (site, calls) in to_agents {
+                self.agent_calls(site, calls);
+            }
         }
         Ok(())
+    }
+
+    /// A turn's agent calls with a fail-over armed to split it ([`Fault::Failover`]'s
+    /// `split`): handed over one at a time, and the leader cut off (the fail-over) right
+    /// after a submission to a linked agent site when a later one of the turn is of the
+    /// same job; the turn's calls after it never leave the leader. Armed for 20 s at most:
+    /// then the fail-over strikes after the turn.
+    fn agent_calls_split(&mut self, to_agents: BTreeMap<usize, Vec<Call>>) {
+        let calls: Vec<(usize, Call)> = to_agents
+            .into_iter()
+            .flat_map(|(site, calls)| calls.into_iter().map(move |c| (site, c)))
+            .collect();
+        let job_of = |c: &Call| match c {
+            Call::Submit(r) => Some(r.job),
+            _ => None,
+        };
+        let jobs: Vec<Option<u64>> = calls.iter().map(|(_, c)| job_of(c)).collect();
+        for (k, (site, call)) in calls.into_iter().enumerate() {
+            let linked = self.net.ends[site]
+                .as_ref()
+                .is_some_and(|e| e.conn.is_some());
+            self.agent_calls(site, vec![call]);
+            let again = jobs[k].is_some_and(|j| jobs[k + 1..].contains(&Some(j)));
+            // One deposed leader at a time ([`World::failover`]).
+            if linked && again && self.deposed.is_none() {
+                if let Some((back, exit, _)) = self.split_armed.take() {
+                    self.out.split_turns += 1;
+                    self.log(|| {
+                        format!(
+                            "the leader is cut off in the middle of job {}'s submissions",
+                            jobs[k].unwrap_or_default()
+                        )
+                    });
+                    self.failover(back, exit);
+                    return;
+                }
+            }
+        }
+        if let Some((back, exit, since)) = self.split_armed {
+            if self.now >= since + 20_000 && self.deposed.is_none() {
+                self.split_armed = None;
+                self.failover(back, exit);
+            }
+        }
     }
 
     fn answer(&mut self, w: Wait) -> Result<(), Violation> {
@@ -773,7 +838,14 @@ impl World {
                 Ok(Ok(BarrierAnswer::Waiting)) => {
                     self.at(self.now + RETRY, Ev::CheckIn(site, id, rank));
                 }
-                Ok(Ok(BarrierAnswer::Aborted { .. })) | Ok(Err(_)) => {
+                answer @ (Ok(Ok(BarrierAnswer::Aborted { .. })) | Ok(Err(_))) => {
+                    if let Ok(Err(e)) = &answer {
+                        // The program fails (the job's fault): its job may start again.
+                        let job = self.rms[site].launches[&id].job;
+                        self.reruns.excuse_job(job, || {
+                            format!("R{id} at s{site} exits failing: its check-in refused ({e:?})")
+                        });
+                    }
                     let l = self.rms[site].launches.get_mut(&id).expect("known launch");
                     if !l.ending {
                         l.ending = true;
@@ -984,6 +1056,11 @@ impl World {
             }
             Ev::Lose(site, id) => {
                 self.log(|| format!("s{site} loses R{id}"));
+                if let Some(l) = self.rms[site].launches.get(&id) {
+                    let job = l.job;
+                    self.reruns
+                        .excuse_job(job, || format!("s{site} lost R{id}"));
+                }
                 self.rms[site].lose(id);
                 self.rm_wake(site);
             }
@@ -1031,6 +1108,15 @@ impl World {
 
     fn fault(&mut self, f: Fault) {
         self.log(|| format!("fault: {f:?}"));
+        if !matches!(
+            f,
+            Fault::Crash { .. }
+                | Fault::CutCommit { .. }
+                | Fault::CutSnapshot { .. }
+                | Fault::Failover { .. }
+        ) {
+            self.reruns.excuse_all(|| format!("{f:?}"));
+        }
         match f {
             Fault::Crash { down } => self.crash(down, true),
             Fault::CutCommit { down } => {
@@ -1060,7 +1146,14 @@ impl World {
             Fault::CutTransfers { length } => {
                 self.files.cut_until = self.files.cut_until.max(self.now + length)
             }
-            Fault::Failover { back, exit } => self.failover(back, exit),
+            Fault::Failover { back, exit, split } => {
+                if split && self.server.is_some() && self.deposed.is_none() {
+                    self.log(|| "fail-over armed: it strikes in a turn's submissions".into());
+                    self.split_armed.get_or_insert((back, exit, self.now));
+                } else {
+                    self.failover(back, exit);
+                }
+            }
         }
     }
 
@@ -1083,7 +1176,12 @@ impl World {
                 self.rm_submitted(site, pending);
             }
             Call::Cancel(remote) => self.at(now, Ev::CancelAgain(site, remote, 1)),
-            Call::CancelUnrecorded { launch, .. } => {
+            Call::CancelUnrecorded { launch, job, .. } => {
+                // A direct site's manager cannot say whether it took the submission: the
+                // server fails it, and its job starts again (an agent's hello says).
+                self.reruns.excuse_job(job, || {
+                    format!("launch {launch} at direct s{site} cancelled by number")
+                });
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
             // The site worker hands it to the backend on its own thread.
@@ -1111,6 +1209,11 @@ impl World {
         let pending = self.rng.random_range(p.pending.0..=p.pending.1);
         let mute = now < self.mute_until;
         let result = self.rms[site].submit(now, r, pending, refuse, mute);
+        if result.is_err() || lost || mute {
+            self.reruns.excuse_job(r.job, || {
+                format!("launch {} at s{site} refused, unanswered or mute", r.launch)
+            });
+        }
         self.log(|| {
             format!(
                 "s{site} takes launch {} of job {}: {result:?}",
@@ -1132,6 +1235,7 @@ impl World {
         for id in started {
             let l = self.rms[site].launches[&id].clone();
             self.log(|| format!("s{site} runs R{id} (job {} launch {})", l.job, l.launch));
+            self.ran(site, id);
             if l.mute {
                 // It runs, never checks in, and ends by itself.
                 self.at(self.now + l.runtime, Ev::Exit(site, id, true));

@@ -257,6 +257,8 @@ impl World {
         let p = self.plan.net;
         if p.loss > 0 && self.rng.random_range(0..1000) < p.loss {
             self.log(|| format!("s{site} connection {conn}: a frame is lost, reset"));
+            self.reruns
+                .excuse_all(|| format!("s{site} connection {conn} reset"));
             self.at(
                 self.now,
                 Ev::Net(NetEv::Reset {

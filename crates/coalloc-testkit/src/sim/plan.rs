@@ -157,8 +157,11 @@ pub enum Fault {
     /// standby takes the journal's lease when it runs out and takes over; the deposed
     /// leader comes back `back` ms after the takeover, unaware, and runs on until its
     /// first write is refused or, at the latest, `exit` ms later (its renewal hears that it
-    /// was deposed; `sim::failover`).
-    Failover { back: Time, exit: Time },
+    /// was deposed; `sim::failover`). With `split`, it waits for the leader's next turn
+    /// that submits two or more components of one job to agent sites, and strikes in the
+    /// middle of it: the turn's agent calls go out one at a time, and the leader is cut
+    /// off after the first of such a job's submissions left (the rest never leave it).
+    Failover { back: Time, exit: Time, split: bool },
 }
 
 /// Everything a seed makes.
@@ -286,11 +289,15 @@ pub fn failover(seed: u64) -> Plan {
     let mut p = plan(seed);
     p.failover = true;
     let mut r = ChaCha8Rng::seed_from_u64(p.seed ^ 0xfa11_0fe7);
+    // Whether each fail-over splits a turn: a stream of its own, so that the other draws
+    // stay as they were.
+    let mut q = ChaCha8Rng::seed_from_u64(p.seed ^ 0x5b11_7c07);
     for _ in 0..r.random_range(1..=2) {
         let at = T0 + r.random_range(0..p.faults_end - T0);
         let back = [0, r.random_range(0..500), r.random_range(0..5_000)][r.random_range(0..3)];
         let exit = r.random_range(0..1_000);
-        p.faults.push((at, Fault::Failover { back, exit }));
+        let split = q.random_bool(0.5);
+        p.faults.push((at, Fault::Failover { back, exit, split }));
     }
     p.faults.sort_by_key(|(t, _)| *t);
     p
