@@ -859,3 +859,65 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
     let current: Vec<Option<u64>> = j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect();
     assert_eq!(current, vec![Some(kept.1), Some(lost.1)]);
 }
+
+#[test]
+fn a_lost_submission_whose_component_checked_in_is_failed_after_a_takeover_not_sent_again() {
+    // The same takeover, but the launch missing from its agent's hello had run: its process
+    // checked in at the barrier (an agent lists no launch it stopped at a heartbeat stop).
+    // Sent again, it would start a second time while the core counts the first's check-in:
+    // it is failed as its site's fault, as before the resend.
+    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n\n\
+        [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    let journal = MemJournal::default();
+    let (mut d, calls) = driver_of("checked-lost", config, Box::new(journal.lead()), 0);
+    let up = |site: usize, held: Vec<crate::link::proto::HeldLaunch>| {
+        Msg::Site(Report::AgentBack { site, held })
+    };
+    d.step(500, vec![up(0, Vec::new()), up(1, Vec::new())])
+        .expect("step");
+    calls.lock().expect("calls").clear();
+    let (id, launches) = submit_two(&mut d, &calls);
+    let (kept, lost) = (launches[0], launches[1]);
+    let (m, _rx) = check_in(id, lost.1);
+    d.step(1_020, vec![m]).expect("step");
+    let phase = |d: &Driver| d.core().job(id).map(|j| j.comps[1].phase);
+    assert_ne!(
+        phase(&d),
+        Some(coalloc_core::scheduler::jobs::CompPhase::Submitted),
+        "the check-in counted"
+    );
+    drop(d);
+    let (mut d, calls) = driver_of("checked-lost-2", config, Box::new(journal.lead()), 1_100);
+    calls.lock().expect("calls").clear();
+    let held = |site: usize| -> Vec<crate::link::proto::HeldLaunch> {
+        (site == kept.0)
+            .then(|| crate::link::proto::HeldLaunch {
+                launch: kept.1,
+                job: id,
+                component: 0,
+                remote: format!("R{}", kept.1),
+            })
+            .into_iter()
+            .collect()
+    };
+    d.step(1_200, vec![up(0, held(0)), up(1, held(1))])
+        .expect("step");
+    let made: Vec<(usize, SiteCall)> = calls.lock().expect("calls").clone();
+    let resent: Vec<u64> = (made.iter())
+        .filter_map(|(_, c)| match c {
+            SiteCall::Submit(r) if r.launch == lost.1 => Some(r.launch),
+            _ => None,
+        })
+        .collect();
+    assert!(resent.is_empty(), "sent again: {made:?}");
+    let current = d
+        .core()
+        .job(id)
+        .and_then(|j| j.comps.get(1).and_then(|c| c.launch.map(|l| l.0)));
+    assert_ne!(
+        current,
+        Some(lost.1),
+        "the lost launch is no longer the job's"
+    );
+}
