@@ -786,21 +786,25 @@ fn a_draining_launch_whose_cancel_is_lost_is_cancelled_again_until_its_site_no_l
     }
 }
 
-#[test]
-fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_re_placed() {
-    // Issue 32, failover_netns (launches 1099 and 1100 of job 550): a leader journaled the
-    // start of a job's two components at agent sites and sent both; it was cut off with
-    // one submission delivered (the agent started it: its program ran) and the other lost
-    // on the wire. The standby that took over found both submitted but unanswered; the
-    // agents' hellos listed the first (adopted) and not the second, which was failed as the
-    // site's fault: the job's start was aborted, the first component cancelled, and the job
-    // placed again, so its program ran twice. The agent's hello proves the lost launch never
-    // started: it is sent again, and the start goes on.
+/// A leader starts a job's two components at two agent sites and stops with neither
+/// answer journaled (the second component's process checked in first when `checked_in`); a
+/// standby takes over and both agents come back, the first holding the first launch, the
+/// second holding nothing. The standby's driver, the calls it made on coming up, the job,
+/// and the `(site, launch)` kept and lost.
+type Takeover = (
+    Driver,
+    Vec<(usize, SiteCall)>,
+    u64,
+    (usize, u64),
+    (usize, u64),
+);
+
+fn takeover_with_one_lost(name: &str, checked_in: bool) -> Takeover {
     let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
         [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n\n\
         [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
     let journal = MemJournal::default();
-    let (mut d, calls) = driver_of("resend", config, Box::new(journal.lead()), 0);
+    let (mut d, calls) = driver_of(name, config, Box::new(journal.lead()), 0);
     let up = |site: usize, held: Vec<crate::link::proto::HeldLaunch>| {
         Msg::Site(Report::AgentBack { site, held })
     };
@@ -808,11 +812,25 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
         .expect("step");
     calls.lock().expect("calls").clear();
     let (id, launches) = submit_two(&mut d, &calls);
-    // The leader stops with neither answer journaled; a standby takes the lease over.
-    drop(d);
-    let (mut d, calls) = driver_of("resend-2", config, Box::new(journal.lead()), 1_100);
-    calls.lock().expect("calls").clear();
     let (kept, lost) = (launches[0], launches[1]);
+    if checked_in {
+        let (m, _rx) = check_in(id, lost.1);
+        d.step(1_020, vec![m]).expect("step");
+        let phase = d.core().job(id).map(|j| j.comps[1].phase);
+        assert_ne!(
+            phase,
+            Some(coalloc_core::scheduler::jobs::CompPhase::Submitted),
+            "the check-in counted"
+        );
+    }
+    drop(d);
+    let (mut d, calls) = driver_of(
+        &format!("{name}-2"),
+        config,
+        Box::new(journal.lead()),
+        1_100,
+    );
+    calls.lock().expect("calls").clear();
     let held = |site: usize| -> Vec<crate::link::proto::HeldLaunch> {
         (site == kept.0)
             .then(|| crate::link::proto::HeldLaunch {
@@ -826,7 +844,21 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
     };
     d.step(1_200, vec![up(0, held(0)), up(1, held(1))])
         .expect("step");
-    let made: Vec<(usize, SiteCall)> = calls.lock().expect("calls").clone();
+    let made = calls.lock().expect("calls").clone();
+    (d, made, id, kept, lost)
+}
+
+#[test]
+fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_re_placed() {
+    // Issue 32, failover_netns (launches 1099 and 1100 of job 550): a leader journaled the
+    // start of a job's two components at agent sites and sent both; it was cut off with
+    // one submission delivered (the agent started it: its program ran) and the other lost
+    // on the wire. The standby that took over found both submitted but unanswered; the
+    // agents' hellos listed the first (adopted) and not the second, which was failed as the
+    // site's fault: the job's start was aborted, the first component cancelled, and the job
+    // placed again, so its program ran twice. The agent's hello proves the lost launch never
+    // started: it is sent again, and the start goes on.
+    let (mut d, made, id, kept, lost) = takeover_with_one_lost("resend", false);
     let cancels: Vec<&(usize, SiteCall)> = (made.iter())
         .filter(|(_, c)| matches!(c, SiteCall::Cancel(_) | SiteCall::CancelUnrecorded { .. }))
         .collect();
@@ -842,10 +874,12 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
         vec![lost],
         "the lost submission, sent again: {made:?}"
     );
-    let j = d.core().job(id).expect("the job");
-    let current: Vec<Option<u64>> = j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect();
+    let current = |d: &Driver| -> Vec<Option<u64>> {
+        let j = d.core().job(id).expect("the job");
+        j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect()
+    };
     assert_eq!(
-        current,
+        current(&d),
         vec![Some(kept.1), Some(lost.1)],
         "not placed again"
     );
@@ -855,9 +889,7 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
         vec![(lost.1, Ok(format!("R{}", lost.1)))],
     ));
     d.step(1_300, vec![answer]).expect("step");
-    let j = d.core().job(id).expect("the job");
-    let current: Vec<Option<u64>> = j.comps.iter().map(|c| c.launch.map(|l| l.0)).collect();
-    assert_eq!(current, vec![Some(kept.1), Some(lost.1)]);
+    assert_eq!(current(&d), vec![Some(kept.1), Some(lost.1)]);
 }
 
 #[test]
@@ -866,44 +898,7 @@ fn a_lost_submission_whose_component_checked_in_is_failed_after_a_takeover_not_s
     // checked in at the barrier (an agent lists no launch it stopped at a heartbeat stop).
     // Sent again, it would start a second time while the core counts the first's check-in:
     // it is failed as its site's fault, as before the resend.
-    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
-        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n\n\
-        [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
-    let journal = MemJournal::default();
-    let (mut d, calls) = driver_of("checked-lost", config, Box::new(journal.lead()), 0);
-    let up = |site: usize, held: Vec<crate::link::proto::HeldLaunch>| {
-        Msg::Site(Report::AgentBack { site, held })
-    };
-    d.step(500, vec![up(0, Vec::new()), up(1, Vec::new())])
-        .expect("step");
-    calls.lock().expect("calls").clear();
-    let (id, launches) = submit_two(&mut d, &calls);
-    let (kept, lost) = (launches[0], launches[1]);
-    let (m, _rx) = check_in(id, lost.1);
-    d.step(1_020, vec![m]).expect("step");
-    let phase = |d: &Driver| d.core().job(id).map(|j| j.comps[1].phase);
-    assert_ne!(
-        phase(&d),
-        Some(coalloc_core::scheduler::jobs::CompPhase::Submitted),
-        "the check-in counted"
-    );
-    drop(d);
-    let (mut d, calls) = driver_of("checked-lost-2", config, Box::new(journal.lead()), 1_100);
-    calls.lock().expect("calls").clear();
-    let held = |site: usize| -> Vec<crate::link::proto::HeldLaunch> {
-        (site == kept.0)
-            .then(|| crate::link::proto::HeldLaunch {
-                launch: kept.1,
-                job: id,
-                component: 0,
-                remote: format!("R{}", kept.1),
-            })
-            .into_iter()
-            .collect()
-    };
-    d.step(1_200, vec![up(0, held(0)), up(1, held(1))])
-        .expect("step");
-    let made: Vec<(usize, SiteCall)> = calls.lock().expect("calls").clone();
+    let (d, made, id, _, lost) = takeover_with_one_lost("checked-lost", true);
     let resent: Vec<u64> = (made.iter())
         .filter_map(|(_, c)| match c {
             SiteCall::Submit(r) if r.launch == lost.1 => Some(r.launch),
