@@ -33,7 +33,7 @@
 //!   `RESERVE_GRACE` (nothing left behind, across any number of server crashes);
 //! - fail-overs (issue 32): what a deposed leader does after the takeover reaches no site,
 //!   and the journal's fencing numbers never go back (`super::failover`);
-//! - no component's program is started twice ([`Reruns`]): a (job, component) that ran
+//! - no component's program is started twice (`Reruns`): a (job, component) that ran
 //!   at a manager does not run again (under another launch, or taken a second time under
 //!   its number) unless a fault that may rightly start a job again came first: one of its
 //!   job's own (a submission refused or its answer lost, a launch lost or mute, a
