@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn the_generated_certificate_is_kept() {
-        let dir = std::env::temp_dir().join(format!("coalloc-api-tls-{}", std::process::id()));
+        let dir = crate::scratch::dir("api-tls");
         let first = identity(&settings(TlsMode::Auto), &dir)
             .unwrap()
             .fingerprint;

@@ -29,6 +29,8 @@ pub mod listing;
 pub mod logs;
 pub mod metrics;
 pub mod msg;
+#[cfg(test)]
+mod scratch;
 pub mod server;
 pub mod sites;
 pub mod standby;

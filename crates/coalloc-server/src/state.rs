@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn the_name_tag_is_the_same_for_a_directory_and_differs_between_directories() {
-        let base = std::env::temp_dir().join(format!("coalloc-tag-{}", std::process::id()));
+        let base = crate::scratch::dir("tag");
         let a = StateDir::create(&base.join("a")).unwrap();
         let b = StateDir::create(&base.join("b")).unwrap();
         let tag = a.name_tag();

@@ -220,9 +220,7 @@ mod tests {
     use super::*;
 
     fn users(test: &str) -> (Users, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("coalloc-users-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir(&format!("users-{test}"));
         let path = dir.join("users.json");
         (Users::open(path.clone()).unwrap(), path)
     }

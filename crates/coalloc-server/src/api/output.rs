@@ -269,8 +269,7 @@ mod tests {
 
     #[test]
     fn launches_are_read_from_the_file_names_with_their_sizes() {
-        let dir = std::env::temp_dir().join(format!("coalloc-output-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir("output");
         std::fs::write(dir.join("0.L1.out"), "hello\n").unwrap();
         std::fs::write(dir.join("0.L1.err"), "").unwrap();
         std::fs::write(dir.join("1.L3.err"), "oops").unwrap();

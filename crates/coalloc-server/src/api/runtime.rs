@@ -160,8 +160,7 @@ mod tests {
                 }
             }
         });
-        let dir = std::env::temp_dir().join(format!("coalloc-kv-get-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir("kv-get");
         // The history reader opens an existing file read-only (the driver makes it).
         rusqlite::Connection::open(dir.join("history.sqlite")).unwrap();
         let state = AppState {

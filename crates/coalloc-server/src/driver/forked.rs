@@ -236,8 +236,7 @@ mod tests {
 
     #[test]
     fn a_child_writes_what_the_codec_reads_back() {
-        let dir = std::env::temp_dir().join(format!("coalloc-forked-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir("forked");
         let tmp = dir.join("v.tmp");
         let value: Vec<(u64, String)> = (0..200_000).map(|i| (i, format!("job {i}"))).collect();
         let write = |w: &mut dyn Write| super::super::codec::to_writer(&value, w).map(|_| ());

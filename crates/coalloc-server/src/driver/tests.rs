@@ -69,8 +69,7 @@ fn driver_at(name: &str, server: &str, journal: Box<dyn Store>, now: i64) -> (Dr
 /// A driver of this configuration on this journal, resumed at `now`.
 fn driver_of(name: &str, config: &str, journal: Box<dyn Store>, now: i64) -> (Driver, Calls) {
     let config = ServerConfig::parse(config).expect("configuration");
-    let dir = std::env::temp_dir().join(format!("coalloc-driver-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = crate::scratch::dir(&format!("driver-{name}"));
     let calls = Calls::default();
     let (tx, _rx) = std::sync::mpsc::channel();
     let parts = Parts {

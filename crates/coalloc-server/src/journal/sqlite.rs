@@ -396,9 +396,7 @@ mod tests {
 
     /// A fresh directory for a test's journal; the journal's path in it.
     fn scratch(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("coalloc-journal{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::dir(&format!("journal{tag}"));
         dir.join("journal.sqlite")
     }
 
@@ -410,10 +408,7 @@ mod tests {
             Box::new(Journal::open(&scratch(&format!("-contract-{tag}"))).unwrap())
         }
         fn reopen(&mut self, tag: &str) -> Box<dyn Store> {
-            let dir = std::env::temp_dir().join(format!(
-                "coalloc-journal-contract-{tag}-{}",
-                std::process::id()
-            ));
+            let dir = crate::scratch::path(&format!("journal-contract-{tag}"));
             Box::new(Journal::open(&dir.join("journal.sqlite")).unwrap())
         }
     }
@@ -422,11 +417,8 @@ mod tests {
     fn the_store_contract_holds() {
         crate::journal::contract::all(&mut Sqlite);
         for tag in ["reopen", "unsynced", "compact", "history", "refused"] {
-            let dir = std::env::temp_dir().join(format!(
-                "coalloc-journal-contract-{tag}-{}",
-                std::process::id()
-            ));
-            std::fs::remove_dir_all(dir).unwrap();
+            std::fs::remove_dir_all(crate::scratch::path(&format!("journal-contract-{tag}")))
+                .unwrap();
         }
     }
 

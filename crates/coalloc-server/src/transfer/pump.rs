@@ -278,9 +278,7 @@ mod tests {
     }
 
     fn setup(name: &str, cut: u64, cuts: u32) -> (SiteFile, SiteFile, Vec<u8>, String) {
-        let base = std::env::temp_dir().join(format!("coalloc-pump-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(&base).unwrap();
+        let base = crate::scratch::dir(&format!("pump-{name}"));
         let data: Vec<u8> = (0..(3 * CHUNK + 5)).map(|i| (i * 7 % 253) as u8).collect();
         std::fs::write(base.join("src.dat"), &data).unwrap();
         let sum = blake3::hash(&data).to_hex().to_string();
