@@ -48,6 +48,8 @@ mod snapshot;
 mod staging;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_local;
 mod transfers;
 mod view;
 pub mod work;

@@ -319,9 +319,29 @@ impl Driver {
         }
         // An ended component: nothing to tell the core, and nothing to journal again.
         let Some(phase) = self.live_phase_of(launch) else {
-            // The core has moved on from this launch.
+            // The core has moved on from this launch: it is watched no more.
             self.launches.get_mut(&launch).expect("known launch").ended = true;
             self.workers[l.site].forget(launch);
+            if !ended {
+                // Yet its site still runs it, and the core's cancel of it may be among this
+                // turn's commands, which are carried out after the turn's reports and skip
+                // a launch counted ended here (`run_commands`). So it was when a report
+                // earlier in the turn failed another component of its job at the job's
+                // limit: the job's end forgot the launch's draining, and its processes ran
+                // on for nobody (mpi.rs's `mpi_abort_after_the_commit_ends_the_job_everywhere`
+                // in CI: both sites' readings in one turn, the failing one first; the other
+                // component's MPI ranks spun until killed by hand). Cancel it here, with the
+                // turn's commit; a cancel of a launch already gone changes nothing there.
+                let call = match l.remote {
+                    Some(remote) => crate::msg::SiteCall::Cancel(remote),
+                    None => crate::msg::SiteCall::CancelUnrecorded {
+                        job: l.job,
+                        component: l.component,
+                        launch,
+                    },
+                };
+                self.after_commit.push((l.site, call));
+            }
             return;
         };
         match state {

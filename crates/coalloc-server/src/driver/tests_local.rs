@@ -171,7 +171,6 @@ impl Drop for Rig {
                 let _ = c.cancel(&coalloc_backends::local::remote_id(launch));
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -255,7 +254,6 @@ fn one_turn(failed_first: bool) {
     };
     let mut rig = Rig::new(name, "max_completion_failures = 0");
     let go = rig.dir.join("go");
-    std::fs::create_dir_all(&rig.dir).expect("scratch");
     // Component 0 runs a child of its own; component 1 fails once `go` is there.
     let spec = format!(
         "name = \"j\"\nkind = \"ordered\"\n\n\
