@@ -558,6 +558,72 @@ fn a_killed_launcher_is_replaced_at_the_next_launch() {
     assert_eq!(recorded_launches(&d.join("site")), [1, 2]);
 }
 
+/// The cluster's log as a server that stopped between the launcher's answer and writing it
+/// down leaves it: the request of `launch` without its start.
+fn forget_start(dir: &Path, launch: u64) {
+    let path = dir.join("site/launches.jsonl");
+    let log = std::fs::read_to_string(&path).unwrap();
+    let started = format!("{{\"started\":{{\"launch\":{launch},");
+    assert!(log.contains(&started), "{log}");
+    let kept: String = log
+        .lines()
+        .filter(|l| !l.starts_with(&started))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, kept).unwrap();
+}
+
+/// The lines of the file a launch's processes append to once each time they run.
+fn runs(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("runs")).unwrap_or_default();
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn a_launch_whose_start_was_not_written_down_is_not_started_again_while_it_runs() {
+    let d = temp_dir(Mode::Launcher, "unrecorded-running");
+    let c = cluster(Mode::Launcher, &d, 4);
+    let script = format!(
+        "echo $COALLOC_LOCAL_RANK >> {}; sleep 0.6",
+        d.join("runs").display()
+    );
+    c.submit(&sh(&d, 1, 2, 2, &script)).unwrap();
+    let first = pgid(&d, 1);
+    wait_until("the ranks did not run", || runs(&d).len() == 2);
+    // The server stops before it writes the start down (the fail-over of
+    // postgres_replicated.rs): the next one finds the request alone and asks again.
+    drop(c);
+    forget_start(&d, 1);
+    let c = cluster(Mode::Launcher, &d, 4);
+    assert_eq!(wait_final(&c, 1), RemoteState::Finished);
+    assert_eq!(pgid(&d, 1), first, "another process group");
+    let mut ranks = runs(&d);
+    ranks.sort();
+    assert_eq!(ranks, ["0", "1"], "started twice");
+}
+
+#[test]
+fn a_launch_whose_start_was_not_written_down_and_that_ended_is_not_started_again() {
+    let d = temp_dir(Mode::Launcher, "unrecorded-ended");
+    let c = cluster(Mode::Launcher, &d, 4);
+    let script = format!(
+        "echo ran >> {}; sleep 0.2; exit 3",
+        d.join("runs").display()
+    );
+    c.submit(&sh(&d, 1, 1, 1, &script)).unwrap();
+    let launcher = parent_of(pgid(&d, 1)).unwrap();
+    drop(c);
+    forget_start(&d, 1);
+    // It ends with nobody connected, and the launcher leaves with its record of it.
+    wait_until("the launcher stayed", || !alive(launcher));
+    let c = cluster(Mode::Launcher, &d, 4);
+    assert_eq!(
+        wait_final(&c, 1),
+        RemoteState::Failed("process 0 exited with 3".into())
+    );
+    assert_eq!(runs(&d), ["ran"], "started twice");
+}
+
 #[test]
 fn a_process_killed_by_a_signal_is_told_from_an_exit() {
     let d = temp_dir(Mode::Launcher, "signal");

@@ -1,8 +1,11 @@
 //! Adoption: what a new `LocalCluster` finds in its work directory's log from an earlier
 //! server. A launch whose end is recorded keeps its state; one with a process group that still
 //! has a live process runs on and is watched again; one whose processes are all gone ended
-//! while nobody watched, and the `exits` file tells how; one that never started is queued
-//! again, in launch order. The advance reservations the log holds are held again.
+//! while nobody watched, and the `exits` file tells how; one whose start was not written
+//! down is queued again, in launch order, unless `exits` holds all its codes (it ran and
+//! ended): the launcher does not start a launch twice (see [`super::launcher`]). Under the
+//! `/bin/sh` wrapper (no launcher) a launch still running then is started a second time.
+//! The advance reservations the log holds are held again.
 
 use super::calendar::Resv;
 use super::process::{self, Log, Record};
@@ -84,7 +87,18 @@ pub(super) fn adopt(work_dir: &Path, log: &Log, inner: &mut Inner) {
                 log.ended(launch, &state);
                 Phase::Done(state)
             }
+        } else if inner.exits.has_all(launch, request.processes) {
+            // Started, but the server stopped before it wrote the start down, and ended
+            // since (a launcher starts a launch once; one that left has no record of it):
+            // it ran, and is not started again.
+            let state = inner
+                .exits
+                .outcome(launch, request.processes, f.killed.as_deref());
+            log.ended(launch, &state);
+            Phase::Done(state)
         } else {
+            // Never started, or started and still running: the launcher answers a request
+            // for a launch it started with that launch's group.
             inner.queue.push_back(id.clone());
             Phase::Queued
         };

@@ -11,6 +11,15 @@
 //! exits once no server is connected and none of its processes runs.
 //!
 //! One request a line from the server ([`Start`]), one answer a line back ([`Started`]).
+//!
+//! A start is done once per launch number: a request for a launch this launcher started
+//! already is answered with that launch's process group, and nothing more is started. A
+//! server that stopped between its request and writing down the answer sends the request
+//! again when it comes back (the log holds the request, not its start: `adopt`); without
+//! this the component ran twice (`postgres_replicated.rs`, a fail-over in that window: the
+//! first copy outlived the second's cancel). A launch is remembered while it runs, and after
+//! it ended only when the connection that asked for it had closed by then (so few are kept);
+//! one that ended is then answered with its group, gone, and its codes are in `exits`.
 //! Single-threaded: a `poll` over the listening socket, the connections and a `signalfd` for
 //! `SIGCHLD`.
 
@@ -65,6 +74,15 @@ pub struct Started {
 struct Conn {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// Numbered in the order they came, from 1.
+    id: u64,
+}
+
+/// A launch this launcher started: its process group, and the connection that asked.
+#[derive(Debug, Clone, Copy)]
+struct Spawned {
+    pgid: i32,
+    by: u64,
 }
 
 struct Launcher {
@@ -73,6 +91,12 @@ struct Launcher {
     children: HashMap<i32, (u64, u32)>,
     /// Launches whose start failed half-way: their processes write no code.
     voided: std::collections::HashSet<u64>,
+    /// The launches started here, by number (see the module documentation).
+    spawned: HashMap<u64, Spawned>,
+    /// The connections open now.
+    open: std::collections::HashSet<u64>,
+    /// The last connection's number.
+    last_conn: u64,
 }
 
 /// Run the launcher of `work_dir` until no server is connected and nothing runs. Returns at
@@ -125,6 +149,9 @@ pub fn run(work_dir: &Path) -> io::Result<()> {
         exits,
         children: HashMap::new(),
         voided: Default::default(),
+        spawned: HashMap::new(),
+        open: Default::default(),
+        last_conn: 0,
     };
     let mut conns: Vec<Conn> = Vec::new();
     loop {
@@ -151,12 +178,12 @@ pub fn run(work_dir: &Path) -> io::Result<()> {
             }
         }
         for i in gone.into_iter().rev() {
-            conns.swap_remove(i);
+            l.open.remove(&conns.swap_remove(i).id);
         }
-        accept(&listener, &mut conns);
+        l.accept(&listener, &mut conns);
         if conns.is_empty() && l.children.is_empty() {
             // A server that connected just now keeps us; otherwise nobody needs us.
-            accept(&listener, &mut conns);
+            l.accept(&listener, &mut conns);
             if conns.is_empty() {
                 let _ = std::fs::remove_file(&socket);
                 return Ok(());
@@ -170,23 +197,6 @@ fn pollfd(fd: i32) -> libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    }
-}
-
-/// Take the waiting connections, greeting each: a server sends nothing before the greeting,
-/// so a connection made while the launcher was leaving fails before any request.
-fn accept(listener: &UnixListener, conns: &mut Vec<Conn>) {
-    while let Ok((mut stream, _)) = listener.accept() {
-        let _ = stream.set_nonblocking(false);
-        let Ok(reader) = stream.try_clone() else {
-            continue;
-        };
-        if stream.write_all(GREETING.as_bytes()).is_ok() {
-            conns.push(Conn {
-                reader: BufReader::new(reader),
-                writer: stream,
-            });
-        }
     }
 }
 
@@ -248,6 +258,27 @@ fn detach() -> io::Result<()> {
 }
 
 impl Launcher {
+    /// Take the waiting connections, greeting each: a server sends nothing before the
+    /// greeting, so a connection made while the launcher was leaving fails before any
+    /// request.
+    fn accept(&mut self, listener: &UnixListener, conns: &mut Vec<Conn>) {
+        while let Ok((mut stream, _)) = listener.accept() {
+            let _ = stream.set_nonblocking(false);
+            let Ok(reader) = stream.try_clone() else {
+                continue;
+            };
+            if stream.write_all(GREETING.as_bytes()).is_ok() {
+                self.last_conn += 1;
+                self.open.insert(self.last_conn);
+                conns.push(Conn {
+                    reader: BufReader::new(reader),
+                    writer: stream,
+                    id: self.last_conn,
+                });
+            }
+        }
+    }
+
     /// Answer every whole request line of a connection; false once it closed.
     fn serve(&mut self, c: &mut Conn) -> bool {
         let mut line = String::new();
@@ -256,7 +287,7 @@ impl Launcher {
             Ok(_) => {}
         }
         let answer = match serde_json::from_str::<Start>(&line) {
-            Ok(s) => self.start(&s),
+            Ok(s) => self.start(&s, c.id),
             Err(e) => Started {
                 launch: 0,
                 pgid: None,
@@ -275,13 +306,28 @@ impl Launcher {
         true
     }
 
-    fn start(&mut self, s: &Start) -> Started {
-        match self.spawn_all(s) {
-            Ok(pgid) => Started {
+    /// Start launch `s` for connection `by`, unless it was started here already.
+    fn start(&mut self, s: &Start, by: u64) -> Started {
+        if let Some(known) = self.spawned.get(&s.launch) {
+            eprintln!(
+                "launcher: launch {} asked for again: started already, group {}",
+                s.launch, known.pgid
+            );
+            return Started {
                 launch: s.launch,
-                pgid: Some(pgid),
+                pgid: Some(known.pgid),
                 error: None,
-            },
+            };
+        }
+        match self.spawn_all(s) {
+            Ok(pgid) => {
+                self.spawned.insert(s.launch, Spawned { pgid, by });
+                Started {
+                    launch: s.launch,
+                    pgid: Some(pgid),
+                    error: None,
+                }
+            }
             Err(e) => Started {
                 launch: s.launch,
                 pgid: None,
@@ -393,6 +439,10 @@ impl Launcher {
                 }
                 if !self.children.values().any(|(l, _)| *l == launch) {
                     self.voided.remove(&launch);
+                    // Its server has it on record unless it went away meanwhile.
+                    if (self.spawned.get(&launch)).is_some_and(|s| self.open.contains(&s.by)) {
+                        self.spawned.remove(&launch);
+                    }
                 }
             }
             // SAFETY: reaping the child waitid just reported.

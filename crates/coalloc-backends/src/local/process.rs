@@ -254,6 +254,11 @@ impl Exits {
         Ok(())
     }
 
+    /// Whether every process of a launch wrote its code.
+    pub fn has_all(&self, launch: u64, processes: u32) -> bool {
+        (0..processes).all(|rank| self.codes.contains_key(&(launch, rank)))
+    }
+
     /// How a launch whose processes are all gone ended; forgets its codes.
     pub fn outcome(&mut self, launch: u64, processes: u32, killed: Option<&str>) -> RemoteState {
         let codes: Vec<Option<String>> = (0..processes)
