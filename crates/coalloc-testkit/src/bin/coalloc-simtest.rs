@@ -82,6 +82,9 @@ fn main() {
     let until = a.minutes.map(|m| t + Duration::from_secs(m * 60));
     let (mut ran, mut failed, mut crashes, mut jobs) = (0u64, 0u64, 0u64, 0usize);
     let mut lost = 0u64;
+    // The started-twice check's reach: runs it held to the end in (no fault excused every
+    // job), and programs started while it held for their job.
+    let (mut whole, mut starts, mut checked) = (0u64, 0u64, 0u64);
     let mut seed = a.from;
     loop {
         match until {
@@ -94,6 +97,9 @@ fn main() {
                 crashes += u64::from(o.crashes);
                 lost += u64::from(o.lost_tails);
                 jobs += o.jobs;
+                whole += u64::from(o.unchecked_after.is_none());
+                starts += u64::from(o.starts);
+                checked += u64::from(o.starts_checked);
                 if a.json {
                     println!("{}", serde_json::to_string(&o).unwrap_or_default());
                 }
@@ -111,6 +117,19 @@ fn main() {
         a.from,
         seed,
         t.elapsed().as_secs_f64()
+    );
+    let share = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / of as f64
+        }
+    };
+    let passed = ran - failed;
+    eprintln!(
+        "started-twice check: held to the end in {whole} of {passed} runs ({:.1}%), {checked} of {starts} program starts checked ({:.1}%)",
+        share(whole, passed),
+        share(checked, starts)
     );
     if failed > 0 {
         std::process::exit(1);

@@ -148,6 +148,10 @@ pub(super) struct Reruns {
     all: Option<String>,
     /// The first component started twice with no such fault before.
     found: Option<String>,
+    /// Programs started, and those started while the check held for their job (no fault
+    /// that excuses it came before): the check's reach, for the run's [`super::Outcome`].
+    pub(super) starts: u32,
+    pub(super) checked: u32,
 }
 
 impl Reruns {
@@ -161,6 +165,11 @@ impl Reruns {
         if self.all.is_none() {
             self.all = Some(why());
         }
+    }
+
+    /// The first fault that excused every job for the rest of the run, if one did.
+    pub(super) fn all(&self) -> Option<&str> {
+        self.all.as_deref()
     }
 }
 
@@ -186,10 +195,10 @@ impl World {
             .copied()
             .collect();
         before.push((site, id, launch, self.now));
-        if earlier.is_empty() || self.reruns.found.is_some() {
-            return;
-        }
-        if self.reruns.all.is_some() || self.reruns.jobs.contains_key(&job) {
+        let excused = self.reruns.all.is_some() || self.reruns.jobs.contains_key(&job);
+        self.reruns.starts += 1;
+        self.reruns.checked += u32::from(!excused);
+        if earlier.is_empty() || self.reruns.found.is_some() || excused {
             return;
         }
         let earlier: Vec<String> = earlier

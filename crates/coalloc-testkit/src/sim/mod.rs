@@ -104,6 +104,12 @@ pub struct Outcome {
     /// Fail-overs that struck between two submissions of one job (`Fault::Failover`'s
     /// `split`).
     pub split_turns: u32,
+    /// The started-twice check's reach (`check::Reruns`): programs started, those started
+    /// while the check held for their job, and the first fault after which it held for no
+    /// job (`None`: it held to the end of the run for every job no fault of its own excused).
+    pub starts: u32,
+    pub starts_checked: u32,
+    pub unchecked_after: Option<String>,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
@@ -443,6 +449,8 @@ impl World {
             .flat_map(|r| r.launches.values())
             .filter(|l| l.reservation.is_some() && !matches!(l.state, rm::St::Pending { .. }))
             .count() as u32;
+        (self.out.starts, self.out.starts_checked) = (self.reruns.starts, self.reruns.checked);
+        self.out.unchecked_after = self.reruns.all().map(str::to_string);
         Ok(self.out)
     }
 
