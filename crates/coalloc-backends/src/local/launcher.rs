@@ -78,11 +78,14 @@ struct Conn {
     id: u64,
 }
 
-/// A launch this launcher started: its process group, and the connection that asked.
-#[derive(Debug, Clone, Copy)]
+/// A launch this launcher started: its process group, the connection that asked, and its
+/// standard output (a launch's own path: a request of the same number for another file is
+/// not this launch).
+#[derive(Debug, Clone)]
 struct Spawned {
     pgid: i32,
     by: u64,
+    stdout: PathBuf,
 }
 
 struct Launcher {
@@ -309,6 +312,17 @@ impl Launcher {
     /// Start launch `s` for connection `by`, unless it was started here already.
     fn start(&mut self, s: &Start, by: u64) -> Started {
         if let Some(known) = self.spawned.get(&s.launch) {
+            if known.stdout != s.stdout {
+                return Started {
+                    launch: s.launch,
+                    pgid: None,
+                    error: Some(format!(
+                        "launch {} was started here for another request (its output {})",
+                        s.launch,
+                        known.stdout.display()
+                    )),
+                };
+            }
             eprintln!(
                 "launcher: launch {} asked for again: started already, group {}",
                 s.launch, known.pgid
@@ -321,7 +335,8 @@ impl Launcher {
         }
         match self.spawn_all(s) {
             Ok(pgid) => {
-                self.spawned.insert(s.launch, Spawned { pgid, by });
+                let stdout = s.stdout.clone();
+                self.spawned.insert(s.launch, Spawned { pgid, by, stdout });
                 Started {
                     launch: s.launch,
                     pgid: Some(pgid),
