@@ -598,3 +598,58 @@ fn open_append(path: &Path) -> io::Result<File> {
     }
     OpenOptions::new().create(true).append(true).open(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &Path, launch: u64, out: &str) -> Start {
+        Start {
+            launch,
+            processes: 1,
+            rank_offset: 0,
+            program: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            env: Vec::new(),
+            dir: dir.to_path_buf(),
+            stdout: dir.join(out),
+            stderr: dir.join(format!("{out}.err")),
+            run_as: None,
+        }
+    }
+
+    #[test]
+    fn a_launch_is_started_once_and_its_number_is_not_taken_by_another_request() {
+        let dir =
+            std::env::temp_dir().join(format!("coalloc-launcher-once-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut l = Launcher {
+            exits: open_append(&dir.join("exits")).unwrap(),
+            children: HashMap::new(),
+            voided: Default::default(),
+            spawned: HashMap::new(),
+            open: [1].into_iter().collect(),
+            last_conn: 1,
+        };
+        let first = l.start(&request(&dir, 7, "7.out"), 1);
+        let pgid = first.pgid.expect("started");
+        assert_eq!(l.children.len(), 1);
+        // Asked again (a server that came back): the same group, nothing more started.
+        let again = l.start(&request(&dir, 7, "7.out"), 2);
+        assert_eq!((again.pgid, again.error), (Some(pgid), None));
+        assert_eq!(l.children.len(), 1);
+        // The same number for another launch's output: refused.
+        let other = l.start(&request(&dir, 7, "8.out"), 2);
+        assert_eq!(other.pgid, None);
+        assert!(other.error.unwrap().contains("another request"));
+        assert_eq!(l.children.len(), 1);
+        // SAFETY: SIGKILL to the group this test made, and reaping its one process (not
+        // `reap`: its wait for any child would take other tests' children).
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+            libc::waitpid(pgid, std::ptr::null_mut(), 0);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
