@@ -2,6 +2,10 @@
 //! `min_job_age`, its last view goes to the history table and a `forget` entry to the
 //! journal, in one transaction; the core and the driver then drop everything they kept of
 //! it. A replay forgets at the same entry, so a restart holds no more than the server did.
+//! A job whose launches a restart still watches (their cancel may have died with the server
+//! that journaled the job's end: `Driver::unsettled`) stays until its sites have said they
+//! no longer run them: gone from memory, such a launch would be known to nobody, neither
+//! cancelled nor dropped from its site.
 
 use super::Driver;
 use crate::entry::Entry;
@@ -27,17 +31,28 @@ impl Driver {
             return;
         }
         let cutoff = self.now.saturating_sub(self.config.min_job_age);
-        let mut gone = Vec::new();
+        let watched: BTreeSet<u64> = (self.unsettled.keys())
+            .filter_map(|k| self.launches.get(k).map(|l| l.job))
+            .collect();
+        let (mut gone, mut kept) = (Vec::new(), Vec::new());
         while let Some(&(end, job)) = self.ended_at.front() {
             if end > cutoff || gone.len() == AGE_BATCH {
                 break;
             }
             self.ended_at.pop_front();
+            if watched.contains(&job) {
+                kept.push((end, job));
+                continue;
+            }
             if let Some(j) = self.core.job(job).filter(|j| j.ended()) {
                 let view = self.job_view(j, true);
                 self.history.push(HistoryRow::of(&view));
                 gone.push(job);
             }
+        }
+        // Still the oldest: looked at again at the next look.
+        for k in kept.into_iter().rev() {
+            self.ended_at.push_front(k);
         }
         let backlog = gone.len() == AGE_BATCH;
         self.next_age = if backlog {

@@ -1,7 +1,10 @@
 //! Carrying out the core's commands: a start becomes a resource-manager submission with the
 //! component's configuration in its environment (seed 002 §3.3), a cancel a kill, a
 //! transfer a pull of the input file (`transfers.rs`), a finished job a line of the result
-//! log (`results.rs`). During replay the commands are only booked.
+//! log (`results.rs`). During replay the commands are only booked; after it, `reconcile`
+//! settles with the sites what the replay says of their launches: adopted, cancelled again
+//! (a live job's stopped runs), read again and cancelled if still running (an ended job's
+//! cancelled components, whose cancel may have died with the server).
 
 use super::{Driver, LaunchInfo};
 use crate::entry::Entry;
@@ -452,6 +455,7 @@ impl Driver {
         let unrecorded = &self.unrecorded;
         self.replayed_starts.retain(|k, _| unrecorded.contains(k));
         self.cancel_superseded_again();
+        self.recheck_ended();
         self.resume_vms();
         self.resume_transfers();
         self.resume_reservations();
@@ -511,6 +515,42 @@ impl Driver {
             match l.remote {
                 Some(remote) => self.workers[l.site].cancel(remote),
                 None => self.workers[l.site].cancel_unrecorded(l.job, l.component, launch),
+            }
+        }
+    }
+
+    /// At a restart, the launches of ended jobs still in memory that their sites did not
+    /// report finished: cancelled at the job's end (or with an earlier run of it, or timed
+    /// out by the core), their cancel was journaled with the turn that decided it, but the
+    /// call may have died with the process before a site worker made it (or while a worker
+    /// was still trying it against a manager that was down), and nothing else watches or
+    /// cancels a launch of an ended job again (`cancel_superseded_again` is for live jobs').
+    /// One with a handle is watched until a reading finds it gone from its site, the first
+    /// that finds it still running cancelling it (`remote_state`), and its job does not
+    /// leave memory before (`age_out`). One whose submission was never answered is cancelled
+    /// by its name. Those at agent sites are left to their agents' hellos, which list every
+    /// launch an agent holds (`agent_back` cancels those the server no longer wants). Calls
+    /// go with the turn's commit.
+    fn recheck_ended(&mut self) {
+        let ended: Vec<(u64, LaunchInfo)> = (self.launches.iter())
+            .filter(|(k, l)| {
+                self.core.job(l.job).is_some_and(|j| j.ended())
+                    && self.phase_of(**k)
+                        != Some(coalloc_core::scheduler::jobs::CompPhase::Finished)
+                    && !matches!(
+                        self.config.backends[l.site],
+                        crate::config::BackendKind::Agent { .. }
+                    )
+            })
+            .map(|(k, l)| (*k, l.clone()))
+            .collect();
+        for (launch, l) in ended {
+            match &l.remote {
+                Some(remote) => {
+                    self.workers[l.site].watch(launch, remote.clone());
+                    self.unsettled.insert(launch, false);
+                }
+                None => self.after_commit.push((l.site, l.cancel_call(launch))),
             }
         }
     }

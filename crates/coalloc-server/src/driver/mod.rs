@@ -17,8 +17,10 @@
 //!
 //! On start the journal is replayed into a fresh core (commands are then only booked, not
 //! carried out), then reconciled with the backends: launches still running are adopted,
-//! vanished ones are reported failed, and launches the server was submitting when it died
-//! are looked up by their launch number.
+//! vanished ones are reported failed, launches the server was submitting when it died
+//! are looked up by their launch number, and the launches of ended jobs that the core
+//! cancelled are read once more at their sites and cancelled again if still running (their
+//! cancel may have died with the server that journaled the job's end).
 //!
 //! The driver is a machine a test can step (DESIGN.md, "The server as a machine", habit 4):
 //! [`Driver::open`] takes its journal ([`crate::journal::Store`]), its sites' links
@@ -168,6 +170,11 @@ pub struct Driver {
     /// site and handle. Cancelled when their handle came and watched; dropped from their
     /// site once a poll finds them ended (`reports.rs`, `submitted` and `remote_state`).
     orphans: BTreeMap<u64, (usize, String)>,
+    /// Launches of ended jobs that a restart watches until a reading finds them gone from
+    /// their sites, and whether their cancel went again: their cancel may have died with
+    /// the process that journaled the job's end (`commands.rs`, `recheck_ended`). Their
+    /// jobs stay in memory until then (`aging.rs`).
+    unsettled: BTreeMap<u64, bool>,
     /// Replaying the journal: commands are booked, not carried out.
     replaying: bool,
     events: broadcast::Sender<String>,
@@ -247,6 +254,21 @@ pub enum StartError {
     Replay(i64, String),
     #[error("snapshot {0}: {1}")]
     Snapshot(String, String),
+}
+
+impl LaunchInfo {
+    /// The call that cancels launch `launch` (this one) at its site: by its handle, or by
+    /// its name while its submission's answer has not come.
+    pub(crate) fn cancel_call(&self, launch: u64) -> SiteCall {
+        match &self.remote {
+            Some(remote) => SiteCall::Cancel(remote.clone()),
+            None => SiteCall::CancelUnrecorded {
+                job: self.job,
+                component: self.component,
+                launch,
+            },
+        }
+    }
 }
 
 impl Driver {
@@ -356,6 +378,7 @@ impl Driver {
             internal: VecDeque::new(),
             after_commit: Vec::new(),
             orphans: BTreeMap::new(),
+            unsettled: BTreeMap::new(),
             replaying: true,
             events: events.clone(),
             next_sample: 0,

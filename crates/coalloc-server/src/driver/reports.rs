@@ -1,7 +1,8 @@
 //! Site reports into core events: the resource monitor's readings become `SiteStatus`
 //! events when they change (seed 003 §4.3.2), and what a resource manager says of a launch
-//! becomes `ComponentStarted` / `Finished` / `Failed` against the core's own view of it.
-//! Each reading that changes a site's numbers is also a line of the surveillance log (seed
+//! becomes `ComponentStarted` / `Finished` / `Failed` against the core's own view of it; a
+//! launch the core has moved on from that a reading finds still running is cancelled. Each
+//! reading that changes a site's numbers is also a line of the surveillance log (seed
 //! 003 §5.2).
 
 use super::Driver;
@@ -306,6 +307,19 @@ impl Driver {
         let Some(l) = self.launches.get(&launch).cloned() else {
             return;
         };
+        if let Some(cancelled) = self.unsettled.get_mut(&launch) {
+            // A launch of an ended job that a restart watches until its site no longer runs
+            // it (`recheck_ended`). Still running, its cancel died with the server that
+            // journaled the job's end: it goes again, once, with the turn's commit.
+            if ended {
+                self.unsettled.remove(&launch);
+                self.workers[l.site].forget(launch);
+            } else if !std::mem::replace(cancelled, true) {
+                tracing::info!(launch, "cancelling again a launch of an ended job");
+                self.after_commit.push((l.site, l.cancel_call(launch)));
+            }
+            return;
+        }
         if l.ended {
             return;
         }
@@ -332,15 +346,7 @@ impl Driver {
                 // in CI: both sites' readings in one turn, the failing one first; the other
                 // component's MPI ranks spun until killed by hand). Cancel it here, with the
                 // turn's commit; a cancel of a launch already gone changes nothing there.
-                let call = match l.remote {
-                    Some(remote) => crate::msg::SiteCall::Cancel(remote),
-                    None => crate::msg::SiteCall::CancelUnrecorded {
-                        job: l.job,
-                        component: l.component,
-                        launch,
-                    },
-                };
-                self.after_commit.push((l.site, call));
+                self.after_commit.push((l.site, l.cancel_call(launch)));
             }
             return;
         };
