@@ -414,6 +414,76 @@ fn a_restart_cancels_again_the_launches_of_a_run_the_core_moved_on_from() {
 }
 
 #[test]
+fn an_agent_back_after_a_restart_cancels_a_launch_of_an_ended_job_whose_cancel_died() {
+    // The job's end cancels its other component; the turn commits, and the server dies
+    // before that cancel reaches the agent. The restarted server (back before the job
+    // leaves memory, or after: `aged_out`) does not watch an agent site's launches of an
+    // ended job (`recheck_ended`): the agent's hello lists what it holds, and the launch,
+    // ended or unknown to the server, is cancelled with the commit of the link's coming up.
+    let config = "[server]\nagent_bind = \"test.invalid:7443\"\n\n\
+        [scheduler]\nmax_completion_failures = 0\n\n\
+        [[site]]\nname = \"a\"\nprocessors = 4\nmanager = { type = \"agent\" }\n\n\
+        [[site]]\nname = \"b\"\nprocessors = 4\nmanager = { type = \"agent\" }\n";
+    let up = |site: usize, held: Vec<crate::link::proto::HeldLaunch>| {
+        Msg::Site(Report::AgentBack { site, held })
+    };
+    for aged_out in [false, true] {
+        let name = format!("agent-ended-{aged_out}");
+        let journal = MemJournal::default();
+        let (mut d, calls) = driver_of(&name, config, Box::new(journal.lead()), 0);
+        d.step(500, vec![up(0, Vec::new()), up(1, Vec::new())])
+            .expect("step");
+        calls.lock().expect("calls").clear();
+        let (id, _) = submit(
+            &mut d,
+            "name = \"j\"\nkind = \"ordered\"\n\n\
+             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"a\"\n\n\
+             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"b\"\n",
+        )
+        .expect("accepted");
+        let launches = submitted(&calls);
+        assert_eq!(launches.len(), 2, "{launches:?}");
+        let (a, b) = (launches[0].1, launches[1].1);
+        take(&mut d, &launches);
+        let (first, _) = check_in(id, a);
+        let (second, _) = check_in(id, b);
+        d.step(1_020, vec![first, second]).expect("step");
+        let failed = Msg::Site(Report::Polled {
+            site: 1,
+            load: Ok(Default::default()),
+            states: vec![(b, RemoteState::Failed("exit 5".into()))],
+        });
+        d.step(1_030, vec![failed]).expect("step");
+        let phase = d.core().job(id).map(|j| j.phase);
+        assert_eq!(phase, Some(coalloc_core::scheduler::jobs::Phase::Ended));
+        drop(d);
+        // The server comes back (past `min_job_age`, 5 minutes, when `aged_out`), and so
+        // do the agents, `a`'s still holding the launch.
+        let back = if aged_out { 400_000 } else { 2_000 };
+        let (mut d, calls) =
+            driver_of(&format!("{name}-2"), config, Box::new(journal.lead()), back);
+        assert_eq!(d.core().job(id).is_none(), aged_out);
+        let held = vec![crate::link::proto::HeldLaunch {
+            launch: a,
+            job: id,
+            component: 0,
+            remote: format!("R{a}"),
+        }];
+        d.step(back + 100, vec![up(0, held), up(1, Vec::new())])
+            .expect("step");
+        let cancels: Vec<(usize, SiteCall)> = (calls.lock().expect("calls").iter())
+            .filter(|(_, c)| matches!(c, SiteCall::Cancel(_) | SiteCall::CancelUnrecorded { .. }))
+            .cloned()
+            .collect();
+        assert_eq!(
+            cancels,
+            vec![(0, SiteCall::Cancel(format!("R{a}")))],
+            "aged out: {aged_out}"
+        );
+    }
+}
+
+#[test]
 fn a_deposed_leader_tells_no_site_anything_its_refused_commit_decided() {
     // The simulation harness's fail-overs (issue 32): a leader whose journal's lease another
     // server took ran a turn that aged a job out (its discards) or heard a submission fail
