@@ -684,6 +684,16 @@ impl Job {
             .get(i)
             .and_then(|c| c.max_wall_time().or(self.max_wall_time()))
     }
+
+    /// How long the job says it runs: its runtime estimate, else its longest wall time
+    /// (`None`: the scheduler's default estimate applies).
+    pub fn own_estimate(&self) -> Option<Millis> {
+        self.runtime_estimate.or_else(|| {
+            (0..self.components.len())
+                .filter_map(|i| self.wall_time_of(i))
+                .max()
+        })
+    }
 }
 
 /// Names of the enums as they appear in every text format.

@@ -1021,14 +1021,7 @@ impl PassCtx for Core {
     }
 
     fn estimate(&self, id: JobId) -> crate::model::Millis {
-        let job = &self.jobs[&id].job;
-        job.runtime_estimate
-            .or_else(|| {
-                (0..job.components.len())
-                    .filter_map(|i| job.wall_time_of(i))
-                    .max()
-            })
-            .unwrap_or(self.config.default_estimate)
+        (self.jobs[&id].job.own_estimate()).unwrap_or(self.config.default_estimate)
     }
 
     fn place_on(

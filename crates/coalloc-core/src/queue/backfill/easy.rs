@@ -273,7 +273,7 @@ impl Easy {
             }
             let short = r
                 .shadow
-                .is_some_and(|s| now.saturating_add(ctx.estimate(id)) <= s);
+                .is_some_and(|s| now.saturating_add(demand.estimate(ctx, id)) <= s);
             let started = if short {
                 start_within(ctx, id, &idle, &usable, &idle)
             } else if !demand.may_fit_stats(extra_room) {
