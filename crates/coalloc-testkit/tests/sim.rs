@@ -60,6 +60,19 @@ fn assert_none_failed(what: &str, runs: impl IntoIterator<Item = (u64, Run)>) ->
     outcomes
 }
 
+/// The started-twice check's reach over the outcomes `o`: fails unless it held for more
+/// than `share` of their program starts (a fault that excused every job, as each fault but
+/// the server's own once did, would leave most of them unchecked).
+fn assert_reach(what: &str, o: &[Outcome], share: f64) {
+    let starts: u32 = o.iter().map(|o| o.starts).sum();
+    let checked: u32 = o.iter().map(|o| o.starts_checked).sum();
+    eprintln!("{what}: the started-twice check held for {checked} of {starts} program starts");
+    assert!(
+        f64::from(checked) > share * f64::from(starts),
+        "{what}: the started-twice check held for only {checked} of {starts} program starts"
+    );
+}
+
 #[test]
 fn five_hundred_seeds_keep_every_invariant() {
     let n = seeds();
@@ -69,6 +82,7 @@ fn five_hundred_seeds_keep_every_invariant() {
     let lost: u32 = o.iter().map(|o| o.lost_tails).sum();
     let jobs: usize = o.iter().map(|o| o.jobs).sum();
     eprintln!("{jobs} jobs, {crashes} server crashes, {lost} of them losing unsynced records");
+    assert_reach("classic", &o, 0.7);
     assert!(
         crashes > 0 && lost > 0 && jobs > n as usize,
         "the seeds exercise crashes, lost unsynced records and jobs"
@@ -84,6 +98,7 @@ fn the_seeds_with_agent_sites_keep_every_invariant() {
     let partitions: u32 = o.iter().map(|o| o.partitions).sum();
     let reconnects: u32 = o.iter().map(|o| o.reconnects).sum();
     eprintln!("{partitions} partitions, {reconnects} agent connections");
+    assert_reach("agent sites", &o, 0.4);
     assert!(
         o.len() as u64 > n / 4 && partitions > 0 && reconnects > o.len() as u32,
         "the seeds exercise agent sites, partitions and reconnections"
@@ -150,6 +165,7 @@ fn the_seeds_with_failovers_keep_every_invariant() {
     let turns: u32 = o.iter().map(|o| o.deposed_turns).sum();
     let split: u32 = o.iter().map(|o| o.split_turns).sum();
     eprintln!("{failovers} fail-overs ({split} between two submissions of a job), {refused} deposed leaders' writes refused, {turns} turns of deposed leaders that wrote nothing");
+    assert_reach("fail-over", &o, 0.5);
     assert!(
         failovers > o.len() as u32 / 2 && refused > 0 && turns > 0 && split > 0,
         "the seeds exercise fail-overs, some between two submissions of a job, refused writes and deposed leaders running on"
@@ -198,6 +214,7 @@ fn the_seeds_under_the_other_queue_policies_keep_every_invariant() {
     seen.dedup();
     let crashes: u32 = o.iter().map(|o| o.crashes).sum();
     eprintln!("policies {seen:?}, {crashes} server crashes");
+    assert_reach("other policies", &o, 0.4);
     assert!(
         seen.len() == sim::plan::other_policies().len() && crashes > 0,
         "the seeds run every other policy, with crashes"

@@ -301,11 +301,14 @@ impl World {
             None => return,
         };
         self.log(|| format!("s{site}'s agent stops its {} launches", held.len()));
-        if !held.is_empty() {
-            self.reruns
-                .excuse_all(|| format!("s{site}'s agent stopped its launches"));
-        }
         for h in held {
+            let why = || {
+                format!(
+                    "s{site}'s agent stopped launch {} at a heartbeat stop",
+                    h.launch
+                )
+            };
+            self.excuse_job(h.job, why);
             if self.rms[site].cancel(self.now, &h.remote).is_ok() {
                 if let Some(a) = self.net.agents[site].as_mut() {
                     a.held.remove(&h.launch);

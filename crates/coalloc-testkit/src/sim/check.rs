@@ -33,17 +33,10 @@
 //!   `RESERVE_GRACE` (nothing left behind, across any number of server crashes);
 //! - fail-overs (issue 32): what a deposed leader does after the takeover reaches no site,
 //!   and the journal's fencing numbers never go back (`super::failover`);
-//! - no component's program is started twice (`Reruns`): a (job, component) that ran
-//!   at a manager does not run again (under another launch, or taken a second time under
-//!   its number) unless a fault that may rightly start a job again came first: one of its
-//!   job's own (a submission refused or its answer lost, a launch lost or mute, a
-//!   process's check-in refused, so that it exits failing, a cancel, an edit, an input
-//!   file, an unanswered submission at a direct site cancelled by number after a
-//!   restart), or one of any job's (a manager down or slow to cancel, a partition, an
-//!   agent's crash or heartbeat stop, a frame lost, cut transfers, a site's link lost past
-//!   its grace, a policy that pre-empts or kills). Server crashes and fail-overs alone
-//!   start nothing twice (issue 32, failover_netns: a leader cut off between two
-//!   submissions of a job).
+//! - no component's program is started twice unless a fault that may rightly start it
+//!   again came first (`super::reruns`, which says which faults excuse which jobs, and
+//!   for how long): server crashes and fail-overs alone start nothing twice (issue 32,
+//!   failover_netns: a leader cut off between two submissions of a job).
 
 use super::{Violation, World};
 use coalloc_core::model::StartType;
@@ -132,110 +125,7 @@ pub(super) fn released(w: &World, site: usize, id: u64, inc: u64) -> Result<(), 
     Ok(())
 }
 
-/// A launch whose program ran: its site, the manager's id, its launch number, and when.
-type Ran = (usize, u64, u64, coalloc_core::model::Time);
-
-/// What the started-twice check knows (see the module doc).
-#[derive(Debug, Default)]
-pub(super) struct Reruns {
-    /// Per (job, component): the launches whose programs ran, as (site, the manager's id,
-    /// launch number, when): an agent that lost its record of a launch (a heartbeat stop)
-    /// makes one sent again under its number a second time.
-    ran: BTreeMap<(u64, usize), Vec<Ran>>,
-    /// Jobs a fault of their own may have started again, and the first such fault.
-    jobs: BTreeMap<u64, String>,
-    /// The first fault that may start any job again.
-    all: Option<String>,
-    /// The first component started twice with no such fault before.
-    found: Option<String>,
-    /// Programs started, and those started while the check held for their job (no fault
-    /// that excuses it came before): the check's reach, for the run's [`super::Outcome`].
-    pub(super) starts: u32,
-    pub(super) checked: u32,
-}
-
-impl Reruns {
-    /// A fault that may start job `job` again.
-    pub(super) fn excuse_job(&mut self, job: u64, why: impl FnOnce() -> String) {
-        self.jobs.entry(job).or_insert_with(why);
-    }
-
-    /// A fault that may start any job again.
-    pub(super) fn excuse_all(&mut self, why: impl FnOnce() -> String) {
-        if self.all.is_none() {
-            self.all = Some(why());
-        }
-    }
-
-    /// The first fault that excused every job for the rest of the run, if one did.
-    pub(super) fn all(&self) -> Option<&str> {
-        self.all.as_deref()
-    }
-}
-
 impl World {
-    /// Launch `id` at `site` starts running (its program begins): its component must not
-    /// have run under another launch, but after a fault that may start it again.
-    pub(super) fn ran(&mut self, site: usize, id: u64) {
-        let l = &self.rms[site].launches[&id];
-        let (job, c, launch) = (l.job, l.component, l.launch);
-        let planned = self.acked.get(&job).map(|i| &self.plan.jobs[*i]);
-        if let Some(j) = planned {
-            // A cancel or an edit stops or replaces components; an input file's stage-in
-            // may fail (and its job's start with it).
-            if j.cancel_at.is_some() || j.edit.is_some() || j.input.is_some() {
-                self.reruns.excuse_job(job, || {
-                    "the client cancels or edits it, or it has an input file".into()
-                });
-            }
-        }
-        let before = self.reruns.ran.entry((job, c)).or_default();
-        let earlier: Vec<_> = (before.iter())
-            .filter(|(s, i, _, _)| (*s, *i) != (site, id))
-            .copied()
-            .collect();
-        before.push((site, id, launch, self.now));
-        let excused = self.reruns.all.is_some() || self.reruns.jobs.contains_key(&job);
-        self.reruns.starts += 1;
-        self.reruns.checked += u32::from(!excused);
-        if earlier.is_empty() || self.reruns.found.is_some() || excused {
-            return;
-        }
-        let earlier: Vec<String> = earlier
-            .iter()
-            .map(|(s, i, l, t)| {
-                format!("launch {l} (R{i}) at s{s} from +{} ms", t - super::plan::T0)
-            })
-            .collect();
-        self.reruns.found = Some(format!(
-            "job {job} component {c} started twice with no fault that may start it again: launch {launch} (R{id}) at s{site} runs, after {}",
-            earlier.join(", ")
-        ));
-    }
-
-    /// The started-twice check's excuses the leader's core shows (a site's link lost past
-    /// its grace, its launches failed), then its finding.
-    fn check_reruns(&mut self) -> Result<(), Violation> {
-        if let Some(s) = &self.server {
-            let core = s.driver.core();
-            for i in 0..self.plan.sites.len() {
-                if let Some(st) = core.site_state(i) {
-                    if matches!(
-                        st.link,
-                        coalloc_core::scheduler::link::LinkState::Lost { .. }
-                    ) {
-                        self.reruns
-                            .excuse_all(|| format!("s{i}'s link lost past its grace"));
-                    }
-                }
-            }
-        }
-        match &self.reruns.found {
-            Some(what) => Err(self.violation(what.clone())),
-            None => Ok(()),
-        }
-    }
-
     /// The invariants that hold at every moment.
     pub(super) fn check(&mut self) -> Result<(), Violation> {
         self.check_reruns()?;

@@ -37,6 +37,7 @@ mod files;
 mod link;
 mod net;
 pub mod plan;
+mod reruns;
 mod reserve;
 mod rm;
 
@@ -104,12 +105,12 @@ pub struct Outcome {
     /// Fail-overs that struck between two submissions of one job (`Fault::Failover`'s
     /// `split`).
     pub split_turns: u32,
-    /// The started-twice check's reach (`check::Reruns`): programs started, those started
-    /// while the check held for their job, and the first fault after which it held for no
-    /// job (`None`: it held to the end of the run for every job no fault of its own excused).
+    /// The started-twice check's reach (`reruns`): programs started, those started while
+    /// the check held for their job (no fault that may start it again before), and the jobs
+    /// such a fault excused by the run's end.
     pub starts: u32,
     pub starts_checked: u32,
-    pub unchecked_after: Option<String>,
+    pub excused_jobs: usize,
 }
 
 /// Run the plan of `seed`; `trace` prints every event.
@@ -277,8 +278,8 @@ struct World {
     /// Since when the run is over with reservations still at some manager
     /// (`check::reservations_settled`).
     reservations_over: Option<Time>,
-    /// What the started-twice check knows (`check::Reruns`).
-    reruns: check::Reruns,
+    /// What the started-twice check knows (`reruns`).
+    reruns: reruns::Reruns,
     /// A fail-over armed to cut the leader off in the middle of a turn's submissions
     /// ([`Fault::Failover`]'s `split`): its `back` and `exit`, and since when it waits.
     split_armed: Option<(Time, Time, Time)>,
@@ -305,10 +306,6 @@ impl World {
         let config = ServerConfig::parse(&plan.config())
             .map_err(|e| bad(format!("the plan's configuration: {e}")))?;
         let rms = plan.sites.iter().cloned().map(Rm::new).collect();
-        let mut reruns = check::Reruns::default();
-        if !["fcfs", "fpfs", "easy"].contains(&plan.policy) {
-            reruns.excuse_all(|| format!("policy {} may pre-empt or kill", plan.policy));
-        }
         Ok(World {
             rng: ChaCha8Rng::seed_from_u64(plan.seed ^ 0x005e_ed0f_7e57),
             config,
@@ -337,7 +334,7 @@ impl World {
             discards_lost: vec![Default::default(); plan.sites.len()],
             quiet_since: None,
             reservations_over: None,
-            reruns,
+            reruns: reruns::Reruns::default(),
             split_armed: None,
             out: Outcome {
                 seed: plan.seed,
@@ -450,7 +447,7 @@ impl World {
             .filter(|l| l.reservation.is_some() && !matches!(l.state, rm::St::Pending { .. }))
             .count() as u32;
         (self.out.starts, self.out.starts_checked) = (self.reruns.starts, self.reruns.checked);
-        self.out.unchecked_after = self.reruns.all().map(str::to_string);
+        self.out.excused_jobs = self.reruns.excused();
         Ok(self.out)
     }
 
@@ -850,7 +847,7 @@ impl World {
                     if let Ok(Err(e)) = &answer {
                         // The program fails (the job's fault): its job may start again.
                         let job = self.rms[site].launches[&id].job;
-                        self.reruns.excuse_job(job, || {
+                        self.excuse_job(job, || {
                             format!("R{id} at s{site} exits failing: its check-in refused ({e:?})")
                         });
                     }
@@ -949,6 +946,8 @@ impl World {
                         EditPlan::Substitute(c) => EditRequest::Substitute(c, comp()),
                     };
                     self.log(|| format!("client edits job {job}: {e:?}"));
+                    // It stops, adds or replaces components.
+                    self.excuse_job(job, || format!("the client edits it: {e:?}"));
                     let (reply, rx) = oneshot::channel();
                     inputs.push(Msg::Api(Request::Edit { job, edit, reply }));
                     self.waiting.push(Wait::Cancel(rx));
@@ -963,6 +962,7 @@ impl World {
                 Some(ids) if up => {
                     for job in ids {
                         self.log(|| format!("client cancels job {job}"));
+                        self.excuse_job(job, || "the client cancels it".into());
                         let (reply, rx) = oneshot::channel();
                         inputs.push(Msg::Api(Request::Cancel { job, reply }));
                         self.waiting.push(Wait::Cancel(rx));
@@ -1066,8 +1066,7 @@ impl World {
                 self.log(|| format!("s{site} loses R{id}"));
                 if let Some(l) = self.rms[site].launches.get(&id) {
                     let job = l.job;
-                    self.reruns
-                        .excuse_job(job, || format!("s{site} lost R{id}"));
+                    self.excuse_job(job, || format!("s{site} lost R{id}"));
                 }
                 self.rms[site].lose(id);
                 self.rm_wake(site);
@@ -1116,15 +1115,7 @@ impl World {
 
     fn fault(&mut self, f: Fault) {
         self.log(|| format!("fault: {f:?}"));
-        if !matches!(
-            f,
-            Fault::Crash { .. }
-                | Fault::CutCommit { .. }
-                | Fault::CutSnapshot { .. }
-                | Fault::Failover { .. }
-        ) {
-            self.reruns.excuse_all(|| format!("{f:?}"));
-        }
+        self.fault_excuses(f);
         match f {
             Fault::Crash { down } => self.crash(down, true),
             Fault::CutCommit { down } => {
@@ -1165,6 +1156,39 @@ impl World {
         }
     }
 
+    /// The jobs fault `f` may start again (`reruns`): those with a launch at the site it
+    /// strikes, while it lasts; no job for the others.
+    fn fault_excuses(&mut self, f: Fault) {
+        let until = |length: Time| self.now + length;
+        match f {
+            // They start nothing twice (issue 32, failover_netns).
+            Fault::Crash { .. }
+            | Fault::CutCommit { .. }
+            | Fault::CutSnapshot { .. }
+            | Fault::Failover { .. } => {}
+            // Its launches' jobs are excused as they are submitted (`World::rm_submit`).
+            Fault::Mute { .. } => {}
+            // Only what the server let go of is cancelled; the room it holds longer is the
+            // wait excuse's (`reruns`).
+            Fault::SlowCancels { .. } => {}
+            // Only jobs with an input file transfer one, excused from their first start.
+            Fault::CutTransfers { .. } => {}
+            Fault::ManagerDown { site, length } => {
+                let until = until(length);
+                self.trouble(site, until, None, || format!("s{site}'s manager down"));
+            }
+            Fault::Partition { site, length } => {
+                let until = until(length);
+                self.trouble(site, until, None, || format!("s{site} partitioned"));
+            }
+            Fault::AgentCrash { site, down } => {
+                let (until, broken) = (until(down), self.net.last_conn());
+                let why = || format!("s{site}'s agent crashed");
+                self.trouble(site, until, Some(broken), why);
+            }
+        }
+    }
+
     /// A call reaches a site's manager.
     fn call(&mut self, epoch: u64, site: usize, call: Call) {
         let now = self.now;
@@ -1187,7 +1211,7 @@ impl World {
             Call::CancelUnrecorded { launch, job, .. } => {
                 // A direct site's manager cannot say whether it took the submission: the
                 // server fails it, and its job starts again (an agent's hello says).
-                self.reruns.excuse_job(job, || {
+                self.excuse_job(job, || {
                     format!("launch {launch} at direct s{site} cancelled by number")
                 });
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
@@ -1218,7 +1242,7 @@ impl World {
         let mute = now < self.mute_until;
         let result = self.rms[site].submit(now, r, pending, refuse, mute);
         if result.is_err() || lost || mute {
-            self.reruns.excuse_job(r.job, || {
+            self.excuse_job(r.job, || {
                 format!("launch {} at s{site} refused, unanswered or mute", r.launch)
             });
         }

@@ -174,6 +174,25 @@ impl Net {
         }
     }
 
+    /// The number of the last connection opened.
+    pub(super) fn last_conn(&self) -> u64 {
+        self.next_conn
+    }
+
+    /// Whether `site`'s link is whole at `now`: always for a direct site; for an agent
+    /// site, its agent up and linked on the connection the server's end holds as the
+    /// site's link, one newer than `broken`, neither partitioned nor stalled.
+    pub(super) fn link_whole(&self, site: usize, now: Time, broken: Option<u64>) -> bool {
+        let Some(a) = &self.agents[site] else {
+            return true;
+        };
+        let link = self.ends[site].as_ref().and_then(|e| e.conn);
+        a.up && a.session.is_linked()
+            && now >= self.cut_until[site]
+            && a.conn == link
+            && link.is_some_and(|c| !self.stalled.contains(&c) && broken.is_none_or(|b| c > b))
+    }
+
     /// When a session's or the calls' timer is due next.
     pub fn next_timeout(&self) -> Option<Time> {
         let ends = self.ends.iter().flatten().flat_map(|e| {
@@ -257,8 +276,8 @@ impl World {
         let p = self.plan.net;
         if p.loss > 0 && self.rng.random_range(0..1000) < p.loss {
             self.log(|| format!("s{site} connection {conn}: a frame is lost, reset"));
-            self.reruns
-                .excuse_all(|| format!("s{site} connection {conn} reset"));
+            let why = || format!("a frame lost on s{site}'s connection {conn}");
+            self.trouble(site, self.now, Some(conn), why);
             self.at(
                 self.now,
                 Ev::Net(NetEv::Reset {

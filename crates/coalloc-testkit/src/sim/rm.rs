@@ -60,6 +60,9 @@ pub struct Launch {
     pub wall: Time,
     /// The reservation it was submitted into, and that reservation's start then.
     pub reservation: Option<(String, Time)>,
+    /// Since when it has waited for room: runnable (its pending delay over, its window
+    /// begun), and not started because the processors it needs are taken.
+    pub waiting: Option<Time>,
 }
 
 /// A launch's wall time past its runtime when its request gives none: the site's default
@@ -182,6 +185,7 @@ impl Rm {
                 by_number: false,
                 wall: r.wall_time_ms.unwrap_or(runtime + DEFAULT_WALL),
                 reservation,
+                waiting: None,
             },
         );
         Ok(remote(id))
@@ -214,22 +218,25 @@ impl Rm {
                 .reservation
                 .as_ref()
                 .and_then(|(n, _)| Some((n, self.windows.get(n)?)));
-            let ok = match window {
+            // Whether it may start, and else whether for want of room.
+            let (ok, room) = match window {
                 // Its reservation was deleted: `unreserve` ended it.
-                None if l.reservation.is_some() => false,
-                Some((_, w)) if now < w.start => false,
-                Some((name, w)) if now < w.end => self.used_by(name) + l.count <= w.count,
+                None if l.reservation.is_some() => (false, false),
+                Some((_, w)) if now < w.start => (false, false),
+                Some((name, w)) if now < w.end => (self.used_by(name) + l.count <= w.count, true),
                 // An ordinary launch, or one whose window has passed.
                 _ => {
                     let fits = !blocked && self.fits(now, l.count, now, now + l.wall);
                     blocked |= !fits && l.reservation.is_none();
-                    fits
+                    (fits, true)
                 }
             };
+            let l = self.launches.get_mut(&id).expect("listed");
             if ok {
-                let l = self.launches.get_mut(&id).expect("listed");
                 l.state = St::Running { since: now };
                 started.push(id);
+            } else if room {
+                l.waiting.get_or_insert(now);
             }
         }
         started
