@@ -900,3 +900,32 @@ fn a_held_job_waits_for_its_owners_commit_takes_an_edit_and_commits() {
         Err(Rejected::Invalid(_))
     ));
 }
+
+/// A launch waiting for its submission's answer: its start command is made again as it was
+/// first made (a driver that took over and must send it again, the command covered by a
+/// snapshot); not once the launch reported, nor for a launch no longer current.
+#[test]
+fn a_pending_launchs_start_is_made_again_as_it_was() {
+    let mut h = H::new(SchedulerConfig::default(), &[4, 4]);
+    let (_, cmds) = h.submit(unordered(&[3, 2]));
+    let first: Vec<Start> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::StartComponent(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(first.len(), 2);
+    for s in &first {
+        assert_eq!(h.s.pending_start(s.launch).as_ref(), Some(s));
+    }
+    h.at(
+        10,
+        Event::ComponentReady {
+            launch: first[0].launch,
+        },
+    );
+    assert_eq!(h.s.pending_start(first[0].launch), None, "it reported");
+    assert_eq!(h.s.pending_start(first[1].launch).as_ref(), Some(&first[1]));
+    assert_eq!(h.s.pending_start(LaunchId(99)), None);
+}

@@ -190,6 +190,22 @@ fn a_leader_cut_off_between_two_submissions_of_a_job_starts_no_component_twice()
     );
 }
 
+/// Seed 326 of `--failover`: the same cut as seed 49's, the lost submission's start covered
+/// by a snapshot the new leader restored (its journal's tail no longer held the command, so
+/// it could not send it again, and failed it). Before `Scheduler::pending_start` it broke the
+/// started-twice check ("job 13 component 0 started twice with no fault that may start it
+/// again: launch 28 (R13) at s0 runs, after launch 23 (R11) at s0"); the core now makes the
+/// start command again.
+#[test]
+fn a_lost_submission_whose_start_a_snapshot_covers_is_sent_again_not_failed() {
+    let o = sim::run_failover(326, false).map_err(|v| v.to_string());
+    let o = o.expect("seed 326 keeps every invariant");
+    assert!(
+        o.split_turns >= 1,
+        "a fail-over splits a turn's submissions: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their

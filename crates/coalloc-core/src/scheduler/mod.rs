@@ -408,6 +408,14 @@ impl Scheduler {
         self.core.jobs.get(&id)
     }
 
+    /// The start command of a launch still waiting for its submission's answer, made again
+    /// (a driver that took over from another and must send it again, and whose journal's
+    /// snapshot covered the command): `None` unless the launch is current and `Submitted`,
+    /// and for a job placed by reservation.
+    pub fn pending_start(&self, launch: LaunchId) -> Option<Start> {
+        self.core.pending_start(launch)
+    }
+
     /// The launches of stopped committed runs that may still run at their sites: the
     /// driver answers each with [`Event::CancelTaken`] once it is gone ([`draining`]).
     pub fn draining(&self) -> &draining::Draining {

@@ -390,25 +390,15 @@ impl Core {
         j.comps = j.job.components.iter().map(|_| CompState::idle()).collect();
     }
 
-    /// Submit one component to one site.
-    pub(super) fn launch(&mut self, id: JobId, i: usize, site: SiteId, count: u32) {
-        let launch = LaunchId(self.next_launch);
-        self.next_launch += 1;
-        let now = self.now;
-        let j = self.jobs.get_mut(&id).expect("launch of a known job");
+    /// The start command of component `i` of job `id` as launch `launch` of `count`
+    /// processors at `site` (no reservation: [`Self::launch`]'s caller adds one).
+    fn start_of(&self, id: JobId, i: usize, site: SiteId, count: u32, launch: LaunchId) -> Start {
+        let j = &self.jobs[&id];
         let sizes: smallvec::SmallVec<[u32; 4]> =
             j.job.components.iter().map(|c| c.count).collect();
         let rank_offset = sizes[..i].iter().map(|&s| u64::from(s)).sum();
         let total = sizes.iter().map(|&s| u64::from(s)).sum();
-        j.comps[i] = CompState {
-            phase: CompPhase::Submitted,
-            launch: Some(launch),
-            site: Some(site),
-            count,
-            launched_at: Some(now),
-            transfer: j.comps[i].transfer,
-        };
-        let start = Start {
+        Start {
             launch,
             job: id,
             component: i,
@@ -426,7 +416,39 @@ impl Core {
             },
             spec: j.job.components[i].clone(),
             reservation: None,
+        }
+    }
+
+    /// The start command of a launch still waiting for its submission's answer, made again
+    /// from the job as it is now, for a driver that must send it again and no longer holds
+    /// it (a snapshot covered it). The same as the first unless the job was edited since
+    /// (seed 002 §3.2): a component added counts in its sizes, as in the added one's start. `None` for a launch that is not current or no longer `Submitted`, and
+    /// for one of a job placed by reservation (its command names the reservation, which is
+    /// not kept with it).
+    pub(super) fn pending_start(&self, launch: LaunchId) -> Option<Start> {
+        let (id, i) = self.current(launch)?;
+        let c = &self.jobs[&id].comps[i];
+        if c.phase != CompPhase::Submitted || self.reserves(id) {
+            return None;
+        }
+        Some(self.start_of(id, i, c.site?, c.count, launch))
+    }
+
+    /// Submit one component to one site.
+    pub(super) fn launch(&mut self, id: JobId, i: usize, site: SiteId, count: u32) {
+        let launch = LaunchId(self.next_launch);
+        self.next_launch += 1;
+        let now = self.now;
+        let j = self.jobs.get_mut(&id).expect("launch of a known job");
+        j.comps[i] = CompState {
+            phase: CompPhase::Submitted,
+            launch: Some(launch),
+            site: Some(site),
+            count,
+            launched_at: Some(now),
+            transfer: j.comps[i].transfer,
         };
+        let start = self.start_of(id, i, site, count, launch);
         self.sites.claim(site, count);
         if let Some(Some(c)) = self.clouds.get_mut(site) {
             c.allocate(launch, count);

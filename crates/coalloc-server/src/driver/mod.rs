@@ -123,7 +123,8 @@ pub struct Driver {
     unrecorded: std::collections::BTreeSet<u64>,
     /// The starts at agent sites a replay met whose submissions the journal has not
     /// answered (yet): after it, those of `unrecorded`, to be sent again when their agent's
-    /// hello shows they never reached it.
+    /// hello shows they never reached it (one a snapshot covered is made again by the core,
+    /// `Scheduler::pending_start`).
     replayed_starts: BTreeMap<u64, coalloc_core::scheduler::Start>,
     /// Secrets, barrier check-ins, the rendezvous store, and the calls waiting on them.
     rv: rendezvous::Rendezvous,
