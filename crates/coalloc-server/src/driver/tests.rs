@@ -152,9 +152,22 @@ fn take(d: &mut Driver, launches: &[(usize, u64)]) {
     d.step(1_010, taken).expect("step");
 }
 
+/// Launch `launch` of job `job` checks in at the barrier, and waits there for the answer.
 fn check_in(
     job: u64,
     launch: u64,
+) -> (
+    Msg,
+    oneshot::Receiver<Result<BarrierAnswer, crate::msg::ApiError>>,
+) {
+    check_in_holding(job, launch, true)
+}
+
+/// [`check_in`], held at the barrier until the job commits when `hold`.
+pub(super) fn check_in_holding(
+    job: u64,
+    launch: u64,
+    hold: bool,
 ) -> (
     Msg,
     oneshot::Receiver<Result<BarrierAnswer, crate::msg::ApiError>>,
@@ -167,7 +180,7 @@ fn check_in(
         local_rank: 0,
         ok: true,
         reason: None,
-        hold: true,
+        hold,
         reply,
     });
     (m, rx)

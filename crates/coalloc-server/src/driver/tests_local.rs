@@ -298,17 +298,7 @@ fn processes_in_group(pgid: i32) -> Vec<u32> {
 
 /// Launch `launch` of job `job` checks in at the barrier (its answer is not awaited).
 fn check_in(job: u64, launch: u64) -> Msg {
-    let (reply, _) = tokio::sync::oneshot::channel();
-    Msg::Api(Request::Barrier {
-        job,
-        secret: None,
-        launch,
-        local_rank: 0,
-        ok: true,
-        reason: None,
-        hold: false,
-        reply,
-    })
+    super::tests::check_in_holding(job, launch, false).0
 }
 
 /// Wait up to 10 s for `ok`.
