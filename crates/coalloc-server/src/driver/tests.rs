@@ -152,6 +152,19 @@ fn take(d: &mut Driver, launches: &[(usize, u64)]) {
     d.step(1_010, taken).expect("step");
 }
 
+/// Submit an ordered job of one component on `a` and one on `b`: its number and the
+/// launches submitted.
+fn ordered_on_a_and_b(d: &mut Driver, calls: &Calls) -> (u64, Vec<(usize, u64)>) {
+    let (id, _) = submit(
+        d,
+        "name = \"j\"\nkind = \"ordered\"\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"a\"\n\n\
+         [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"b\"\n",
+    )
+    .expect("accepted");
+    (id, submitted(calls))
+}
+
 /// Launch `launch` of job `job` checks in at the barrier, and waits there for the answer.
 fn check_in(
     job: u64,
@@ -447,14 +460,7 @@ fn an_agent_back_after_a_restart_cancels_a_launch_of_an_ended_job_whose_cancel_d
         d.step(500, vec![up(0, Vec::new()), up(1, Vec::new())])
             .expect("step");
         calls.lock().expect("calls").clear();
-        let (id, _) = submit(
-            &mut d,
-            "name = \"j\"\nkind = \"ordered\"\n\n\
-             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"a\"\n\n\
-             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"b\"\n",
-        )
-        .expect("accepted");
-        let launches = submitted(&calls);
+        let (id, launches) = ordered_on_a_and_b(&mut d, &calls);
         assert_eq!(launches.len(), 2, "{launches:?}");
         let (a, b) = (launches[0].1, launches[1].1);
         take(&mut d, &launches);
@@ -757,14 +763,7 @@ fn a_draining_launch_whose_cancel_is_lost_is_cancelled_again_until_its_site_no_l
             d.step(500, vec![back]).expect("step");
         }
         calls.lock().expect("calls").clear();
-        let (id, _) = submit(
-            &mut d,
-            "name = \"j\"\nkind = \"ordered\"\n\n\
-             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"a\"\n\n\
-             [[component]]\nexecutable = \"sim\"\ncount = 1\nsite = \"b\"\n",
-        )
-        .expect("accepted");
-        let launches = submitted(&calls);
+        let (id, launches) = ordered_on_a_and_b(&mut d, &calls);
         assert_eq!(launches.len(), 2, "{name}: {launches:?}");
         take(&mut d, &launches);
         let (first, _) = check_in(id, launches[0].1);
