@@ -160,10 +160,7 @@ impl Driver {
             // At an agent site, kept until the journal answers it: a restart that finds it
             // unanswered, and whose agent's hello shows it never arrived, sends it again
             // (`reports::agent_back`).
-            if matches!(
-                self.config.backends[s.site],
-                crate::config::BackendKind::Agent { .. }
-            ) {
+            if self.at_agent(s.site) {
                 self.replayed_starts.insert(s.launch.0, s);
             }
             return;
@@ -327,10 +324,7 @@ impl Driver {
         };
         // GRAM's site variables: a site on this host expands them here; an agent does for
         // its own site.
-        if !matches!(
-            self.config.backends[s.site],
-            crate::config::BackendKind::Agent { .. }
-        ) {
+        if !self.at_agent(s.site) {
             coalloc_backends::site_vars::expand(&mut req, &self.state.root.join("scratch"));
         }
         Some((req, staging))
@@ -431,11 +425,7 @@ impl Driver {
                 // and lists them when it connects, so that a component started just before
                 // the server stopped is adopted rather than started a second time (issue 32:
                 // nothing started twice across a fail-over).
-                None if matches!(
-                    self.config.backends[l.site],
-                    crate::config::BackendKind::Agent { .. }
-                ) =>
-                {
+                None if self.at_agent(l.site) => {
                     tracing::info!(launch, "submitted but unanswered: its agent will say");
                     self.unrecorded.insert(launch);
                 }
@@ -478,11 +468,7 @@ impl Driver {
                 );
                 self.workers[l.site].watch(launch, remote.clone());
             }
-            None if matches!(
-                self.config.backends[l.site],
-                crate::config::BackendKind::Agent { .. }
-            ) =>
-            {
+            None if self.at_agent(l.site) => {
                 self.unrecorded.insert(launch);
             }
             None => {
@@ -537,10 +523,7 @@ impl Driver {
                 self.core.job(l.job).is_some_and(|j| j.ended())
                     && self.phase_of(**k)
                         != Some(coalloc_core::scheduler::jobs::CompPhase::Finished)
-                    && !matches!(
-                        self.config.backends[l.site],
-                        crate::config::BackendKind::Agent { .. }
-                    )
+                    && !self.at_agent(l.site)
             })
             .map(|(k, l)| (*k, l.clone()))
             .collect();

@@ -7,7 +7,6 @@
 
 use super::Driver;
 use crate::catalog::{Origin, Replica};
-use crate::config::BackendKind;
 use crate::entry::Entry;
 use crate::msg::{ApiError, Reply};
 use crate::transfer::FileStat;
@@ -104,10 +103,10 @@ impl Driver {
         reply: Reply<Result<ReplicaView, ApiError>>,
     ) {
         // An agent's site: unless the caller read the file there, the agent reads it.
-        let agent = self.site_index(&site).ok().filter(|&i| {
-            matches!(self.config.backends[i], BackendKind::Agent { .. })
-                && (stat.is_none() || read_here)
-        });
+        let agent = self
+            .site_index(&site)
+            .ok()
+            .filter(|&i| self.at_agent(i) && (stat.is_none() || read_here));
         if let Some(i) = agent {
             self.work.spawn(super::work::Work::Stat {
                 backend: self.backends[i].clone(),

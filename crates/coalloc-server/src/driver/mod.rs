@@ -257,6 +257,16 @@ pub enum StartError {
     Snapshot(String, String),
 }
 
+impl Driver {
+    /// Whether site `site` is reached through its agent (`coalloc-agent`), not directly.
+    pub(super) fn at_agent(&self, site: usize) -> bool {
+        matches!(
+            self.config.backends[site],
+            crate::config::BackendKind::Agent { .. }
+        )
+    }
+}
+
 impl LaunchInfo {
     /// The call that cancels launch `launch` (this one) at its site: by its handle, or by
     /// its name while its submission's answer has not come.

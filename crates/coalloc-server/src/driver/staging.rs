@@ -18,7 +18,6 @@
 
 use super::work::Work;
 use super::Driver;
-use crate::config::BackendKind;
 use crate::entry::Entry;
 use coalloc_backends::SubmitRequest;
 use coalloc_core::model::{Component, Value};
@@ -106,7 +105,7 @@ impl Driver {
                 ));
             }
         }
-        let agent = matches!(self.config.backends[site], BackendKind::Agent { .. });
+        let agent = self.at_agent(site);
         let scratch = format!("{}.{}.L{}", req.job, req.component, req.launch);
         let base = words(spec, "scratch_dir").pop();
         let dir = match &req.directory {
@@ -214,7 +213,7 @@ impl Driver {
         if self.replaying {
             return;
         }
-        let agent = matches!(self.config.backends[site], BackendKind::Agent { .. });
+        let agent = self.at_agent(site);
         let st = self.staging.remove(&launch);
         if !agent && st.is_none() {
             return;

@@ -13,7 +13,6 @@
 
 use super::work::Work;
 use super::Driver;
-use crate::config::BackendKind;
 use crate::entry::Entry;
 use crate::transfer::pump::SiteFile;
 use crate::transfer::TransferReport;
@@ -203,7 +202,7 @@ impl Driver {
         };
         // An agent's site keeps its files under the agent's state directory; a site on this
         // machine under the server's.
-        let dest = if matches!(self.config.backends[t.to], BackendKind::Agent { .. }) {
+        let dest = if self.at_agent(t.to) {
             format!("files/{}", t.file)
         } else {
             self.state
@@ -280,7 +279,7 @@ impl Driver {
     /// under the agent's state directory (a relative path, resolved there), a site on this
     /// machine under the server's.
     pub(super) fn cache_path(&self, site: usize, name: &str) -> String {
-        if matches!(self.config.backends[site], BackendKind::Agent { .. }) {
+        if self.at_agent(site) {
             format!("files/{name}")
         } else {
             let dir = self.state.files(&self.config.sites[site].name);

@@ -150,10 +150,7 @@ impl Driver {
         let s = self.site_sample(i);
         let core = self.core.site_state(i);
         // An agent site's link, as the core heard it.
-        let agent = matches!(
-            self.config.backends[i],
-            crate::config::BackendKind::Agent { .. }
-        );
+        let agent = self.at_agent(i);
         let link = core.map(|c| c.link).unwrap_or_default();
         SiteView {
             name: site.name.clone(),
