@@ -206,6 +206,24 @@ fn a_lost_submission_whose_start_a_snapshot_covers_is_sent_again_not_failed() {
     );
 }
 
+/// Seed 6775 of `--failover`: a snapshot cut (the server dies after the turn) struck the
+/// very turn an armed fail-over split (`Fault::Failover`'s `split`). The harness handed the
+/// turn's calls out before the crash, the split struck in them and made the dead server the
+/// deposed leader (so the crash found no server to end), and its next turn failed with the
+/// same error, which broke the check that a deposed leader fails only for its lease ("the
+/// deposed leader's write failed, but not for its lease: the server died while writing a
+/// snapshot"). A dying server's turn now sends all its calls and the fail-over waits for
+/// the next leader's turn.
+#[test]
+fn a_server_that_dies_writing_a_snapshot_is_not_deposed_afterwards() {
+    let o = sim::run_failover(6775, false).map_err(|v| v.to_string());
+    let o = o.expect("seed 6775 keeps every invariant");
+    assert!(
+        o.crashes >= 1 && o.split_turns == 1 && o.refused >= 1,
+        "the server crashes, and a later fail-over splits a turn and deposes a leader whose write is refused: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their
