@@ -206,6 +206,22 @@ fn a_lost_submission_whose_start_a_snapshot_covers_is_sent_again_not_failed() {
     );
 }
 
+/// Seed 3336 of `--failover`: the server died (a cut snapshot) after sending job 4's three
+/// submissions to direct sites and before s3's answer came; s3 took it and ran it. The
+/// restart cancelled that unanswered submission by number and placed the component again
+/// at s0 in the same turn, and the new submission reached s0 before the cancel reached s3.
+/// The harness excused the job (a direct site cannot say whether it took a submission, so
+/// its component rightly starts again) only when the cancel arrived, and broke the
+/// started-twice check ("job 4 component 2 started twice with no fault that may start it
+/// again: launch 13 (R4) at s0 runs, after launch 12 (R3) at s3 from +23095 ms"); it now
+/// excuses the job as the server sends the cancel.
+#[test]
+fn a_cancel_by_number_excuses_its_job_before_the_replacement_reaches_another_site() {
+    let o = sim::run_failover(3336, false).map_err(|v| v.to_string());
+    let o = o.expect("seed 3336 keeps every invariant");
+    assert!(o.crashes >= 1, "the server crashes: {o:?}");
+}
+
 /// Seed 6775 of `--failover`: a snapshot cut (the server dies after the turn) struck the
 /// very turn an armed fail-over split (`Fault::Failover`'s `split`). The harness handed the
 /// turn's calls out before the crash, the split struck in them and made the dead server the

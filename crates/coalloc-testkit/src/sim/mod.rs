@@ -717,6 +717,18 @@ impl World {
                 }
                 Call::KillLocal(_) | Call::Lease(_) | Call::Release { .. } => {}
                 c => {
+                    if let Call::CancelUnrecorded { launch, job, .. } = &c {
+                        // A direct site's manager cannot say whether it took the submission:
+                        // the server fails it and places its component again in this same
+                        // turn, so its job may start again from now, not from when this
+                        // cancel reaches the site (the replacement's submission, to another
+                        // site, may get there first: seed 3336 of `--failover`). An agent's
+                        // hello says instead.
+                        let (launch, job) = (*launch, *job);
+                        self.excuse_job(job, || {
+                            format!("launch {launch} at direct s{site} cancelled by number")
+                        });
+                    }
                     let t = self.now + self.delay();
                     self.at(t, Ev::Call(epoch, site, c));
                 }
@@ -1215,12 +1227,8 @@ impl World {
                 self.rm_submitted(site, pending);
             }
             Call::Cancel(remote) => self.at(now, Ev::CancelAgain(site, remote, 1)),
-            Call::CancelUnrecorded { launch, job, .. } => {
-                // A direct site's manager cannot say whether it took the submission: the
-                // server fails it, and its job starts again (an agent's hello says).
-                self.excuse_job(job, || {
-                    format!("launch {launch} at direct s{site} cancelled by number")
-                });
+            // Its job was excused as the call left the server (`after_step`).
+            Call::CancelUnrecorded { launch, .. } => {
                 self.at(now, Ev::CancelUnrecorded(site, launch, 1));
             }
             // The site worker hands it to the backend on its own thread.

@@ -11,7 +11,8 @@
 //! - its own faults, as they strike: a submission refused, its answer lost, or its launch
 //!   mute (`World::rm_submit`); its launch lost (`Ev::Lose`); a process's check-in refused,
 //!   so that it exits failing; an unanswered submission at a direct site cancelled by number
-//!   after a restart; the client's cancel or edit, as the client sends it; an input file
+//!   after a restart, as the server sends the cancel (it places the component again in the
+//!   same turn); the client's cancel or edit, as the client sends it; an input file
 //!   (its transfer may be cut or its stage-in fail its start), from its first start on;
 //! - a site in trouble ([`Trouble`]): its manager down, or, at an agent site, a partition,
 //!   the agent's crash, a frame lost on its link (which resets the connection: every call in
