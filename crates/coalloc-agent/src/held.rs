@@ -3,6 +3,8 @@
 //! a submission idempotent by launch number (a submission repeated after a lost answer gets
 //! the first one's id and starts nothing), lets a restarted agent find its launches again,
 //! and is what the agent's hello reports, so the server can cancel those it no longer wants.
+//! A launch leaves it once the server has heard that it ended (a query's answer) or asked
+//! its cancel; one the agent stopped itself (heartbeat stop) stays until then.
 
 use coalloc_link::proto::HeldLaunch;
 use std::collections::BTreeMap;
@@ -17,7 +19,7 @@ enum Line {
     Ended { launch: u64, ended: bool },
 }
 
-/// The launches made and not known to have ended, by launch number.
+/// The launches made whose end the server has not heard of, by launch number.
 pub struct Held {
     path: PathBuf,
     launches: Mutex<BTreeMap<u64, HeldLaunch>>,

@@ -240,6 +240,29 @@ fn a_server_that_dies_writing_a_snapshot_is_not_deposed_afterwards() {
     );
 }
 
+/// `--policies` seeds 3711 and 4629, `--failover` seed 5561: an agent's submission answered
+/// just before a server crash that took the answer's record with it; the agent, cut off from
+/// its server, stopped the launch at a heartbeat stop and dropped it from its record, so its
+/// hello to the restarted server did not list it, the server sent the submission again under
+/// the same launch number as one that never reached the agent, the agent made a new launch,
+/// and the stopped one, whose id no server knew, was never discarded from its manager's log
+/// ("launches never discarded from their manager's log ... R1 at s0 (job 1 launch 1,
+/// Cancelled)"). The agent now keeps a launch it stopped in its record until the server
+/// hears of it: the hello lists it, the server adopts it, finds it ended and discards it.
+#[test]
+fn a_launch_an_agent_stopped_at_a_heartbeat_stop_is_discarded_after_a_crash() {
+    let runs = [
+        (3711, sim::run_policies as Run),
+        (4629, sim::run_policies as Run),
+        (5561, sim::run_failover as Run),
+    ];
+    let o = assert_none_failed("heartbeat stops after a crash", runs);
+    assert!(
+        o.iter().all(|o| o.crashes > 0 && o.agent_sites > 0),
+        "each seed crashes its server beside an agent site: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their

@@ -168,3 +168,43 @@ fn a_submission_sent_again_while_the_first_is_still_being_made_starts_nothing_tw
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_launch_stopped_at_a_heartbeat_stop_stays_in_the_record_until_the_server_hears_of_it() {
+    // The simulation harness, `--policies` seeds 3711 and 4629 and `--failover` seed 5561: a
+    // server heard a launch's id and crashed before recording it; the agent stopped the
+    // launch at a heartbeat stop and forgot it, so its next hello did not list it, the
+    // restarted server sent the submission again under the same number, a new launch was
+    // made, and the stopped one stayed in the manager's log for ever. Now the hello lists it
+    // and a repeated submission gets its id again, starting nothing.
+    let dir = state_dir("stopped");
+    let _ = std::fs::remove_dir_all(&dir);
+    let backend = Arc::new(Site::new(false, true));
+    let a = agent_on("stopped", "", backend.clone());
+    let req = SubmitRequest {
+        launch: 9,
+        job: 4,
+        component: 0,
+        executable: "/bin/true".into(),
+        ..SubmitRequest::default()
+    };
+    let first = a.execute(Call::Submit(Box::new(req.clone())));
+    assert_eq!(first, Ok(Answer::Submitted("R9".into())));
+    a.stop_launches();
+    let held: Vec<u64> = a.held.all().iter().map(|h| h.launch).collect();
+    assert_eq!(held, vec![9], "the next hello lists the stopped launch");
+    let again = a.execute(Call::Submit(Box::new(req)));
+    assert_eq!(
+        again, first,
+        "a repeated submission gets the stopped launch's id"
+    );
+    assert_eq!(
+        backend.submitted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "nothing started twice"
+    );
+    // The server asks its cancel (or a query finds it ended): it leaves the record.
+    assert_eq!(a.execute(Call::Cancel("R9".into())), Ok(Answer::Done));
+    assert!(a.held.all().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -976,7 +976,7 @@ fn a_submission_lost_on_its_way_to_an_agent_is_sent_again_after_a_takeover_not_r
 #[test]
 fn a_lost_submission_whose_component_checked_in_is_failed_after_a_takeover_not_sent_again() {
     // The same takeover, but the launch missing from its agent's hello had run: its process
-    // checked in at the barrier (an agent lists no launch it stopped at a heartbeat stop).
+    // checked in at the barrier (an agent listed no launch it stopped at a heartbeat stop).
     // Sent again, it would start a second time while the core counts the first's check-in:
     // it is failed as its site's fault, as before the resend.
     let (d, made, id, _, lost) = takeover_with_one_lost("checked-lost", true);

@@ -7,7 +7,8 @@
 //!   real record is synced before the answer leaves), a launch leaves the record when a
 //!   query finds it ended or it is cancelled, its hello reports the record, and discards
 //!   go to its manager's launch log. With
-//!   `stop_after` (heartbeat stop) it cancels what it holds when its session says so.
+//!   `stop_after` (heartbeat stop) it cancels what it holds when its session says so, and
+//!   keeps it in the record until the server hears of it.
 //! - [`End`]: the server's side of the site, the real sans-IO machine of `coalloc serve`:
 //!   the site's `AgentCalls` (`link/calls.rs`: the calls numbered, kept while the link is
 //!   down and sent in order on the next connection, a run of submissions as one
@@ -294,7 +295,9 @@ impl World {
             .collect()
     }
 
-    /// Heartbeat stop: cancel every launch held.
+    /// Heartbeat stop: cancel every launch held, keeping it in the record (as
+    /// `coalloc-agent`'s `Agent::stop_launches` does) for the next hello to list, so that
+    /// the server hears of it and a repeated submission of its number gets its id again.
     pub(super) fn agent_stop_launches(&mut self, site: usize) {
         let held: Vec<HeldLaunch> = match &self.net.agents[site] {
             Some(a) => a.held.values().cloned().collect(),
@@ -309,11 +312,8 @@ impl World {
                 )
             };
             self.excuse_job(h.job, why);
-            if self.rms[site].cancel(self.now, &h.remote).is_ok() {
-                if let Some(a) = self.net.agents[site].as_mut() {
-                    a.held.remove(&h.launch);
-                }
-            }
+            // A failure leaves it running: the server cancels it once back, as before.
+            let _ = self.rms[site].cancel(self.now, &h.remote);
         }
         self.rm_wake(site);
     }

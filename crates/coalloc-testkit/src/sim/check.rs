@@ -108,7 +108,8 @@ pub(super) fn released(w: &World, site: usize, id: u64, inc: u64) -> Result<(), 
             )));
         };
         // The last the manager took under that number (an agent that lost its record of
-        // one, stopping it at a heartbeat stop, makes one sent again a second time).
+        // one, as one did stopping it at a heartbeat stop, makes one sent again a second
+        // time).
         let there = (w.rms[at].launches.values().rev()).find(|x| x.launch == launch);
         let ok = there.is_some_and(|x| {
             x.checked.len() as u32 >= x.processes

@@ -73,8 +73,8 @@ struct Trouble {
 #[derive(Debug, Default)]
 pub(super) struct Reruns {
     /// Per (job, component): the launches whose programs ran, as (site, the manager's id,
-    /// launch number, when): an agent that lost its record of a launch (a heartbeat stop)
-    /// makes one sent again under its number a second time.
+    /// launch number, when): an agent that lost its record of a launch (as one did of those
+    /// it stopped at a heartbeat stop) makes one sent again under its number a second time.
     ran: BTreeMap<(u64, usize), Vec<Ran>>,
     /// Jobs a fault may have started again, and the first such fault.
     jobs: BTreeMap<u64, String>,
