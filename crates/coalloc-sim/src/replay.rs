@@ -80,7 +80,7 @@ pub fn replay(
         trace_work(TraceJobs::Borrowed(jobs)),
         &params(),
     )?;
-    replayed(jobs, &out)
+    replayed(jobs.iter().copied(), &out)
 }
 
 /// Errors of [`replay_file`]: the trace's, or the replay's.
@@ -165,7 +165,7 @@ pub fn replay_file(
         }
         fed => {
             let (out, jobs) = fed.map_err(ReplayError::from)?;
-            Ok(replayed(&jobs, &out)?)
+            Ok(replayed(jobs, &out)?)
         }
     }
 }
@@ -188,28 +188,41 @@ fn params() -> SimParams {
     }
 }
 
-/// What a replay's run of `jobs` did to each.
-fn replayed(jobs: &[TraceJob], out: &Outcome) -> Result<Replay, ReplayError> {
+// `replayed`'s schedule takes its jobs' memory only while the two are the same size.
+const _: () = assert!(std::mem::size_of::<Scheduled>() == std::mem::size_of::<TraceJob>());
+
+/// What a replay's run of `jobs` (in workload order) did to each. Given a vector's own
+/// jobs (`Vec::into_iter`), the schedule is written over them, in the same memory: a
+/// [`Scheduled`] is as large as a [`TraceJob`] (`collect`'s in-place reuse), so a whole
+/// trace's schedule touches no fresh memory.
+fn replayed(
+    jobs: impl IntoIterator<Item = TraceJob>,
+    out: &Outcome,
+) -> Result<Replay, ReplayError> {
     let seconds = |t: Option<Time>| t.map(|t| t.div_euclid(SECOND));
     let mut refused = Vec::new();
     let mut waiting = 0;
-    let mut scheduled = Vec::with_capacity(jobs.len());
-    for (i, (t, o)) in jobs.iter().zip(&out.jobs).enumerate() {
-        let (start, end) = out.times(i);
-        let finished = o.fate == JobFate::Finished;
-        match &o.fate {
-            JobFate::Failed(why) | JobFate::Refused(why) => refused.push((t.number, why.clone())),
-            JobFate::Unfinished => waiting += 1,
-            JobFate::Finished => {}
-        }
-        scheduled.push(Scheduled {
-            number: t.number,
-            submit: t.submit,
-            start: seconds(start),
-            end: seconds(end.filter(|_| finished)),
-            processors: t.processors,
-        });
-    }
+    let scheduled = (jobs.into_iter().enumerate())
+        .map(|(i, t)| {
+            let (start, end) = out.times(i);
+            let fate = out.fate(i);
+            let finished = *fate == JobFate::Finished;
+            match fate {
+                JobFate::Failed(why) | JobFate::Refused(why) => {
+                    refused.push((t.number, why.clone()));
+                }
+                JobFate::Unfinished => waiting += 1,
+                JobFate::Finished => {}
+            }
+            Scheduled {
+                number: t.number,
+                submit: t.submit,
+                start: seconds(start),
+                end: seconds(end.filter(|_| finished)),
+                processors: t.processors,
+            }
+        })
+        .collect();
     if waiting > 0 {
         return Err(ReplayError::Stuck(waiting));
     }

@@ -281,6 +281,29 @@ fn an_instant_split_between_chunks_is_one_instant() {
     }
 }
 
+/// A job the scheduler refuses (larger than the site) is refused in a replay read as it
+/// runs too, with the same reason: a fed run keeps such fates apart from its ends.
+#[test]
+fn a_refused_job_is_refused_in_a_replay_read_as_it_runs() {
+    let mut text = String::new();
+    for n in 1..=5_000 {
+        let procs = if n == 4_500 {
+            PROCESSORS + 1
+        } else {
+            1 + (n % 9) as u32
+        };
+        text += &swf_line(n.into(), n.into(), 60, procs, 90, 1);
+    }
+    let t = TempTrace::new("refused", &text);
+    let (whole, fed) = replay_both(&t.0, &swf::Filter::default(), QueueConfig::Easy);
+    assert_eq!(fed, whole);
+    assert_eq!(fed.refused.len(), 1, "{:?}", fed.refused);
+    assert_eq!(fed.refused[0].0, 4_500);
+    let job = fed.jobs.iter().find(|j| j.number == 4_500).expect("listed");
+    assert_eq!((job.start, job.end), (None, None));
+    assert_eq!(fed.jobs.iter().filter(|j| j.end.is_some()).count(), 4_999);
+}
+
 /// A trace whose jobs are not in submit order is read whole and replayed as before.
 #[test]
 fn a_trace_out_of_submit_order_is_replayed_all_the_same() {

@@ -161,16 +161,36 @@ pub struct Outcome {
     pub clouds: Vec<CloudUsage>,
     /// When each job ended, when the records were not kept (empty when they were).
     ends: Vec<Ended>,
+    /// A fed run's fates but finished ones ([`simulate_fed`]: its `jobs` are left empty).
+    fates: BTreeMap<usize, JobFate>,
 }
 
 impl Outcome {
     /// When workload job `i`'s last run started and ended (`None` before it did): from its
     /// record, or, when [`SimParams::keep_records`] was off, from the engine's own table.
     pub fn times(&self, i: usize) -> (Option<Time>, Option<Time>) {
-        match (&self.jobs[i].record, self.ends.get(i)) {
+        match (
+            self.jobs.get(i).and_then(|j| j.record.as_ref()),
+            self.ends.get(i),
+        ) {
             (Some(r), _) => (r.start(), r.end()),
             (None, Some(e)) => e.times(),
             (None, None) => (None, None),
+        }
+    }
+
+    /// How workload job `i` ended: from its outcome, or, in a fed run (which makes none),
+    /// from the engine's own tables.
+    pub fn fate(&self, i: usize) -> &JobFate {
+        const FINISHED: &JobFate = &JobFate::Finished;
+        const UNFINISHED: &JobFate = &JobFate::Unfinished;
+        if let Some(o) = self.jobs.get(i) {
+            return &o.fate;
+        }
+        match (self.fates.get(&i), self.ends.get(i)) {
+            (Some(f), _) => f,
+            (None, Some(e)) if e.state == 1 => FINISHED,
+            _ => UNFINISHED,
         }
     }
 }
@@ -293,7 +313,11 @@ struct Sim<'a> {
     /// the workload.
     arrivals: Vec<(Time, usize)>,
     next_arrival: usize,
+    /// Empty in a fed run ([`simulate_fed`]), which keeps its jobs' ends and the sparse
+    /// `fates` instead: a replay's caller needs no more, and an outcome per job is over
+    /// 100 bytes written and read back once, in memory the run would touch first.
     outcomes: Vec<JobOutcome>,
+    fates: BTreeMap<usize, JobFate>,
     /// When each workload job ended, when the records are not kept: every job's end writes
     /// here, a table of 24 bytes a job that stays in the caches, where the outcomes (over
     /// 100 bytes a job, untouched since the job arrived) would cost a miss each. The
@@ -369,7 +393,9 @@ pub fn simulate<'a>(
 /// which every archive trace keeps): a job that arrives before one already passed on stops
 /// the run with [`SimError::Unsorted`], for the caller to read the whole trace and use
 /// [`simulate`]. `work` says how the fed jobs become the core's (its own jobs are not
-/// looked at). The outcome is [`simulate`]'s on the same jobs, which come back with it.
+/// looked at). The outcome is [`simulate`]'s on the same jobs without records, which come
+/// back with it, but for its [`Outcome::jobs`], left empty: [`Outcome::times`] and
+/// [`Outcome::fate`] tell each job's end (a replay needs no more).
 pub fn simulate_fed(
     sites: Vec<Site>,
     config: SchedulerConfig,
@@ -382,13 +408,15 @@ pub fn simulate_fed(
         jobs: TraceJobs::Fed(Vec::with_capacity(capacity)),
         ..work
     };
+    // A fed run keeps every job's end in its own table, never a record.
+    let params = &SimParams {
+        keep_records: false,
+        ..params.clone()
+    };
     let mut sim = Sim::new(sites, config, Jobs::Trace(work), params, Some(fed))?;
-    sim.outcomes.reserve(capacity);
     sim.arrivals.reserve(capacity);
     sim.index_of.reserve(capacity);
-    if !params.keep_records {
-        sim.ends.reserve(capacity);
-    }
+    sim.ends.reserve(capacity);
     sim.run();
     if sim.feed.as_ref().is_some_and(|f| f.unsorted) {
         return Err(SimError::Unsorted);
@@ -559,7 +587,7 @@ impl Sim<'_> {
                     Ok(Reply::Submitted(id)) => self.accepted(id, i),
                     Ok(Reply::Done) => {}
                     Err(Rejected::QueueFull(_)) => self.held.push_back(i),
-                    Err(e) => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
+                    Err(e) => self.set_fate(i, JobFate::Refused(e.to_string())),
                 }
             }
             self.replies = replies;
@@ -601,9 +629,11 @@ impl Sim<'_> {
             match reply {
                 Ok(Reply::Submitted(id)) => {
                     self.accepted(id, i);
-                    self.outcomes[i].submit = self.now;
+                    if let Some(o) = self.outcomes.get_mut(i) {
+                        o.submit = self.now;
+                    }
                 }
-                Err(e) if !full => self.outcomes[i].fate = JobFate::Refused(e.to_string()),
+                Err(e) if !full => self.set_fate(i, JobFate::Refused(e.to_string())),
                 _ => {}
             }
             self.quiesce();
@@ -727,7 +757,18 @@ impl Sim<'_> {
             } else {
                 self.outcomes[i].record = Some(*record);
             }
-            self.outcomes[i].fate = fate;
+            self.set_fate(i, fate);
+        }
+    }
+
+    /// Workload job `i` ended other than finished (or was refused): in its outcome, or in
+    /// a fed run's `fates`.
+    fn set_fate(&mut self, i: usize, fate: JobFate) {
+        match self.outcomes.get_mut(i) {
+            Some(o) => o.fate = fate,
+            None => {
+                self.fates.insert(i, fate);
+            }
         }
     }
 
@@ -1030,6 +1071,7 @@ impl Sim<'_> {
             end: self.now,
             clouds: self.cloud_usage,
             ends: self.ends,
+            fates: self.fates,
         }
     }
 }

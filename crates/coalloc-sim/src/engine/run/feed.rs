@@ -1,8 +1,9 @@
 //! Trace jobs that arrive during a run from a reader on another thread ([`super::simulate_fed`]):
-//! each chunk becomes workload jobs, outcomes and arrivals as the loop needs the next
-//! arrival, and the last one sets the run's last arrival and window.
+//! each chunk becomes workload jobs, ends and arrivals as the loop needs the next arrival
+//! (no outcomes: a fed run makes none), and the last one sets the run's last arrival and
+//! window.
 
-use super::{outcome_of, Ended, Sim};
+use super::{Ended, Sim};
 use crate::replay::TraceJob;
 use coalloc_core::model::SECOND;
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -83,10 +84,7 @@ impl Sim<'_> {
         let from = self.work.len();
         self.work.feed(&chunk);
         for i in from..self.work.len() {
-            self.outcomes.push(outcome_of(&self.work, i));
-            if !self.params.keep_records {
-                self.ends.push(Ended::NOT);
-            }
+            self.ends.push(Ended::NOT);
             self.arrivals.push((chunk[i - from].submit * SECOND, i));
         }
         chunk.clear();

@@ -140,6 +140,7 @@ impl<'a> Sim<'a> {
                 vec![Ended::NOT; outcomes.len()]
             },
             outcomes,
+            fates: BTreeMap::new(),
             follow: Vec::new(),
             spare: Vec::new(),
             cancels_taken: Vec::new(),
