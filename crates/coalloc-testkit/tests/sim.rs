@@ -263,6 +263,22 @@ fn a_launch_an_agent_stopped_at_a_heartbeat_stop_is_discarded_after_a_crash() {
     );
 }
 
+/// Seed 3564 of `--files`: a job with an input file asking for advance reservation, its
+/// file's one replica at s2 while s2's manager did not answer. Reserve claiming's placement
+/// (`place_reserving`) skipped the check `Core::place` makes (seeds 108, 110, 168 and 192),
+/// placed the job on s0 and s1 with no file site, started no transfer, and the barrier broke
+/// the files' invariant ("launch 3 of job 6 at s0 released before its input file f0 was
+/// there"); the job now waits until a replica's site is usable, and its file is sent.
+#[test]
+fn a_reserving_job_is_not_placed_while_every_replica_of_its_file_is_out() {
+    let o = sim::run_files(3564, false).map_err(|v| v.to_string());
+    let o = o.expect("seed 3564 keeps every invariant");
+    assert!(
+        o.reserving_jobs >= 1 && o.reserved_runs >= 1 && o.transfers >= 1,
+        "a reserving job runs in its reservation, and files are sent: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their

@@ -683,7 +683,11 @@ impl Core {
     ) -> Result<Placement, crate::placement::NoFit> {
         let (mut idle, usable) = self.view_now(allowed, true);
         self.no_room_unless_reserving(&mut idle);
-        self.place_against(job, &idle, &usable, fit)
+        let p = self.place_against(job, &idle, &usable, fit)?;
+        // Not while every replica of its input file is on an unusable site: placed without a
+        // file site, no transfer would bring it, and the barrier would be released without
+        // it (`--files` seed 3564, as 108 was before `Core::place` checked it).
+        self.unless_replicas_out(job, p, &usable)
     }
 
     fn no_room_unless_reserving(&self, idle: &mut [u32]) {

@@ -149,6 +149,19 @@ impl Core {
     ) -> Result<Placement, NoFit> {
         let (idle, usable) = self.view_now(allowed, kill_local);
         let p = self.place_against(job, &idle, &usable, fit)?;
+        self.unless_replicas_out(job, p, &usable)
+    }
+
+    /// Placement `p` of `job`, against the `usable` sites, unless the job has an input file,
+    /// a component without a file site, and every replica on an unusable site: that is
+    /// [`NoFit::NoReplica`] (see [`Core::place`]; reserve claiming's placement checks the
+    /// same, `--files` seed 3564).
+    pub(super) fn unless_replicas_out(
+        &self,
+        job: &Job,
+        p: Placement,
+        usable: &[bool],
+    ) -> Result<Placement, NoFit> {
         let (Some(file), Some(c)) = (
             job.input_file(),
             p.components.iter().find(|c| c.file.is_none()),
@@ -156,7 +169,7 @@ impl Core {
             return Ok(p);
         };
         let held = |s: &(&Site, &bool)| s.0.files.contains(&file.name);
-        let replicas = || self.sites.sites.iter().zip(&usable);
+        let replicas = || self.sites.sites.iter().zip(usable);
         if replicas().any(|s| held(&s) && *s.1) || !replicas().any(|s| held(&s)) {
             return Ok(p);
         }
