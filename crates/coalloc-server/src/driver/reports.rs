@@ -208,11 +208,11 @@ impl Driver {
     /// failover_netns: a leader cut off between two submissions of one job). With the
     /// commit of the link's coming up: a deposed leader, whose commit is refused, sends
     /// nothing. Only while its component is still `Submitted`: one that checked in (or was
-    /// reported started) ran, and an agent listed no launch it stopped at a heartbeat stop
-    /// (the simulation harness, `--failover` seeds 605 and 1332; it now keeps them in its
-    /// record until the server hears of them), so sending it again would start it a second
-    /// time beside a check-in the core already counts. Whether it was sent again (else the
-    /// caller fails it).
+    /// reported started) ran, so sending it again would start it a second time beside a
+    /// check-in the core already counts (the simulation harness, `--failover` seeds 605 and
+    /// 1332, where an agent's hello left out a launch it had stopped at a heartbeat stop; an
+    /// agent now keeps such a launch in its record until the server hears of it). Whether it
+    /// was sent again (else the caller fails it).
     fn send_again(&mut self, site: usize, launch: u64) -> bool {
         let waits = self.launches.get(&launch).is_some_and(|l| !l.ended)
             && self.phase_of(launch) == Some(CompPhase::Submitted)
