@@ -839,3 +839,93 @@ fn a_start_delay_that_is_not_a_duration_is_refused_with_the_site_named() {
         "{err}"
     );
 }
+
+/// A launch started into its reservation and still waiting for its submission's answer: its
+/// start command is made again as it was first made, the reservation it names included (a
+/// driver that restarted and must send it again no longer keeps the commands its replay
+/// met: `Scheduler::pending_start`), after a snapshot too. An added component counts in
+/// the others' sizes, as in its own start; a component substituted after the commit is
+/// launched without a reservation, and its new start is made again so.
+#[test]
+fn a_pending_launch_started_into_its_reservation_names_it_again() {
+    let mut s = Scheduler::new(reserving(), sites());
+    let (id, cmds) = submit(&mut s, 0, job(&[4, 4]));
+    let q = queries(&cmds);
+    for r in &q {
+        offer(&mut s, 1, r.0, Ok(5_000));
+    }
+    answer(&mut s, 2, q[0].0, Ok(()));
+    let first = starts(&answer(&mut s, 3, q[1].0, Ok(())));
+    assert_eq!(first.len(), 2);
+    for (i, st) in first.iter().enumerate() {
+        let r = st
+            .reservation
+            .as_ref()
+            .expect("started into its reservation");
+        assert_eq!((r.id, r.start, r.duration), (q[i].0, 5_000, 60_000));
+        assert_eq!(r.name, format!("coalloc-J{id}-c{i}-0"));
+        assert_eq!(s.pending_start(st.launch).as_ref(), Some(st));
+    }
+    // After a snapshot: the same, value by value.
+    let (mut s, _) = Scheduler::restore(reserving(), &sites(), through_bytes(&s)).unwrap();
+    for st in &first {
+        assert_eq!(s.pending_start(st.launch).as_ref(), Some(st));
+    }
+    // A component added: its start names no reservation; the others' count it in their
+    // sizes and still name their own.
+    let add = Event::Edit {
+        job: id,
+        edit: Edit::Add(Component::new(2)),
+    };
+    s.handle(4, add).unwrap();
+    let added = starts(&drain(&mut s));
+    assert_eq!(added.len(), 1);
+    let added = &added[0];
+    assert_eq!((added.component, added.count), (2, 2));
+    assert_eq!(added.reservation, None);
+    assert_eq!(&added.config.sizes[..], &[4, 4, 2]);
+    assert_eq!(s.pending_start(added.launch).as_ref(), Some(added));
+    for st in &first {
+        let mut edited = st.clone();
+        edited.config.count = 3;
+        edited.config.sizes = added.config.sizes.clone();
+        edited.config.total = 10;
+        assert_eq!(s.pending_start(st.launch), Some(edited));
+    }
+    // Component 1 substituted: its new launch is not in the reservation, which it leaves.
+    let sub = Event::Edit {
+        job: id,
+        edit: Edit::Substitute(1, Component::new(3)),
+    };
+    s.handle(5, sub).unwrap();
+    let again = starts(&drain(&mut s));
+    assert_eq!(again.len(), 1);
+    let again = &again[0];
+    assert_eq!(
+        (again.component, again.count, again.reservation.as_ref()),
+        (1, 3, None)
+    );
+    assert_eq!(s.pending_start(again.launch).as_ref(), Some(again));
+    assert_eq!(s.pending_start(first[1].launch), None, "no longer current");
+    let state = |rid| s.reservations().table[&rid].state;
+    use coalloc_core::scheduler::reserve::ResvState;
+    assert_eq!(
+        (state(q[0].0), state(q[1].0)),
+        (ResvState::Started, ResvState::Made)
+    );
+    let mut kept = first[0].clone();
+    kept.config = again.config.clone();
+    kept.config.index = 0;
+    kept.config.rank_offset = 0;
+    assert_eq!(&kept.config.sizes[..], &[4, 3, 2]);
+    assert_eq!(s.pending_start(first[0].launch), Some(kept));
+    // Once it reported, none.
+    s.handle(
+        6,
+        Event::ComponentReady {
+            launch: first[0].launch,
+        },
+    )
+    .unwrap();
+    assert_eq!(s.pending_start(first[0].launch), None, "it reported");
+}

@@ -409,9 +409,11 @@ impl Scheduler {
     }
 
     /// The start command of a launch still waiting for its submission's answer, made again
-    /// (a driver that took over from another and must send it again, and whose journal's
-    /// snapshot covered the command): `None` unless the launch is current and `Submitted`,
-    /// and for a job placed by reservation.
+    /// (a driver that restarted or took over from another and must send it again, whether
+    /// its journal's replay met the command or its snapshot covered it): the command first
+    /// made, its reservation included for a job placed by reservation (issue 31), with the
+    /// sizes of the job as edited since (seed 002 §3.2). `None` unless the launch is current
+    /// and `Submitted`.
     pub fn pending_start(&self, launch: LaunchId) -> Option<Start> {
         self.core.pending_start(launch)
     }

@@ -125,9 +125,10 @@ pub enum ResvState {
     Offered(Time),
     /// Asked to reserve; no answer yet.
     Requested,
-    /// Made at the site.
+    /// Made at the site (and, after its run's commit, left by its component when a later
+    /// launch replaced the one started into it: [`Core::relaunched`]).
     Made,
-    /// Its component was started into it.
+    /// Its component's current launch was started into it.
     Started,
     /// The site could not offer or refused to reserve: nothing was made.
     Refused,
@@ -571,7 +572,9 @@ impl Core {
             let why = "its components were edited while they were reserved";
             return self.abort(id, why.to_owned(), false);
         }
-        let start = self.reserve.runs[&id].start.unwrap_or(self.now);
+        // Kept, so that the start commands can be made again ([`Core::reservation_of`]).
+        let run = self.reserve.runs.get_mut(&id).expect("a reserving run");
+        let start = *run.start.get_or_insert(self.now);
         let resvs: Vec<(ReservationId, Resv)> =
             self.run_resvs(id).map(|(k, r)| (k, r.clone())).collect();
         for (rid, r) in resvs {
@@ -609,6 +612,50 @@ impl Core {
         self.active_changed(id);
         self.arm_hold(id);
         self.check_commit(id);
+    }
+
+    /// Component `i` of job `id` is launched: a reservation of its run it was started into
+    /// no longer holds its current launch (an edit's substitute, or a failed component
+    /// placed again elsewhere, launches it anew without one), and is `Made` again. Only the
+    /// current launch of a `Started` reservation's component is in it, which
+    /// [`Core::reservation_of`] relies on.
+    pub(super) fn relaunched(&mut self, id: JobId, i: usize) {
+        // Most runs reserve nothing: every launch passes by here.
+        if self.reserve.runs.contains_key(&id) {
+            self.unstart(id, i);
+        }
+    }
+
+    /// [`Core::relaunched`] for a reserving run.
+    #[cold]
+    #[inline(never)]
+    fn unstart(&mut self, id: JobId, i: usize) {
+        let generation = self.jobs[&id].generation();
+        for r in self.reserve.table.values_mut() {
+            if (r.job, r.generation, r.component) == (id, generation, i)
+                && r.state == ResvState::Started
+            {
+                r.state = ResvState::Made;
+            }
+        }
+    }
+
+    /// The reservation the current launch of component `i` of job `id` was started into, as
+    /// its start command named it ([`Core::commit_reserved`]): made again from the
+    /// reservation table and the run's common start, both kept in the snapshot. `None` for a
+    /// component not started into one (a job that does not reserve, a component added or
+    /// substituted after its run's commit).
+    pub(super) fn reservation_of(&self, id: JobId, i: usize) -> Option<Reservation> {
+        let start = self.reserve.runs.get(&id)?.start?;
+        let (rid, r) = self
+            .run_resvs(id)
+            .find(|(_, r)| r.component == i && r.state == ResvState::Started)?;
+        Some(Reservation {
+            id: rid,
+            name: r.name.clone(),
+            start,
+            duration: r.duration,
+        })
     }
 
     /// Job `id`'s run ends (back to the queue, or the job ended): give back the processors

@@ -434,17 +434,21 @@ impl Core {
 
     /// The start command of a launch still waiting for its submission's answer, made again
     /// from the job as it is now, for a driver that must send it again and no longer holds
-    /// it (a snapshot covered it). The same as the first unless the job was edited since
-    /// (seed 002 §3.2): a component added counts in its sizes, as in the added one's start. `None` for a launch that is not current or no longer `Submitted`, and
-    /// for one of a job placed by reservation (its command names the reservation, which is
-    /// not kept with it).
+    /// it (a snapshot covered it, or a replay of the journal met it). The same as the first
+    /// unless the job was edited since (seed 002 §3.2): a component added counts in its
+    /// sizes, as in the added one's start. A launch started into its reservation (issue 31)
+    /// names it again, from the reservation table and the run's common start
+    /// ([`Core::reservation_of`]). `None` for a launch that is not current or no longer
+    /// `Submitted`.
     pub(super) fn pending_start(&self, launch: LaunchId) -> Option<Start> {
         let (id, i) = self.current(launch)?;
         let c = &self.jobs[&id].comps[i];
-        if c.phase != CompPhase::Submitted || self.reserves(id) {
+        if c.phase != CompPhase::Submitted {
             return None;
         }
-        Some(self.start_of(id, i, c.site?, c.count, launch))
+        let mut start = self.start_of(id, i, c.site?, c.count, launch);
+        start.reservation = self.reservation_of(id, i);
+        Some(start)
     }
 
     /// Submit one component to one site.
@@ -462,6 +466,7 @@ impl Core {
             transfer: j.comps[i].transfer,
         };
         let start = self.start_of(id, i, site, count, launch);
+        self.relaunched(id, i);
         self.sites.claim(site, count);
         if let Some(Some(c)) = self.clouds.get_mut(site) {
             c.allocate(launch, count);
