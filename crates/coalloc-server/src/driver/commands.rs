@@ -157,12 +157,9 @@ impl Driver {
         );
         self.started_into(&s);
         if self.replaying {
-            // At an agent site, kept until the journal answers it: a restart that finds it
-            // unanswered, and whose agent's hello shows it never arrived, sends it again
-            // (`reports::agent_back`).
-            if self.at_agent(s.site) {
-                self.replayed_starts.insert(s.launch.0, s);
-            }
+            // A restart that finds it unanswered at an agent site, and whose agent's hello
+            // shows it never arrived, has the core make it again and sends it then
+            // (`reports::send_again`, `Scheduler::pending_start`).
             return;
         }
         let Some((req, staging)) = self.request_of(&s) else {
@@ -442,8 +439,6 @@ impl Driver {
                 }
             }
         }
-        let unrecorded = &self.unrecorded;
-        self.replayed_starts.retain(|k, _| unrecorded.contains(k));
         self.cancel_superseded_again();
         self.recheck_ended();
         self.resume_vms();

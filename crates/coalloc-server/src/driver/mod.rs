@@ -121,11 +121,6 @@ pub struct Driver {
     /// sent but not answered in the journal: the agent's next hello says whether it holds
     /// them (adopted) or not (sent again, or failed and placed again), `reports::agent_back`.
     unrecorded: std::collections::BTreeSet<u64>,
-    /// The starts at agent sites a replay met whose submissions the journal has not
-    /// answered (yet): after it, those of `unrecorded`, to be sent again when their agent's
-    /// hello shows they never reached it (one a snapshot covered is made again by the core,
-    /// `Scheduler::pending_start`).
-    replayed_starts: BTreeMap<u64, coalloc_core::scheduler::Start>,
     /// Secrets, barrier check-ins, the rendezvous store, and the calls waiting on them.
     rv: rendezvous::Rendezvous,
     /// Why each job's last start was aborted.
@@ -370,7 +365,6 @@ impl Driver {
             workers: sites,
             launches: BTreeMap::new(),
             unrecorded: Default::default(),
-            replayed_starts: BTreeMap::new(),
             rv: rendezvous::Rendezvous::default(),
             abort_reasons: BTreeMap::new(),
             aborts: BTreeMap::new(),
@@ -533,7 +527,6 @@ impl Driver {
                 if let Some(l) = self.launches.get_mut(launch) {
                     l.remote = Some(remote.clone());
                 }
-                self.replayed_starts.remove(launch);
                 self.touch_input(*launch);
             }
             Entry::KvPut { job, key, value } => {

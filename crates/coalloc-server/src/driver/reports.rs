@@ -217,11 +217,11 @@ impl Driver {
         let waits = self.launches.get(&launch).is_some_and(|l| !l.ended)
             && self.phase_of(launch) == Some(CompPhase::Submitted)
             && !self.is_draining(launch);
-        // Its start command: as the replay booked it, or made again when a snapshot covered
-        // it (the simulation harness, `--failover` seeds 326, 673, 1275 and 1353: failed
-        // instead, its job's delivered component ran a second time).
-        let replayed = self.replayed_starts.remove(&launch);
-        let start = replayed.or_else(|| self.core.pending_start(LaunchId(launch)));
+        // Its start command, made again by the core whether the replay met it or a snapshot
+        // covered it (the simulation harness, `--failover` seeds 326, 673, 1275 and 1353:
+        // failed instead, its job's delivered component ran a second time), its reservation
+        // included for a job placed by reservation.
+        let start = self.core.pending_start(LaunchId(launch));
         let Some(start) = start.filter(|_| waits) else {
             return false;
         };
