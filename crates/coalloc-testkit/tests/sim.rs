@@ -279,6 +279,23 @@ fn a_reserving_job_is_not_placed_while_every_replica_of_its_file_is_out() {
     );
 }
 
+/// Seed 15646 (and `--files` seed 15646): s2's agent took job 6's launch 8 and answered
+/// just before a server crash that lost the answer's record; its link stayed down, the job
+/// was placed again on s0, ran and aged out, and when the agent came back its hello listed
+/// the launch. The server cancelled it there but, knowing no handle for it, never had the
+/// site drop it ("launches never discarded from their manager's log ... R1 at s2 (job 6
+/// launch 8, Cancelled)"). The driver now makes such a handle durable while it knows the
+/// job (the aging discards it), else watches the launch and drops it once it has ended.
+#[test]
+fn a_launch_an_agent_holds_for_a_forgotten_job_is_discarded() {
+    let runs = [(15646, sim::run as Run), (15646, sim::run_files as Run)];
+    let o = assert_none_failed("an agent's launch of a forgotten job", runs);
+    assert!(
+        o.iter().all(|o| o.crashes > 0 && o.agent_sites > 0),
+        "each seed crashes its server beside an agent site: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their

@@ -196,6 +196,31 @@ impl Driver {
             // With the commit of the link's coming up: a deposed leader, whose commit is
             // refused, cancels nothing its successor started (issue 32).
             (self.after_commit).push((site, crate::msg::SiteCall::Cancel(h.remote.clone())));
+            // The site must drop it too, when its job ages out or has: the simulation
+            // harness, seed 15646, where a crash took the record of its submission's answer,
+            // its job was placed again and aged out before its agent came back, and the
+            // cancelled launch stayed in the manager's log for ever. Its handle made durable
+            // while the driver knows its job (the aging discards it), else watched until a
+            // poll finds it ended, then dropped (as `submitted` does a forgotten job's).
+            match self.launches.get(&h.launch) {
+                Some(l) if l.site == site && l.remote.is_none() => {
+                    let _ = self.apply(Entry::Launched {
+                        launch: h.launch,
+                        remote: h.remote.clone(),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    (self.after_commit).push((
+                        site,
+                        crate::msg::SiteCall::Watch {
+                            launch: h.launch,
+                            remote: h.remote.clone(),
+                        },
+                    ));
+                    self.orphans.insert(h.launch, (site, h.remote.clone()));
+                }
+            }
         }
     }
 
