@@ -126,7 +126,7 @@ pub enum ResvState {
     /// Asked to reserve; no answer yet.
     Requested,
     /// Made at the site (and, after its run's commit, left by its component when a later
-    /// launch replaced the one started into it: [`Core::relaunched`]).
+    /// launch replaced the one started into it: `Core::relaunched`).
     Made,
     /// Its component's current launch was started into it.
     Started,
