@@ -296,6 +296,30 @@ fn a_launch_an_agent_holds_for_a_forgotten_job_is_discarded() {
     );
 }
 
+/// Seed 13588 (and `--files` seed 13588): job 22 (j3) asks for advance reservation, a
+/// total job of 4 processors; only s1, of 4, may reserve. Queued, it was given a component
+/// of 1 more processor ("client edits job 22: Add" at +14108 ms), which the core took after
+/// checking only that it fits the empty sites, all of them: no site that may reserve could
+/// ever hold the job, and it stayed queued to the end ("not over 40 minutes after the last
+/// fault: job 22 (j3) Queued"; the server's crash at +14723 ms had nothing to do with it).
+/// `--policies` seed 8052 broke the same way under FF, with job 2 (j1, 4 processors, s0 the
+/// only site that may reserve) at the head and jobs 3–11 behind it. An edit now passes
+/// every check a submission does (`Core::edit`): this one is refused.
+#[test]
+fn an_edit_no_site_that_may_reserve_could_hold_is_refused() {
+    let runs = [
+        (13588, sim::run as Run),
+        (13588, sim::run_files as Run),
+        (8052, sim::run_policies as Run),
+    ];
+    let o = assert_none_failed("an edit past the sites that may reserve", runs);
+    assert!(
+        o.iter()
+            .all(|o| o.reserving_jobs >= 1 && o.reserved_runs >= 1),
+        "each seed runs a reserving job in its reservation: {o:?}"
+    );
+}
+
 /// The other queue policies (`--policies`): conservative backfilling, KOALA's placement
 /// queues (seed 000), RPP (seed 001),
 /// FF, RR, SJF and HSDF (seed 004's period-driven policies) and TAGS killing jobs at their

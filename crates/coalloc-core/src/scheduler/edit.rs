@@ -6,10 +6,18 @@ use super::api::*;
 use super::jobs::{CompPhase, CompState, Phase};
 use super::Core;
 use crate::model::JobKind;
+use crate::placement::Fit;
 
 impl Core {
-    /// Add, delete or substitute a component before commit (seed 002 §3.2).
-    pub(super) fn edit(&mut self, id: JobId, edit: Edit) -> Result<(), Rejected> {
+    /// Add, delete or substitute a component before commit (seed 002 §3.2). `fit` and
+    /// `entries` are the queue policy's, as for `Core::submit`.
+    pub(super) fn edit(
+        &mut self,
+        id: JobId,
+        edit: Edit,
+        fit: Option<Fit>,
+        entries: &[&[SiteId]],
+    ) -> Result<(), Rejected> {
         let j = self.jobs.get(&id).ok_or(Rejected::UnknownJob(id))?;
         match j.phase {
             Phase::Ended => return Err(Rejected::Ended(id)),
@@ -53,7 +61,15 @@ impl Core {
             }
             crate::spec::validate::validate(&edited, &[])
                 .map_err(|e| Rejected::Invalid(e.to_string()))?;
-            self.check_fits_when_empty(&edited, None)?;
+            // Every check a submission passes (`Core::submit`): an edited job that could
+            // never start would wait for good, and hold up the jobs behind it under a
+            // policy that does not look past its head. The simulation harness found a
+            // reserving job given a component more than the sites that may reserve can
+            // ever hold, queued to the end (seed 13588; `--policies` seed 8052, the whole
+            // FF queue behind it).
+            self.check_fits_when_empty(&edited, fit)?;
+            self.check_fits_entries(&edited, fit, entries)?;
+            self.check_reservable(&edited, self.reserve.requests.contains_key(&id))?;
         }
         let starting = j.phase != Phase::Queued;
         // A held job is told again when the edited run is ready to commit (as it was, if

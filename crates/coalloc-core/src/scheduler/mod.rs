@@ -280,6 +280,17 @@ impl Scheduler {
         self.settle();
     }
 
+    /// A user's edit, checked as a submission is: with the queue policy's fit and the sites
+    /// it puts new jobs on. Out of the path every job takes, as `Core::apply_rare`.
+    #[cold]
+    #[inline(never)]
+    fn edit(&mut self, job: JobId, edit: Edit) -> Result<Reply, Rejected> {
+        let (fit, entries) = (self.queue.fit(), self.queue.entry_sites());
+        self.core
+            .edit(job, edit, fit, &entries)
+            .map(|()| Reply::Done)
+    }
+
     /// Change the state for one event, without deciding anything yet.
     fn apply(&mut self, now: Time, event: Event) -> Result<Reply, Rejected> {
         let core = &mut self.core;
@@ -298,6 +309,7 @@ impl Scheduler {
                 }
                 Ok(Reply::Submitted(id))
             }
+            Event::Edit { job, edit } => self.edit(job, edit),
             Event::SiteStatus {
                 site,
                 idle,
@@ -576,6 +588,7 @@ impl Core {
     fn apply_rare(&mut self, event: Event) -> Result<Reply, Rejected> {
         match event {
             Event::Submit(_)
+            | Event::Edit { .. }
             | Event::SiteStatus { .. }
             | Event::ComponentQueued { .. }
             | Event::ComponentStarted { .. }
@@ -585,7 +598,6 @@ impl Core {
             | Event::Tick => unreachable!("applied by Scheduler::apply"),
             Event::Cancel { job } => self.cancel(job).map(|()| Reply::Done),
             Event::Commit { job } => self.owner_commit(job).map(|()| Reply::Done),
-            Event::Edit { job, edit } => self.edit(job, edit).map(|()| Reply::Done),
             Event::SetUsable { site, usable } => {
                 self.set_usable(site, usable).map(|()| Reply::Done)
             }
