@@ -59,17 +59,13 @@ impl Core {
             if edited.kind == JobKind::Total && edited.components.len() > 1 {
                 edited.kind = JobKind::Unordered;
             }
-            crate::spec::validate::validate(&edited, &[])
-                .map_err(|e| Rejected::Invalid(e.to_string()))?;
-            // Every check a submission passes (`Core::submit`): an edited job that could
-            // never start would wait for good, and hold up the jobs behind it under a
-            // policy that does not look past its head. The simulation harness found a
-            // reserving job given a component more than the sites that may reserve can
-            // ever hold, queued to the end (seed 13588; `--policies` seed 8052, the whole
-            // FF queue behind it).
-            self.check_fits_when_empty(&edited, fit)?;
-            self.check_fits_entries(&edited, fit, entries)?;
-            self.check_reservable(&edited, self.reserve.requests.contains_key(&id))?;
+            // Every check a submission passes: an edited job that could never start would
+            // wait for good, and hold up the jobs behind it under a policy that does not
+            // look past its head. The simulation harness found a reserving job given a
+            // component more than the sites that may reserve can ever hold, queued to the
+            // end (seed 13588; `--policies` seed 8052, the whole FF queue behind it).
+            let reserves = self.reserve.requests.contains_key(&id);
+            self.check_startable(&edited, fit, entries, reserves)?;
         }
         let starting = j.phase != Phase::Queued;
         // A held job is told again when the edited run is ready to commit (as it was, if
